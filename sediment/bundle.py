@@ -1,0 +1,268 @@
+"""The derived bundle: a reviewed, frozen set of Rollouts that ``export rlvr --from`` reads.
+
+Format ``sediment-rollout-bundle`` version 1 (``docs/bundle.md``): a directory with
+``manifest.json`` (strict JSON, sorted keys) and ``rollouts.jsonl``, one
+``{"record_json": "<canonical record>"}`` line per Rollout in ``(org_id, session_id)``
+order. The canonical record is sorted-key, compact, ASCII JSON in which ``NaN``,
+``Infinity`` and escaped lone surrogates survive, so Facts stay lossless. The reader checks
+everything (hashes, counts, order, split, provenance) before any export starts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import secrets
+import shutil
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from sediment.errors import BundleError
+from sediment.export.representation import plain
+from sediment.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy
+from sediment.rollout import FRAGMENT_REASONS, Rollout
+from sediment.split import assign_split
+
+BUNDLE_FORMAT = "sediment-rollout-bundle"
+BUNDLE_SCHEMA_VERSION = 1
+RECORD_ENCODING = "sediment-record-json-v1"
+MANIFEST = "manifest.json"
+ROLLOUTS = "rollouts.jsonl"
+_MANIFEST_KEYS = {
+    "bundle_format", "bundle_schema_version", "record_encoding", "org_id", "policy",
+    "policy_digest", "implementation_versions", "quarantine_revision", "counts", "skipped",
+    "fragmented", "files",
+}
+
+
+def encode_record(value: Any) -> str:
+    """Canonical record JSON: keys sorted everywhere, compact, ASCII, non-finite tokens allowed."""
+    return json.dumps(plain(value), sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=True)
+
+
+def _strict_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise ValueError(f"duplicate key {key!r}")
+        result[key] = value
+    return result
+
+
+def _reject_constant(token: str) -> Any:
+    raise ValueError(f"non-finite number {token} outside a record")
+
+
+def _strict_loads(text: str) -> Any:
+    return json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_reject_constant)
+
+
+def write_bundle(
+    rollouts: Iterable[Rollout],
+    destination: Path,
+    *,
+    org_id: str,
+    policy: DerivationPolicy,
+    quarantine_revision: int,
+    fragmented: Mapping[str, int] | None = None,
+    skipped: Mapping[str, int] | None = None,
+) -> Path:
+    """Write a bundle atomically: staged beside ``destination``, then renamed whole."""
+    destination = Path(destination)
+    if destination.exists():
+        raise BundleError(f"derived bundle destination already exists: {destination}")
+    if not destination.parent.is_dir():
+        raise BundleError(f"derived bundle parent does not exist: {destination.parent}")
+    ordered = sorted(rollouts, key=lambda r: (r.org_id, r.session_id))
+    stage = destination.parent / f".{destination.name}.{secrets.token_hex(6)}"
+    stage.mkdir(mode=0o700)
+    try:
+        digest = hashlib.sha256()
+        size = 0
+        with open(stage / ROLLOUTS, "xb") as handle:
+            os.chmod(stage / ROLLOUTS, 0o600)
+            for rollout in ordered:
+                line = (_strict_json({"record_json": encode_record(rollout)}) + "\n").encode("ascii")
+                handle.write(line)
+                digest.update(line)
+                size += len(line)
+            handle.flush()
+            os.fsync(handle.fileno())
+        counts = {reason: 0 for reason in FRAGMENT_REASONS} | dict(fragmented or {})
+        manifest = {
+            "bundle_format": BUNDLE_FORMAT,
+            "bundle_schema_version": BUNDLE_SCHEMA_VERSION,
+            "record_encoding": RECORD_ENCODING,
+            "org_id": org_id,
+            "policy": policy.model_dump(mode="json"),
+            "policy_digest": policy.digest,
+            "implementation_versions": {"rollout": ROLLOUT_IMPLEMENTATION_VERSION},
+            "quarantine_revision": quarantine_revision,
+            "counts": {"rollouts": len(ordered)},
+            "skipped": dict(sorted((skipped or {}).items())),
+            "fragmented": counts,
+            "files": {ROLLOUTS: {"path": ROLLOUTS, "rows": len(ordered), "bytes": size,
+                                 "sha256": digest.hexdigest()}},
+        }
+        with open(stage / MANIFEST, "x", encoding="ascii") as handle:
+            os.chmod(stage / MANIFEST, 0o600)
+            handle.write(_strict_json(manifest) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.rename(stage, destination)
+    except BaseException:
+        shutil.rmtree(stage, ignore_errors=True)
+        raise
+    return destination
+
+
+@dataclass(frozen=True)
+class BundleManifest:
+    org_id: str
+    policy: DerivationPolicy
+    quarantine_revision: int
+    fragmented: dict[str, int]
+    skipped: dict[str, int]
+    rows: int
+
+
+class Bundle:
+    """A validated bundle whose Rollouts are read lazily, one at a time, by index."""
+
+    def __init__(self, path: Path, manifest: BundleManifest, offsets: list[int],
+                 keys: list[tuple[str, str]]) -> None:
+        self.path = path
+        self.manifest = manifest
+        self._offsets = offsets
+        self._keys = keys
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    def __getitem__(self, index: int) -> Rollout:
+        with open(self.path / ROLLOUTS, "rb") as handle:
+            handle.seek(self._offsets[index])
+            return _parse_line(handle.readline(), index + 1)
+
+    def __iter__(self) -> Any:
+        with open(self.path / ROLLOUTS, "rb") as handle:
+            for number, line in enumerate(handle, start=1):
+                yield _parse_line(line, number)
+
+    def order_keys(self) -> list[tuple[str, str]]:
+        return list(self._keys)
+
+    @property
+    def split_enabled(self) -> bool:
+        return self.manifest.policy.split.eval_fraction > 0
+
+
+def _parse_line(line: bytes, number: int) -> Rollout:
+    where = f"{ROLLOUTS} line {number}"
+    try:
+        outer = _strict_loads(line.decode("ascii"))
+        if not isinstance(outer, dict) or set(outer) != {"record_json"} or not isinstance(
+            outer["record_json"], str
+        ):
+            raise ValueError('a line must be exactly {"record_json": "<string>"}')
+        record = json.loads(outer["record_json"], object_pairs_hook=_no_duplicate_keys)
+        return Rollout.model_validate(record)
+    except (UnicodeDecodeError, ValueError) as exc:
+        detail = exc.errors()[0] if isinstance(exc, ValidationError) else None
+        if detail is not None:
+            loc = ".".join(str(p) for p in detail["loc"])
+            raise BundleError(f"invalid bundle record at {where}: {loc}: {detail['msg']}") from None
+        raise BundleError(f"invalid bundle record at {where}: {exc}") from None
+
+
+def _read_manifest(path: Path) -> tuple[dict[str, Any], BundleManifest]:
+    try:
+        raw = _strict_loads((path / MANIFEST).read_text(encoding="ascii"))
+    except FileNotFoundError:
+        raise BundleError(f"not a bundle: {path / MANIFEST} is missing") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise BundleError(f"cannot read bundle manifest {path / MANIFEST}: {exc}") from None
+    if not isinstance(raw, dict):
+        raise BundleError("bundle manifest must be a JSON object")
+    if raw.get("bundle_format") != BUNDLE_FORMAT:
+        raise BundleError(f"not a {BUNDLE_FORMAT}: bundle_format is {raw.get('bundle_format')!r}")
+    if raw.get("bundle_schema_version") != BUNDLE_SCHEMA_VERSION:
+        raise BundleError(
+            f"unsupported bundle_schema_version {raw.get('bundle_schema_version')!r} "
+            f"(this Sediment reads version {BUNDLE_SCHEMA_VERSION}; derive the bundle again)"
+        )
+    if set(raw) != _MANIFEST_KEYS:
+        raise BundleError(
+            f"bundle manifest keys differ: missing {sorted(_MANIFEST_KEYS - set(raw))}, "
+            f"unknown {sorted(set(raw) - _MANIFEST_KEYS)}"
+        )
+    if raw["record_encoding"] != RECORD_ENCODING:
+        raise BundleError(f"unsupported record_encoding {raw['record_encoding']!r}")
+    try:
+        policy = DerivationPolicy.model_validate(raw["policy"])
+    except ValidationError as exc:
+        raise BundleError(f"bundle policy is invalid: {exc.errors()[0]['msg']}") from None
+    if policy.digest != raw["policy_digest"]:
+        raise BundleError("bundle policy_digest does not match its policy")
+    versions = raw["implementation_versions"]
+    if versions != {"rollout": ROLLOUT_IMPLEMENTATION_VERSION}:
+        raise BundleError(f"unsupported implementation_versions {versions!r}; derive the bundle again")
+    info = raw["files"].get(ROLLOUTS) if isinstance(raw["files"], dict) else None
+    if not isinstance(info, dict):
+        raise BundleError(f"bundle manifest lists no {ROLLOUTS}")
+    return info, BundleManifest(
+        org_id=raw["org_id"],
+        policy=policy,
+        quarantine_revision=raw["quarantine_revision"],
+        fragmented=dict(raw["fragmented"]),
+        skipped=dict(raw["skipped"]),
+        rows=raw["counts"]["rollouts"],
+    )
+
+
+def open_bundle(path: str | Path) -> Bundle:
+    """Open and fully validate a bundle directory; raises :class:`BundleError` on any problem."""
+    path = Path(path)
+    if not path.is_dir():
+        raise BundleError(f"bundle directory does not exist: {path}")
+    info, manifest = _read_manifest(path)
+    digest = hashlib.sha256()
+    offsets: list[int] = []
+    keys: list[tuple[str, str]] = []
+    position = 0
+    expected_provenance = (manifest.policy.digest, manifest.quarantine_revision)
+    try:
+        handle = open(path / ROLLOUTS, "rb")  # noqa: SIM115
+    except OSError as exc:
+        raise BundleError(f"cannot read {path / ROLLOUTS}: {exc.strerror}") from None
+    with handle:
+        for number, line in enumerate(handle, start=1):
+            digest.update(line)
+            rollout = _parse_line(line, number)
+            key = (rollout.org_id, rollout.session_id)
+            if keys and key <= keys[-1]:
+                raise BundleError(f"{ROLLOUTS} line {number}: rollouts are not in (org_id, session_id) order")
+            if rollout.org_id != manifest.org_id:
+                raise BundleError(f"{ROLLOUTS} line {number}: org_id {rollout.org_id!r} differs from the manifest")
+            if rollout.split != assign_split(rollout.session_id, manifest.policy.split.eval_fraction):
+                raise BundleError(f"{ROLLOUTS} line {number}: split does not match the policy's eval split")
+            provenance = (rollout.provenance.policy_digest, rollout.provenance.quarantine_revision)
+            if provenance != expected_provenance:
+                raise BundleError(f"{ROLLOUTS} line {number}: provenance differs from the manifest")
+            offsets.append(position)
+            keys.append(key)
+            position += len(line)
+    if position != info.get("bytes") or digest.hexdigest() != info.get("sha256"):
+        raise BundleError(f"{ROLLOUTS} does not match the sha256 and size in the manifest")
+    if len(offsets) != info.get("rows") or len(offsets) != manifest.rows:
+        raise BundleError(f"{ROLLOUTS} has {len(offsets)} rows; the manifest says {manifest.rows}")
+    return Bundle(path, manifest, offsets, keys)

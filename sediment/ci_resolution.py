@@ -1,0 +1,320 @@
+"""CI resolution (CIResolutionPolicy version "2", contract §2).
+
+Recorded CI attempts are grouped into provider runs, each run resolves to one workflow
+verdict ordered only by ``run_attempt`` (null sorts as 0), and workflows on one commit
+aggregate into a commit verdict with a reliability. Pure and order-independent.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from sediment.facts import CIOutcome, FactModel, RepositoryIdentity
+from sediment.policy import Provenance
+from sediment.rollout import CommitRef
+
+CI_POLICY_VERSION = "2"
+
+#: Resolver skip reasons, in vocabulary order (contract §5).
+RESOLVER_SKIP_REASONS: tuple[str, ...] = (
+    "conflicting_run_identity",
+    "ambiguous_workflow_verdicts",
+    "repository_identity_absent",
+    "repository_identity_conflict",
+    "repository_identity_unresolved",
+    "repository_mirror_identity_unresolved",
+    "repository_source_absent",
+)
+
+Verdict = Literal["passed", "failed"]
+
+
+class CIResolutionPolicy(BaseModel):
+    """Reliability values of CI resolution; its digest lands in every resolution's provenance."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    clean_reliability: float = 1.0
+    suspected_flake_reliability: float = 0.0
+    non_verdict_reliability: float = 1.0
+    policy_version: str = CI_POLICY_VERSION
+
+    @field_validator("clean_reliability", "suspected_flake_reliability", "non_verdict_reliability",
+                     mode="before")
+    @classmethod
+    def _unit_interval(cls, value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= value <= 1.0:
+            raise ValueError(f"reliability must be a real number in [0, 1], got {value!r}")
+        return float(value)
+
+    @property
+    def digest(self) -> str:
+        text = json.dumps(self.model_dump(), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+DEFAULT_CI_POLICY = CIResolutionPolicy()
+
+
+class CIWorkflowResolution(FactModel):
+    provider: str
+    run_id: str
+    workflow_id: str | None
+    workflow_name: str
+    workflow_path: str | None
+    branch: str
+    verdict: Verdict | None
+    reliability: float | None
+    suspected_flake: bool
+    source_outcome_ids: tuple[str, ...]
+    verdict_outcome_id: str | None
+    non_verdict_outcome_ids: tuple[str, ...]
+
+
+class CIResolution(FactModel):
+    org_id: str
+    repo: str
+    commit_sha: str
+    verdict: Verdict | None
+    reliability: float | None
+    suspected_flake: bool
+    workflow_resolutions: tuple[CIWorkflowResolution, ...]
+    source_outcome_ids: tuple[str, ...]
+    verdict_outcome_ids: tuple[str, ...]
+    non_verdict_outcome_ids: tuple[str, ...]
+    provenance: Provenance
+    repository_identity: RepositoryIdentity | None = None
+
+    @property
+    def commit_key(self) -> CommitKey:
+        return CommitKey(self.org_id, self.repo, self.commit_sha, self.repository_identity)
+
+
+@dataclass(frozen=True)
+class CommitKey:
+    """A commit qualified by its repository (identified or legacy)."""
+
+    org_id: str
+    repo: str
+    commit_sha: str
+    identity: RepositoryIdentity | None = None
+
+    @property
+    def repository_sort_key(self) -> tuple[str, ...]:
+        if self.identity is not None:
+            i = self.identity
+            return (self.org_id, "identified", i.provider, i.host, i.repository_id)
+        return (self.org_id, "legacy", self.repo)
+
+    @property
+    def sort_key(self) -> tuple[str, ...]:
+        return (*self.repository_sort_key, self.commit_sha)
+
+    def same_commit(self, other: CommitKey) -> bool:
+        """Qualified equality: the repository key and the SHA (labels of identified repos aside)."""
+        return self.sort_key == other.sort_key
+
+
+def commit_key_of(org_id: str, ref: CommitRef) -> CommitKey:
+    return CommitKey(org_id, ref.repo, ref.commit_sha, ref.repository_identity)
+
+
+@dataclass
+class CIResolutionResult:
+    """Resolutions in commit-sort order plus the skip tally (units: see contract §2 step 9)."""
+
+    resolutions: tuple[CIResolution, ...]
+    skipped: Counter[str] = field(default_factory=Counter)
+    conflicting_commit_keys: frozenset[tuple[str, ...]] = frozenset()
+    outcomes_by_commit: dict[tuple[str, ...], tuple[CIOutcome, ...]] = field(default_factory=dict)
+
+
+def _outcome_commit_key(outcome: CIOutcome) -> tuple[CommitKey | None, str | None]:
+    """Resolve an outcome's repository without a repository context (legacy outcomes only)."""
+    if outcome.is_identified:
+        return None, "repository_identity_unresolved"
+    return CommitKey(outcome.org_id, outcome.repo, outcome.commit_sha), None
+
+
+def _run_key(outcome: CIOutcome) -> tuple[str, ...]:
+    if outcome.repository_provider is not None:
+        return (outcome.org_id, outcome.provider, "identified", outcome.repository_provider,
+                outcome.repository_host or "", outcome.run_id)
+    return (outcome.org_id, outcome.provider, "legacy", "", "", outcome.run_id)
+
+
+def _attempt(outcome: CIOutcome) -> int:
+    return outcome.run_attempt or 0
+
+
+def _is_conflicting(run: Sequence[CIOutcome], keys: Sequence[CommitKey]) -> bool:
+    def distinct(values: Iterable[str | None]) -> int:
+        return len({v for v in values if v})
+
+    if len({o.branch for o in run}) > 1:
+        return True
+    if distinct(o.workflow_id for o in run) > 1 or distinct(o.workflow_name for o in run) > 1:
+        return True
+    if distinct(o.workflow_path for o in run) > 1:
+        return True
+    results_by_attempt: dict[int, set[str]] = defaultdict(set)
+    for o in run:
+        results_by_attempt[_attempt(o)].add(o.result)
+    if any(len(results) > 1 for results in results_by_attempt.values()):
+        return True
+    return len({k.sort_key for k in keys}) > 1
+
+
+def _resolve_workflow(run: Sequence[CIOutcome], policy: CIResolutionPolicy) -> CIWorkflowResolution:
+    ordered = sorted(run, key=lambda o: (_attempt(o), o.outcome_id))
+    verdicts = [o for o in ordered if o.is_verdict]
+    non_verdicts = [o for o in ordered if not o.is_verdict]
+    flake = {"passed", "failed"} <= {o.result for o in verdicts}
+    reliability: float | None
+    if verdicts:
+        reliability = policy.suspected_flake_reliability if flake else policy.clean_reliability
+        if non_verdicts:
+            reliability = min(reliability, policy.non_verdict_reliability)
+    elif non_verdicts:
+        reliability = policy.non_verdict_reliability
+    else:
+        reliability = None
+    first = ordered[0]
+    verdict_outcome = verdicts[-1] if verdicts else None
+    return CIWorkflowResolution(
+        provider=first.provider,
+        run_id=first.run_id,
+        workflow_id=next((o.workflow_id for o in ordered if o.workflow_id), None),
+        workflow_name=next((o.workflow_name for o in ordered if o.workflow_name), ""),
+        workflow_path=next((o.workflow_path for o in ordered if o.workflow_path), None),
+        branch=first.branch,
+        verdict=verdict_outcome.result if verdict_outcome else None,  # type: ignore[arg-type]
+        reliability=reliability,
+        suspected_flake=flake,
+        source_outcome_ids=tuple(sorted(o.outcome_id for o in ordered)),
+        verdict_outcome_id=verdict_outcome.outcome_id if verdict_outcome else None,
+        non_verdict_outcome_ids=tuple(sorted(o.outcome_id for o in non_verdicts)),
+    )
+
+
+def _workflow_sort_key(w: CIWorkflowResolution) -> tuple[str, ...]:
+    return (w.provider, w.workflow_id or "", w.workflow_path or "", w.workflow_name, w.run_id)
+
+
+def resolve_ci(
+    outcomes: Iterable[CIOutcome],
+    *,
+    quarantine_revision: int,
+    policy: CIResolutionPolicy = DEFAULT_CI_POLICY,
+) -> CIResolutionResult:
+    """Resolve recorded CI attempts into per-commit verdicts (contract §2)."""
+    skipped: Counter[str] = Counter()
+    runs: dict[tuple[str, ...], list[tuple[CIOutcome, CommitKey | None]]] = defaultdict(list)
+    for outcome in outcomes:
+        key, reason = _outcome_commit_key(outcome)
+        if reason is not None:
+            skipped[reason] += 1
+        runs[_run_key(outcome)].append((outcome, key))
+
+    conflicting: set[tuple[str, ...]] = set()
+    workflows_by_commit: dict[tuple[str, ...], list[CIWorkflowResolution]] = defaultdict(list)
+    outcomes_by_commit: dict[tuple[str, ...], list[CIOutcome]] = defaultdict(list)
+    commit_keys: dict[tuple[str, ...], CommitKey] = {}
+    for run_key in sorted(runs):
+        members = runs[run_key]
+        if any(key is None for _, key in members):
+            continue  # incomplete: already counted by its repository reason
+        run = [o for o, _ in members]
+        keys = [key for _, key in members if key is not None]
+        if _is_conflicting(run, keys):
+            skipped["conflicting_run_identity"] += 1
+            conflicting.update(k.sort_key for k in keys)
+            continue
+        commit = keys[0]
+        commit_keys[commit.sort_key] = commit
+        outcomes_by_commit[commit.sort_key].extend(run)
+        workflows_by_commit[commit.sort_key].append(_resolve_workflow(run, policy))
+
+    provenance = Provenance(
+        policy_version=policy.policy_version,
+        quarantine_revision=quarantine_revision,
+        policy_digest=policy.digest,
+    )
+    resolutions: list[CIResolution] = []
+    for sort_key in sorted(workflows_by_commit):
+        commit = commit_keys[sort_key]
+        workflows = sorted(workflows_by_commit[sort_key], key=_workflow_sort_key)
+        verdicts = {w.verdict for w in workflows if w.verdict is not None}
+        reliabilities = [w.reliability for w in workflows if w.reliability is not None]
+        verdict: Verdict | None = None
+        reliability: float | None = None
+        if len(verdicts) > 1:
+            skipped["ambiguous_workflow_verdicts"] += 1
+        elif len(verdicts) == 1:
+            verdict = next(iter(verdicts))
+            reliability = min(reliabilities)
+        resolutions.append(
+            CIResolution(
+                org_id=commit.org_id,
+                repo=commit.repo,
+                commit_sha=commit.commit_sha,
+                verdict=verdict,
+                reliability=reliability,
+                suspected_flake=any(w.suspected_flake for w in workflows),
+                workflow_resolutions=tuple(workflows),
+                source_outcome_ids=tuple(sorted({i for w in workflows for i in w.source_outcome_ids})),
+                verdict_outcome_ids=tuple(
+                    sorted(w.verdict_outcome_id for w in workflows if w.verdict_outcome_id)
+                ),
+                non_verdict_outcome_ids=tuple(
+                    sorted({i for w in workflows for i in w.non_verdict_outcome_ids})
+                ),
+                provenance=provenance,
+                repository_identity=commit.identity,
+            )
+        )
+    return CIResolutionResult(
+        resolutions=tuple(resolutions),
+        skipped=skipped,
+        conflicting_commit_keys=frozenset(conflicting),
+        outcomes_by_commit={
+            k: tuple(sorted(v, key=lambda o: (o.captured_at, o.outcome_id)))
+            for k, v in outcomes_by_commit.items()
+        },
+    )
+
+
+def select_reward_resolution(
+    resolutions: Iterable[CIResolution], org_id: str, commits: Sequence[CommitRef]
+) -> CIResolution | None:
+    """The resolution of the last attributed commit that has a verdict (contract §2)."""
+    position = {commit_key_of(org_id, ref).sort_key: i for i, ref in enumerate(commits)}
+    best: tuple[int, CIResolution] | None = None
+    for resolution in resolutions:
+        index = position.get(resolution.commit_key.sort_key)
+        if index is None or resolution.verdict is None:
+            continue
+        if best is None or index > best[0]:
+            best = (index, resolution)
+    return best[1] if best else None
+
+
+__all__ = [
+    "CI_POLICY_VERSION",
+    "DEFAULT_CI_POLICY",
+    "RESOLVER_SKIP_REASONS",
+    "CIResolution",
+    "CIResolutionPolicy",
+    "CIResolutionResult",
+    "CIWorkflowResolution",
+    "CommitKey",
+    "resolve_ci",
+    "select_reward_resolution",
+]

@@ -1,0 +1,72 @@
+"""The one family of expected failures, and the exit codes the CLI maps them to.
+
+Anything raised from the library that is *not* a :class:`SedimentError` is a bug and
+is shown with a traceback.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Process exit codes of the ``sediment`` command (documented in ``docs/cli.md``)."""
+
+    OK = 0
+    ERROR = 1  #: configuration, missing mirror root, invalid input values
+    USAGE = 2  #: bad command line: missing or unknown ``--target``
+    OUTPUT_DIRECTORY = 3  #: output directory claimed by another target, locked, or stale
+    BUNDLE = 4  #: bundle missing, unreadable or invalid
+    PLUGIN = 5  #: a plugin is broken: duplicate name, bad vocabulary, unknown hook
+    VALIDATION = 6  #: ``sediment schema validate`` found invalid rows
+    CAPACITY = 7  #: a byte budget was exceeded; nothing was published
+
+
+class SedimentError(Exception):
+    """An expected failure: shown to the user as one line, with :attr:`exit_code`."""
+
+    exit_code: ExitCode = ExitCode.ERROR
+
+
+class ConfigurationError(SedimentError):
+    """A required setting is missing or invalid."""
+
+
+class UsageError(SedimentError):
+    """The command was called with missing or unknown arguments."""
+
+    exit_code = ExitCode.USAGE
+
+
+class UnknownTargetError(UsageError):
+    """No installed export target has the requested name."""
+
+
+class OutputDirectoryError(SedimentError):
+    """The output directory is claimed by another target, locked, or holds stale artifacts."""
+
+    exit_code = ExitCode.OUTPUT_DIRECTORY
+
+
+class BundleError(SedimentError):
+    """A derived bundle is missing, unreadable or fails validation."""
+
+    exit_code = ExitCode.BUNDLE
+
+
+class PluginError(SedimentError):
+    """A plugin broke the plugin contract (names, vocabularies, hook shape)."""
+
+    exit_code = ExitCode.PLUGIN
+
+
+class CapacityError(SedimentError):
+    """A byte budget was exceeded; nothing was published."""
+
+    exit_code = ExitCode.CAPACITY
+
+
+class SchemaValidationError(SedimentError):
+    """Rows failed validation against the published JSON Schemas."""
+
+    exit_code = ExitCode.VALIDATION

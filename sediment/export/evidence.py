@@ -1,0 +1,141 @@
+"""What a target may read about one Rollout while projecting it.
+
+:class:`RolloutEvidence` computes CI resolution, the reward resolution, problem statements
+and reference patches lazily and once per Rollout, so targets with two populations share the
+work. Reading :attr:`RolloutEvidence.ci` marks the CI evidence as consulted, which is how
+the pipeline knows to add the resolver's skip counts to the population's tally.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import cached_property
+from typing import Any
+
+from sediment.ci_resolution import (
+    DEFAULT_CI_POLICY,
+    CIResolution,
+    CIResolutionPolicy,
+    CIResolutionResult,
+    commit_key_of,
+    resolve_ci,
+    select_reward_resolution,
+)
+from sediment.export.reference_patch import ReferencePatch, resolve_reference_patch
+from sediment.export.representation import plain
+from sediment.export.verifier_commands import VerifierCommands
+from sediment.facts import CIOutcome, TextPart
+from sediment.mirrors import MirrorRoot
+from sediment.rollout import Rollout
+
+NON_TEXT_MARKER = "[non-text content omitted]"
+RECIPE_ID = "rlvr_ci"
+RECIPE_VERSION = 1
+REWARD_SOURCES = {"passed": "resolved_ci_pass", "failed": "resolved_ci_fail"}
+
+
+class RolloutEvidence:
+    """One Rollout plus the configuration projection reads (mirrors, verifier commands)."""
+
+    def __init__(
+        self,
+        rollout: Rollout,
+        *,
+        mirrors: MirrorRoot | None,
+        verifier_commands: VerifierCommands,
+        ci_policy: CIResolutionPolicy = DEFAULT_CI_POLICY,
+    ) -> None:
+        self.rollout = rollout
+        self.mirrors = mirrors
+        self.verifier_commands = verifier_commands
+        self._ci_policy = ci_policy
+        self._patches: dict[tuple[str, ...], ReferencePatch | str] = {}
+        self.ci_consulted = False
+
+    # --- CI -------------------------------------------------------------------------
+
+    @cached_property
+    def _ci(self) -> CIResolutionResult:
+        return resolve_ci(
+            self.rollout.terminal_outcomes,
+            quarantine_revision=self.rollout.provenance.quarantine_revision,
+            policy=self._ci_policy,
+        )
+
+    @property
+    def ci(self) -> CIResolutionResult:
+        """CI resolution of the terminal outcomes (reading it counts resolver skips)."""
+        self.ci_consulted = True
+        return self._ci
+
+    @property
+    def reward_resolution(self) -> CIResolution | None:
+        """The last attributed commit's resolution that has a verdict, or ``None``."""
+        return select_reward_resolution(self.ci.resolutions, self.rollout.org_id, self.rollout.commits)
+
+    def verifier_results(self, resolution: CIResolution | None = None) -> list[dict[str, Any]]:
+        """Terminal outcomes sorted by ``outcome_id``; only ``resolution``'s sources if given."""
+        outcomes: Iterable[CIOutcome] = self.rollout.terminal_outcomes
+        if resolution is not None:
+            sources = set(resolution.source_outcome_ids)
+            outcomes = (o for o in outcomes if o.outcome_id in sources)
+        return [plain(o) for o in sorted(outcomes, key=lambda o: o.outcome_id)]
+
+    def observation_ids(self, resolutions: Iterable[CIResolution]) -> list[str]:
+        """Ids of this Session's observations on commits both resolved and attributed."""
+        org = self.rollout.org_id
+        resolved = {r.commit_key.sort_key for r in resolutions}
+        attributed = {commit_key_of(org, ref).sort_key for ref in self.rollout.commits}
+        wanted = resolved & attributed
+        ids = {
+            o.observation_id
+            for o in self.rollout.session_commit_observations
+            if o.org_id == org
+            and o.session_id == self.rollout.session_id
+            and (org, "legacy", o.repo, o.commit_sha) in wanted
+        }
+        return sorted(ids)
+
+    # --- task content ---------------------------------------------------------------
+
+    @cached_property
+    def problem_statement(self) -> str:
+        """The first user message, text parts verbatim, other parts as a marker, joined by ``\\n``."""
+        for segment in self.rollout.segments:
+            for turn in segment:
+                for message in turn.new_messages:
+                    if message.role == "user":
+                        return "\n".join(
+                            p.content if isinstance(p, TextPart) else NON_TEXT_MARKER
+                            for p in message.parts
+                        )
+        return ""
+
+    def reference_patch(self, resolution: CIResolution) -> ReferencePatch | str:
+        """The reference patch for ``resolution`` or its skip reason (``mirror_absent`` without mirrors)."""
+        key = resolution.commit_key.sort_key
+        if key not in self._patches:
+            if self.mirrors is None:
+                self._patches[key] = "mirror_absent"
+            else:
+                self._patches[key] = resolve_reference_patch(self.rollout, resolution, self.mirrors)
+        return self._patches[key]
+
+    def verification(self, repo: str | None) -> dict[str, str] | None:
+        return self.verifier_commands.verification(repo)
+
+    def instance_prefix(self) -> str:
+        return f"{self.rollout.org_id}-{self.rollout.session_id}"
+
+
+def reward_source(resolution: CIResolution | None) -> str | None:
+    """``resolved_ci_pass`` / ``resolved_ci_fail`` for a verdict, else ``None``."""
+    if resolution is None or resolution.verdict is None:
+        return None
+    return REWARD_SOURCES[resolution.verdict]
+
+
+def put_optional(row: dict[str, Any], key: str, value: Any) -> None:
+    """Set ``row[key]`` unless ``value`` is ``None`` (omit-when-null fields)."""
+    if value is not None:
+        row[key] = value

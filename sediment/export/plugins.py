@@ -1,0 +1,115 @@
+"""Plugin discovery: one entry-point group (``sediment``), built-ins included.
+
+Load order: every entry point of the group, sorted by name, each registered under its
+entry-point name. Two distributions declaring the same name stop start-up with an error
+naming both. ``SEDIMENT_BLOCK_PLUGINS`` (comma-separated names) blocks plugins by name.
+After registration :meth:`pluggy.PluginManager.check_pending` fails loudly on hook
+implementations that match no specification.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import pluggy
+
+from sediment.errors import PluginError
+from sediment.export import hookspecs
+
+ENTRY_POINT_GROUP = "sediment"
+BLOCK_ENV_VAR = "SEDIMENT_BLOCK_PLUGINS"
+
+#: The targets shipped with Sediment; a test pins discovery to exactly these plus third parties.
+BUILTIN_TARGETS: tuple[str, ...] = ("sediment", "swe-bench", "nemo-gym")
+#: The manifest plugins shipped with Sediment.
+BUILTIN_MANIFEST_PLUGINS: tuple[str, ...] = ("openenv",)
+
+
+@dataclass(frozen=True)
+class PluginOrigin:
+    """Where a plugin came from: its distribution, version and entry point."""
+
+    name: str
+    distribution: str
+    version: str
+    value: str
+
+
+@dataclass(frozen=True)
+class PluginSource:
+    """A plugin object to register, and its origin."""
+
+    plugin: object
+    origin: PluginOrigin
+
+
+def new_plugin_manager() -> pluggy.PluginManager:
+    """A plugin manager with the export hookspecs and nothing registered."""
+    pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
+    pm.add_hookspecs(hookspecs)
+    return pm
+
+
+def discover_entry_points(
+    blocked: Iterable[str] | None = None,
+) -> list[PluginSource]:
+    """Load every plugin of the entry-point group; duplicate names are an error."""
+    if blocked is None:
+        blocked = [n.strip() for n in os.environ.get(BLOCK_ENV_VAR, "").split(",") if n.strip()]
+    blocked_names = set(blocked)
+    seen: dict[str, PluginOrigin] = {}
+    sources: list[PluginSource] = []
+    for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+        dist = ep.dist
+        origin = PluginOrigin(
+            name=ep.name,
+            distribution=dist.metadata["Name"] if dist is not None else "unknown",
+            version=dist.version if dist is not None else "unknown",
+            value=ep.value,
+        )
+        if ep.name in seen:
+            if seen[ep.name] == origin:
+                continue  # the same distribution seen twice on sys.path
+            first = seen[ep.name]
+            raise PluginError(
+                f"plugin name {ep.name!r} is declared twice: by {first.distribution} {first.version} "
+                f"({first.value}) and by {origin.distribution} {origin.version} ({origin.value})"
+            )
+        seen[ep.name] = origin
+        if ep.name in blocked_names:
+            continue
+        try:
+            plugin = ep.load()
+        except Exception as exc:  # a broken third-party plugin: name it, keep the cause
+            raise PluginError(
+                f"cannot load plugin {ep.name!r} from {origin.distribution} ({origin.value}): {exc}"
+            ) from exc
+        sources.append(PluginSource(plugin, origin))
+    return sources
+
+
+def build_plugin_manager(sources: Iterable[PluginSource]) -> tuple[pluggy.PluginManager, Mapping[str, PluginOrigin]]:
+    """Register ``sources`` under their names and verify every hook implementation."""
+    pm = new_plugin_manager()
+    origins: dict[str, PluginOrigin] = {}
+    for source in sources:
+        name = source.origin.name
+        if name in origins:
+            first = origins[name]
+            raise PluginError(
+                f"plugin name {name!r} is declared twice: by {first.distribution} ({first.value}) "
+                f"and by {source.origin.distribution} ({source.origin.value})"
+            )
+        try:
+            pm.register(source.plugin, name=name)
+        except (ValueError, pluggy.PluginValidationError) as exc:
+            raise PluginError(f"plugin {name!r} from {source.origin.distribution}: {exc}") from exc
+        origins[name] = source.origin
+    try:
+        pm.check_pending()
+    except pluggy.PluginValidationError as exc:
+        raise PluginError(f"plugin implements an unknown hook: {exc}") from exc
+    return pm, origins

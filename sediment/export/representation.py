@@ -1,0 +1,58 @@
+"""Row values: turning models into plain JSON values, and the training-representation check.
+
+Facts keep NaN, infinities and lone surrogates losslessly; an exported row must not carry
+them. :func:`representation_problem` walks the emitted value (keys included) and names the
+first problem, which declines the row with one count.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel
+
+from sediment.identifiers import has_unpaired_surrogate, render_datetime
+
+REPRESENTATION_REASONS: tuple[str, ...] = ("non_finite_number", "unrepresentable_unicode")
+
+
+def plain(value: Any) -> Any:
+    """A JSON-ready copy of ``value``: models as dicts in field order, datetimes as UTC text.
+
+    Floats and strings are copied as they are (NaN and lone surrogates included), so the
+    representation check sees exactly what would be emitted.
+    """
+    if isinstance(value, BaseModel):
+        return {name: plain(getattr(value, name)) for name in type(value).model_fields}
+    if isinstance(value, datetime):
+        return render_datetime(value)
+    if isinstance(value, Mapping):
+        return {key: plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(item) for item in value]
+    return value
+
+
+def representation_problem(value: Any) -> str | None:
+    """The first representation reason found in ``value``, or ``None`` when it is representable."""
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if has_unpaired_surrogate(item):
+                return "unrepresentable_unicode"
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                return "non_finite_number"
+        elif isinstance(item, Mapping):
+            pending: list[Any] = []
+            for key, child in item.items():
+                pending.append(key)
+                pending.append(child)
+            stack.extend(reversed(pending))
+        elif isinstance(item, Sequence) and not isinstance(item, bytes | bytearray):
+            stack.extend(reversed(list(item)))
+    return None

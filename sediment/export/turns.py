@@ -1,0 +1,46 @@
+"""Rollout evidence shared by rollout-producing targets: turn rows and segment identity."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sediment.ci_resolution import RESOLVER_SKIP_REASONS
+from sediment.export.representation import REPRESENTATION_REASONS, plain
+from sediment.facts import DeveloperDecision, InferenceMessage
+from sediment.rollout import Turn
+
+#: The vocabulary of every rollout population (contract §5).
+ROLLOUT_VOCABULARY: tuple[str, ...] = (*RESOLVER_SKIP_REASONS, *REPRESENTATION_REASONS, "no_segments")
+
+
+def message_row(message: InferenceMessage) -> dict[str, Any]:
+    """``{role, parts, finish_reason?}`` with full typed parts; ``finish_reason`` omitted when null."""
+    row: dict[str, Any] = {"role": message.role, "parts": [plain(p) for p in message.parts]}
+    if message.finish_reason is not None:
+        row["finish_reason"] = message.finish_reason
+    return row
+
+
+def decision_row(decision: DeveloperDecision) -> dict[str, Any]:
+    """The five decision fields a training row keeps."""
+    return {
+        "accepted": decision.accepted,
+        "explicit": decision.explicit,
+        "agent_harness": decision.agent_harness,
+        "interaction_mode": decision.interaction_mode,
+        "file_path": decision.file_path,
+    }
+
+
+def turn_row(turn: Turn) -> dict[str, Any]:
+    return {
+        "inference_call_id": turn.inference_call_id,
+        "new_messages": [message_row(m) for m in turn.new_messages],
+        "completion": turn.completion,
+        "tool_calls": [plain(c) for c in turn.tool_calls],
+        "decisions": [decision_row(d) for d in turn.decisions],
+    }
+
+
+def segment_instance_id(org_id: str, session_id: str, index: int) -> str:
+    return f"{org_id}-{session_id}-seg{index}"

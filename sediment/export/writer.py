@@ -1,0 +1,236 @@
+"""The RLVR output directory (contract §6): claim, generation lock, staging, atomic publish.
+
+An output directory belongs to one target (``.sediment-rlvr-target``) and holds one
+generation of artifacts. Rows are staged privately inside it and published file by file
+with ``os.replace``; an empty partition never creates or truncates a file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import json
+import logging
+import os
+import secrets
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from sediment.errors import CapacityError, OutputDirectoryError
+from sediment.export.rows import Population
+from sediment.split import Split
+
+CLAIM_NAME = ".sediment-rlvr-target"
+LOCK_NAME = ".sediment-rlvr-export.lock"
+STAGE_PREFIX = ".sediment-training-"
+STAGE_LOCK_SUFFIX = ".sediment-stage-lock"
+DEFAULT_MAX_RECORD_BYTES = 512 * 1024 * 1024
+DEFAULT_MAX_STAGE_BYTES = 8 * 1024 * 1024 * 1024
+SPLIT_ORDER: tuple[Split, ...] = ("train", "eval")
+
+logger = logging.getLogger(__name__)
+
+
+def encode_row(row: dict[str, Any]) -> bytes:
+    """One JSONL line: ASCII-escaped JSON, no NaN, default separators, the row's key order."""
+    return (json.dumps(row, ensure_ascii=True, allow_nan=False) + "\n").encode("ascii")
+
+
+def file_name(population: Population, split: Split | None) -> str:
+    """``tasks.jsonl`` unsplit; ``tasks.train.jsonl`` / ``tasks.eval.jsonl`` when split."""
+    return f"{population}.jsonl" if split is None else f"{population}.{split}.jsonl"
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to a private temp file beside ``path``, fsync it, then replace ``path``."""
+    fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def generation_lock(out_dir: Path) -> Iterator[None]:
+    """Hold ``<out>/.sediment-rlvr-export.lock`` for one export (a directory, made atomically)."""
+    lock = out_dir / LOCK_NAME
+    try:
+        lock.mkdir()
+    except FileExistsError:
+        raise OutputDirectoryError(
+            f"RLVR export already in progress for output directory {out_dir} "
+            f"(if no export is running, a stopped one left {LOCK_NAME}; use a fresh directory)"
+        ) from None
+    try:
+        yield
+    finally:
+        try:
+            lock.rmdir()
+        except OSError as exc:
+            logger.warning("rlvr_export_lock_not_removed path=%s error=%s", lock, exc)
+
+
+def claim_directory(out_dir: Path, target: str, artifact_names: frozenset[str]) -> None:
+    """Claim ``out_dir`` for ``target``, or refuse it (contract §6 step 4)."""
+    claim = out_dir / CLAIM_NAME
+    present = sorted(n for n in artifact_names if (out_dir / n).exists())
+    for _ in range(2):
+        if claim.exists():
+            try:
+                claimed = claim.read_text(encoding="utf-8").strip()
+            except (OSError, UnicodeDecodeError) as exc:
+                raise OutputDirectoryError(f"cannot read RLVR target claim {claim}: {exc}") from None
+            if claimed != target:
+                raise OutputDirectoryError(
+                    f"output directory already belongs to RLVR target {claimed or 'unknown'}; "
+                    f"use a different directory for {target}"
+                )
+            if present:
+                raise OutputDirectoryError(
+                    f"output directory already contains {target} artifacts ({', '.join(present)}); "
+                    "use a new directory for each export"
+                )
+            return
+        if present:
+            raise OutputDirectoryError(
+                f"output directory contains RLVR artifacts without a target claim "
+                f"({', '.join(present)}); use a new directory"
+            )
+        fd, tmp = tempfile.mkstemp(prefix=CLAIM_NAME, suffix=".tmp", dir=out_dir)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(target + "\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+            try:
+                os.link(tmp, claim)
+                return
+            except FileExistsError:
+                continue  # another export claimed it first: validate that claim
+        finally:
+            os.unlink(tmp)
+    raise OutputDirectoryError(f"cannot claim output directory {out_dir}")
+
+
+@dataclass
+class PublishedExport:
+    """What an export published: per population, the written files and their row counts."""
+
+    out_dir: Path
+    split_enabled: bool
+    files: dict[Population, dict[Split | None, tuple[Path, int]]] = field(default_factory=dict)
+
+    def rows(self, population: Population) -> int:
+        return sum(count for _, count in self.files.get(population, {}).values())
+
+    def paths(self, population: Population) -> list[Path]:
+        return [path for path, _ in self.files.get(population, {}).values()]
+
+    @property
+    def written(self) -> dict[str, int]:
+        return {str(path): count for sides in self.files.values() for path, count in sides.values()}
+
+
+class StagingStore:
+    """A private staging directory inside the output directory, swept when abandoned."""
+
+    def __init__(
+        self,
+        out_dir: Path,
+        *,
+        split_enabled: bool,
+        max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+        max_stage_bytes: int = DEFAULT_MAX_STAGE_BYTES,
+    ) -> None:
+        self.out_dir = out_dir
+        self.split_enabled = split_enabled
+        self.max_record_bytes = max_record_bytes
+        self.max_stage_bytes = max_stage_bytes
+        self.bytes_staged = 0
+        self._handles: dict[tuple[Population, Split | None], IO[bytes]] = {}
+        self._counts: dict[tuple[Population, Split | None], int] = {}
+        sweep_abandoned_stages(out_dir)
+        name = STAGE_PREFIX + secrets.token_hex(8)
+        self._lock_file = open(out_dir / (name + STAGE_LOCK_SUFFIX), "wb")  # noqa: SIM115
+        fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        self.path = out_dir / name
+        self.path.mkdir(mode=0o700)
+        (self.path / "prepared").mkdir(mode=0o700)
+
+    def add(self, population: Population, split: Split, row: dict[str, Any]) -> None:
+        """Stage one row in its prepared file; budgets are enforced as rows arrive."""
+        line = encode_row(row)
+        if len(line) > self.max_record_bytes:
+            raise CapacityError(
+                f"bundle record exceeds byte budget: a {population} row encodes to {len(line)} bytes "
+                f"(limit {self.max_record_bytes}); nothing was published"
+            )
+        if self.bytes_staged + len(line) > self.max_stage_bytes:
+            raise CapacityError(
+                f"JSONL output exceeds {self.max_stage_bytes} encoded bytes; nothing was published"
+            )
+        key = (population, split if self.split_enabled else None)
+        handle = self._handles.get(key)
+        if handle is None:
+            path = self.path / "prepared" / file_name(*key)
+            handle = self._handles[key] = open(path, "xb")  # noqa: SIM115
+            os.chmod(path, 0o600)
+            self._counts[key] = 0
+        handle.write(line)
+        self._counts[key] += 1
+        self.bytes_staged += len(line)
+
+    def publish(self, populations: tuple[Population, ...]) -> PublishedExport:
+        """fsync every prepared file, then replace them into place: population order, train first."""
+        for handle in self._handles.values():
+            handle.flush()
+            os.fsync(handle.fileno())
+            handle.close()
+        published = PublishedExport(self.out_dir, self.split_enabled)
+        sides: tuple[Split | None, ...] = SPLIT_ORDER if self.split_enabled else (None,)
+        for population in populations:
+            for side in sides:
+                key = (population, side)
+                if key not in self._counts:
+                    logger.info("empty partition left untouched: %s", self.out_dir / file_name(*key))
+                    continue
+                destination = self.out_dir / file_name(*key)
+                os.replace(self.path / "prepared" / file_name(*key), destination)
+                published.files.setdefault(population, {})[side] = (destination, self._counts[key])
+        return published
+
+    def close(self) -> None:
+        """Remove the staging directory and its lock, published or not."""
+        for handle in self._handles.values():
+            handle.close()
+        shutil.rmtree(self.path, ignore_errors=True)
+        lock_path = Path(self._lock_file.name)
+        self._lock_file.close()
+        with contextlib.suppress(FileNotFoundError):
+            lock_path.unlink()
+
+
+def sweep_abandoned_stages(out_dir: Path) -> None:
+    """Remove staging directories whose lock no live export holds."""
+    for lock_path in out_dir.glob(STAGE_PREFIX + "*" + STAGE_LOCK_SUFFIX):
+        stage = out_dir / lock_path.name[: -len(STAGE_LOCK_SUFFIX)]
+        with open(lock_path, "ab") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                if exc.errno in (errno.EAGAIN, errno.EACCES):
+                    continue
+                raise
+            shutil.rmtree(stage, ignore_errors=True)
+            lock_path.unlink()

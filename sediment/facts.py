@@ -1,0 +1,247 @@
+"""Fact models: the immutable, append-only evidence everything else derives from.
+
+Field names, order and vocabularies follow the export contract (§1.1). Models are
+frozen and reject unknown fields; ``raw`` payloads and free-form values are kept
+losslessly (NaN, infinities, lone surrogates and NUL survive; only export declines them).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from sediment.identifiers import (
+    BranchName,
+    CommitSha,
+    NonEmptyId,
+    NonEmptyRepoSlug,
+    OrgId,
+    RepoSlug,
+    UtcDatetime,
+)
+
+
+class FactModel(BaseModel):
+    """Base for every Fact and derived model: frozen, closed, lossless."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", ser_json_inf_nan="constants")
+
+
+# --- message parts -------------------------------------------------------------------
+
+
+class TextPart(FactModel):
+    type: Literal["text"] = "text"
+    content: str
+
+
+class ReasoningPart(FactModel):
+    type: Literal["reasoning"] = "reasoning"
+    content: str
+
+
+class ToolCallPart(FactModel):
+    type: Literal["tool_call"] = "tool_call"
+    id: NonEmptyId
+    name: str
+    arguments: dict[str, Any]
+
+
+class ToolCallResponsePart(FactModel):
+    type: Literal["tool_call_response"] = "tool_call_response"
+    id: NonEmptyId
+    result: Any = None
+
+
+Part = Annotated[
+    TextPart | ReasoningPart | ToolCallPart | ToolCallResponsePart,
+    Field(discriminator="type"),
+]
+
+
+class InferenceMessage(FactModel):
+    role: str
+    parts: tuple[Part, ...]
+    finish_reason: str | None = None
+
+
+# --- Facts ---------------------------------------------------------------------------
+
+GatewayProvider = Literal["litellm", "portkey", "helicone", "unknown"]
+CIProvider = Literal["github_actions", "jenkins", "gitlab_ci", "circleci", "buildkite", "other"]
+CIResult = Literal[
+    "passed", "failed", "error", "timed_out", "cancelled", "skipped", "neutral", "unknown"
+]
+VERDICT_RESULTS: frozenset[str] = frozenset({"passed", "failed"})
+AgentHarness = Literal["claude-code", "copilot", "codex", "cursor", "pi"]
+
+
+class InferenceCall(FactModel):
+    """One model call of an agent Session; one Turn of a Rollout comes from one call."""
+
+    schema_version: Literal[1] = 1
+    inference_call_id: NonEmptyId
+    org_id: OrgId
+    session_id: NonEmptyId
+    user_id: NonEmptyId | None = None
+    gateway_provider: GatewayProvider = "unknown"
+    model_provider: str | None = None
+    model: NonEmptyId | None = None
+    input_messages: tuple[InferenceMessage, ...] = ()
+    output_messages: tuple[InferenceMessage, ...] = ()
+    input_tokens: int | None = Field(default=None, ge=0)
+    output_tokens: int | None = Field(default=None, ge=0)
+    duration_ms: int | None = Field(default=None, ge=0, le=2**63 - 1)
+    model_call_id: NonEmptyId | None = None
+    observed_at: UtcDatetime
+    raw: dict[str, Any] = Field(default_factory=dict)
+
+
+def check_identity_triple(provider: str | None, host: str | None, repository_id: str | None) -> None:
+    """Reject a repository identity triple that is partly present or ill-formed."""
+    triple = (provider, host, repository_id)
+    if any(v is None for v in triple) and any(v is not None for v in triple):
+        raise ValueError(
+            "repository_provider, repository_host and repository_id are all present or all absent"
+        )
+    if repository_id is not None and not (
+        repository_id.isascii() and repository_id.isdigit() and not repository_id.startswith("0")
+    ):
+        raise ValueError("repository_id must be canonical positive decimal text")
+    if host is not None and (not host or host != host.strip().lower()):
+        raise ValueError("repository_host must be a lowercase DNS host")
+
+
+class _Identified(FactModel):
+    """A Fact scoped to a repository that may carry the identity triple."""
+
+    schema_version: Literal[1, 2] = 2
+    repository_provider: Literal["github"] | None = None
+    repository_host: str | None = None
+    repository_id: str | None = None
+
+    @model_validator(mode="after")
+    def _identity_triple(self) -> _Identified:
+        check_identity_triple(self.repository_provider, self.repository_host, self.repository_id)
+        if self.schema_version == 1 and self.repository_provider is not None:
+            raise ValueError("repository identity is forbidden on schema_version 1 Facts")
+        return self
+
+    @property
+    def is_identified(self) -> bool:
+        return self.repository_provider is not None
+
+
+class CIOutcome(_Identified):
+    """One provider pipeline-run attempt (repository-scoped). Field order is the JSON order."""
+
+    outcome_id: NonEmptyId
+    org_id: OrgId
+    provider: CIProvider
+    run_id: NonEmptyId
+    run_attempt: int | None = Field(default=None, ge=1)
+    repo: NonEmptyRepoSlug
+    commit_sha: CommitSha
+    branch: BranchName
+    result: CIResult
+    workflow_name: str = ""
+    workflow_id: str | None = None
+    workflow_path: str | None = None
+    run_url: str | None = None
+    provider_result: str | None = None
+    error_type: str | None = None
+    reason: str | None = Field(default=None, max_length=4096)
+    source_event_type: str | None = None
+    source_spec_version: str | None = None
+    source_event_id: str | None = None
+    pr_number: int | None = Field(default=None, ge=1)
+    captured_at: UtcDatetime
+    raw: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def is_verdict(self) -> bool:
+        return self.result in VERDICT_RESULTS
+
+
+class SessionCommitObservation(_Identified):
+    """The first time a mirror refresh exposed a git-note Session→commit edge."""
+
+    observation_id: NonEmptyId
+    org_id: OrgId
+    repo: NonEmptyRepoSlug
+    commit_sha: CommitSha
+    session_id: NonEmptyId
+    source_push_id: str | None = None
+    captured_at: UtcDatetime
+
+
+class DeveloperDecision(FactModel):
+    """A developer's accept/reject of an agent edit."""
+
+    decision_id: NonEmptyId
+    org_id: OrgId
+    session_id: NonEmptyId
+    user_id: NonEmptyId | None = None
+    agent_harness: AgentHarness
+    file_path: str = ""
+    accepted: bool
+    explicit: bool
+    interaction_mode: Literal["agent", "inline"]
+    commit_sha: CommitSha | None = None
+    call_id: NonEmptyId | None = None
+    edit_retention_score: float | None = Field(default=None, ge=0.0, le=1.0)
+    observation_delay_ms: int | None = Field(default=None, ge=0)
+    occurred_at: UtcDatetime
+    captured_at: UtcDatetime
+    raw: dict[str, Any] = Field(default_factory=dict)
+
+
+class PullRequestMerge(_Identified):
+    """A merged pull request (diagnostic reports only; never read by a training recipe)."""
+
+    merge_id: NonEmptyId
+    org_id: OrgId
+    provider: Literal["github"] = "github"
+    repo: NonEmptyRepoSlug
+    pr_number: int = Field(ge=1)
+    head_repo: RepoSlug = ""
+    head_repository_provider: Literal["github"] | None = None
+    head_repository_host: str | None = None
+    head_repository_id: str | None = None
+    head_ref: BranchName
+    head_sha: CommitSha
+    base_ref: BranchName
+    base_sha: CommitSha
+    merge_commit_sha: CommitSha
+    merged_at: UtcDatetime
+    source_event_id: str | None = None
+    captured_at: UtcDatetime
+
+
+class RepositoryRename(FactModel):
+    """A repository's name changed (stored; not yet applied to identity)."""
+
+    rename_id: NonEmptyId
+    org_id: OrgId
+    provider: Literal["github"] = "github"
+    repository_host: str | None = None
+    repository_id: str | None = None
+    old_repo: NonEmptyRepoSlug
+    new_repo: NonEmptyRepoSlug
+    renamed_at: UtcDatetime
+    source_event_id: str | None = None
+    captured_at: UtcDatetime
+
+
+class RepositoryIdentity(FactModel):
+    """A forge's immutable identity for a repository (never supplied by a name or SHA)."""
+
+    provider: Literal["github"]
+    host: str
+    repository_id: str
+
+    @model_validator(mode="after")
+    def _well_formed(self) -> RepositoryIdentity:
+        check_identity_triple(self.provider, self.host, self.repository_id)
+        return self

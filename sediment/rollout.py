@@ -1,0 +1,208 @@
+"""The canonical Rollout and its Turns, and segmentation (implementation version "4").
+
+A Rollout is everything one Session's inference calls became: contiguous segments of
+Turns, the commits attributed to the Session, the terminal CI outcomes of those commits,
+the split and the provenance. Segmentation never drops a Turn; it only decides where a
+replayed conversation breaks (contract §3).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from typing import Any, Literal
+
+from sediment.facts import (
+    CIOutcome,
+    DeveloperDecision,
+    FactModel,
+    InferenceCall,
+    InferenceMessage,
+    ReasoningPart,
+    RepositoryIdentity,
+    SessionCommitObservation,
+    TextPart,
+    ToolCallPart,
+    ToolCallResponsePart,
+)
+from sediment.identifiers import CommitSha, NonEmptyId, NonEmptyRepoSlug, OrgId
+from sediment.policy import Provenance
+from sediment.split import Split
+
+FragmentReason = Literal["prior_output_absent", "input_history_changed", "prior_output_not_replayed"]
+FRAGMENT_REASONS: tuple[FragmentReason, ...] = (
+    "prior_output_absent",
+    "input_history_changed",
+    "prior_output_not_replayed",
+)
+AttributionSource = Literal["git_notes", "jaccard"]
+
+
+class CommitRef(FactModel):
+    """A commit attributed to a Session, qualified by its repository."""
+
+    repo: NonEmptyRepoSlug
+    commit_sha: CommitSha
+    repository_identity: RepositoryIdentity | None = None
+
+
+class Turn(FactModel):
+    """What one inference call added to its segment."""
+
+    new_messages: tuple[InferenceMessage, ...]
+    completion: str
+    decisions: tuple[DeveloperDecision, ...] = ()
+    inference_call_id: NonEmptyId
+    tool_calls: tuple[ToolCallPart, ...] = ()
+
+
+class Rollout(FactModel):
+    """One Session's canonical derived artifact (implementation version "4")."""
+
+    org_id: OrgId
+    session_id: NonEmptyId
+    segments: tuple[tuple[Turn, ...], ...]
+    commits: tuple[CommitRef, ...] = ()
+    attribution_source: AttributionSource = "jaccard"
+    terminal_outcomes: tuple[CIOutcome, ...] = ()
+    provenance: Provenance
+    split: Split = "train"
+    session_commit_observations: tuple[SessionCommitObservation, ...] = ()
+
+
+# --- turn construction ---------------------------------------------------------------
+
+
+def _string_leaves(value: Any) -> Iterable[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for key in sorted(value):
+            yield from _string_leaves(value[key])
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _string_leaves(item)
+
+
+def scoring_text(messages: Iterable[InferenceMessage]) -> str:
+    """The completion text of output messages: text parts and string leaves of tool arguments.
+
+    Reasoning and tool results are excluded; empty pieces are dropped; pieces join with ``\\n``.
+    """
+    pieces: list[str] = []
+    for message in messages:
+        for part in message.parts:
+            if isinstance(part, TextPart):
+                pieces.append(part.content)
+            elif isinstance(part, ToolCallPart):
+                pieces.extend(_string_leaves(part.arguments))
+    return "\n".join(piece for piece in pieces if piece)
+
+
+def output_tool_calls(messages: Iterable[InferenceMessage]) -> tuple[ToolCallPart, ...]:
+    """Every tool call part of the output messages, in order."""
+    return tuple(p for m in messages for p in m.parts if isinstance(p, ToolCallPart))
+
+
+def make_turn(
+    call: InferenceCall,
+    new_messages: Sequence[InferenceMessage],
+    decisions: Sequence[DeveloperDecision] = (),
+) -> Turn:
+    """Build the Turn one call contributes, given the messages it added to its segment."""
+    return Turn(
+        new_messages=tuple(new_messages),
+        completion=scoring_text(call.output_messages),
+        decisions=tuple(decisions),
+        inference_call_id=call.inference_call_id,
+        tool_calls=output_tool_calls(call.output_messages),
+    )
+
+
+# --- segmentation --------------------------------------------------------------------
+
+
+def _semantic(value: Any) -> Any:
+    """A hashable form in which dict key order is immaterial and ``true`` differs from ``1``."""
+    if value is None:
+        return ("null",)
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, float) and math.isnan(value):
+        return ("nan",)
+    if isinstance(value, int | float):
+        return ("num", value)
+    if isinstance(value, str):
+        return ("str", value)
+    if isinstance(value, list | tuple):
+        return ("list", tuple(_semantic(v) for v in value))
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((str(k), _semantic(v)) for k, v in value.items())))
+    raise TypeError(f"unsupported value in message content: {type(value).__name__}")
+
+
+def _canonical_part(part: Any) -> tuple[Any, ...]:
+    if isinstance(part, TextPart | ReasoningPart):
+        return (part.type, part.content)
+    if isinstance(part, ToolCallPart):
+        return (part.type, part.id, part.name, _semantic(part.arguments))
+    if isinstance(part, ToolCallResponsePart):
+        return (part.type, part.id, _semantic(part.result))
+    raise TypeError(f"unknown part {part!r}")
+
+
+def canonical_messages(messages: Iterable[InferenceMessage]) -> list[tuple[Any, ...]]:
+    """Messages as ``(role, parts)``; ``finish_reason`` is excluded."""
+    return [(m.role, tuple(_canonical_part(p) for p in m.parts)) for m in messages]
+
+
+def _is_substantive(part: Any) -> bool:
+    if isinstance(part, ToolCallPart | ToolCallResponsePart):
+        return True
+    return bool(part.content)
+
+
+def _break_reason(prev: InferenceCall, current: InferenceCall) -> FragmentReason | None:
+    if not any(_is_substantive(p) for m in prev.output_messages for p in m.parts):
+        return "prior_output_absent"
+    prev_input = canonical_messages(prev.input_messages)
+    current_input = canonical_messages(current.input_messages)
+    if current_input[: len(prev_input)] != prev_input:
+        return "input_history_changed"
+    prev_output = canonical_messages(prev.output_messages)
+    if current_input[: len(prev_input) + len(prev_output)] != prev_input + prev_output:
+        return "prior_output_not_replayed"
+    return None
+
+
+def call_order_key(call: InferenceCall) -> tuple[Any, str]:
+    """Calls of a Session are ordered by ``(observed_at UTC, inference_call_id)``."""
+    return (call.observed_at, call.inference_call_id)
+
+
+def segment_calls(
+    calls: Iterable[InferenceCall],
+    decisions_by_call: dict[str, tuple[DeveloperDecision, ...]] | None = None,
+) -> tuple[tuple[tuple[Turn, ...], ...], Counter[str]]:
+    """Split one Session's calls into contiguous segments of Turns.
+
+    Returns the segments and the ``fragmented`` counter (the three closed reasons).
+    """
+    decisions_by_call = decisions_by_call or {}
+    ordered = sorted(calls, key=call_order_key)
+    segments: list[list[Turn]] = []
+    fragmented: Counter[str] = Counter()
+    prev: InferenceCall | None = None
+    for call in ordered:
+        decisions = decisions_by_call.get(call.inference_call_id, ())
+        reason = None if prev is None else _break_reason(prev, call)
+        if prev is None or reason is not None:
+            if reason is not None:
+                fragmented[reason] += 1
+            segments.append([make_turn(call, call.input_messages, decisions)])
+        else:
+            suffix = call.input_messages[len(prev.input_messages) :]
+            segments[-1].append(make_turn(call, suffix, decisions))
+        prev = call
+    return tuple(tuple(s) for s in segments), fragmented
