@@ -132,12 +132,12 @@ def build_demo(mirror_dir: Path) -> DemoData:
     c1 = commit({"calc.py": "def add(a, b):\n    return a + b\n"}, "Fix add()")
     c2 = commit({"test_calc.py": "from calc import add\n\ndef test_add():\n    assert add(1, 2) == 3\n"},
                 "Test add()")
-    rollout("sess-pass", agent_calls("sess-pass", "add() subtracts instead of adding; fix it.", [
+    rollout("sess-fix", agent_calls("sess-fix", "add() subtracts instead of adding; fix it.", [
         ("read_file", {"path": "calc.py"}, "def add(a, b):\n    return a - b\n"),
         ("edit_file", {"path": "calc.py", "old": "a - b", "new": "a + b"}, "ok"),
         ("write_file", {"path": "test_calc.py", "content": "def test_add(): ..."}, "ok"),
     ], "Fixed add() and added a test.", start=_T0), [c1, c2],
-        [_outcome("o-pass-1", c2, "passed", "101", 1, 20)])
+        [_outcome("o-fix-1", c2, "passed", "101", 1, 20)])
 
     # 2. a retried run: failure, then pass (suspected flake, reliability 0.0)
     c3 = commit({"calc.py": "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"},

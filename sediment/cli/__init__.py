@@ -1,0 +1,79 @@
+"""The ``sediment`` command: a thin typer layer over the library.
+
+Expected failures (:class:`sediment.errors.SedimentError`) are shown as one line with the
+exit code of their class; anything else is a bug and keeps its traceback. Set
+``SEDIMENT_RAISE_ERRORS=1`` to re-raise expected failures too.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import typer
+from rich.markup import escape
+
+from sediment import __version__
+from sediment.cli import console
+from sediment.cli.demo import demo
+from sediment.cli.export import export_app
+from sediment.cli.schema import schema_app
+from sediment.cli.targets import targets
+from sediment.errors import SedimentError
+
+app = typer.Typer(
+    name="sediment",
+    help=(
+        "Turn recorded AI coding-agent sessions and the CI results of their commits into "
+        "training rows whose every reward traces back to recorded CI attempts.\n\n"
+        "Start with `sediment demo`, then `sediment targets` to see what you can export."
+    ),
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(export_app, name="export")
+app.add_typer(schema_app, name="schema")
+app.command()(targets)
+app.command()(demo)
+
+
+def _version(value: bool) -> None:
+    if value:
+        console.out.print(f"sediment {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                 help="Show the version and exit."),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="Log diagnostics to stderr."),
+) -> None:
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+
+
+def main() -> None:
+    """Console-script entry point with the error boundary."""
+    try:
+        result = app(standalone_mode=False)
+        if isinstance(result, int):
+            raise SystemExit(result)
+    except SedimentError as exc:
+        if os.environ.get("SEDIMENT_RAISE_ERRORS"):
+            raise
+        console.error(escape(str(exc)))
+        raise SystemExit(int(exc.exit_code)) from None
+    except typer.Exit as exc:
+        raise SystemExit(exc.exit_code) from None
+    except typer.Abort:
+        console.error("aborted")
+        raise SystemExit(130) from None
+    except Exception as exc:  # click usage errors carry their own exit code
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            raise SystemExit(exc.exit_code) from None
+        raise

@@ -1,0 +1,39 @@
+"""``sediment schema``: validate exported JSONL against the published schemas."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from sediment.cli import console
+from sediment.errors import SchemaValidationError
+from sediment.validation import schema_ids, validate_file
+
+schema_app = typer.Typer(help="Inspect and apply the published row schemas.", no_args_is_help=True)
+
+
+@schema_app.command("validate")
+def validate(
+    paths: list[Path] = typer.Argument(..., exists=True, dir_okay=False, readable=True,
+                                       help="Exported JSONL files."),
+    limit: int = typer.Option(20, help="Show at most this many problems."),
+) -> None:
+    """Validate every row of each file against the schema its schema_id names."""
+    shown = total = 0
+    for path in paths:
+        for problem in validate_file(path):
+            total += 1
+            if shown < limit:
+                console.err.print(str(problem), markup=False)
+                shown += 1
+    if total:
+        raise SchemaValidationError(f"{total} schema problem(s) in {len(paths)} file(s)")
+    console.err.print(f"all rows valid ({len(paths)} file(s))")
+
+
+@schema_app.command("list")
+def list_schemas() -> None:
+    """Print every published schema id."""
+    for schema_id in schema_ids():
+        typer.echo(schema_id)
