@@ -1,0 +1,5 @@
+"""``python -m sediment`` runs the CLI."""
+
+from sediment.cli import main
+
+main()

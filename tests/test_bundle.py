@@ -1,0 +1,107 @@
+"""The bundle format: lossless round trip, validation before export, atomic writing."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from pathlib import Path
+
+import pytest
+
+from sediment import export_rlvr_from_bundle
+from sediment.bundle import open_bundle, write_bundle
+from sediment.errors import BundleError
+from sediment.export.verifier_commands import VerifierCommands
+from sediment.mirrors import MirrorRoot
+from sediment.policy import DerivationPolicy, SplitPolicy
+from sediment.split import assign_split
+from sediment.testing import ORG, POLICY, outcome, read_rows, rollout, snapshot
+
+
+def write(rollouts: list, path: Path, policy: DerivationPolicy = POLICY) -> Path:
+    return write_bundle(rollouts, path, org_id=ORG, policy=policy, quarantine_revision=0,
+                        fragmented={"input_history_changed": 2})
+
+
+def test_round_trip_is_lossless(tmp_path: Path) -> None:
+    sha = "b" * 40
+    weird = outcome("o1", sha, raw={"nan": float("nan"), "inf": float("-inf"), "\udc80": "x\ud800", "nul": "a\x00b"})
+    original = [rollout(f"s{i}", commits=[sha], outcomes=[weird], split=assign_split(f"s{i}", 0.1))
+                for i in range(5)]
+    bundle = open_bundle(write(list(reversed(original)), tmp_path / "b"))
+    assert len(bundle) == 5 and bundle.manifest.fragmented["input_history_changed"] == 2
+    restored = list(bundle)
+    assert [r.session_id for r in restored] == sorted(r.session_id for r in original)
+    raw = restored[0].terminal_outcomes[0].raw
+    assert math.isnan(raw["nan"]) and raw["inf"] == float("-inf") and raw["\udc80"] == "x\ud800"
+    assert raw["nul"] == "a\x00b"
+    assert restored[2] == bundle[2]
+    for line in (tmp_path / "b" / "rollouts.jsonl").read_text(encoding="ascii").splitlines():
+        assert list(json.loads(line)) == ["record_json"]
+
+
+def test_destination_rules(tmp_path: Path) -> None:
+    write([], tmp_path / "b")
+    with pytest.raises(BundleError, match="already exists"):
+        write([], tmp_path / "b")
+    with pytest.raises(BundleError, match="parent does not exist"):
+        write([], tmp_path / "missing" / "b")
+    assert [p.name for p in tmp_path.iterdir()] == ["b"]
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda p: (p / "rollouts.jsonl").write_text(""), "sha256"),
+    (lambda p: (p / "manifest.json").unlink(), "manifest.json is missing"),
+    (lambda p: (p / "manifest.json").write_text('{"bundle_format": "sediment-rollout-bundle", "bundle_schema_version": 9}'),
+     "unsupported bundle_schema_version 9"),
+    (lambda p: (p / "manifest.json").write_text("{nope"), "cannot read bundle manifest"),
+])
+def test_damaged_bundles_are_refused(tmp_path: Path, damage, message: str) -> None:  # type: ignore[no-untyped-def]
+    path = write([rollout("s1")], tmp_path / "b")
+    damage(path)
+    with pytest.raises(BundleError, match=message):
+        open_bundle(path)
+
+
+def test_record_errors_name_the_line(tmp_path: Path) -> None:
+    path = write([rollout("s1"), rollout("s2")], tmp_path / "b")
+    lines = (path / "rollouts.jsonl").read_text().splitlines()
+    record = json.loads(json.loads(lines[1])["record_json"])
+    record["session_id"] = ""
+    lines[1] = json.dumps({"record_json": json.dumps(record)})
+    (path / "rollouts.jsonl").write_text("\n".join(lines) + "\n")
+    with pytest.raises(BundleError, match="rollouts.jsonl line 2: session_id"):
+        open_bundle(path)
+
+
+def test_split_must_match_policy(tmp_path: Path) -> None:
+    wrong = "eval" if assign_split("s1", 0.1) == "train" else "train"
+    with pytest.raises(BundleError, match="split does not match"):
+        open_bundle(write([rollout("s1", split=wrong)], tmp_path / "b"))
+
+
+def test_bundle_export_uses_policy_split(tmp_path: Path, mirror_root: MirrorRoot) -> None:
+    no_split = DerivationPolicy(split=SplitPolicy(eval_fraction=0.0))
+    rollouts = [rollout(f"s{i}", split="train",
+                        provenance=rollout("x").provenance.model_copy(update={"policy_digest": no_split.digest}))
+                for i in range(3)]
+    path = write(rollouts, tmp_path / "b", no_split)
+    summary = export_rlvr_from_bundle(path, mirror_root, tmp_path / "out", target="nemo-gym",
+                                      verifier_commands=VerifierCommands.empty())
+    assert list(summary["written"]) == [str(tmp_path / "out" / "rollouts.jsonl")]
+    assert summary["fragmented"]["input_history_changed"] == 2
+    assert len(read_rows(tmp_path / "out" / "rollouts.jsonl")) == 3
+
+
+def test_bundle_export_is_deterministic_over_write_order(tmp_path: Path, mirror_root: MirrorRoot) -> None:
+    rollouts = [rollout(f"s{i}", split=assign_split(f"s{i}", 0.1)) for i in range(12)]
+    outputs = []
+    for seed in range(3):
+        shuffled = rollouts[:]
+        random.Random(seed).shuffle(shuffled)
+        path = write(shuffled, tmp_path / f"b{seed}")
+        export_rlvr_from_bundle(path, mirror_root, tmp_path / f"o{seed}", target="sediment",
+                                verifier_commands=VerifierCommands.empty())
+        outputs.append(snapshot(tmp_path / f"o{seed}"))
+    assert outputs[0] == outputs[1] == outputs[2]

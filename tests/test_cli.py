@@ -1,0 +1,119 @@
+"""The CLI as users run it: a real process, its exit codes, stdout and stderr."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sediment.bundle import write_bundle
+from sediment.testing import ORG, POLICY, GitRepo, outcome, rollout
+
+
+def sediment(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("SEDIMENT_")}
+    environ.update(env or {})
+    return subprocess.run([sys.executable, "-m", "sediment", *args], capture_output=True, text=True,
+                          env=environ, timeout=120, check=False)
+
+
+@pytest.fixture
+def bundle(tmp_path: Path, git_repo: GitRepo) -> Path:
+    git_repo.commit({"a.py": "1\n"})
+    sha = git_repo.commit({"a.py": "2\n"})
+    rollouts = [rollout("s1", commits=[sha], outcomes=[outcome("o1", sha)]), rollout("s2")]
+    return write_bundle(rollouts, tmp_path / "bundle", org_id=ORG, policy=POLICY, quarantine_revision=0)
+
+
+def test_targets_json_lists_builtins_with_vocabularies() -> None:
+    result = sediment("targets", "--json")
+    assert result.returncode == 0, result.stderr
+    listed = {t["name"]: t for t in json.loads(result.stdout)["targets"]}
+    assert {"sediment", "swe-bench", "nemo-gym"} <= set(listed)
+    assert listed["swe-bench"]["skip_reasons"]["tasks"][9:12] == [
+        "no_attributed_commit", "missing_verifier_evidence", "failed_reference_patch"]
+    assert listed["nemo-gym"]["files"] == {"rollouts": ["rollouts.jsonl", "rollouts.train.jsonl", "rollouts.eval.jsonl"]}
+    assert listed["sediment"]["schema_ids"]["tasks"].endswith("/sediment-rlvr-task/v3.json")
+
+
+def test_export_json_summary(tmp_path: Path, bundle: Path) -> None:
+    mirrors = tmp_path / "mirrors"
+    result = sediment("export", "rlvr", "--target", "sediment", "--from", str(bundle), "--out",
+                      str(tmp_path / "out"), "--json", env={"SEDIMENT_MIRROR_PATH": str(mirrors)})
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    assert list(summary) == ["target", "rollouts", "task_rows", "task_skipped", "rollout_rows",
+                             "rollout_skipped", "fragmented", "written", "environment_manifest"]
+    assert summary["rollouts"] == 2 and summary["task_skipped"] == {"no_attributed_commit": 1}
+    validated = sediment("schema", "validate", *summary["written"])
+    assert validated.returncode == 0, validated.stderr
+
+
+def test_export_table_and_nothing_written(tmp_path: Path) -> None:
+    empty = write_bundle([], tmp_path / "empty", org_id=ORG, policy=POLICY, quarantine_revision=0)
+    result = sediment("export", "rlvr", "--target", "nemo-gym", "--from", str(empty), "--out", str(tmp_path / "o"))
+    assert result.returncode == 0, result.stderr
+    assert "nothing written (empty projections leave existing files untouched)" in result.stderr
+    assert result.stdout == ""
+
+
+def test_missing_target_lists_choices(tmp_path: Path, bundle: Path) -> None:
+    result = sediment("export", "rlvr", "--from", str(bundle), "--out", str(tmp_path / "o"))
+    assert result.returncode == 2
+    assert "--target choices: nemo-gym, sediment, swe-bench" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_unknown_target(tmp_path: Path, bundle: Path) -> None:
+    result = sediment("export", "rlvr", "--target", "trl", "--from", str(bundle), "--out", str(tmp_path / "o"))
+    assert result.returncode == 2
+    assert "unsupported RLVR target: trl; installed targets: nemo-gym, sediment, swe-bench" in result.stderr
+
+
+def test_missing_mirror_root(tmp_path: Path, bundle: Path) -> None:
+    result = sediment("export", "rlvr", "--target", "swe-bench", "--from", str(bundle), "--out", str(tmp_path / "o"))
+    assert result.returncode == 1
+    assert "SEDIMENT_MIRROR_PATH is not set; the export needs mirrors" in result.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_claimed_directory_exit_code(tmp_path: Path, bundle: Path) -> None:
+    args = ("export", "rlvr", "--from", str(bundle), "--out", str(tmp_path / "o"))
+    assert sediment(*args, "--target", "nemo-gym").returncode == 0
+    result = sediment(*args, "--target", "nemo-gym")
+    assert result.returncode == 3
+    assert "already contains nemo-gym artifacts" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_invalid_bundle_exit_code(tmp_path: Path) -> None:
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "manifest.json").write_text("[]")
+    result = sediment("export", "rlvr", "--target", "nemo-gym", "--from", str(tmp_path / "b"), "--out", str(tmp_path / "o"))
+    assert result.returncode == 4
+    assert "bundle manifest must be a JSON object" in result.stderr
+
+
+def test_schema_validate_reports_bad_rows(tmp_path: Path) -> None:
+    bad = tmp_path / "rows.jsonl"
+    bad.write_text(json.dumps({"schema_id": "https://sediment.so/schemas/training-rows/nemo-gym-rollout/v4.json"}) + "\n")
+    result = sediment("schema", "validate", str(bad))
+    assert result.returncode == 6
+    assert "rows.jsonl:1:" in result.stderr and "required" in result.stderr
+
+
+def test_demo_runs_into_a_fresh_directory(tmp_path: Path) -> None:
+    result = sediment("demo", "--out", str(tmp_path / "demo"))
+    assert result.returncode == 0, result.stderr
+    exports = tmp_path / "demo" / "exports"
+    files = sorted(str(p.relative_to(exports)) for p in exports.rglob("*.jsonl"))
+    assert files == ["nemo-gym/rollouts.eval.jsonl", "nemo-gym/rollouts.train.jsonl",
+                     "sediment/rollouts.eval.jsonl", "sediment/rollouts.train.jsonl",
+                     "sediment/tasks.eval.jsonl", "sediment/tasks.train.jsonl",
+                     "swe-bench/tasks.eval.jsonl", "swe-bench/tasks.train.jsonl"]
+    assert sediment("schema", "validate", *(str(exports / f) for f in files)).returncode == 0
+    again = sediment("demo", "--out", str(tmp_path / "demo"))
+    assert again.returncode == 2 and "not empty" in again.stderr
