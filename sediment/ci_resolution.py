@@ -195,7 +195,7 @@ def _resolve_workflow(run: Sequence[CIOutcome], policy: CIResolutionPolicy) -> C
         workflow_name=next((o.workflow_name for o in ordered if o.workflow_name), ""),
         workflow_path=next((o.workflow_path for o in ordered if o.workflow_path), None),
         branch=first.branch,
-        verdict=verdict_outcome.result if verdict_outcome else None,  # type: ignore[arg-type]
+        verdict=verdict_outcome.result if verdict_outcome else None,
         reliability=reliability,
         suspected_flake=flake,
         source_outcome_ids=tuple(sorted(o.outcome_id for o in ordered)),

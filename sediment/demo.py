@@ -88,7 +88,7 @@ def _outcome(outcome_id: str, sha: str, result: str, run_id: str, attempt: int |
              minutes: int, workflow: str = "tests") -> CIOutcome:
     return CIOutcome(
         outcome_id=outcome_id, org_id=ORG, provider="github_actions", run_id=run_id,
-        run_attempt=attempt, repo=REPO, commit_sha=sha, branch="main", result=result,  # type: ignore[arg-type]
+        run_attempt=attempt, repo=REPO, commit_sha=sha, branch="main", result=result,
         workflow_name=workflow, workflow_id="9001", workflow_path=".github/workflows/tests.yml",
         run_url=f"https://github.com/{REPO}/actions/runs/{run_id}/attempts/{attempt or 1}",
         provider_result={"passed": "success", "failed": "failure"}.get(result, result),

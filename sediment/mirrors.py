@@ -105,7 +105,7 @@ class Mirror:
         """Unified diff ``base..head`` with rename detection (limit 1000) and ``a/``/``b/`` prefixes."""
         try:
             old, new = self._commit(base), self._commit(head)
-            diff = self._repo.diff(old.tree, new.tree)
+            diff = old.tree.diff_to_tree(new.tree)
             diff.find_similar(flags=pygit2.enums.DiffFind.FIND_RENAMES, rename_limit=1000)
             return str(diff.patch or "")
         except pygit2.GitError as exc:

@@ -70,10 +70,6 @@ def main() -> None:
     except typer.Abort:
         console.error("aborted")
         raise SystemExit(130) from None
-    except Exception as exc:  # click usage errors carry their own exit code
-        import click
-
-        if isinstance(exc, click.ClickException):
-            exc.show()
-            raise SystemExit(exc.exit_code) from None
-        raise
+    except typer.TyperException as exc:  # usage errors carry their own exit code
+        console.error(escape(exc.format_message()))
+        raise SystemExit(exc.exit_code) from None

@@ -27,7 +27,7 @@ hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 
 @hookspec(firstresult=True)
-def describe_target() -> TargetInfo | None:  # type: ignore[empty-body]
+def describe_target() -> TargetInfo | None:
     """Declare that this plugin is an export target, and what it writes.
 
     Called once per plugin when the registry is built. The target's name is its
@@ -39,7 +39,7 @@ def describe_target() -> TargetInfo | None:  # type: ignore[empty-body]
 
 
 @hookspec(firstresult=True)
-def skip_reasons(population: Population) -> Sequence[str] | None:  # type: ignore[empty-body]
+def skip_reasons(population: Population) -> Sequence[str] | None:
     """Return the closed skip vocabulary of one of the target's populations, in a fixed order.
 
     Called once per declared population when the registry is built. Every reason the

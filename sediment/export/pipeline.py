@@ -47,9 +47,15 @@ class Budgets:
     max_stage_bytes: int = DEFAULT_MAX_STAGE_BYTES
 
 
-def _export_order(rollouts: Sequence[Rollout]) -> list[int]:
+RolloutSource = Sequence[Rollout] | OrderedRollouts
+
+
+def _export_order(rollouts: RolloutSource) -> list[int]:
     order_keys = getattr(rollouts, "order_keys", None)
-    keys = order_keys() if callable(order_keys) else [(r.org_id, r.session_id) for r in rollouts]
+    if callable(order_keys):
+        keys: Sequence[tuple[str, str]] = order_keys()
+    else:
+        keys = [(rollouts[i].org_id, rollouts[i].session_id) for i in range(len(rollouts))]
     return sorted(range(len(keys)), key=lambda i: (keys[i][0], keys[i][1], i))
 
 
@@ -81,7 +87,7 @@ def _project(
 
 
 def export_rlvr_from_rollouts(
-    rollouts: Sequence[Rollout],
+    rollouts: RolloutSource,
     mirrors: MirrorRoot | None,
     out_dir: str | Path,
     *,
