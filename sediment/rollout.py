@@ -13,6 +13,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
+from pydantic import field_validator
+
 from sediment.facts import (
     CIOutcome,
     DeveloperDecision,
@@ -69,6 +71,13 @@ class Rollout(FactModel):
     provenance: Provenance
     split: Split = "train"
     session_commit_observations: tuple[SessionCommitObservation, ...] = ()
+
+    @field_validator("segments")
+    @classmethod
+    def _segments_hold_turns(cls, segments: tuple[tuple[Turn, ...], ...]) -> tuple[tuple[Turn, ...], ...]:
+        if any(not segment for segment in segments):
+            raise ValueError("a segment holds at least one Turn")
+        return segments
 
 
 # --- turn construction ---------------------------------------------------------------

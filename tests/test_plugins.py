@@ -14,6 +14,7 @@ import pytest
 from sediment.errors import PluginError, UnknownTargetError
 from sediment.export import Population, ProjectedRow, TargetInfo, hookimpl, hookspecs
 from sediment.export.evidence import RolloutEvidence
+from sediment.export.pipeline import export_rlvr_from_rollouts
 from sediment.export.plugins import (
     BUILTIN_MANIFEST_PLUGINS,
     BUILTIN_TARGETS,
@@ -25,7 +26,6 @@ from sediment.export.plugins import (
 from sediment.export.registry import load_registry
 from sediment.export.representation import REPRESENTATION_REASONS
 from sediment.export.verifier_commands import VerifierCommands
-from sediment.export.pipeline import export_rlvr_from_rollouts
 from sediment.testing import rollout
 
 CI = (

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from sediment.export.pipeline import export_rlvr_from_rollouts
 from sediment.export.registry import load_registry
 from sediment.export.verifier_commands import VerifierCommands
-from sediment.export.pipeline import export_rlvr_from_rollouts
 from sediment.testing import outcome, rollout
 
 EXAMPLE = Path(__file__).parents[1] / "examples" / "third_party_target"
