@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sediment.facts import CIOutcome, FactModel, RepositoryIdentity
 from sediment.policy import Provenance
@@ -44,7 +44,7 @@ class CIResolutionPolicy(BaseModel):
     clean_reliability: float = 1.0
     suspected_flake_reliability: float = 0.0
     non_verdict_reliability: float = 1.0
-    policy_version: str = CI_POLICY_VERSION
+    policy_version: str = Field(default=CI_POLICY_VERSION, min_length=1)
 
     @field_validator("clean_reliability", "suspected_flake_reliability", "non_verdict_reliability",
                      mode="before")

@@ -7,6 +7,7 @@ losslessly (NaN, infinities, lone surrogates and NUL survive; only export declin
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -98,6 +99,10 @@ class InferenceCall(FactModel):
     raw: dict[str, Any] = Field(default_factory=dict)
 
 
+_DNS_LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"
+_DNS_HOST = re.compile(rf"^{_DNS_LABEL}(?:\.{_DNS_LABEL})*(?::[0-9]{{1,5}})?$")
+
+
 def check_identity_triple(provider: str | None, host: str | None, repository_id: str | None) -> None:
     """Reject a repository identity triple that is partly present or ill-formed."""
     triple = (provider, host, repository_id)
@@ -109,8 +114,8 @@ def check_identity_triple(provider: str | None, host: str | None, repository_id:
         repository_id.isascii() and repository_id.isdigit() and not repository_id.startswith("0")
     ):
         raise ValueError("repository_id must be canonical positive decimal text")
-    if host is not None and (not host or host != host.strip().lower()):
-        raise ValueError("repository_host must be a lowercase DNS host")
+    if host is not None and not _DNS_HOST.fullmatch(host):
+        raise ValueError(f"repository_host must be a lowercase DNS host: {host!r}")
 
 
 class _Identified(FactModel):

@@ -45,9 +45,9 @@ class AttributionPolicy(_PolicyModel):
 class SplitPolicy(_PolicyModel):
     eval_fraction: float = DEFAULT_EVAL_FRACTION
 
-    @field_validator("eval_fraction")
+    @field_validator("eval_fraction", mode="before")
     @classmethod
-    def _range(cls, value: float) -> float:
+    def _range(cls, value: Any) -> float:
         return validate_eval_fraction(value)
 
 
