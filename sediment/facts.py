@@ -202,6 +202,24 @@ class DeveloperDecision(FactModel):
     raw: dict[str, Any] = Field(default_factory=dict)
 
 
+class Push(_Identified):
+    """A branch push seen by the forge (drives mirror refresh; commits newest last)."""
+
+    push_id: NonEmptyId
+    org_id: OrgId
+    provider: Literal["github"] = "github"
+    repo: RepoSlug
+    ref: BranchName
+    before_sha: CommitSha | None = None
+    after_sha: CommitSha
+    commit_shas: tuple[CommitSha, ...] = ()
+    pusher: str | None = None
+    source_event_id: str | None = None
+    pushed_at: UtcDatetime | None = None
+    captured_at: UtcDatetime
+    raw: dict[str, Any] = Field(default_factory=dict)
+
+
 class PullRequestMerge(_Identified):
     """A merged pull request (diagnostic reports only; never read by a training recipe)."""
 

@@ -1,0 +1,35 @@
+"""Translators from real wire formats to Facts, one module per source.
+
+Every translator is a pure function from one parsed record (plus the acting ``org_id`` and
+the capture time) to a :class:`Translation`: the Facts it yields and, when it declines
+the record on purpose, the reason. Malformed input raises :class:`TranslationError` with a
+message naming the offending field; the command layer adds the file and line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sediment.errors import SedimentError
+from sediment.facts import FactModel
+
+
+class TranslationError(ValueError):
+    """A record could not be translated; the message names the field."""
+
+
+class IngestError(SedimentError):
+    """At least one input line failed to ingest (the others were still ingested)."""
+
+
+@dataclass(frozen=True)
+class Translation:
+    """The Facts one record became, or the reason it was skipped on purpose."""
+
+    facts: tuple[FactModel, ...] = ()
+    skipped: str | None = None
+    warnings: tuple[str, ...] = field(default=())
+
+    @classmethod
+    def skip(cls, reason: str) -> Translation:
+        return cls(skipped=reason)
