@@ -23,8 +23,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from sediment.errors import BundleError
-from sediment.export.representation import plain
 from sediment.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy
+from sediment.records import _no_duplicate_keys, decode_record, encode_record
 from sediment.rollout import FRAGMENT_REASONS, Rollout
 from sediment.split import assign_split
 
@@ -40,22 +40,8 @@ _MANIFEST_KEYS = {
 }
 
 
-def encode_record(value: Any) -> str:
-    """Canonical record JSON: keys sorted everywhere, compact, ASCII, non-finite tokens allowed."""
-    return json.dumps(plain(value), sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=True)
-
-
 def _strict_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
-
-
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise ValueError(f"duplicate key {key!r}")
-        result[key] = value
-    return result
 
 
 def _reject_constant(token: str) -> Any:
@@ -174,7 +160,7 @@ def _parse_line(line: bytes, number: int) -> Rollout:
             outer["record_json"], str
         ):
             raise ValueError('a line must be exactly {"record_json": "<string>"}')
-        record = json.loads(outer["record_json"], object_pairs_hook=_no_duplicate_keys)
+        record = decode_record(outer["record_json"])
         return Rollout.model_validate(record)
     except (UnicodeDecodeError, ValueError) as exc:
         detail = exc.errors()[0] if isinstance(exc, ValidationError) else None

@@ -135,6 +135,35 @@ def _clean_sediment_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[Non
     """No operator configuration leaks into tests."""
     for name in ("SEDIMENT_VERIFIER_COMMANDS_FILE", "SEDIMENT_OPENENV_IMAGE", "SEDIMENT_OPENENV_PACKAGE",
                  "SEDIMENT_NEMO_GYM_RESOURCES_SERVER", "SEDIMENT_NEMO_GYM_CONFIG", "SEDIMENT_MIRROR_PATH",
-                 "SEDIMENT_BLOCK_PLUGINS", "SEDIMENT_RAISE_ERRORS"):
+                 "SEDIMENT_BLOCK_PLUGINS", "SEDIMENT_RAISE_ERRORS", "SEDIMENT_HOME", "SEDIMENT_DATABASE_URL",
+                 "SEDIMENT_ORG_ID"):
         monkeypatch.delenv(name, raising=False)
     yield
+
+
+def _postgres_database(base_url: str) -> str:
+    """A fresh, uniquely named database on the test server; its URL."""
+    import secrets
+
+    import psycopg
+
+    name = f"sediment_test_{secrets.token_hex(6)}"
+    with psycopg.connect(base_url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return base_url.rsplit("/", 1)[0] + "/" + name
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh fact store URL on each backend. PostgreSQL needs SEDIMENT_TEST_DATABASE_URL
+    (``./run test`` starts a server); under CI its absence is a failure, not a skip."""
+    import os
+
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'facts.db'}"
+    base = os.environ.get("SEDIMENT_TEST_DATABASE_URL")
+    if not base:
+        if os.environ.get("CI") == "true":
+            pytest.fail("SEDIMENT_TEST_DATABASE_URL is not set under CI: the PostgreSQL store tests must run")
+        pytest.skip("no PostgreSQL test server (run the suite through ./run test)")
+    return _postgres_database(base)

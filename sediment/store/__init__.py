@@ -1,0 +1,340 @@
+"""The fact store: one interface (:class:`FactStore`), SQLite and PostgreSQL backends.
+
+SQLAlchemy Core owns the dialect differences; the same tables, natural-key UNIQUE indexes
+and ``INSERT … ON CONFLICT DO NOTHING`` run on both. Facts are append-only; quarantine is a
+log, never a delete.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event, func, inspect, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import OperationalError
+
+from sediment.errors import ConfigurationError, SedimentError
+from sediment.facts import (
+    CIOutcome,
+    DeveloperDecision,
+    FactModel,
+    InferenceCall,
+    InferenceMessage,
+    SessionCommitObservation,
+)
+from sediment.records import decode_record, encode_record, sortable_time
+from sediment.store import schema
+from sediment.store.keys import MODELS, table_and_key
+
+DEFAULT_HOME = Path("~/.sediment")
+
+
+class StoreError(SedimentError):
+    """The fact store is unreachable, of an unknown schema version, or was asked the impossible."""
+
+
+def sediment_home(environ: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if environ is None else environ
+    return Path(env.get("SEDIMENT_HOME") or DEFAULT_HOME).expanduser()
+
+
+def database_url(environ: Mapping[str, str] | None = None) -> str:
+    """``SEDIMENT_DATABASE_URL``, else ``sqlite:///$SEDIMENT_HOME/facts.db``."""
+    env = os.environ if environ is None else environ
+    url = env.get("SEDIMENT_DATABASE_URL", "").strip()
+    if url:
+        return url
+    home = sediment_home(env)
+    home.mkdir(parents=True, exist_ok=True)
+    return f"sqlite:///{home / 'facts.db'}"
+
+
+def _engine_url(url: str) -> str:
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix):]
+    if url.startswith(("sqlite:", "postgresql+psycopg:")):
+        return url
+    raise ConfigurationError(f"unsupported database URL (use sqlite:///PATH or postgresql://…): {url}")
+
+
+@dataclass
+class AppendResult:
+    """What one append stored: new Facts and collapsed redeliveries, per table."""
+
+    stored: Counter[str] = field(default_factory=Counter)
+    duplicates: Counter[str] = field(default_factory=Counter)
+
+
+def _message_hash(record: str) -> str:
+    return hashlib.sha256(record.encode("ascii")).hexdigest()
+
+
+class FactStore:
+    """Append-only Facts with content-addressed messages and a quarantine log."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.engine: Engine = create_engine(_engine_url(url), future=True)
+        if self.engine.dialect.name == "sqlite":
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        self._insert = postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert
+        try:
+            self._migrate()
+        except OperationalError as exc:
+            raise StoreError(f"cannot open fact store {self._safe_url()}: {exc.orig}") from None
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> FactStore:
+        return cls(database_url(environ))
+
+    def _safe_url(self) -> str:
+        return self.engine.url.render_as_string(hide_password=True)
+
+    @property
+    def backend(self) -> str:
+        return self.engine.dialect.name
+
+    # --- schema -----------------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        with self.engine.begin() as conn:
+            if not inspect(conn).has_table(schema.meta.name):
+                schema.metadata.create_all(conn)
+                conn.execute(schema.meta.insert().values(key="schema_version", value=str(schema.SCHEMA_VERSION)))
+                return
+            found = conn.execute(select(schema.meta.c.value).where(schema.meta.c.key == "schema_version")).scalar()
+            version = int(found or 0)
+            if version > schema.SCHEMA_VERSION:
+                raise StoreError(
+                    f"fact store schema version {version} is newer than this Sediment "
+                    f"(knows {schema.SCHEMA_VERSION}); upgrade Sediment"
+                )
+            for step in range(version, schema.SCHEMA_VERSION):
+                MIGRATIONS[step](conn)
+                conn.execute(schema.meta.update().where(schema.meta.c.key == "schema_version")
+                             .values(value=str(step + 1)))
+
+    def schema_version(self) -> int:
+        with self.engine.connect() as conn:
+            return int(conn.execute(select(schema.meta.c.value)
+                                    .where(schema.meta.c.key == "schema_version")).scalar_one())
+
+    # --- writing ----------------------------------------------------------------------
+
+    def append(self, facts: Iterable[FactModel]) -> AppendResult:
+        """Store new Facts; a Fact whose natural key or id exists already is a duplicate."""
+        result = AppendResult()
+        with self.engine.begin() as conn:
+            for fact in facts:
+                table_name, fact_id, natural_key = table_and_key(fact)
+                table = schema.FACT_TABLES[table_name]
+                values = {"fact_id": fact_id, "org_id": fact.org_id, "natural_key": natural_key}
+                values |= self._columns(conn, fact)
+                statement = (self._insert(table).values(**values).on_conflict_do_nothing()
+                             .returning(table.c.fact_id))
+                if conn.execute(statement).first() is not None:
+                    result.stored[table_name] += 1
+                else:
+                    result.duplicates[table_name] += 1
+        return result
+
+    def _store_messages(self, conn: Any, messages: Sequence[InferenceMessage]) -> list[str]:
+        hashes = []
+        for message in messages:
+            record = encode_record(message)
+            digest = _message_hash(record)
+            conn.execute(self._insert(schema.messages).values(message_hash=digest, record=record)
+                         .on_conflict_do_nothing())
+            hashes.append(digest)
+        return hashes
+
+    def _columns(self, conn: Any, fact: FactModel) -> dict[str, Any]:
+        if isinstance(fact, InferenceCall):
+            body = fact.model_copy(update={"input_messages": (), "output_messages": ()})
+            return {
+                "session_id": fact.session_id,
+                "observed_at": sortable_time(fact.observed_at),
+                "input_hashes": json.dumps(self._store_messages(conn, fact.input_messages)),
+                "output_hashes": json.dumps(self._store_messages(conn, fact.output_messages)),
+                "record": encode_record(body),
+            }
+        columns: dict[str, Any] = {"record": encode_record(fact)}
+        for name in ("session_id", "repo", "commit_sha"):
+            if name in schema.FACT_TABLES[table_and_key(fact)[0]].c:
+                columns[name] = getattr(fact, name)
+        if isinstance(fact, CIOutcome | SessionCommitObservation):
+            columns["captured_at"] = sortable_time(fact.captured_at)
+        return columns
+
+    # --- quarantine -------------------------------------------------------------------
+
+    def _log(self, org_id: str, table: str, fact_id: str, action: str, reason: str) -> int:
+        if table not in schema.FACT_TABLES:
+            raise StoreError(f"unknown fact table {table!r}; tables: {', '.join(sorted(schema.FACT_TABLES))}")
+        if not reason.strip():
+            raise StoreError("a quarantine action needs a reason")
+        facts = schema.FACT_TABLES[table]
+        with self.engine.begin() as conn:
+            exists = conn.execute(select(facts.c.fact_id).where(facts.c.fact_id == fact_id,
+                                                                facts.c.org_id == org_id)).first()
+            if exists is None:
+                raise StoreError(f"no {table} Fact {fact_id!r} in org {org_id!r}")
+            current = self._quarantined(conn, org_id, table)
+            if (action == "quarantine") == (fact_id in current):
+                state = "quarantined" if fact_id in current else "not quarantined"
+                raise StoreError(f"{table} Fact {fact_id!r} is already {state}")
+            row = conn.execute(schema.quarantine_log.insert().values(
+                org_id=org_id, table_name=table, fact_id=fact_id, action=action, reason=reason.strip(),
+                recorded_at=sortable_time(datetime.now(UTC)),
+            ))
+            return int(row.inserted_primary_key[0])
+
+    def quarantine(self, org_id: str, table: str, fact_id: str, reason: str) -> int:
+        """Exclude a Fact from every read; returns the new quarantine revision."""
+        return self._log(org_id, table, fact_id, "quarantine", reason)
+
+    def release(self, org_id: str, table: str, fact_id: str, reason: str) -> int:
+        """Undo a quarantine (the log keeps both actions); returns the new revision."""
+        return self._log(org_id, table, fact_id, "release", reason)
+
+    def quarantine_revision(self, org_id: str) -> int:
+        """The org's quarantine-log high-water mark (0 when nothing was ever quarantined)."""
+        with self.engine.connect() as conn:
+            value = conn.execute(select(func.max(schema.quarantine_log.c.revision))
+                                 .where(schema.quarantine_log.c.org_id == org_id)).scalar()
+            return int(value or 0)
+
+    @staticmethod
+    def _quarantined(conn: Any, org_id: str, table: str) -> set[str]:
+        log = schema.quarantine_log
+        rows = conn.execute(select(log.c.fact_id, log.c.action)
+                            .where(log.c.org_id == org_id, log.c.table_name == table)
+                            .order_by(log.c.revision))
+        latest: dict[str, str] = {}
+        for fact_id, action in rows:
+            latest[fact_id] = action
+        return {fact_id for fact_id, action in latest.items() if action == "quarantine"}
+
+    # --- reading ----------------------------------------------------------------------
+
+    def _visible(self, conn: Any, table_name: str, org_id: str, *conditions: Any,
+                 order: Sequence[Any] = ()) -> Iterator[Any]:
+        table = schema.FACT_TABLES[table_name]
+        hidden = self._quarantined(conn, org_id, table_name)
+        query = select(table).where(table.c.org_id == org_id, *conditions)
+        query = query.order_by(*order, table.c.fact_id)
+        for row in conn.execute(query):
+            if row.fact_id not in hidden:
+                yield row
+
+    def _model(self, table_name: str, record: str) -> Any:
+        return MODELS[table_name].model_validate(decode_record(record))
+
+    def session_ids(self, org_id: str) -> list[str]:
+        """Every Session with at least one visible inference call, sorted."""
+        with self.engine.connect() as conn:
+            sessions = {row.session_id for row in self._visible(conn, "inference_calls", org_id)}
+        return sorted(sessions)
+
+    def calls_for_session(self, org_id: str, session_id: str) -> list[InferenceCall]:
+        table = schema.inference_calls
+        with self.engine.connect() as conn:
+            rows = list(self._visible(conn, "inference_calls", org_id, table.c.session_id == session_id,
+                                      order=(table.c.observed_at,)))
+            wanted = {h for row in rows for h in json.loads(row.input_hashes) + json.loads(row.output_hashes)}
+            messages: dict[str, dict[str, Any]] = {}
+            hashes = sorted(wanted)
+            for start in range(0, len(hashes), 500):
+                chunk = hashes[start:start + 500]
+                for digest, record in conn.execute(select(schema.messages.c.message_hash, schema.messages.c.record)
+                                                   .where(schema.messages.c.message_hash.in_(chunk))):
+                    messages[digest] = decode_record(record)
+        calls = []
+        for row in rows:
+            body = decode_record(row.record)
+            body["input_messages"] = [messages[h] for h in json.loads(row.input_hashes)]
+            body["output_messages"] = [messages[h] for h in json.loads(row.output_hashes)]
+            calls.append(InferenceCall.model_validate(body))
+        return calls
+
+    def decisions_for_session(self, org_id: str, session_id: str) -> list[DeveloperDecision]:
+        table = schema.developer_decisions
+        with self.engine.connect() as conn:
+            return [self._model("developer_decisions", r.record)
+                    for r in self._visible(conn, "developer_decisions", org_id, table.c.session_id == session_id)]
+
+    def observations_for_session(self, org_id: str, session_id: str) -> list[SessionCommitObservation]:
+        table = schema.session_commit_observations
+        with self.engine.connect() as conn:
+            return [self._model("session_commit_observations", r.record)
+                    for r in self._visible(conn, "session_commit_observations", org_id,
+                                           table.c.session_id == session_id)]
+
+    def ci_outcomes_for_commits(self, org_id: str, commits: Iterable[tuple[str, str]]) -> list[CIOutcome]:
+        """Visible CI outcomes of the given ``(repo, commit_sha)`` pairs."""
+        table = schema.ci_outcomes
+        outcomes: list[CIOutcome] = []
+        with self.engine.connect() as conn:
+            for repo, sha in sorted(set(commits)):
+                outcomes.extend(self._model("ci_outcomes", r.record) for r in self._visible(
+                    conn, "ci_outcomes", org_id, table.c.repo == repo, table.c.commit_sha == sha))
+        return outcomes
+
+    def facts(self, table_name: str, org_id: str) -> Iterator[FactModel]:
+        """Every visible Fact of one table (inference calls without their messages rehydrated)."""
+        if table_name == "inference_calls":
+            for session in self.session_ids(org_id):
+                yield from self.calls_for_session(org_id, session)
+            return
+        with self.engine.connect() as conn:
+            rows = list(self._visible(conn, table_name, org_id))
+        for row in rows:
+            yield self._model(table_name, row.record)
+
+    def counts(self, org_id: str | None = None) -> dict[str, dict[str, int]]:
+        """Per table: stored Facts and how many of them are quarantined now."""
+        result: dict[str, dict[str, int]] = {}
+        with self.engine.connect() as conn:
+            orgs = ([org_id] if org_id is not None else
+                    [r[0] for r in conn.execute(select(schema.quarantine_log.c.org_id).distinct())])
+            for name, table in schema.FACT_TABLES.items():
+                query = select(func.count()).select_from(table)
+                if org_id is not None:
+                    query = query.where(table.c.org_id == org_id)
+                hidden = sum(len(self._quarantined(conn, org, name)) for org in orgs)
+                result[name] = {"stored": int(conn.execute(query).scalar_one()), "quarantined": hidden}
+        return result
+
+    def stored_content_bytes(self) -> dict[str, int]:
+        """Bytes of stored record text: message content and call bodies (for storage checks)."""
+        with self.engine.connect() as conn:
+            messages = conn.execute(select(func.coalesce(func.sum(func.length(schema.messages.c.record)), 0))).scalar()
+            calls = conn.execute(select(func.coalesce(func.sum(
+                func.length(schema.inference_calls.c.record) + func.length(schema.inference_calls.c.input_hashes)
+                + func.length(schema.inference_calls.c.output_hashes)), 0))).scalar()
+        return {"messages": int(messages or 0), "calls": int(calls or 0)}
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+#: Forward-only migrations: ``MIGRATIONS[n]`` upgrades schema version n to n + 1.
+MIGRATIONS: dict[int, Any] = {}
+
+__all__ = ["AppendResult", "FactStore", "StoreError", "database_url", "sediment_home"]

@@ -1,0 +1,65 @@
+"""Which table a Fact lives in, and its natural (dedup) key."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sediment.facts import (
+    CIOutcome,
+    DeveloperDecision,
+    FactModel,
+    InferenceCall,
+    PullRequestMerge,
+    Push,
+    RepositoryRename,
+    SessionCommitObservation,
+)
+
+
+def _key(*parts: Any) -> str:
+    return json.dumps(list(parts), separators=(",", ":"), ensure_ascii=True)
+
+
+def table_and_key(fact: FactModel) -> tuple[str, str, str]:
+    """``(table name, fact id, natural key)`` of a Fact."""
+    if isinstance(fact, InferenceCall):
+        key = (_key("call", fact.org_id, fact.gateway_provider, fact.model_call_id) if fact.model_call_id
+               else _key("id", fact.inference_call_id))
+        return "inference_calls", fact.inference_call_id, key
+    if isinstance(fact, CIOutcome):
+        forge = (fact.repository_provider, fact.repository_host) if fact.is_identified else ("", "")
+        return "ci_outcomes", fact.outcome_id, _key(fact.org_id, fact.provider, *forge, fact.run_id,
+                                                    fact.run_attempt or 0)
+    if isinstance(fact, SessionCommitObservation):
+        return ("session_commit_observations", fact.observation_id,
+                _key(fact.org_id, fact.repo, fact.commit_sha, fact.session_id))
+    if isinstance(fact, DeveloperDecision):
+        if fact.agent_harness == "claude-code" and fact.call_id is not None:
+            key = _key("keyed", fact.org_id, fact.agent_harness, fact.session_id, fact.call_id,
+                       fact.accepted, fact.explicit)
+        else:
+            key = _key("natural", fact.org_id, fact.agent_harness, fact.session_id, fact.call_id or "",
+                       fact.file_path, fact.observation_delay_ms if fact.observation_delay_ms is not None else -1,
+                       fact.accepted, fact.explicit)
+        return "developer_decisions", fact.decision_id, key
+    if isinstance(fact, Push):
+        return "pushes", fact.push_id, _key(fact.org_id, fact.repo, fact.ref, fact.before_sha, fact.after_sha)
+    if isinstance(fact, PullRequestMerge):
+        return "pull_request_merges", fact.merge_id, _key(fact.org_id, fact.provider, fact.repo, fact.pr_number)
+    if isinstance(fact, RepositoryRename):
+        key = (_key(fact.org_id, fact.provider, fact.repository_host, fact.source_event_id)
+               if fact.source_event_id else _key("id", fact.rename_id))
+        return "repository_renames", fact.rename_id, key
+    raise TypeError(f"not a storable Fact: {type(fact).__name__}")
+
+
+MODELS: dict[str, type[FactModel]] = {
+    "inference_calls": InferenceCall,
+    "ci_outcomes": CIOutcome,
+    "session_commit_observations": SessionCommitObservation,
+    "developer_decisions": DeveloperDecision,
+    "pushes": Push,
+    "pull_request_merges": PullRequestMerge,
+    "repository_renames": RepositoryRename,
+}

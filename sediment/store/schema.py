@@ -1,0 +1,92 @@
+"""Fact store tables (SQLAlchemy Core; the same DDL on SQLite and PostgreSQL).
+
+Content is stored as canonical record JSON in ``TEXT`` (never JSONB): NaN, infinities, lone
+surrogates and NUL survive because the record escapes them. Typed columns own every query.
+Each Fact table has a ``natural_key`` with a UNIQUE index, so a redelivered Fact collapses.
+Times are UTC ISO-8601 text with a fixed width, so they sort as text.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Column, Index, Integer, MetaData, String, Table, Text
+
+SCHEMA_VERSION = 1
+metadata = MetaData()
+
+meta = Table(
+    "sediment_meta", metadata,
+    Column("key", String(64), primary_key=True),
+    Column("value", Text, nullable=False),
+)
+
+#: Messages, content-addressed: replayed context is stored once.
+messages = Table(
+    "messages", metadata,
+    Column("message_hash", String(64), primary_key=True),
+    Column("record", Text, nullable=False),
+)
+
+
+def _fact_table(name: str, *columns: Column[str], indexes: tuple[tuple[str, ...], ...] = ()) -> Table:
+    table = Table(
+        name, metadata,
+        Column("fact_id", String(200), primary_key=True),
+        Column("org_id", String(64), nullable=False),
+        Column("natural_key", Text, nullable=False, unique=True),
+        *columns,
+        Column("record", Text, nullable=False),
+    )
+    for index_columns in indexes:
+        Index(f"ix_{name}_{'_'.join(index_columns)}", *(table.c[c] for c in index_columns))
+    return table
+
+
+inference_calls = _fact_table(
+    "inference_calls",
+    Column("session_id", Text, nullable=False),
+    Column("observed_at", String(32), nullable=False),
+    Column("input_hashes", Text, nullable=False),
+    Column("output_hashes", Text, nullable=False),
+    indexes=(("org_id", "session_id", "observed_at"),),
+)
+ci_outcomes = _fact_table(
+    "ci_outcomes",
+    Column("repo", Text, nullable=False),
+    Column("commit_sha", String(64), nullable=False),
+    Column("captured_at", String(32), nullable=False),
+    indexes=(("org_id", "repo", "commit_sha"),),
+)
+session_commit_observations = _fact_table(
+    "session_commit_observations",
+    Column("session_id", Text, nullable=False),
+    Column("repo", Text, nullable=False),
+    Column("commit_sha", String(64), nullable=False),
+    Column("captured_at", String(32), nullable=False),
+    indexes=(("org_id", "session_id"),),
+)
+developer_decisions = _fact_table(
+    "developer_decisions",
+    Column("session_id", Text, nullable=False),
+    indexes=(("org_id", "session_id"),),
+)
+pushes = _fact_table("pushes", Column("repo", Text, nullable=False), indexes=(("org_id", "repo"),))
+pull_request_merges = _fact_table("pull_request_merges", Column("repo", Text, nullable=False))
+repository_renames = _fact_table("repository_renames")
+
+#: Append-only quarantine log; the latest action per Fact wins; the revision is monotonic.
+quarantine_log = Table(
+    "quarantine_log", metadata,
+    Column("revision", Integer, primary_key=True, autoincrement=True),
+    Column("org_id", String(64), nullable=False),
+    Column("table_name", String(64), nullable=False),
+    Column("fact_id", String(200), nullable=False),
+    Column("action", String(16), nullable=False),
+    Column("reason", Text, nullable=False),
+    Column("recorded_at", String(32), nullable=False),
+    Index("ix_quarantine_log_fact", "org_id", "table_name", "fact_id"),
+)
+
+FACT_TABLES: dict[str, Table] = {
+    t.name: t for t in (inference_calls, ci_outcomes, session_commit_observations, developer_decisions,
+                        pushes, pull_request_merges, repository_renames)
+}

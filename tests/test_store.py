@@ -1,0 +1,132 @@
+"""The fact store, the same suite on SQLite and on a real PostgreSQL server."""
+
+from __future__ import annotations
+
+import math
+import random
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import update
+
+from sediment.facts import DeveloperDecision, SessionCommitObservation, ToolCallPart
+from sediment.records import encode_record
+from sediment.store import FactStore, StoreError, schema
+from sediment.testing import ORG, T0, call, conversation, message, outcome
+
+
+def test_append_is_idempotent_and_reads_back(store_url: str) -> None:
+    store = FactStore(store_url)
+    calls = conversation("s1", turns=4)
+    facts = [*calls, outcome("o1", "a" * 40), outcome("o2", "a" * 40, run_id="2")]
+    first = store.append(facts)
+    assert first.stored == {"inference_calls": 4, "ci_outcomes": 2} and not first.duplicates
+    again = store.append(reversed(facts))
+    assert not again.stored and again.duplicates == {"inference_calls": 4, "ci_outcomes": 2}
+    assert store.calls_for_session(ORG, "s1") == calls
+    assert store.ci_outcomes_for_commits(ORG, [("owner/repo", "a" * 40)]) == [facts[4], facts[5]]
+    assert store.session_ids(ORG) == ["s1"]
+    assert store.counts(ORG)["inference_calls"] == {"stored": 4, "quarantined": 0}
+
+
+def test_redelivery_with_a_new_id_collapses_on_the_natural_key(store_url: str) -> None:
+    store = FactStore(store_url)
+    store.append([outcome("o1", "a" * 40, run_id="7", attempt=2)])
+    again = store.append([outcome("o1-redelivered", "a" * 40, run_id="7", attempt=2)])
+    assert again.duplicates == {"ci_outcomes": 1}
+    assert [o.outcome_id for o in store.facts("ci_outcomes", ORG)] == ["o1"]
+
+
+def test_content_is_lossless(store_url: str) -> None:
+    store = FactStore(store_url)
+    raw = {"nan": float("nan"), "inf": float("inf"), "ninf": float("-inf"), "nul": "a\x00b",
+           "\udc80key": "lone \ud800", "big": 2**70, "astral": "\U0001f600"}
+    weird_call = call("s1", 0, [message("user", "nul\x00 and \ud800")],
+                      [message("assistant", ToolCallPart(id="t", name="x", arguments={"v": float("nan")}))],
+                      raw=raw)
+    store.append([outcome("o1", "a" * 40, raw=raw), weird_call])
+    [stored] = store.facts("ci_outcomes", ORG)
+    assert math.isnan(stored.raw["nan"]) and stored.raw["inf"] == math.inf and stored.raw["ninf"] == -math.inf
+    assert {k: v for k, v in stored.raw.items() if k != "nan"} == {k: v for k, v in raw.items() if k != "nan"}
+    [back] = store.calls_for_session(ORG, "s1")
+    assert back.input_messages[0].parts[0].content == "nul\x00 and \ud800"  # type: ignore[union-attr]
+    assert encode_record(back) == encode_record(weird_call)
+
+
+def test_replayed_context_is_stored_once(store_url: str) -> None:
+    """50 calls, each replaying every turn before it: stored message bytes equal the unique messages."""
+    store = FactStore(store_url)
+    calls = conversation("s1", prompt="x" * 8192, turns=50)
+    store.append(calls)
+    unique = {encode_record(m) for c in calls for m in (*c.input_messages, *c.output_messages)}
+    replayed = sum(len(encode_record(m)) for c in calls for m in (*c.input_messages, *c.output_messages))
+    stored = store.stored_content_bytes()
+    assert stored["messages"] == sum(len(m) for m in unique)
+    assert replayed > 20 * stored["messages"]
+    assert stored["calls"] < 0.2 * replayed
+
+
+def test_quarantine_and_release(store_url: str) -> None:
+    store = FactStore(store_url)
+    calls = conversation("s1", turns=3)
+    store.append(calls)
+    assert store.quarantine_revision(ORG) == 0
+    first = store.quarantine(ORG, "inference_calls", calls[1].inference_call_id, "poisoned payload")
+    assert [c.inference_call_id for c in store.calls_for_session(ORG, "s1")] == [
+        calls[0].inference_call_id, calls[2].inference_call_id]
+    assert store.counts(ORG)["inference_calls"] == {"stored": 3, "quarantined": 1}
+    with pytest.raises(StoreError, match="already quarantined"):
+        store.quarantine(ORG, "inference_calls", calls[1].inference_call_id, "again")
+    second = store.release(ORG, "inference_calls", calls[1].inference_call_id, "false alarm")
+    assert second > first and store.quarantine_revision(ORG) == second
+    assert len(store.calls_for_session(ORG, "s1")) == 3
+    assert store.append([calls[1]]).duplicates == {"inference_calls": 1}
+    with pytest.raises(StoreError, match="no inference_calls Fact"):
+        store.quarantine(ORG, "inference_calls", "missing", "r")
+    with pytest.raises(StoreError, match="unknown fact table"):
+        store.quarantine(ORG, "nope", "x", "r")
+    with pytest.raises(StoreError, match="needs a reason"):
+        store.quarantine(ORG, "inference_calls", calls[0].inference_call_id, "  ")
+
+
+def test_session_scoped_reads(store_url: str) -> None:
+    store = FactStore(store_url)
+    observation = SessionCommitObservation(observation_id="ob1", org_id=ORG, repo="owner/repo",
+                                           commit_sha="b" * 40, session_id="s1", captured_at=T0)
+    decision = DeveloperDecision(decision_id="d1", org_id=ORG, session_id="s1", agent_harness="codex",
+                                 accepted=True, explicit=False, interaction_mode="agent", occurred_at=T0,
+                                 captured_at=T0 + timedelta(seconds=1))
+    store.append([observation, decision, *conversation("s2", turns=1)])
+    assert store.observations_for_session(ORG, "s1") == [observation]
+    assert store.decisions_for_session(ORG, "s1") == [decision]
+    assert store.observations_for_session(ORG, "s2") == []
+    assert store.session_ids("other-org") == []
+
+
+def test_order_of_ingest_does_not_matter(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+    calls = conversation("s1", turns=6) + conversation("s2", turns=3)
+    shuffled = calls[:]
+    random.Random(3).shuffle(shuffled)
+    store = FactStore(store_url)
+    store.append(shuffled)
+    other = FactStore(f"sqlite:///{tmp_path_factory.mktemp('o') / 'f.db'}")
+    other.append(calls)
+    for session in ("s1", "s2"):
+        assert store.calls_for_session(ORG, session) == other.calls_for_session(ORG, session)
+
+
+def test_schema_version_and_refusal_of_newer_stores(store_url: str) -> None:
+    store = FactStore(store_url)
+    assert store.schema_version() == schema.SCHEMA_VERSION
+    with store.engine.begin() as conn:
+        conn.execute(update(schema.meta).where(schema.meta.c.key == "schema_version").values(value="99"))
+    store.close()
+    with pytest.raises(StoreError, match="schema version 99 is newer"):
+        FactStore(store_url)
+
+
+def test_bad_urls() -> None:
+    from sediment.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError, match="unsupported database URL"):
+        FactStore("mysql://x")
