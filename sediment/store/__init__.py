@@ -32,7 +32,7 @@ from sediment.facts import (
 )
 from sediment.records import decode_record, encode_record, sortable_time
 from sediment.store import schema
-from sediment.store.keys import MODELS, table_and_key
+from sediment.store.keys import MODELS, fact_org, table_and_key
 
 DEFAULT_HOME = Path("~/.sediment")
 
@@ -196,7 +196,10 @@ class FactStore:
                 org_id=org_id, table_name=table, fact_id=fact_id, action=action, reason=reason.strip(),
                 recorded_at=sortable_time(datetime.now(UTC)),
             ))
-            return int(row.inserted_primary_key[0])
+            key = row.inserted_primary_key
+            if key is None:
+                raise StoreError("the quarantine log did not return a revision")
+            return int(key[0])
 
     def quarantine(self, org_id: str, table: str, fact_id: str, reason: str) -> int:
         """Exclude a Fact from every read; returns the new quarantine revision."""

@@ -54,6 +54,13 @@ def table_and_key(fact: FactModel) -> tuple[str, str, str]:
     raise TypeError(f"not a storable Fact: {type(fact).__name__}")
 
 
+def fact_org(fact: FactModel) -> str:
+    org_id = getattr(fact, "org_id", None)
+    if not isinstance(org_id, str):
+        raise TypeError(f"{type(fact).__name__} carries no org_id")
+    return org_id
+
+
 MODELS: dict[str, type[FactModel]] = {
     "inference_calls": InferenceCall,
     "ci_outcomes": CIOutcome,
