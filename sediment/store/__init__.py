@@ -137,7 +137,7 @@ class FactStore:
             for fact in facts:
                 table_name, fact_id, natural_key = table_and_key(fact)
                 table = schema.FACT_TABLES[table_name]
-                values = {"fact_id": fact_id, "org_id": fact.org_id, "natural_key": natural_key}
+                values: dict[str, Any] = {"fact_id": fact_id, "org_id": fact_org(fact), "natural_key": natural_key}
                 values |= self._columns(conn, fact)
                 statement = (self._insert(table).values(**values).on_conflict_do_nothing()
                              .returning(table.c.fact_id))
