@@ -9,18 +9,47 @@ Exports never fetch.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import pygit2
 
-from sediment.errors import ConfigurationError
+from sediment.errors import ConfigurationError, SedimentError
 from sediment.facts import RepositoryIdentity
+
+
+NOTES_REF = "refs/notes/sediment"
+FETCH_REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/notes/sediment*:refs/notes/sediment*")
 
 
 class MirrorReadError(Exception):
     """A git read (ancestry, parent, diff) failed inside an existing mirror."""
+
+
+class MirrorFetchError(SedimentError):
+    """A mirror could not be created or refreshed from its source."""
+
+
+@dataclass(frozen=True)
+class NoteEdge:
+    """A Session named in the git note of a commit."""
+
+    commit_sha: str
+    session_id: str
+    tool: str | None
+    stamped_at: str | None
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """A commit as attribution sees it: time and the text its diff adds."""
+
+    sha: str
+    committer_time: int
+    added_text: str
 
 
 def _encode(text: str) -> str:
@@ -43,6 +72,52 @@ class MirrorRoot:
             parts = (org_id, identity.provider, identity.host, identity.repository_id)
             return self.path.joinpath("repositories-v1", *(_encode(p) for p in parts))
         return self.path / _encode(f"{org_id}/{repo}")
+
+    def legacy_mirrors(self, org_id: str) -> list[str]:
+        """Repositories (``owner/repo``) of ``org_id`` that have a legacy mirror, sorted."""
+        prefix = f"{org_id}/"
+        repos = []
+        for entry in self.path.iterdir():
+            name = unquote(entry.name)
+            if name.startswith(prefix) and (entry / "HEAD").is_file():
+                repos.append(name[len(prefix):])
+        return sorted(repos)
+
+    def add(self, org_id: str, repo: str, source: str) -> Path:
+        """Create the bare mirror of ``repo`` from ``source`` (a path or URL) and fetch it."""
+        path = self.mirror_path(org_id, repo)
+        if path.resolve().parent != self.path.resolve():
+            raise MirrorFetchError(f"repository name would escape the mirror root: {repo!r}")
+        if (path / "HEAD").exists():
+            raise MirrorFetchError(f"mirror of {repo} already exists: {path} (use mirror fetch)")
+        repository = pygit2.init_repository(str(path), bare=True)
+        repository.remotes.create("origin", source, FETCH_REFSPECS[0])
+        repository.remotes.add_fetch("origin", FETCH_REFSPECS[1])
+        try:
+            repository.remotes["origin"].fetch(prune=pygit2.enums.FetchPrune.PRUNE)
+        except pygit2.GitError as exc:
+            raise MirrorFetchError(f"cannot fetch {repo} from {source}: {exc}") from None
+        self._point_head(repository)
+        return path
+
+    def fetch(self, org_id: str, repo: str) -> None:
+        """Refresh an existing mirror from its ``origin``."""
+        mirror = self.open(org_id, repo)
+        if mirror is None:
+            raise MirrorFetchError(f"no mirror of {repo}; add it first with `sediment mirror add`")
+        repository = mirror._repo
+        try:
+            repository.remotes["origin"].fetch(prune=pygit2.enums.FetchPrune.PRUNE)
+        except (KeyError, pygit2.GitError) as exc:
+            raise MirrorFetchError(f"cannot fetch {repo}: {exc}") from None
+        self._point_head(repository)
+
+    @staticmethod
+    def _point_head(repository: pygit2.Repository) -> None:
+        branches = sorted(repository.branches.local)
+        if repository.head_is_unborn and branches:
+            preferred = next((b for b in ("main", "master") if b in branches), branches[0])
+            repository.set_head(f"refs/heads/{preferred}")
 
     def open(self, org_id: str, repo: str, identity: RepositoryIdentity | None = None) -> Mirror | None:
         """The mirror, or ``None`` when it is absent (no directory or no ``HEAD``)."""
@@ -94,6 +169,47 @@ class Mirror:
             raise MirrorReadError(f"parents of {sha}: {exc}") from exc
         return str(parent_ids[0]) if parent_ids else None
 
+    def note_edges(self) -> Iterator[NoteEdge | str]:
+        """Sessions named by ``refs/notes/sediment``; a malformed note yields a problem string."""
+        try:
+            notes = list(self._repo.notes(NOTES_REF))  # type: ignore[call-arg]  # the stub omits the ref
+        except (KeyError, pygit2.GitError):
+            return
+        for note in sorted(notes, key=lambda n: str(n.annotated_id)):
+            sha = str(note.annotated_id)
+            try:
+                body = json.loads(note.message)
+                sessions = body["sessions"] if isinstance(body, dict) and body.get("v") == 1 else None
+                if not isinstance(sessions, list):
+                    raise ValueError("expected {\"v\": 1, \"sessions\": [...]}")
+                for entry in sessions:
+                    session_id = entry.get("session_id") if isinstance(entry, dict) else None
+                    if not isinstance(session_id, str) or not session_id.strip():
+                        raise ValueError("a session entry has no session_id")
+                    yield NoteEdge(sha, session_id.strip(), entry.get("tool"), entry.get("stamped_at"))
+            except (ValueError, AttributeError) as exc:
+                yield f"malformed sediment note on {sha}: {exc}"
+
+    def commits(self) -> Iterator[CommitInfo]:
+        """Every commit reachable from the branches, with the text its first-parent diff adds."""
+        seen: set[str] = set()
+        for branch in sorted(self._repo.branches.local):
+            target = self._repo.branches.local[branch].target
+            for commit in self._repo.walk(target, pygit2.enums.SortMode.TOPOLOGICAL):
+                sha = str(commit.id)
+                if sha in seen:
+                    continue
+                seen.add(sha)
+                if commit.parents:
+                    diff = commit.parents[0].tree.diff_to_tree(commit.tree)
+                else:
+                    diff = commit.tree.diff_to_tree(swap=True)
+                added = [
+                    line.content for patch in diff if patch is not None for hunk in patch.hunks
+                    for line in hunk.lines if line.origin == "+"
+                ]
+                yield CommitInfo(sha, int(commit.commit_time), "".join(added))
+
     def committer_time(self, sha: str) -> int:
         """Committer time in seconds since the epoch, or 0 if unreadable."""
         try:
@@ -139,3 +255,9 @@ class MirrorWriter:
         signature = pygit2.Signature(author, email, when, 0)
         oid = repo.create_commit(self._ref, signature, signature, message, tree, parents)
         return str(oid)
+
+    def add_note(self, sha: str, sessions: list[dict[str, str]]) -> None:
+        """Write the ``refs/notes/sediment`` note of a commit (as an agent's hook would)."""
+        signature = pygit2.Signature("Sediment Notes", "notes@example.com", 0, 0)
+        self._repo.create_note(json.dumps({"v": 1, "sessions": sessions}), signature, signature, sha,
+                               NOTES_REF, True)
