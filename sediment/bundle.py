@@ -15,7 +15,7 @@ import json
 import os
 import secrets
 import shutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +52,15 @@ def _strict_loads(text: str) -> Any:
     return json.loads(text, object_pairs_hook=_no_duplicate_keys, parse_constant=_reject_constant)
 
 
+Counts = Mapping[str, int] | Callable[[], Mapping[str, int]]
+
+
+def _resolve(counts: Counts | None) -> Mapping[str, int]:
+    if counts is None:
+        return {}
+    return counts() if callable(counts) else counts
+
+
 def write_bundle(
     rollouts: Iterable[Rollout],
     destination: Path,
@@ -59,31 +68,44 @@ def write_bundle(
     org_id: str,
     policy: DerivationPolicy,
     quarantine_revision: int,
-    fragmented: Mapping[str, int] | None = None,
-    skipped: Mapping[str, int] | None = None,
+    fragmented: Counts | None = None,
+    skipped: Counts | None = None,
+    ordered: bool = False,
 ) -> Path:
-    """Write a bundle atomically: staged beside ``destination``, then renamed whole."""
+    """Write a bundle atomically: staged beside ``destination``, then renamed whole.
+
+    With ``ordered=True`` the Rollouts are streamed (one resident at a time) and must already
+    be in ``(org_id, session_id)`` order; ``fragmented`` and ``skipped`` may then be callables,
+    read after the last Rollout was written.
+    """
     destination = Path(destination)
     if destination.exists():
         raise BundleError(f"derived bundle destination already exists: {destination}")
     if not destination.parent.is_dir():
         raise BundleError(f"derived bundle parent does not exist: {destination.parent}")
-    ordered = sorted(rollouts, key=lambda r: (r.org_id, r.session_id))
+    source: Iterable[Rollout] = rollouts if ordered else sorted(rollouts, key=lambda r: (r.org_id, r.session_id))
     stage = destination.parent / f".{destination.name}.{secrets.token_hex(6)}"
     stage.mkdir(mode=0o700)
     try:
         digest = hashlib.sha256()
         size = 0
+        count = 0
+        previous: tuple[str, str] | None = None
         with open(stage / ROLLOUTS, "xb") as handle:
             os.chmod(stage / ROLLOUTS, 0o600)
-            for rollout in ordered:
+            for rollout in source:
+                key = (rollout.org_id, rollout.session_id)
+                if previous is not None and key <= previous:
+                    raise BundleError(f"rollouts are not in (org_id, session_id) order at {key}")
+                previous = key
+                count += 1
                 line = (_strict_json({"record_json": encode_record(rollout)}) + "\n").encode("ascii")
                 handle.write(line)
                 digest.update(line)
                 size += len(line)
             handle.flush()
             os.fsync(handle.fileno())
-        counts = {reason: 0 for reason in FRAGMENT_REASONS} | dict(fragmented or {})
+        counts = {reason: 0 for reason in FRAGMENT_REASONS} | dict(_resolve(fragmented))
         manifest = {
             "bundle_format": BUNDLE_FORMAT,
             "bundle_schema_version": BUNDLE_SCHEMA_VERSION,
@@ -93,10 +115,10 @@ def write_bundle(
             "policy_digest": policy.digest,
             "implementation_versions": {"rollout": ROLLOUT_IMPLEMENTATION_VERSION},
             "quarantine_revision": quarantine_revision,
-            "counts": {"rollouts": len(ordered)},
-            "skipped": dict(sorted((skipped or {}).items())),
+            "counts": {"rollouts": count},
+            "skipped": dict(sorted(_resolve(skipped).items())),
             "fragmented": counts,
-            "files": {ROLLOUTS: {"path": ROLLOUTS, "rows": len(ordered), "bytes": size,
+            "files": {ROLLOUTS: {"path": ROLLOUTS, "rows": count, "bytes": size,
                                  "sha256": digest.hexdigest()}},
         }
         with open(stage / MANIFEST, "x", encoding="ascii") as handle:

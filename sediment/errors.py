@@ -20,6 +20,7 @@ class ExitCode(IntEnum):
     PLUGIN = 5  #: a plugin is broken: duplicate name, bad vocabulary, unknown hook
     VALIDATION = 6  #: ``sediment schema validate`` found invalid rows
     CAPACITY = 7  #: a byte budget was exceeded; nothing was published
+    INPUT = 8  #: some input records failed to ingest (every other record was ingested)
 
 
 class SedimentError(Exception):

@@ -16,7 +16,11 @@ from rich.markup import escape
 from sediment import __version__
 from sediment.cli import console
 from sediment.cli.demo import demo
+from sediment.cli.derive import derive
 from sediment.cli.export import export_app
+from sediment.cli.facts import facts, quarantine, release
+from sediment.cli.ingest import ingest_app
+from sediment.cli.mirror import mirror_app
 from sediment.cli.schema import schema_app
 from sediment.cli.targets import targets
 from sediment.errors import SedimentError
@@ -32,10 +36,16 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-app.add_typer(export_app, name="export")
-app.add_typer(schema_app, name="schema")
-app.command()(targets)
 app.command()(demo)
+app.add_typer(ingest_app, name="ingest")
+app.add_typer(mirror_app, name="mirror")
+app.command()(derive)
+app.add_typer(export_app, name="export")
+app.command()(targets)
+app.add_typer(schema_app, name="schema")
+app.command()(facts)
+app.command()(quarantine)
+app.command()(release)
 
 
 def _version(value: bool) -> None:

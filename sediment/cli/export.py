@@ -14,11 +14,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from sediment.bundle import open_bundle
-from sediment.cli import console
+from sediment.cli import console, settings
 from sediment.errors import ConfigurationError, UsageError
-from sediment.export.pipeline import ProgressCallback, export_rlvr_from_rollouts
+from sediment.export.pipeline import ProgressCallback, RolloutSource, export_rlvr_from_rollouts
 from sediment.export.registry import load_registry
 from sediment.mirrors import MirrorRoot
+from sediment.store import sediment_home
 
 MIRROR_ENV = "SEDIMENT_MIRROR_PATH"
 
@@ -66,6 +67,16 @@ def render_summary(summary: dict[str, Any]) -> None:
         console.err.print(f"[green]✓[/]wrote {summary['environment_manifest']} (experimental taskset manifest)")
 
 
+def _mirror_root(option: Path | None) -> MirrorRoot:
+    """``--mirrors`` / ``SEDIMENT_MIRROR_PATH``, else ``$SEDIMENT_HOME/mirrors`` when it exists."""
+    if option is not None and str(option).strip():
+        return MirrorRoot(option)
+    default = sediment_home() / "mirrors"
+    if default.is_dir():
+        return MirrorRoot(default)
+    raise ConfigurationError(f"{MIRROR_ENV} is not set; the export needs mirrors (or pass --mirrors)")
+
+
 @export_app.command("rlvr")
 def rlvr(
     target: str | None = typer.Option(
@@ -74,8 +85,10 @@ def rlvr(
     ),
     out: Path = typer.Option(..., "--out", "-o", help="Output directory; use a fresh one per export."),
     source: Path | None = typer.Option(
-        None, "--from", metavar="BUNDLE", help="Derived bundle directory to export (see docs/bundle.md)."
+        None, "--from", metavar="BUNDLE",
+        help="Derived bundle to export (docs/bundle.md); without it, derive from the fact store directly.",
     ),
+    org: str | None = typer.Option(None, "--org", help="Org id for a direct export (default: SEDIMENT_ORG_ID)."),
     mirrors: Path | None = typer.Option(
         None, "--mirrors", metavar="DIR", envvar=MIRROR_ENV, show_envvar=True,
         help="Root of bare git mirrors, for reference patches (targets that need them).",
@@ -84,6 +97,7 @@ def rlvr(
 ) -> None:
     """Project Rollouts into RLVR rows for one target.
 
+    From a bundle (--from) or directly from the fact store (derived one Session at a time).
     Writes <population>.jsonl, or <population>.train.jsonl / .eval.jsonl when the bundle's
     policy has an eval split, into a fresh output directory claimed by the target. Rewards
     come only from recorded CI verdicts; see docs/exports.md.
@@ -95,18 +109,23 @@ def rlvr(
             "see `sediment targets`"
         )
     chosen = registry.get(target)
-    mirror_root = None
-    if chosen.info.needs_mirrors:
-        if mirrors is None or not str(mirrors).strip():
-            raise ConfigurationError(f"{MIRROR_ENV} is not set; the export needs mirrors (or pass --mirrors)")
-        mirror_root = MirrorRoot(mirrors)
+    direct = source is None
+    mirror_root = _mirror_root(mirrors) if (direct or chosen.info.needs_mirrors) else None
+    rollouts: RolloutSource
     if source is None:
-        raise UsageError("--from BUNDLE is required: this build exports derived bundles only")
-    bundle = open_bundle(source)
+        from sediment.derive import StoreRollouts
+        from sediment.policy import DerivationPolicy
+
+        policy = DerivationPolicy()
+        derived = StoreRollouts(settings.store(), settings.org_id(org), policy=policy, mirrors=mirror_root)
+        rollouts, split_enabled, fragmented = derived, policy.split.eval_fraction > 0, derived.fragmented_counter
+    else:
+        bundle = open_bundle(source)
+        rollouts, split_enabled, fragmented = bundle, bundle.split_enabled, bundle.manifest.fragmented
     with _progress(console.err.is_terminal and not as_json) as progress:
         summary = export_rlvr_from_rollouts(
-            bundle, mirror_root, out, target=chosen.name, split_enabled=bundle.split_enabled,
-            registry=registry, fragmented=bundle.manifest.fragmented, progress=progress,
+            rollouts, mirror_root, out, target=chosen.name, split_enabled=split_enabled,
+            registry=registry, fragmented=fragmented, progress=progress,
         )
     if as_json:
         console.out.print_json(json.dumps(summary)) if os.environ.get("SEDIMENT_PRETTY_JSON") else \

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sediment.errors import SedimentError
+from sediment.errors import ExitCode, SedimentError
 from sediment.facts import FactModel
 
 
@@ -20,6 +20,8 @@ class TranslationError(ValueError):
 
 class IngestError(SedimentError):
     """At least one input line failed to ingest (the others were still ingested)."""
+
+    exit_code = ExitCode.INPUT
 
 
 @dataclass(frozen=True)

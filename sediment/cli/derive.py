@@ -1,0 +1,35 @@
+"""``sediment derive``: write the reviewed bundle that ``export rlvr --from`` reads."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from sediment.cli import console, settings
+from sediment.derive import derive_bundle
+from sediment.policy import DerivationPolicy
+
+
+def derive(
+    out: Path = typer.Option(..., "--out", "-o", help="New bundle directory (must not exist)."),
+    policy: Path | None = typer.Option(None, "--policy", help="Derivation policy TOML (default policy if absent)."),
+    org: str | None = typer.Option(None, "--org", help="Org id (default: SEDIMENT_ORG_ID)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the manifest on stdout."),
+) -> None:
+    """Derive every Session's Rollout from the fact store and mirrors into a bundle."""
+    resolved = DerivationPolicy.from_toml(policy) if policy else DerivationPolicy()
+    org_id = settings.org_id(org)
+    path, _ = derive_bundle(settings.store(), org_id, out, policy=resolved,
+                                   mirrors=settings.mirror_root(create=True))
+    manifest = json.loads((path / "manifest.json").read_text(encoding="ascii"))
+    if as_json:
+        typer.echo(json.dumps(manifest))
+        return
+    console.err.print(f"derived {manifest['counts']['rollouts']} rollout(s) into {path}")
+    fragmented = {k: v for k, v in manifest["fragmented"].items() if v}
+    if fragmented:
+        console.err.print(f"fragmented (not skipped): {fragmented}")
+    if manifest["skipped"]:
+        console.err.print(f"skipped: {manifest['skipped']}")

@@ -1,0 +1,41 @@
+"""Settings every command reads: the acting org, the fact store, the mirror root."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from sediment.errors import ConfigurationError
+from sediment.mirrors import MirrorRoot
+from sediment.store import FactStore, sediment_home
+
+ORG_ENV = "SEDIMENT_ORG_ID"
+MIRROR_ENV = "SEDIMENT_MIRROR_PATH"
+
+
+def org_id(value: str | None) -> str:
+    """``--org`` or ``SEDIMENT_ORG_ID``, normalized like every org id."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from sediment.identifiers import OrgId
+
+    raw = value or os.environ.get(ORG_ENV, "")
+    if not raw.strip():
+        raise ConfigurationError(f"{ORG_ENV} is not set; pass --org or export {ORG_ENV}")
+    try:
+        return str(TypeAdapter(OrgId).validate_python(raw))
+    except ValidationError as exc:
+        raise ConfigurationError(f"invalid org id: {exc.errors()[0]['msg']}") from None
+
+
+def store() -> FactStore:
+    return FactStore.from_environment()
+
+
+def mirror_root(create: bool = False) -> MirrorRoot:
+    """``SEDIMENT_MIRROR_PATH``, else ``$SEDIMENT_HOME/mirrors``."""
+    value = os.environ.get(MIRROR_ENV, "").strip()
+    path = Path(value) if value else sediment_home() / "mirrors"
+    if create:
+        path.mkdir(parents=True, exist_ok=True)
+    return MirrorRoot(path)

@@ -1,0 +1,199 @@
+"""Derivation: Facts in the store → canonical Rollouts, one Session at a time.
+
+For each Session: its calls (ordered, segmented, version "4"), its decisions attached by
+call id (unique-or-drop), its attributed commits (git notes, else Jaccard), the CI outcomes
+of complete, identity-consistent runs on those commits, its observations, split and
+provenance. :class:`StoreRollouts` is a lazy sequence: the export pipeline and the bundle
+writer read one Session at a time, so memory does not grow with the number of Sessions.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sediment.attribution import CommitIndex, attribute
+from sediment.bundle import write_bundle
+from sediment.ci_resolution import commit_key_of, resolve_ci
+from sediment.facts import CIOutcome, DeveloperDecision, InferenceCall, ToolCallPart
+from sediment.mirrors import MirrorRoot
+from sediment.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy, Provenance
+from sediment.rollout import Rollout, call_order_key, segment_calls
+from sediment.split import assign_split
+from sediment.store import FactStore
+
+DECISION_LOSSES = ("missing_decision_call_id", "unmatched_decision_call_id", "ambiguous_decision_call_id")
+
+
+def attach_decisions(
+    calls: Sequence[InferenceCall], decisions: Sequence[DeveloperDecision]
+) -> tuple[dict[str, tuple[DeveloperDecision, ...]], Counter[str]]:
+    """Decisions per inference call id, joined unique-or-drop on ``call_id``.
+
+    A call is reachable by its ``model_call_id`` and by the id of each tool call it made. A
+    decision whose ``call_id`` reaches no call, or more than one, is dropped and counted.
+    Codex rows with an empty ``file_path`` are dropped first when a keyed sibling (same
+    decision otherwise) names the file.
+    """
+    targets: dict[str, set[str]] = defaultdict(set)
+    for call in calls:
+        if call.model_call_id:
+            targets[call.model_call_id].add(call.inference_call_id)
+        for message in call.output_messages:
+            for part in message.parts:
+                if isinstance(part, ToolCallPart):
+                    targets[part.id].add(call.inference_call_id)
+
+    def sibling_key(d: DeveloperDecision) -> tuple[object, ...]:
+        return (d.org_id, d.session_id, d.agent_harness, d.call_id, d.accepted, d.explicit, d.occurred_at)
+
+    keyed = {sibling_key(d) for d in decisions if d.agent_harness == "codex" and d.file_path}
+    losses: Counter[str] = Counter()
+    attached: dict[str, list[DeveloperDecision]] = defaultdict(list)
+    for decision in sorted(decisions, key=lambda d: (d.occurred_at, d.decision_id)):
+        if decision.agent_harness == "codex" and not decision.file_path and sibling_key(decision) in keyed:
+            continue
+        if decision.call_id is None:
+            losses["missing_decision_call_id"] += 1
+            continue
+        matches = targets.get(decision.call_id, set())
+        if not matches:
+            losses["unmatched_decision_call_id"] += 1
+        elif len(matches) > 1:
+            losses["ambiguous_decision_call_id"] += 1
+        else:
+            attached[next(iter(matches))].append(decision)
+    return {k: tuple(v) for k, v in attached.items()}, losses
+
+
+@dataclass
+class SessionDerivation:
+    rollout: Rollout | None
+    fragmented: Counter[str] = field(default_factory=Counter)
+    skipped: Counter[str] = field(default_factory=Counter)
+
+
+def derive_session(
+    store: FactStore,
+    org_id: str,
+    session_id: str,
+    *,
+    policy: DerivationPolicy,
+    index: CommitIndex,
+    quarantine_revision: int,
+) -> SessionDerivation:
+    """Derive one Session's Rollout from the store (``None`` when it has no visible calls)."""
+    calls = sorted(store.calls_for_session(org_id, session_id), key=call_order_key)
+    if not calls:
+        return SessionDerivation(None)
+    decisions_by_call, losses = attach_decisions(calls, store.decisions_for_session(org_id, session_id))
+    segments, fragmented = segment_calls(calls, decisions_by_call)
+    observations = store.observations_for_session(org_id, session_id)
+    attribution = attribute(org_id, calls, observations, index, policy.attribution)
+    commit_keys = [commit_key_of(org_id, ref).sort_key for ref in attribution.commits]
+    outcomes = store.ci_outcomes_for_commits(org_id, [(r.repo, r.commit_sha) for r in attribution.commits])
+    resolution = resolve_ci(outcomes, quarantine_revision=quarantine_revision)
+    terminal: list[CIOutcome] = []
+    for key in commit_keys:
+        terminal.extend(sorted(resolution.outcomes_by_commit.get(key, ()), key=lambda o: o.outcome_id))
+    attributed = {(r.repo, r.commit_sha) for r in attribution.commits}
+    kept_observations = sorted(
+        (o for o in observations if (o.repo, o.commit_sha) in attributed),
+        key=lambda o: (o.repo, o.commit_sha, o.session_id, o.captured_at, o.observation_id),
+    )
+    skipped: Counter[str] = Counter({f"decision.{k}": v for k, v in losses.items()})
+    skipped.update({f"rollout.{k}": v for k, v in resolution.skipped.items()})
+    rollout = Rollout(
+        org_id=org_id,
+        session_id=session_id,
+        segments=segments,
+        commits=attribution.commits,
+        attribution_source=attribution.source,
+        terminal_outcomes=tuple(terminal),
+        provenance=Provenance(policy_version=ROLLOUT_IMPLEMENTATION_VERSION,
+                              quarantine_revision=quarantine_revision, policy_digest=policy.digest),
+        split=assign_split(session_id, policy.split.eval_fraction),
+        session_commit_observations=tuple(kept_observations),
+    )
+    return SessionDerivation(rollout, fragmented, skipped)
+
+
+class StoreRollouts(Sequence[Rollout]):
+    """The org's Rollouts, derived lazily in Session order (one Session resident at a time)."""
+
+    def __init__(self, store: FactStore, org_id: str, *, policy: DerivationPolicy,
+                 mirrors: MirrorRoot | None) -> None:
+        self.store = store
+        self.org_id = org_id
+        self.policy = policy
+        self.quarantine_revision = store.quarantine_revision(org_id)
+        self._sessions = store.session_ids(org_id)
+        self._index = CommitIndex(mirrors, org_id)
+        self._fragmented: dict[int, Counter[str]] = {}
+        self._skipped: dict[int, Counter[str]] = {}
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def __getitem__(self, index: int) -> Rollout:  # type: ignore[override]
+        derived = derive_session(self.store, self.org_id, self._sessions[index], policy=self.policy,
+                                 index=self._index, quarantine_revision=self.quarantine_revision)
+        self._fragmented[index] = derived.fragmented
+        self._skipped[index] = derived.skipped
+        if derived.rollout is None:
+            raise LookupError(f"session {self._sessions[index]!r} has no visible inference calls")
+        return derived.rollout
+
+    def __iter__(self) -> Iterator[Rollout]:
+        for i in range(len(self)):
+            yield self[i]
+
+    def order_keys(self) -> list[tuple[str, str]]:
+        return [(self.org_id, s) for s in self._sessions]
+
+    @property
+    def fragmented_counter(self) -> Mapping[str, int]:
+        """A live view of the fragmented counts (complete once every Session was read)."""
+        return _LiveCounts(lambda: self.fragmented)
+
+    @property
+    def fragmented(self) -> dict[str, int]:
+        total: Counter[str] = Counter()
+        for counts in self._fragmented.values():
+            total.update(counts)
+        return {reason: total[reason] for reason in ("prior_output_absent", "input_history_changed",
+                                                     "prior_output_not_replayed")}
+
+    @property
+    def skipped(self) -> dict[str, int]:
+        total: Counter[str] = Counter()
+        for counts in self._skipped.values():
+            total.update(counts)
+        return dict(sorted(total.items()))
+
+
+class _LiveCounts(Mapping[str, int]):
+    def __init__(self, read: Callable[[], dict[str, int]]) -> None:
+        self._read = read
+
+    def __getitem__(self, key: str) -> int:
+        return self._read()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._read())
+
+    def __len__(self) -> int:
+        return len(self._read())
+
+
+def derive_bundle(store: FactStore, org_id: str, out: Path, *, policy: DerivationPolicy,
+                  mirrors: MirrorRoot | None) -> tuple[Path, StoreRollouts]:
+    """Derive every Session of ``org_id`` and write the bundle ``out`` atomically."""
+    rollouts = StoreRollouts(store, org_id, policy=policy, mirrors=mirrors)
+    path = write_bundle(iter(rollouts), out, org_id=org_id, policy=policy,
+                        quarantine_revision=rollouts.quarantine_revision,
+                        fragmented=lambda: rollouts.fragmented, skipped=lambda: rollouts.skipped,
+                        ordered=True)
+    return path, rollouts

@@ -1,0 +1,157 @@
+"""Derivation from a real store and real mirrors: attribution, terminal CI, split, provenance,
+bundle equality with direct exports, and order independence."""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sediment import export_rlvr_from_bundle, export_rlvr_from_rollouts
+from sediment.derive import StoreRollouts, attach_decisions, derive_bundle
+from sediment.export.verifier_commands import VerifierCommands
+from sediment.facts import DeveloperDecision, ToolCallPart
+from sediment.mirrors import MirrorRoot, MirrorWriter
+from sediment.observations import observe_notes
+from sediment.policy import DerivationPolicy
+from sediment.store import FactStore
+from sediment.testing import ORG, T0, call, conversation, message, outcome, read_rows, snapshot
+
+REPO = "owner/repo"
+
+
+def at(minutes: float) -> int:
+    return int((T0 + timedelta(minutes=minutes)).timestamp())
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> dict[str, Any]:
+    """An origin repository with notes, its mirror, and the Facts of three Sessions."""
+    origin = MirrorWriter(tmp_path / "origin.git")
+    base = origin.commit({"a.py": "x = 1\n"}, "base", when=at(-60))
+    c1 = origin.commit({"a.py": "x = 2\n"}, "s1 first", when=at(5))
+    c2 = origin.commit({"b.py": "y = 3\n"}, "s1 second", when=at(6))
+    c3 = origin.commit({"mul.py": "def mul(a, b):\n    return a * b\n"}, "jaccard", when=at(20))
+    # notes are written out of trajectory order on purpose
+    origin.add_note(c2, [{"tool": "codex", "session_id": "s1", "stamped_at": "x"}])
+    origin.add_note(c1, [{"tool": "codex", "session_id": "s1", "stamped_at": "x"}])
+    (tmp_path / "mirrors").mkdir()
+    mirrors = MirrorRoot(tmp_path / "mirrors")
+    mirrors.add(ORG, REPO, str(tmp_path / "origin.git"))
+    mul_call = call("s3", 0, [message("user", "write mul")], [message("assistant", ToolCallPart(
+        id="t", name="write_file", arguments={"path": "mul.py", "content": "def mul(a, b):\n    return a * b\n"}))])
+    facts: list[Any] = [
+        *conversation("s1", turns=3),
+        *conversation("s2", turns=2),
+        mul_call,
+        outcome("o-c2-a", c2, "failed", run_id="11", attempt=1),
+        outcome("o-c2-b", c2, "passed", run_id="11", attempt=2),
+        outcome("o-c1", c1, "passed", run_id="10"),
+        outcome("o-c3", c3, "passed", run_id="12"),
+        outcome("o-base", base, "failed", run_id="9"),
+        # a conflicting run (two branches) on c1 never reaches the Rollout
+        outcome("o-bad-1", c1, "passed", run_id="13", branch="main"),
+        outcome("o-bad-2", c1, "passed", run_id="13", attempt=2, branch="other"),
+    ]
+    return {"mirrors": mirrors, "facts": facts, "commits": (base, c1, c2, c3), "tmp": tmp_path}
+
+
+def load(world: dict[str, Any], url: str, order_seed: int | None = None) -> FactStore:
+    store = FactStore(url)
+    facts = list(world["facts"])
+    if order_seed is not None:
+        random.Random(order_seed).shuffle(facts)
+    store.append(facts)
+    observe_notes(world["mirrors"], store, ORG, REPO, T0 + timedelta(days=1))
+    return store
+
+
+def test_rollouts_trace_to_recorded_ci(world: dict[str, Any], store_url: str) -> None:
+    store = load(world, store_url)
+    base, c1, c2, c3 = world["commits"]
+    rollouts = StoreRollouts(store, ORG, policy=DerivationPolicy(), mirrors=world["mirrors"])
+    by_session = {r.session_id: r for r in rollouts}
+    s1 = by_session["s1"]
+    assert s1.attribution_source == "git_notes"
+    assert [c.commit_sha for c in s1.commits] == [c1, c2]
+    assert [o.outcome_id for o in s1.terminal_outcomes] == ["o-c1", "o-c2-a", "o-c2-b"]
+    assert [o.commit_sha for o in s1.session_commit_observations] == sorted([c1, c2])
+    assert s1.provenance.policy_digest == DerivationPolicy().digest and s1.provenance.policy_version == "4"
+    s3 = by_session["s3"]
+    assert s3.attribution_source == "jaccard" and [c.commit_sha for c in s3.commits] == [c3]
+    s2 = by_session["s2"]
+    assert s2.commits == () and s2.terminal_outcomes == ()
+    assert rollouts.skipped == {"rollout.conflicting_run_identity": 1}
+
+    out = world["tmp"] / "out"
+    export_rlvr_from_rollouts(rollouts, world["mirrors"], out, target="sediment", split_enabled=False,
+                              verifier_commands=VerifierCommands.empty())
+    tasks = {t["instance_id"].split("-")[1]: t for t in read_rows(out / "tasks.jsonl")}
+    task = tasks["s1"]
+    assert task["base_commit"] == base and task["ci_resolution"]["commit_sha"] == c2
+    recorded = {o.outcome_id: o for o in world["facts"] if hasattr(o, "outcome_id")}
+    assert task["verifier_results"] == [json.loads(recorded[i].model_dump_json()) for i in ("o-c2-a", "o-c2-b")]
+    assert task["ci_resolution"]["suspected_flake"] is True
+    assert tasks["s3"]["attribution_source"] == "jaccard"
+
+
+def test_reingest_changes_nothing_and_order_does_not_matter(world: dict[str, Any], tmp_path: Path) -> None:
+    outputs = []
+    for seed in (None, 1, 2):
+        store = load(world, f"sqlite:///{tmp_path / f'f{seed}.db'}", order_seed=seed)
+        again = store.append(world["facts"])
+        assert not again.stored
+        bundle, _ = derive_bundle(store, ORG, tmp_path / f"bundle{seed}", policy=DerivationPolicy(),
+                                  mirrors=world["mirrors"])
+        out = tmp_path / f"out{seed}"
+        export_rlvr_from_bundle(bundle, world["mirrors"], out, target="sediment",
+                                verifier_commands=VerifierCommands.empty())
+        outputs.append((snapshot(out), (bundle / "rollouts.jsonl").read_bytes()))
+    assert outputs[0] == outputs[1] == outputs[2]
+
+
+@pytest.mark.parametrize("target", ["sediment", "swe-bench", "nemo-gym"])
+def test_direct_export_equals_bundle_export(world: dict[str, Any], tmp_path: Path, target: str) -> None:
+    store = load(world, f"sqlite:///{tmp_path / 'f.db'}")
+    bundle, _ = derive_bundle(store, ORG, tmp_path / "bundle", policy=DerivationPolicy(), mirrors=world["mirrors"])
+    from_bundle = export_rlvr_from_bundle(bundle, world["mirrors"], tmp_path / "a", target=target,
+                                          verifier_commands=VerifierCommands.empty())
+    direct = StoreRollouts(store, ORG, policy=DerivationPolicy(), mirrors=world["mirrors"])
+    summary = export_rlvr_from_rollouts(direct, world["mirrors"], tmp_path / "b", target=target, split_enabled=True,
+                                        verifier_commands=VerifierCommands.empty(), fragmented=direct.fragmented_counter)
+    assert summary["fragmented"] == from_bundle["fragmented"]
+    names = sorted(p.name for p in (tmp_path / "a").glob("*.jsonl"))
+    assert names == sorted(p.name for p in (tmp_path / "b").glob("*.jsonl")) and names
+    for name in names:
+        assert read_rows(tmp_path / "a" / name) == read_rows(tmp_path / "b" / name)
+
+
+def test_quarantine_flows_into_provenance(world: dict[str, Any], tmp_path: Path) -> None:
+    store = load(world, f"sqlite:///{tmp_path / 'f.db'}")
+    revision = store.quarantine(ORG, "ci_outcomes", "o-c2-b", "replayed by a broken sender")
+    rollouts = {r.session_id: r for r in StoreRollouts(store, ORG, policy=DerivationPolicy(), mirrors=world["mirrors"])}
+    s1 = rollouts["s1"]
+    assert s1.provenance.quarantine_revision == revision
+    assert [o.outcome_id for o in s1.terminal_outcomes] == ["o-c1", "o-c2-a"]
+
+
+def test_decisions_attach_unique_or_drop() -> None:
+    calls = conversation("s1", turns=2)
+    when = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def decision(did: str, call_id: str | None) -> DeveloperDecision:
+        return DeveloperDecision(decision_id=did, org_id=ORG, session_id="s1", agent_harness="claude-code",
+                                 file_path="a.py", accepted=True, explicit=True, interaction_mode="agent",
+                                 call_id=call_id, occurred_at=when, captured_at=when)
+
+    attached, losses = attach_decisions(calls, [decision("d1", "s1-t0"), decision("d2", None),
+                                                decision("d3", "nope")])
+    assert {k: [d.decision_id for d in v] for k, v in attached.items()} == {"s1-c0": ["d1"]}
+    assert losses == {"missing_decision_call_id": 1, "unmatched_decision_call_id": 1}
+    twin = conversation("s1", turns=2)[1].model_copy(update={"inference_call_id": "twin"})
+    _, losses = attach_decisions([*calls, twin], [decision("d4", "s1-t1")])
+    assert losses == {"ambiguous_decision_call_id": 1}
