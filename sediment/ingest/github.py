@@ -1,0 +1,446 @@
+"""GitHub webhook deliveries (``sediment ingest github``) → Facts.
+
+A delivery is either a bare payload (the event name must then be given, since GitHub sends it
+only in the ``X-GitHub-Event`` header) or an envelope ``{"headers": {...}, "payload": {...}}``
+whose headers name the event and carry the delivery id (``X-GitHub-Delivery``, kept as
+``source_event_id``). Four events yield Facts:
+
+- ``workflow_run`` ``completed`` → CIOutcome (provider ``github_actions``);
+- ``push`` to a branch (not a deletion) → Push;
+- ``pull_request`` ``closed`` and merged → PullRequestMerge;
+- ``repository`` ``renamed`` → RepositoryRename.
+
+Other actions of those events are skipped with a reason from :data:`SKIP_REASONS`; any other
+event is skipped as ``unsupported_event:<name>``, never an error. A malformed payload (missing
+``head_sha``, a short SHA, no ``repository``) raises TranslationError naming the payload path.
+
+Repository identity is out of scope here: identity-capable Facts are written as
+``schema_version`` 1 with the identity triple absent.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from types import MappingProxyType
+from typing import Any, Final
+
+from pydantic import TypeAdapter, ValidationError
+
+from sediment.facts import CIOutcome, CIResult, FactModel, PullRequestMerge, Push, RepositoryRename
+from sediment.identifiers import CommitSha
+from sediment.ingest import Translation, TranslationError
+from sediment.ingest.facts_jsonl import (
+    PENDING_ID,
+    acting_org,
+    build_fact,
+    content_hash,
+    describe_validation_error,
+    with_natural_id,
+)
+
+GITHUB_HOST: Final = "github.com"
+"""The forge host of every GitHub delivery (GitHub Enterprise Server is not supported yet)."""
+
+CI_PROVIDER: Final = "github_actions"
+
+CONCLUSION_RESULTS: Final[Mapping[str, CIResult]] = MappingProxyType({
+    "success": "passed",
+    "failure": "failed",
+    "cancelled": "cancelled",
+    "timed_out": "timed_out",
+    "skipped": "skipped",
+    "neutral": "neutral",
+})
+"""``workflow_run.conclusion`` → ``result`` (platform §3.3). Anything else — ``action_required``,
+``stale``, ``startup_failure``, null, a value GitHub adds later — is ``unknown``."""
+
+SKIP_REASONS: Final[tuple[str, ...]] = (
+    "workflow_run_not_completed",
+    "push_not_branch",
+    "push_deletion",
+    "pull_request_not_merged",
+    "repository_not_renamed",
+)
+"""Declined on purpose; besides these, ``unsupported_event:<name>`` for any other event."""
+
+UNSUPPORTED_EVENT_PREFIX: Final = "unsupported_event:"
+
+_SHA: Final = TypeAdapter(CommitSha)
+_ZERO_SHA: Final = re.compile(r"^0+$")
+
+
+def github_result(status: str | None, conclusion: str | None) -> CIResult:
+    """The normalized result of a run: only a ``completed`` run with a known conclusion counts."""
+    if status is not None and status != "completed":
+        return "unknown"
+    if conclusion is None:
+        return "unknown"
+    return CONCLUSION_RESULTS.get(conclusion, "unknown")
+
+
+# --- payload access ---------------------------------------------------------------------
+
+
+def _lookup(payload: Mapping[str, Any], path: str) -> Any:
+    """The value at a dotted ``path``, or None when any step is absent or null."""
+    value: Any = payload
+    for step in path.split("."):
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(step)
+    return value
+
+
+def _object(payload: Mapping[str, Any], path: str) -> Mapping[str, Any]:
+    value = _lookup(payload, path)
+    if value is None:
+        raise TranslationError(f"{path}: missing")
+    if not isinstance(value, Mapping):
+        raise TranslationError(f"{path}: expected an object, got {type(value).__name__}")
+    return value
+
+
+def _text(payload: Mapping[str, Any], path: str) -> str:
+    value = _optional_text(payload, path)
+    if value is None or not value.strip():
+        raise TranslationError(f"{path}: missing")
+    return value
+
+
+def _optional_text(payload: Mapping[str, Any], path: str) -> str | None:
+    value = _lookup(payload, path)
+    if value is not None and not isinstance(value, str):
+        raise TranslationError(f"{path}: expected a string, got {type(value).__name__}")
+    return value
+
+
+def _optional_positive_int(payload: Mapping[str, Any], path: str) -> int | None:
+    value = _lookup(payload, path)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise TranslationError(f"{path}: expected a positive integer, got {value!r}")
+    return value
+
+
+def _id_text(payload: Mapping[str, Any], path: str, *, required: bool) -> str | None:
+    """A numeric or string GitHub id as text."""
+    value = _lookup(payload, path)
+    if value is None:
+        if required:
+            raise TranslationError(f"{path}: missing")
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | str) or (isinstance(value, str) and not value.strip()):
+        raise TranslationError(f"{path}: expected a number or a non-empty string, got {value!r}")
+    return str(value)
+
+
+def _is_zero(sha: str) -> bool:
+    return bool(_ZERO_SHA.fullmatch(sha.strip()))
+
+
+def _sha(value: str, path: str) -> str:
+    try:
+        return _SHA.validate_python(value)
+    except ValidationError as exc:
+        raise TranslationError(f"{path}: {describe_validation_error(exc)}") from exc
+
+
+def _required_sha(payload: Mapping[str, Any], path: str) -> str:
+    return _sha(_text(payload, path), path)
+
+
+# --- the delivery -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Delivery:
+    payload: Mapping[str, Any]
+    delivery_id: str | None
+    org_id: str
+    captured_at: datetime
+    warnings: list[str] = field(default_factory=list)
+
+    def done(self, fact: FactModel) -> Translation:
+        return Translation(facts=(fact,), warnings=tuple(self.warnings))
+
+
+def _header(headers: Mapping[Any, Any], name: str) -> str | None:
+    """A header by case-insensitive name; repeated spellings must agree."""
+    found: str | None = None
+    for key, value in headers.items():
+        if not isinstance(key, str) or key.lower() != name.lower():
+            continue
+        if not isinstance(value, str):
+            raise TranslationError(f"headers.{key}: expected a string, got {type(value).__name__}")
+        if found is not None and value.strip() != found:
+            raise TranslationError(f"headers.{name}: given twice with different values")
+        found = value.strip()
+    return found or None
+
+
+def _unwrap(delivery: Any, event: str | None) -> tuple[str, Mapping[str, Any], str | None]:
+    """``(event name, payload, delivery id)`` of a bare payload or a headers/payload envelope."""
+    if not isinstance(delivery, Mapping):
+        raise TranslationError(f"delivery: expected a JSON object, got {type(delivery).__name__}")
+    given = event.strip().lower() if event is not None and event.strip() else None
+    if "headers" in delivery and "payload" in delivery:
+        headers = delivery["headers"]
+        if not isinstance(headers, Mapping):
+            raise TranslationError(f"headers: expected an object, got {type(headers).__name__}")
+        payload = delivery["payload"]
+        if not isinstance(payload, Mapping):
+            raise TranslationError(f"payload: expected an object, got {type(payload).__name__}")
+        named = _header(headers, "X-GitHub-Event")
+        named = named.lower() if named is not None else None
+        if named is not None and given is not None and named != given:
+            raise TranslationError(
+                f"headers.X-GitHub-Event: {named!r} disagrees with the given event {given!r}"
+            )
+        name = named or given
+        if name is None:
+            raise TranslationError("headers.X-GitHub-Event: missing, and no event was given")
+        return name, payload, _header(headers, "X-GitHub-Delivery")
+    if given is None:
+        raise TranslationError(
+            "event: a bare payload needs the event name (GitHub sends it only in X-GitHub-Event)"
+        )
+    return given, delivery, None
+
+
+def translate_github(
+    delivery: dict[str, Any], *, event: str | None, org_id: str, captured_at: datetime
+) -> Translation:
+    """One GitHub webhook delivery → its Fact, or the reason it was skipped."""
+    name, payload, delivery_id = _unwrap(delivery, event)
+    handler = _HANDLERS.get(name)
+    if handler is None:
+        return Translation.skip(f"{UNSUPPORTED_EVENT_PREFIX}{name}")
+    return handler(_Delivery(payload, delivery_id, acting_org(org_id), captured_at))
+
+
+# --- events -----------------------------------------------------------------------------
+
+
+def _pr_number(payload: Mapping[str, Any], delivery: _Delivery) -> int | None:
+    """The first listed pull request whose base is this repository (inputs.md §1.1).
+
+    ``pull_requests`` can list a pull request of another repository that shares the head
+    commit (octokit ``workflow_run.completed.2``). Entries whose ``base.repo.id`` differs from
+    ``repository.id`` are passed over (with a warning); entries without ids are taken as given.
+    """
+    prs = _lookup(payload, "workflow_run.pull_requests")
+    if prs is None:
+        return None
+    if not isinstance(prs, list):
+        raise TranslationError(f"workflow_run.pull_requests: expected an array, got {type(prs).__name__}")
+    repository_id = _lookup(payload, "repository.id")
+    for index, pr in enumerate(prs):
+        path = f"workflow_run.pull_requests[{index}]"
+        if not isinstance(pr, Mapping):
+            raise TranslationError(f"{path}: expected an object, got {type(pr).__name__}")
+        base_id = _lookup(pr, "base.repo.id")
+        if repository_id is not None and base_id is not None and base_id != repository_id:
+            delivery.warnings.append("pull_request_of_other_repository")
+            continue
+        number = pr.get("number")
+        if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+            raise TranslationError(f"{path}.number: expected a positive integer, got {number!r}")
+        return number
+    return None
+
+
+def _workflow_run(delivery: _Delivery) -> Translation:
+    payload = delivery.payload
+    if _text(payload, "action") != "completed":
+        return Translation.skip("workflow_run_not_completed")
+    run = _object(payload, "workflow_run")
+    repo = _text(payload, "repository.full_name")
+    run_id = _id_text(payload, "workflow_run.id", required=True)
+    head_sha = _required_sha(payload, "workflow_run.head_sha")
+    status = _optional_text(payload, "workflow_run.status")
+    conclusion = _optional_text(payload, "workflow_run.conclusion")
+    if status is not None and status != "completed":
+        delivery.warnings.append("workflow_run_status_not_completed")
+    fields = {
+        "schema_version": 1,
+        "outcome_id": PENDING_ID,
+        "org_id": delivery.org_id,
+        "provider": CI_PROVIDER,
+        "run_id": run_id,
+        "run_attempt": _optional_positive_int(payload, "workflow_run.run_attempt"),
+        "repo": repo,
+        "commit_sha": head_sha,
+        "branch": _optional_text(payload, "workflow_run.head_branch") or "",
+        "result": github_result(status, conclusion),
+        "workflow_name": (_optional_text(payload, "workflow_run.name")
+                          or _optional_text(payload, "workflow.name") or ""),
+        "workflow_id": (_id_text(payload, "workflow_run.workflow_id", required=False)
+                        or _id_text(payload, "workflow.id", required=False)),
+        "workflow_path": (_optional_text(payload, "workflow_run.path")
+                          or _optional_text(payload, "workflow.path")),
+        "run_url": _optional_text(payload, "workflow_run.html_url"),
+        "provider_result": conclusion,
+        "source_event_type": "github.workflow_run.completed",
+        "source_event_id": delivery.delivery_id,
+        "pr_number": _pr_number(payload, delivery),
+        "captured_at": delivery.captured_at,
+        "raw": copy.deepcopy(dict(run)),
+    }
+    outcome = build_fact(CIOutcome, fields, _CI_PATHS)
+    return delivery.done(with_natural_id(outcome, "outcome_id"))
+
+
+_CI_PATHS: Final = MappingProxyType({
+    "run_id": "workflow_run.id",
+    "run_attempt": "workflow_run.run_attempt",
+    "repo": "repository.full_name",
+    "commit_sha": "workflow_run.head_sha",
+    "branch": "workflow_run.head_branch",
+    "workflow_name": "workflow_run.name",
+    "workflow_id": "workflow_run.workflow_id",
+    "workflow_path": "workflow_run.path",
+    "run_url": "workflow_run.html_url",
+    "provider_result": "workflow_run.conclusion",
+    "source_event_id": "headers.X-GitHub-Delivery",
+    "pr_number": "workflow_run.pull_requests[].number",
+})
+
+
+def _push(delivery: _Delivery) -> Translation:
+    payload = delivery.payload
+    ref = _text(payload, "ref")
+    if not ref.startswith("refs/heads/"):
+        return Translation.skip("push_not_branch")
+    after = _text(payload, "after")
+    if payload.get("deleted") is True or _is_zero(after):
+        return Translation.skip("push_deletion")
+    before = _optional_text(payload, "before")
+    commits = payload.get("commits")
+    if commits is None:
+        commits = []
+    if not isinstance(commits, list):
+        raise TranslationError(f"commits: expected an array, got {type(commits).__name__}")
+    commit_shas = []
+    for index, commit in enumerate(commits):
+        if not isinstance(commit, Mapping):
+            raise TranslationError(f"commits[{index}]: expected an object, got {type(commit).__name__}")
+        sha = commit.get("id")
+        if not isinstance(sha, str):
+            raise TranslationError(f"commits[{index}].id: expected a commit SHA, got {sha!r}")
+        commit_shas.append(_sha(sha, f"commits[{index}].id"))
+    fields = {
+        "schema_version": 1,
+        "push_id": PENDING_ID,
+        "org_id": delivery.org_id,
+        "repo": _text(payload, "repository.full_name"),
+        "ref": ref,
+        "before_sha": None if before is None or _is_zero(before) else _sha(before, "before"),
+        "after_sha": _sha(after, "after"),
+        "commit_shas": tuple(commit_shas),
+        "pusher": _optional_text(payload, "pusher.name"),
+        "source_event_id": delivery.delivery_id,
+        "pushed_at": _optional_text(payload, "head_commit.timestamp"),
+        "captured_at": delivery.captured_at,
+        "raw": copy.deepcopy(dict(payload)),
+    }
+    push = build_fact(Push, fields, _PUSH_PATHS)
+    return delivery.done(with_natural_id(push, "push_id"))
+
+
+_PUSH_PATHS: Final = MappingProxyType({
+    "repo": "repository.full_name",
+    "pusher": "pusher.name",
+    "pushed_at": "head_commit.timestamp",
+    "source_event_id": "headers.X-GitHub-Delivery",
+})
+
+
+def _pull_request(delivery: _Delivery) -> Translation:
+    payload = delivery.payload
+    action = _text(payload, "action")
+    pr = _object(payload, "pull_request")
+    merged = pr.get("merged")
+    if merged is None:  # older payloads carry only merged_at
+        merged = pr.get("merged_at") is not None
+    if action != "closed" or merged is not True:
+        return Translation.skip("pull_request_not_merged")
+    number = _optional_positive_int(payload, "pull_request.number")
+    if number is None:
+        number = _optional_positive_int(payload, "number")
+    if number is None:
+        raise TranslationError("pull_request.number: missing")
+    if _lookup(payload, "pull_request.head.repo") is None:
+        head_repo = ""
+        delivery.warnings.append("head_repository_deleted")
+    else:
+        head_repo = _text(payload, "pull_request.head.repo.full_name")
+    fields = {
+        "schema_version": 1,
+        "merge_id": PENDING_ID,
+        "org_id": delivery.org_id,
+        "repo": _text(payload, "repository.full_name"),
+        "pr_number": number,
+        "head_repo": head_repo,
+        "head_ref": _text(payload, "pull_request.head.ref"),
+        "head_sha": _required_sha(payload, "pull_request.head.sha"),
+        "base_ref": _text(payload, "pull_request.base.ref"),
+        "base_sha": _required_sha(payload, "pull_request.base.sha"),
+        "merge_commit_sha": _required_sha(payload, "pull_request.merge_commit_sha"),
+        "merged_at": _text(payload, "pull_request.merged_at"),
+        "source_event_id": delivery.delivery_id,
+        "captured_at": delivery.captured_at,
+    }
+    merge = build_fact(PullRequestMerge, fields, _MERGE_PATHS)
+    return delivery.done(with_natural_id(merge, "merge_id"))
+
+
+_MERGE_PATHS: Final = MappingProxyType({
+    "repo": "repository.full_name",
+    "head_repo": "pull_request.head.repo.full_name",
+    "head_ref": "pull_request.head.ref",
+    "base_ref": "pull_request.base.ref",
+    "merged_at": "pull_request.merged_at",
+    "source_event_id": "headers.X-GitHub-Delivery",
+})
+
+
+def _repository(delivery: _Delivery) -> Translation:
+    payload = delivery.payload
+    if _text(payload, "action") != "renamed":
+        return Translation.skip("repository_not_renamed")
+    old_name = _text(payload, "changes.repository.name.from")
+    owner = _text(payload, "repository.owner.login")
+    repository_id = _optional_positive_int(payload, "repository.id")
+    fields = {
+        "rename_id": PENDING_ID,
+        "org_id": delivery.org_id,
+        "repository_host": GITHUB_HOST,
+        "repository_id": None if repository_id is None else str(repository_id),
+        "old_repo": f"{owner}/{old_name}",
+        "new_repo": _text(payload, "repository.full_name"),
+        "renamed_at": delivery.captured_at,  # GitHub gives no occurrence time
+        "source_event_id": delivery.delivery_id,
+        "captured_at": delivery.captured_at,
+    }
+    rename = build_fact(RepositoryRename, fields, _RENAME_PATHS)
+    return delivery.done(with_natural_id(rename, "rename_id", event_hash=content_hash(dict(payload))))
+
+
+_RENAME_PATHS: Final = MappingProxyType({
+    "old_repo": "changes.repository.name.from",
+    "new_repo": "repository.full_name",
+    "source_event_id": "headers.X-GitHub-Delivery",
+})
+
+
+_HANDLERS: Final[Mapping[str, Callable[[_Delivery], Translation]]] = MappingProxyType({
+    "workflow_run": _workflow_run,
+    "push": _push,
+    "pull_request": _pull_request,
+    "repository": _repository,
+})
