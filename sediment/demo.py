@@ -1,189 +1,243 @@
-"""The demo: a real git repository, five agent Sessions and their CI, exported to every target.
+"""The demo: the whole path on a generated repository, agent Sessions and CI webhooks.
 
-Everything is generated deterministically (fixed times, fixed ids), so the demo's rows are
-the same on every machine. The Sessions cover a clean pass, a fail-then-pass retry (a
-suspected flake), a failure, a context compaction with only a cancelled run, and a Session
-that never committed.
+It writes real input files — an origin git repository with ``refs/notes/sediment``, a
+gateway call log (OpenAI Chat request/response pairs) and GitHub ``workflow_run`` webhook
+deliveries — then runs them through the same code the commands use: mirror add, ingest into
+the embedded SQLite store, derive a bundle, export every target. Everything is generated
+deterministically (fixed times and ids), so the rows are the same on every machine.
+
+Sessions: a clean pass over two commits; a fail-then-pass retry (a suspected flake); a
+failure; a context compaction whose only run was cancelled; a Session bound by Jaccard
+similarity (no git note); and a Session that never committed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from sediment.bundle import write_bundle
-from sediment.facts import (
-    CIOutcome,
-    InferenceCall,
-    InferenceMessage,
-    TextPart,
-    ToolCallPart,
-    ToolCallResponsePart,
-)
 from sediment.mirrors import MirrorRoot, MirrorWriter
-from sediment.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy, Provenance
-from sediment.rollout import CommitRef, Rollout, segment_calls
-from sediment.split import assign_split
 
 ORG = "demo"
 REPO = "acme/calc"
-_T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+SYSTEM = "You are a coding agent working in the acme/calc repository."
+
+CALC_V1 = "def add(a, b):\n    return a - b\n"
+CALC_V2 = "def add(a, b):\n    return a + b\n"
+TEST = "from calc import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
+SUB = "\n\ndef sub(a, b):\n    return a - b\n"
+DIV = "\n\ndef div(a, b):\n    return a // b\n"
+MUL = "def mul(a, b):\n    \"\"\"Multiply a by b.\"\"\"\n    return a * b\n"
+README = "# calc\n\nadd, sub and div.\n"
 
 
-def _user(text: str) -> InferenceMessage:
-    return InferenceMessage(role="user", parts=(TextPart(content=text),))
-
-
-def _assistant_tool(call_id: str, name: str, arguments: dict[str, Any]) -> InferenceMessage:
-    return InferenceMessage(
-        role="assistant",
-        parts=(ToolCallPart(id=call_id, name=name, arguments=arguments),),
-        finish_reason="tool_calls",
-    )
-
-
-def _tool_result(call_id: str, result: Any) -> InferenceMessage:
-    return InferenceMessage(role="tool", parts=(ToolCallResponsePart(id=call_id, result=result),))
-
-
-def _assistant_text(text: str) -> InferenceMessage:
-    return InferenceMessage(role="assistant", parts=(TextPart(content=text),), finish_reason="stop")
-
-
-def agent_calls(session_id: str, task: str, steps: list[tuple[str, dict[str, Any], Any]],
-                final: str, *, start: datetime) -> list[InferenceCall]:
-    """A tool-using agent loop: every call replays the conversation so far."""
-    history = [InferenceMessage(role="system", parts=(TextPart(content="You are a coding agent."),)),
-               _user(task)]
-    calls: list[InferenceCall] = []
-    for index, (tool, arguments, result) in enumerate([*steps, ("", {}, None)]):
-        call_id = f"{session_id}-tc{index}"
-        output = _assistant_tool(call_id, tool, arguments) if tool else _assistant_text(final)
-        calls.append(InferenceCall(
-            inference_call_id=f"{session_id}-call{index}", org_id=ORG, session_id=session_id,
-            gateway_provider="litellm", model_provider="openai", model="gpt-demo",
-            input_messages=tuple(history), output_messages=(output,),
-            model_call_id=f"{session_id}-req{index}",
-            observed_at=start + timedelta(seconds=30 * index),
-            raw={"demo": True},
-        ))
-        history = [*history, output]
-        if tool:
-            history.append(_tool_result(call_id, result))
-    return calls
+def _iso(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @dataclass(frozen=True)
-class DemoData:
-    rollouts: list[Rollout]
-    mirror_root: MirrorRoot
-    policy: DerivationPolicy
-    fragmented: dict[str, int]
+class Step:
+    """One agent call's output: a tool call (name, arguments, the tool's result) or final text."""
+
+    tool: str = ""
+    arguments: dict[str, Any] | None = None
+    result: str = ""
+    text: str = ""
 
 
-def _outcome(outcome_id: str, sha: str, result: str, run_id: str, attempt: int | None,
-             minutes: int, workflow: str = "tests") -> CIOutcome:
-    return CIOutcome(
-        outcome_id=outcome_id, org_id=ORG, provider="github_actions", run_id=run_id,
-        run_attempt=attempt, repo=REPO, commit_sha=sha, branch="main", result=result,
-        workflow_name=workflow, workflow_id="9001", workflow_path=".github/workflows/tests.yml",
-        run_url=f"https://github.com/{REPO}/actions/runs/{run_id}/attempts/{attempt or 1}",
-        provider_result={"passed": "success", "failed": "failure"}.get(result, result),
-        source_event_type="github.workflow_run.completed",
-        source_event_id=f"delivery-{outcome_id}", captured_at=_T0 + timedelta(minutes=minutes),
-        raw={"id": int(run_id), "run_attempt": attempt or 1, "conclusion": result},
-    )
+def session_calls(session: str, task: str, steps: list[Step], start: datetime,
+                  compact_before: int | None = None) -> list[dict[str, Any]]:
+    """OpenAI Chat request/response pairs of a replaying tool loop (one per call)."""
+    history: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": task}]
+    records = []
+    for index, step in enumerate(steps):
+        if index == compact_before:
+            history = [history[0], {"role": "user", "content": f"[summary of earlier turns] {task}"}]
+        if step.tool:
+            call_id = f"call_{session}_{index}"
+            message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [
+                {"id": call_id, "type": "function",
+                 "function": {"name": step.tool, "arguments": json.dumps(step.arguments or {})}}]}
+            finish = "tool_calls"
+        else:
+            message = {"role": "assistant", "content": step.text}
+            finish = "stop"
+        moment = start + timedelta(seconds=40 * index)
+        records.append({
+            "session_id": session,
+            "observed_at": _iso(moment),
+            "headers": {"x-sediment-session": session},
+            "request": {"model": "gpt-4.1-mini", "messages": list(history),
+                        "tools": [{"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
+                                  for n in ("read_file", "write_file", "run_tests")]},
+            "response": {
+                "id": f"chatcmpl-{session}-{index}", "object": "chat.completion",
+                "created": int(moment.timestamp()), "model": "gpt-4.1-mini-2025-04-14",
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": {"prompt_tokens": 120 + 60 * index, "completion_tokens": 40, "total_tokens": 160 + 60 * index},
+            },
+        })
+        history = [*history, message]
+        if step.tool:
+            history.append({"role": "tool", "tool_call_id": f"call_{session}_{index}", "content": step.result})
+    return records
 
 
-def build_demo(mirror_dir: Path) -> DemoData:
-    """Create the demo repository under ``mirror_dir`` and the Rollouts that reference it."""
-    mirror_dir.mkdir(parents=True, exist_ok=True)
-    root = MirrorRoot(mirror_dir)
-    git = MirrorWriter(root.mirror_path(ORG, REPO))
-    clock = iter(range(int(_T0.timestamp()), int(_T0.timestamp()) + 10_000, 60))
+def workflow_run(run_id: int, attempt: int, sha: str, conclusion: str, at: datetime) -> dict[str, Any]:
+    """A GitHub ``workflow_run`` webhook delivery (headers and payload)."""
+    run = {
+        "id": run_id, "name": "tests", "node_id": f"WFR_demo{run_id}", "head_branch": "main", "head_sha": sha,
+        "path": ".github/workflows/tests.yml", "display_title": "tests", "run_number": run_id - 100,
+        "event": "push", "status": "completed", "conclusion": conclusion, "workflow_id": 9001,
+        "check_suite_id": 5000 + run_id, "url": f"https://api.github.com/repos/{REPO}/actions/runs/{run_id}",
+        "html_url": f"https://github.com/{REPO}/actions/runs/{run_id}", "pull_requests": [],
+        "created_at": _iso(at - timedelta(minutes=3)), "updated_at": _iso(at), "run_attempt": attempt,
+        "run_started_at": _iso(at - timedelta(minutes=3)),
+        "head_commit": {"id": sha, "tree_id": "0" * 40, "message": "demo", "timestamp": _iso(at)},
+        "repository": {"id": 424242, "name": "calc", "full_name": REPO},
+    }
+    return {
+        "headers": {"X-GitHub-Event": "workflow_run",
+                    "X-GitHub-Delivery": f"00000000-0000-4000-8000-{run_id:06d}{attempt:06d}"},
+        "payload": {"action": "completed", "workflow_run": run,
+                    "workflow": {"id": 9001, "name": "tests", "path": ".github/workflows/tests.yml"},
+                    "repository": {"id": 424242, "name": "calc", "full_name": REPO, "private": False,
+                                   "owner": {"login": "acme"}},
+                    "sender": {"login": "github-actions[bot]"}},
+    }
 
-    def commit(files: dict[str, str | None], message: str) -> str:
-        return git.commit(files, message, when=next(clock))
 
-    base = commit({"calc.py": "def add(a, b):\n    return a - b\n",
-                   "README.md": "# calc\n"}, "Initial calculator")
-    policy = DerivationPolicy()
-    provenance = Provenance(policy_version=ROLLOUT_IMPLEMENTATION_VERSION, quarantine_revision=0,
-                            policy_digest=policy.digest)
-    fragmented: dict[str, int] = {}
-    rollouts: list[Rollout] = []
+@dataclass(frozen=True)
+class DemoInputs:
+    origin: Path
+    calls: Path
+    webhooks: list[Path]
 
-    def rollout(session: str, calls: list[InferenceCall], commits: list[str],
-                outcomes: list[CIOutcome]) -> None:
-        segments, counts = segment_calls(calls)
-        for reason, n in counts.items():
-            fragmented[reason] = fragmented.get(reason, 0) + n
-        rollouts.append(Rollout(
-            org_id=ORG, session_id=session, segments=segments,
-            commits=tuple(CommitRef(repo=REPO, commit_sha=c) for c in commits),
-            attribution_source="git_notes", terminal_outcomes=tuple(outcomes),
-            provenance=provenance, split=assign_split(session, policy.split.eval_fraction),
-        ))
 
-    # 1. a clean pass over two commits
-    c1 = commit({"calc.py": "def add(a, b):\n    return a + b\n"}, "Fix add()")
-    c2 = commit({"test_calc.py": "from calc import add\n\ndef test_add():\n    assert add(1, 2) == 3\n"},
-                "Test add()")
-    rollout("sess-fix", agent_calls("sess-fix", "add() subtracts instead of adding; fix it.", [
-        ("read_file", {"path": "calc.py"}, "def add(a, b):\n    return a - b\n"),
-        ("edit_file", {"path": "calc.py", "old": "a - b", "new": "a + b"}, "ok"),
-        ("write_file", {"path": "test_calc.py", "content": "def test_add(): ..."}, "ok"),
-    ], "Fixed add() and added a test.", start=_T0), [c1, c2],
-        [_outcome("o-fix-1", c2, "passed", "101", 1, 20)])
+def write_inputs(directory: Path) -> DemoInputs:
+    """Write the origin repository, the call log and the webhook deliveries under ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    origin = directory / "origin" / "calc.git"
+    git = MirrorWriter(origin)
+    calls: list[dict[str, Any]] = []
+    deliveries: list[dict[str, Any]] = []
 
-    # 2. a retried run: failure, then pass (suspected flake, reliability 0.0)
-    c3 = commit({"calc.py": "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"},
-                "Add sub()")
-    rollout("sess-retry", agent_calls("sess-retry", "Add a sub() function.", [
-        ("edit_file", {"path": "calc.py", "append": "def sub(a, b): return a - b"}, "ok"),
-    ], "Added sub().", start=_T0 + timedelta(hours=1)), [c3],
-        [_outcome("o-retry-1", c3, "failed", "102", 1, 80), _outcome("o-retry-2", c3, "passed", "102", 2, 85)])
+    def when(hours: float, minutes: float = 0) -> datetime:
+        return T0 + timedelta(hours=hours, minutes=minutes)
+
+    def commit(files: dict[str, str | None], message: str, at: datetime, session: str | None) -> str:
+        sha = git.commit(files, message, when=int(at.timestamp()))
+        if session is not None:
+            git.add_note(sha, [{"tool": "codex", "session_id": session, "stamped_at": _iso(at)}])
+        return sha
+
+    commit({"calc.py": CALC_V1, "README.md": "# calc\n"}, "Initial calculator", when(-24), None)
+
+    # 1. a clean pass over two commits (git notes)
+    calls += session_calls("sess-fix", "add() subtracts instead of adding; fix it and add a test.", [
+        Step("read_file", {"path": "calc.py"}, CALC_V1),
+        Step("write_file", {"path": "calc.py", "content": CALC_V2}, "ok"),
+        Step("write_file", {"path": "test_calc.py", "content": TEST}, "ok"),
+        Step("run_tests", {"command": "pytest -q"}, "1 passed"),
+        Step(text="Fixed add() and added a regression test."),
+    ], when(0))
+    c1 = commit({"calc.py": CALC_V2}, "Fix add()", when(0, 10), "sess-fix")
+    c2 = commit({"test_calc.py": TEST}, "Test add()", when(0, 11), "sess-fix")
+    deliveries.append(workflow_run(101, 1, c2, "success", when(0, 20)))
+    _ = c1
+
+    # 2. a retried run: failure, then success on attempt 2 (suspected flake)
+    calls += session_calls("sess-retry", "Add a sub() function.", [
+        Step("write_file", {"path": "calc.py", "content": CALC_V2 + SUB}, "ok"),
+        Step(text="Added sub()."),
+    ], when(1))
+    c3 = commit({"calc.py": CALC_V2 + SUB}, "Add sub()", when(1, 10), "sess-retry")
+    deliveries += [workflow_run(102, 1, c3, "failure", when(1, 20)),
+                   workflow_run(102, 2, c3, "success", when(1, 30))]
 
     # 3. a failure
-    c4 = commit({"calc.py": "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n\n\n"
-                            "def div(a, b):\n    return a // b\n"}, "Add div()")
-    rollout("sess-fail", agent_calls("sess-fail", "Add true division as div().", [
-        ("edit_file", {"path": "calc.py", "append": "def div(a, b): return a // b"}, "ok"),
-    ], "Added div().", start=_T0 + timedelta(hours=2)), [c4],
-        [_outcome("o-fail-1", c4, "failed", "103", 1, 140)])
+    calls += session_calls("sess-fail", "Add true division as div().", [
+        Step("write_file", {"path": "calc.py", "content": CALC_V2 + SUB + DIV}, "ok"),
+        Step(text="Added div()."),
+    ], when(2))
+    c4 = commit({"calc.py": CALC_V2 + SUB + DIV}, "Add div()", when(2, 10), "sess-fail")
+    deliveries.append(workflow_run(103, 1, c4, "failure", when(2, 20)))
 
     # 4. compacted mid-way (two segments); its only run was cancelled, so no reward
-    c5 = commit({"README.md": "# calc\n\nadd, sub and div.\n"}, "Document functions")
-    calls = agent_calls("sess-compact", "Document the calculator.", [
-        ("read_file", {"path": "README.md"}, "# calc\n"),
-        ("edit_file", {"path": "README.md", "append": "add, sub and div."}, "ok"),
-    ], "Documented.", start=_T0 + timedelta(hours=3))
-    summary = InferenceMessage(role="user", parts=(TextPart(content="[summary] README read; now edit it."),))
-    last = calls[-1]
-    calls[-1] = last.model_copy(update={"input_messages": (last.input_messages[0], summary)})
-    rollout("sess-compact", calls, [c5], [_outcome("o-compact-1", c5, "cancelled", "104", 1, 200)])
+    calls += session_calls("sess-compact", "Document the calculator's functions in the README.", [
+        Step("read_file", {"path": "README.md"}, "# calc\n"),
+        Step("read_file", {"path": "calc.py"}, CALC_V2 + SUB + DIV),
+        Step("write_file", {"path": "README.md", "content": README}, "ok"),
+        Step(text="Documented add, sub and div."),
+    ], when(3), compact_before=2)
+    c5 = commit({"README.md": README}, "Document functions", when(3, 10), "sess-compact")
+    deliveries.append(workflow_run(104, 1, c5, "cancelled", when(3, 20)))
 
-    # 5. never committed: rollout rows only
-    rollout("sess-explore", agent_calls("sess-explore", "How is the project laid out?", [
-        ("list_files", {"path": "."}, ["README.md", "calc.py", "test_calc.py"]),
-    ], "Two modules and a README.", start=_T0 + timedelta(hours=4)), [], [])
-    _ = base
-    return DemoData(rollouts, root, policy, fragmented)
+    # 5. no git note: bound by Jaccard similarity of its edit to the commit's diff
+    calls += session_calls("sess-mul", "Create mul.py with a documented mul(a, b).", [
+        Step("write_file", {"path": "mul.py", "content": MUL}, "ok"),
+        Step(text=MUL),
+    ], when(4))
+    c6 = commit({"mul.py": MUL}, "Add mul()", when(4, 5), None)
+    deliveries.append(workflow_run(105, 1, c6, "success", when(4, 15)))
+
+    # 6. never committed: rollout rows only
+    calls += session_calls("sess-explore", "How is the project laid out?", [
+        Step("read_file", {"path": "README.md"}, README),
+        Step(text="calc.py holds the functions; test_calc.py tests add()."),
+    ], when(5))
+
+    call_log = directory / "calls.jsonl"
+    call_log.write_text("".join(json.dumps(r) + "\n" for r in calls), encoding="utf-8")
+    hooks = directory / "webhooks"
+    hooks.mkdir()
+    paths = []
+    for delivery in deliveries:
+        run = delivery["payload"]["workflow_run"]
+        path = hooks / f"workflow_run-{run['id']}-{run['run_attempt']}.json"
+        path.write_text(json.dumps(delivery, indent=2) + "\n", encoding="utf-8")
+        paths.append(path)
+    return DemoInputs(origin, call_log, paths)
 
 
-def run_demo(out_dir: Path, export: Callable[[Path, str], dict[str, Any]] | None = None) -> dict[str, Any]:
-    """Build the demo under ``out_dir``: mirrors, a bundle, and one export per target."""
+def run_demo(out: Path) -> dict[str, Any]:
+    """The whole path under ``out``: inputs, store, mirror, bundle, three exports."""
     from sediment import export_rlvr_from_bundle
+    from sediment.derive import derive_bundle
+    from sediment.ingest.calls import translate_call
+    from sediment.ingest.files import ingest_files
+    from sediment.ingest.github import translate_github
+    from sediment.observations import observe_notes
+    from sediment.policy import DerivationPolicy
+    from sediment.store import FactStore
 
-    data = build_demo(out_dir / "mirrors")
-    bundle = write_bundle(data.rollouts, out_dir / "bundle", org_id=ORG, policy=data.policy,
-                          quarantine_revision=0, fragmented=data.fragmented)
-    summaries: dict[str, Any] = {}
-    for target in ("sediment", "swe-bench", "nemo-gym"):
-        destination = out_dir / "exports" / target
-        summaries[target] = (export(destination, target) if export is not None else
-                             export_rlvr_from_bundle(bundle, data.mirror_root, destination, target=target))
-    return {"bundle": str(bundle), "mirrors": str(data.mirror_root.path), "exports": summaries}
+    inputs = write_inputs(out / "inputs")
+    home = out / "home"
+    (home / "mirrors").mkdir(parents=True)
+    store = FactStore(f"sqlite:///{home / 'facts.db'}")
+    mirrors = MirrorRoot(home / "mirrors")
+    captured = T0 + timedelta(days=1)
+    mirrors.add(ORG, REPO, str(inputs.origin))
+    notes = observe_notes(mirrors, store, ORG, REPO, captured)
+    calls = ingest_files([str(inputs.calls)], lambda r: translate_call(
+        r, format="openai-chat", org_id=ORG, captured_at=captured), store)
+    hooks = ingest_files([str(p) for p in inputs.webhooks], lambda r: translate_github(
+        r, event=None, org_id=ORG, captured_at=captured), store)
+    problems = [str(p) for p in calls.problems + hooks.problems] + notes.problems
+    if problems:
+        raise RuntimeError(f"demo inputs failed to ingest: {problems}")
+    bundle, _ = derive_bundle(store, ORG, out / "bundle", policy=DerivationPolicy(), mirrors=mirrors)
+    exports = {
+        target: export_rlvr_from_bundle(bundle, mirrors, out / "exports" / target, target=target)
+        for target in ("sediment", "swe-bench", "nemo-gym")
+    }
+    return {
+        "inputs": str(inputs.calls.parent), "home": str(home), "bundle": str(bundle),
+        "ingested": {"calls": calls.as_json(), "webhooks": hooks.as_json(),
+                     "observations": notes.stored},
+        "exports": exports,
+    }

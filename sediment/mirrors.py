@@ -20,7 +20,6 @@ import pygit2
 from sediment.errors import ConfigurationError, SedimentError
 from sediment.facts import RepositoryIdentity
 
-
 NOTES_REF = "refs/notes/sediment"
 FETCH_REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/notes/sediment*:refs/notes/sediment*")
 

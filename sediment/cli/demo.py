@@ -17,10 +17,11 @@ def demo(
     out: Path | None = typer.Option(None, "--out", "-o",
                                     help="Fresh directory for the demo (default: a new temp dir)."),
 ) -> None:
-    """Build a demo repository and five agent Sessions, then export every target.
+    """Run the whole path on generated data: git repository with notes, agent call logs,
+    GitHub webhooks → mirror, embedded store, derived bundle, every export target.
 
-    Writes mirrors/ (a real bare git mirror), bundle/ (the derived bundle) and
-    exports/<target>/ under --out, and prints each export's summary.
+    Writes inputs/ (the files an operator would have), home/ (the SQLite fact store and the
+    mirror), bundle/ and exports/<target>/ under --out, and prints each export's summary.
     """
     if out is None:
         out = Path(tempfile.mkdtemp(prefix="sediment-demo-"))
@@ -30,5 +31,8 @@ def demo(
     result = run_demo(out)
     for summary in result["exports"].values():
         render_summary(summary)
-    console.err.print(f"bundle: {result['bundle']}\nmirrors: {result['mirrors']}")
+    ingested = result["ingested"]
+    console.err.print(f"ingested {ingested['calls']['records']} model calls, {ingested['webhooks']['records']} "
+                      f"GitHub deliveries and {ingested['observations']} git-note edges into {result['home']}")
+    console.err.print(f"inputs: {result['inputs']}\nbundle: {result['bundle']}")
     console.err.print(f"try: sediment schema validate {out}/exports/*/*.jsonl")

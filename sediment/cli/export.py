@@ -53,6 +53,8 @@ def render_summary(summary: dict[str, Any]) -> None:
     table.add_row("rollouts derived", str(summary["rollouts"]), "")
     for label, rows, skipped in (("task rows", "task_rows", "task_skipped"),
                                  ("rollout rows", "rollout_rows", "rollout_skipped")):
+        if not summary[rows] and not summary[skipped]:
+            continue  # a population this target does not write
         counts = ", ".join(f"{k}: {v}" for k, v in summary[skipped].items()) or "-"
         table.add_row(label, str(summary[rows]), counts)
     fragmented = {k: v for k, v in summary["fragmented"].items() if v}

@@ -1,0 +1,198 @@
+"""OpenAI Responses (``POST /v1/responses``) request/response → call content.
+
+Inputs are ``request.instructions`` (a leading ``system`` message) then ``request.input``
+(a string is one user message; a list holds typed items); outputs are ``response.output``.
+Items become messages:
+
+* ``message`` (or an untyped item with a ``role``): its role and content parts;
+* ``function_call`` / ``custom_tool_call``: a tool-call part keyed by ``call_id`` (a custom
+  tool's free-form ``input`` string becomes the arguments ``{"input": ...}``);
+* ``function_call_output`` / ``custom_tool_call_output``: a ``tool`` message with one
+  tool-result part keyed by ``call_id``;
+* ``reasoning``: readable ``content`` (``reasoning_text``), else ``summary`` texts, as
+  reasoning parts; an item with only ``encrypted_content`` warns ``opaque_reasoning``;
+* any other item (built-in tools, item references, compaction): dropped with
+  ``unsupported_item_dropped``.
+
+Consecutive assistant-side items (assistant messages, reasoning, tool calls) form one
+assistant message, so a response's output reads like one Chat or Anthropic assistant turn,
+and the replayed input of the next call groups the same way. The response has no per-message
+finish reason: the last output message carries ``incomplete_details.reason`` when the
+response is incomplete, else its ``status``. Calls continuing server-side state
+(``previous_response_id``, ``conversation``) carry only the new items; nothing is rebuilt here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sediment.facts import InferenceMessage, ReasoningPart
+from sediment.ingest.calls import (
+    AnyPart,
+    CallContent,
+    Notes,
+    as_list,
+    as_object,
+    child,
+    content_parts,
+    event_payloads,
+    fail,
+    message,
+    optional_object,
+    optional_text,
+    required,
+    role_of,
+    token_count,
+    tool_call,
+    tool_result,
+)
+
+_ASSISTANT = "assistant"
+
+
+def _reasoning(item: dict[str, Any], path: str, notes: Notes) -> list[AnyPart]:
+    for key, kind in (("content", "reasoning_text"), ("summary", "summary_text")):
+        entries = item.get(key)
+        if entries is None:
+            continue
+        parts: list[AnyPart] = []
+        for i, entry in enumerate(as_list(entries, child(path, key))):
+            block = as_object(entry, f"{child(path, key)}[{i}]")
+            text = block.get("text")
+            if block.get("type") == kind and isinstance(text, str) and text.strip():
+                parts.append(ReasoningPart(content=text))
+        if parts:
+            return parts
+    notes.warn("opaque_reasoning")
+    return []
+
+
+def _item(entry: Any, path: str, notes: Notes) -> tuple[str, list[AnyPart]] | None:
+    """``(role, parts)`` for one item, or None for an item dropped with a warning."""
+    item = as_object(entry, path)
+    kind = item.get("type")
+    if kind is None or kind == "message":
+        return role_of(item, path), content_parts(item.get("content"), child(path, "content"), notes)
+    if not isinstance(kind, str):
+        fail(child(path, "type"), "expected a string")
+    if kind in ("function_call", "custom_tool_call"):
+        arguments = item.get("arguments") if kind == "function_call" else {"input": item.get("input")}
+        part = tool_call(item.get("call_id"), item.get("name"), arguments, path=path, id_key="call_id", notes=notes)
+        return _ASSISTANT, [part] if part is not None else []
+    if kind in ("function_call_output", "custom_tool_call_output"):
+        result = tool_result(item.get("call_id"), item.get("output"), path=path, id_key="call_id", notes=notes)
+        return "tool", [result] if result is not None else []
+    if kind == "reasoning":
+        return _ASSISTANT, _reasoning(item, path, notes)
+    notes.warn("unsupported_item_dropped")
+    return None
+
+
+def response_items(value: Any, path: str, notes: Notes) -> list[InferenceMessage]:
+    """Items as messages; consecutive assistant-side items share one assistant message."""
+    grouped: list[tuple[str, list[AnyPart]]] = []
+    open_assistant = False
+    for i, entry in enumerate(as_list(value, path)):
+        translated = _item(entry, f"{path}[{i}]", notes)
+        if translated is None:
+            continue
+        role, parts = translated
+        if role == _ASSISTANT and open_assistant:
+            grouped[-1][1].extend(parts)
+        else:
+            grouped.append((role, parts))
+        open_assistant = role == _ASSISTANT
+    return [message(role, parts) for role, parts in grouped]
+
+
+def input_messages(instructions: Any, input_value: Any, path: str, notes: Notes) -> list[InferenceMessage]:
+    """``instructions`` as a leading system message, then ``input`` (a string or items)."""
+    messages: list[InferenceMessage] = []
+    if isinstance(instructions, list):
+        messages.extend(response_items(instructions, child(path, "instructions"), notes))
+    elif instructions is not None:
+        if not isinstance(instructions, str):
+            fail(child(path, "instructions"), "expected a string")
+        if instructions:
+            messages.append(message("system", content_parts(instructions, child(path, "instructions"), notes)))
+    if isinstance(input_value, str):
+        messages.append(message("user", content_parts(input_value, child(path, "input"), notes)))
+    elif input_value is not None:
+        if not isinstance(input_value, list):
+            fail(child(path, "input"), "expected a string or a list of items")
+        messages.extend(response_items(input_value, child(path, "input"), notes))
+    return messages
+
+
+def _finish_reason(response: dict[str, Any], path: str) -> str | None:
+    status = optional_text(response.get("status"), child(path, "status"))
+    details = optional_object(response, "incomplete_details", path)
+    reason = optional_text(details.get("reason"), child(path, "incomplete_details.reason"))
+    return reason if status == "incomplete" and reason else status
+
+
+def output_messages(response: dict[str, Any], path: str, notes: Notes) -> list[InferenceMessage]:
+    outputs = response_items(required(response, "output", path), child(path, "output"), notes)
+    finish_reason = _finish_reason(response, path)
+    if outputs and finish_reason is not None:
+        last = outputs[-1]
+        outputs[-1] = message(last.role, list(last.parts), finish_reason)
+    return outputs
+
+
+def usage_tokens(response: dict[str, Any], path: str) -> tuple[int | None, int | None]:
+    """``usage.input_tokens`` / ``output_tokens`` (LiteLLM's Chat-style names as a fallback)."""
+    usage = optional_object(response, "usage", path)
+    usage_path = child(path, "usage")
+    counts: list[int | None] = []
+    for names in (("input_tokens", "prompt_tokens"), ("output_tokens", "completion_tokens")):
+        found = None
+        for name in names:
+            found = token_count(usage.get(name), child(usage_path, name))
+            if found is not None:
+                break
+        counts.append(found)
+    return counts[0], counts[1]
+
+
+def translate(request: dict[str, Any], response: dict[str, Any], notes: Notes) -> CallContent:
+    inputs = input_messages(request.get("instructions"), request.get("input"), "request", notes)
+    outputs = output_messages(response, "response", notes)
+    input_tokens, output_tokens = usage_tokens(response, "response")
+    return CallContent(
+        input_messages=tuple(inputs),
+        output_messages=tuple(outputs),
+        model=optional_text(response.get("model"), "response.model")
+        or optional_text(request.get("model"), "request.model"),
+        model_call_id=optional_text(response.get("id"), "response.id"),
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+    )
+
+
+def is_error(response: dict[str, Any]) -> bool:
+    if response.get("status") == "failed":
+        return True
+    return response.get("output") is None and response.get("error") is not None
+
+
+def request_session(request: dict[str, Any]) -> str | None:
+    return None
+
+
+_FINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
+
+
+def assemble_stream(text: str) -> dict[str, Any]:
+    """The ``response`` object carried by the stream's final ``response.completed`` event
+    (or ``response.incomplete`` / ``response.failed``); an ``error`` event is a failed call."""
+    final: dict[str, Any] | None = None
+    for position, (name, payload) in enumerate(event_payloads(text)):
+        kind = payload.get("type") or name
+        if kind in _FINAL_EVENTS:
+            final = as_object(payload.get("response"), f"response(event {position}).response")
+        elif kind == "error":
+            return {"status": "failed", "error": payload}
+    if final is None:
+        fail("response", "SSE stream has no response.completed event")
+    return final
