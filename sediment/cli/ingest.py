@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
@@ -77,7 +76,7 @@ def github(files: list[str] = typer.Argument(..., help=FILES_HELP),
     from sediment.ingest.github import translate_github
 
     org_id = settings.org_id(org)
-    now = datetime.now(UTC)
+    now = settings.capture_time()
     _run(files, lambda record: translate_github(record, event=event, org_id=org_id, captured_at=now), as_json)
 
 
@@ -89,7 +88,7 @@ def ci(files: list[str] = typer.Argument(..., help=FILES_HELP),
     from sediment.ingest.ci import translate_ci
 
     org_id = settings.org_id(org)
-    now = datetime.now(UTC)
+    now = settings.capture_time()
     _run(files, lambda record: translate_ci(record, org_id=org_id, captured_at=now), as_json)
 
 
@@ -103,6 +102,6 @@ def calls(files: list[str] = typer.Argument(..., help=FILES_HELP),
     from sediment.ingest.calls import translate_call
 
     org_id = settings.org_id(org)
-    now = datetime.now(UTC)
+    now = settings.capture_time()
     _run(files, lambda record: translate_call(record, format=format.value, org_id=org_id, captured_at=now),
          as_json)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 
 import typer
 from rich.markup import escape
@@ -18,7 +17,7 @@ def _report(repo: str, mirrors: object, org: str) -> None:
     from sediment.mirrors import MirrorRoot
 
     assert isinstance(mirrors, MirrorRoot)
-    result = observe_notes(mirrors, settings.store(), org, repo, datetime.now(UTC))
+    result = observe_notes(mirrors, settings.store(), org, repo, settings.capture_time())
     for problem in result.problems:
         console.err.print(f"[yellow]warning:[/] {escape(problem)}")
     console.err.print(f"{repo}: {result.stored} new session-commit observation(s), "

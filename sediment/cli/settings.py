@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime
 from pathlib import Path
 
 from sediment.errors import ConfigurationError
@@ -39,3 +40,20 @@ def mirror_root(create: bool = False) -> MirrorRoot:
     if create:
         path.mkdir(parents=True, exist_ok=True)
     return MirrorRoot(path)
+
+
+CAPTURE_TIME_ENV = "SEDIMENT_CAPTURE_TIME"
+
+
+def capture_time() -> datetime:
+    """Now, or ``SEDIMENT_CAPTURE_TIME`` (RFC 3339) for reproducible backfills and tests."""
+    value = os.environ.get(CAPTURE_TIME_ENV, "").strip()
+    if not value:
+        return datetime.now(UTC)
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ConfigurationError(f"{CAPTURE_TIME_ENV} is not an RFC 3339 time: {value!r}") from None
+    if parsed.tzinfo is None:
+        raise ConfigurationError(f"{CAPTURE_TIME_ENV} needs a UTC offset: {value!r}")
+    return parsed.astimezone(UTC)

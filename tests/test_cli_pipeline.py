@@ -1,0 +1,169 @@
+"""The operator's path through real commands: mirror, ingest, facts, derive, export, quarantine."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sediment.demo import ORG, REPO, write_inputs
+
+
+def run(env: dict[str, str], *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run([sys.executable, "-m", "sediment", *args], capture_output=True, text=True, env=env,
+                            timeout=180, check=False)
+    if ok:
+        assert result.returncode == 0, result.stderr
+    return result
+
+
+@pytest.fixture
+def operator(tmp_path: Path) -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEDIMENT_")}
+    env |= {"SEDIMENT_HOME": str(tmp_path / "home"), "SEDIMENT_ORG_ID": ORG,
+            "SEDIMENT_CAPTURE_TIME": "2026-03-03T09:00:00Z"}
+    inputs = write_inputs(tmp_path / "inputs")
+    return {"env": env, "inputs": inputs, "tmp": tmp_path}
+
+
+def load(operator: dict[str, Any], *, shuffle: int | None = None) -> None:
+    env, inputs = operator["env"], operator["inputs"]
+    run(env, "mirror", "add", REPO, str(inputs.origin))
+    hooks = [str(p) for p in inputs.webhooks]
+    calls = inputs.calls
+    if shuffle is not None:
+        random.Random(shuffle).shuffle(hooks)
+        lines = calls.read_text().splitlines(keepends=True)
+        random.Random(shuffle).shuffle(lines)
+        calls = operator["tmp"] / f"calls-{shuffle}.jsonl"
+        calls.write_text("".join(lines))
+    run(env, "ingest", "github", *hooks)
+    run(env, "ingest", "calls", "--format", "openai-chat", str(calls))
+
+
+def test_whole_path_traces_rewards_to_webhooks(operator: dict[str, Any]) -> None:
+    env, tmp = operator["env"], operator["tmp"]
+    load(operator)
+    counts = json.loads(run(env, "facts", "--json").stdout)["tables"]
+    assert counts["ci_outcomes"]["stored"] == 6 and counts["session_commit_observations"]["stored"] == 5
+    assert counts["inference_calls"]["stored"] == 17
+
+    again = json.loads(run(env, "ingest", "github", "--json", *map(str, operator["inputs"].webhooks)).stdout)
+    assert again["stored"] == {} and again["duplicates"] == {"ci_outcomes": 6}
+
+    run(env, "derive", "--out", str(tmp / "bundle"))
+    summary = json.loads(run(env, "export", "rlvr", "--target", "sediment", "--from", str(tmp / "bundle"),
+                             "--out", str(tmp / "out"), "--json").stdout)
+    assert summary["task_rows"] == 4
+    deliveries = {}
+    for path in operator["inputs"].webhooks:
+        payload = json.loads(path.read_text())
+        run_obj = payload["payload"]["workflow_run"]
+        deliveries[(str(run_obj["id"]), run_obj["run_attempt"])] = (payload["headers"]["X-GitHub-Delivery"], run_obj)
+    tasks = [json.loads(line) for name in summary["written"] if "tasks" in name
+             for line in Path(name).read_text().splitlines()]
+    for task in tasks:
+        for result in task["verifier_results"]:
+            delivery_id, run_obj = deliveries[(result["run_id"], result["run_attempt"])]
+            assert result["source_event_id"] == delivery_id
+            assert result["commit_sha"] == run_obj["head_sha"] and result["raw"] == run_obj
+            assert result["provider_result"] == run_obj["conclusion"]
+        assert task["ci_resolution"]["source_outcome_ids"] == sorted(r["outcome_id"] for r in task["verifier_results"])
+    flaky = [t for t in tasks if t["ci_resolution"]["suspected_flake"]]
+    assert len(flaky) == 1 and flaky[0]["ci_resolution"]["reliability"] == 0.0
+    assert {t["attribution_source"] for t in tasks} == {"git_notes", "jaccard"}
+    assert run(env, "schema", "validate", *summary["written"]).returncode == 0
+
+
+def test_direct_export_equals_bundle_export(operator: dict[str, Any]) -> None:
+    env, tmp = operator["env"], operator["tmp"]
+    load(operator)
+    run(env, "derive", "--out", str(tmp / "bundle"))
+    for target in ("sediment", "swe-bench", "nemo-gym"):
+        a = json.loads(run(env, "export", "rlvr", "--target", target, "--from", str(tmp / "bundle"),
+                           "--out", str(tmp / f"a-{target}"), "--json").stdout)
+        b = json.loads(run(env, "export", "rlvr", "--target", target, "--out", str(tmp / f"b-{target}"),
+                           "--json").stdout)
+        assert {k: v for k, v in a.items() if k not in ("written", "environment_manifest")} == \
+               {k: v for k, v in b.items() if k not in ("written", "environment_manifest")}
+        for path in a["written"]:
+            other = Path(path.replace(f"a-{target}", f"b-{target}"))
+            parse = lambda p: [json.loads(line) for line in Path(p).read_text().splitlines()]  # noqa: E731
+            assert parse(path) == parse(other)
+
+
+def test_shuffled_ingest_gives_identical_exports(operator: dict[str, Any], tmp_path: Path) -> None:
+    outputs = []
+    for seed in (None, 5):
+        env = dict(operator["env"], SEDIMENT_HOME=str(tmp_path / f"home-{seed}"))
+        load({**operator, "env": env}, shuffle=seed)
+        run(env, "derive", "--out", str(tmp_path / f"bundle-{seed}"))
+        out = tmp_path / f"out-{seed}"
+        run(env, "export", "rlvr", "--target", "sediment", "--from", str(tmp_path / f"bundle-{seed}"), "--out", str(out))
+        outputs.append({p.name: p.read_bytes() for p in sorted(out.iterdir())})
+    assert outputs[0] == outputs[1]
+
+
+def test_quarantine_release_and_errors(operator: dict[str, Any]) -> None:
+    env, tmp = operator["env"], operator["tmp"]
+    load(operator)
+    outcome_id = json.loads(run(env, "facts", "--json").stdout)["tables"]["ci_outcomes"]
+    assert outcome_id["quarantined"] == 0
+    bundle = tmp / "b1"
+    run(env, "derive", "--out", str(bundle))
+    first = json.loads(next(iter(json.loads(line)["record_json"] for line in (bundle / "rollouts.jsonl").open())))
+    target = first["terminal_outcomes"][0]["outcome_id"] if first["terminal_outcomes"] else None
+    assert target is not None
+    result = run(env, "quarantine", "ci_outcomes", target, "--reason", "sender replayed a stale run")
+    assert "revision 1" in result.stderr
+    run(env, "derive", "--out", str(tmp / "b2"))
+    manifest = json.loads((tmp / "b2" / "manifest.json").read_text())
+    assert manifest["quarantine_revision"] == 1
+    assert target not in (tmp / "b2" / "rollouts.jsonl").read_text()
+    run(env, "release", "ci_outcomes", target, "--reason", "checked")
+    missing = run(env, "quarantine", "ci_outcomes", "nope", "--reason", "x", ok=False)
+    assert missing.returncode == 1 and "no ci_outcomes Fact 'nope'" in missing.stderr
+    exists = run(env, "derive", "--out", str(tmp / "b2"), ok=False)
+    assert exists.returncode == 4 and "already exists" in exists.stderr
+
+
+def test_bad_lines_are_reported_and_the_rest_ingests(operator: dict[str, Any]) -> None:
+    env, tmp = operator["env"], operator["tmp"]
+    lines = operator["inputs"].calls.read_text().splitlines()
+    broken = tmp / "broken.jsonl"
+    broken.write_text("\n".join([lines[0], "{not json", json.dumps({"request": 1, "session_id": "x"}), lines[1]]) + "\n")
+    result = run(env, "ingest", "calls", "--format", "openai-chat", "--json", str(broken), ok=False)
+    assert result.returncode == 8
+    assert f"{broken}:2: not JSON" in result.stderr and f"{broken}:3: request" in result.stderr
+    report = json.loads(result.stdout)
+    assert report["stored"] == {"inference_calls": 2} and report["failed"] == 2
+
+
+def test_org_is_required(operator: dict[str, Any]) -> None:
+    env = {k: v for k, v in operator["env"].items() if k != "SEDIMENT_ORG_ID"}
+    result = run(env, "facts", ok=False)
+    assert result.returncode == 1 and "SEDIMENT_ORG_ID is not set" in result.stderr
+
+
+def test_mirror_fetch_records_new_notes(operator: dict[str, Any]) -> None:
+    from sediment.mirrors import MirrorWriter
+
+    env, inputs = operator["env"], operator["inputs"]
+    run(env, "mirror", "add", REPO, str(inputs.origin))
+    writer = MirrorWriter(inputs.origin)
+    sha = writer.commit({"new.py": "x = 1\n"}, "new", when=1_800_000_000)
+    writer.add_note(sha, [{"tool": "codex", "session_id": "sess-late", "stamped_at": "t"}])
+    result = run(env, "mirror", "fetch")
+    assert "1 new session-commit observation(s), 5 already seen" in result.stderr
+    listed = run(env, "mirror", "list").stdout
+    assert listed.startswith(f"{REPO}\t")
+    escape = run(env, "mirror", "add", "../evil", str(inputs.origin), ok=False)
+    assert escape.returncode == 2
+    shutil.rmtree(operator["tmp"] / "home" / "mirrors")
