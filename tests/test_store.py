@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import random
 from datetime import timedelta
@@ -54,16 +55,31 @@ def test_content_is_lossless(store_url: str) -> None:
 
 
 def test_replayed_context_is_stored_once(store_url: str) -> None:
-    """50 calls, each replaying every turn before it: stored message bytes equal the unique messages."""
+    """50 calls, each replaying every turn before it (in the messages and in the raw payload):
+    stored bytes grow with the unique messages, not with the replay."""
+    import zlib
+
     store = FactStore(store_url)
-    calls = conversation("s1", prompt="x" * 8192, turns=50)
+    rng = random.Random(11)
+    words = [f"w{n}" for n in range(5000)]
+    history = [message("user", " ".join(rng.choices(words, k=1600)))]  # ~8 KiB of user text
+    calls = []
+    for index in range(50):
+        output = message("assistant", ToolCallPart(id=f"t{index}", name="edit", arguments={
+            "content": " ".join(rng.choices(words, k=400))}))  # ~2 KiB of assistant text
+        raw = {"request": {"messages": [json.loads(m.model_dump_json()) for m in history]}}
+        calls.append(call("s1", index, history, [output], raw=raw))
+        history = [*history, output, message("tool", " ".join(rng.choices(words, k=1600)))]
     store.append(calls)
     unique = {encode_record(m) for c in calls for m in (*c.input_messages, *c.output_messages)}
-    replayed = sum(len(encode_record(m)) for c in calls for m in (*c.input_messages, *c.output_messages))
-    stored = store.stored_content_bytes()
-    assert stored["messages"] == sum(len(m) for m in unique)
-    assert replayed > 20 * stored["messages"]
-    assert stored["calls"] < 0.2 * replayed
+    unique_bytes = sum(len(m) for m in unique)
+    replayed = sum(len(encode_record(m)) for c in calls for m in c.input_messages) * 2  # messages + raw
+    stored = store.stored_bytes()
+    compressed_unique = sum(len(zlib.compress(m.encode(), 1)) for m in unique)
+    assert stored["blobs"] <= 2 * compressed_unique  # typed messages + their raw form, each once
+    assert stored["total"] <= 1.5 * unique_bytes
+    assert replayed > 40 * stored["total"]
+    assert store.calls_for_session(ORG, "s1") == calls
 
 
 def test_quarantine_and_release(store_url: str) -> None:
@@ -130,3 +146,31 @@ def test_bad_urls() -> None:
 
     with pytest.raises(ConfigurationError, match="unsupported database URL"):
         FactStore("mysql://x")
+
+
+def test_version_1_store_migrates_forward(store_url: str) -> None:
+    """A version 1 store (messages uncompressed in `messages`, no raw_refs) opens as version 2."""
+    import hashlib
+    import zlib
+
+    from sqlalchemy import Column, MetaData, String, Table, Text, select, text
+
+    store = FactStore(store_url)
+    record = encode_record(message("user", "hello from version 1"))
+    digest = hashlib.sha256(record.encode()).hexdigest()
+    old = Table("messages", MetaData(), Column("message_hash", String(64), primary_key=True),
+                Column("record", Text, nullable=False))
+    with store.engine.begin() as conn:
+        schema.blobs.drop(conn)
+        old.create(conn)
+        conn.execute(old.insert().values(message_hash=digest, record=record))
+        conn.execute(text("ALTER TABLE inference_calls DROP COLUMN raw_refs"))
+        conn.execute(update(schema.meta).where(schema.meta.c.key == "schema_version").values(value="1"))
+    store.close()
+    migrated = FactStore(store_url)
+    assert migrated.schema_version() == 2
+    with migrated.engine.connect() as conn:
+        [(content,)] = conn.execute(select(schema.blobs.c.content).where(schema.blobs.c.blob_hash == digest)).all()
+    assert zlib.decompress(content).decode() == record
+    migrated.append(conversation("s1", turns=2))
+    assert len(migrated.calls_for_session(ORG, "s1")) == 2

@@ -21,6 +21,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal, NoReturn, Protocol, cast
@@ -76,11 +78,44 @@ _ORG_ID: TypeAdapter[str] = TypeAdapter(OrgId)
 # --- results shared by the format modules ----------------------------------------------
 
 
+class ReplayMemo:
+    """Remembers each Session's previous call so replayed context is translated once.
+
+    An agent's call k repeats the messages of calls 1..k-1. When a message of the current
+    call equals the message at the same position of the Session's previous call, the earlier
+    translation (and the earlier raw object) is reused; only new messages are translated.
+    Holds the last call of at most ``sessions`` Sessions.
+    """
+
+    def __init__(self, sessions: int = 64) -> None:
+        self._limit = sessions
+        self._last: OrderedDict[str, tuple[list[Any], list[InferenceMessage]]] = OrderedDict()
+
+    def translate(self, session: str, items: list[Any],
+                  translate_one: Callable[[Any, int], InferenceMessage]) -> list[InferenceMessage]:
+        previous_items, previous_messages = self._last.pop(session, ([], []))
+        messages: list[InferenceMessage] = []
+        for index, item in enumerate(items):
+            if index < len(previous_items) and (item is previous_items[index] or item == previous_items[index]):
+                items[index] = previous_items[index]
+                messages.append(previous_messages[index])
+            else:
+                messages.append(translate_one(item, index))
+        self._last[session] = (list(items), messages)
+        while len(self._last) > self._limit:
+            self._last.popitem(last=False)
+        return messages
+
+
 class Notes:
-    """The warnings one translation raised: each code once, in first-seen order."""
+    """The warnings one translation raised: each code once, in first-seen order.
+
+    ``replay`` carries the Session's :class:`ReplayMemo` view while a call is translated.
+    """
 
     def __init__(self) -> None:
         self._codes: list[str] = []
+        self.replay: Callable[[list[Any], Callable[[Any, int], InferenceMessage]], list[InferenceMessage]] | None = None
 
     def warn(self, code: CallWarning) -> None:
         if code not in self._codes:
@@ -488,7 +523,8 @@ def _duration(value: Any) -> int | None:
     return value
 
 
-def _translate_pair(record: dict[str, Any], call_format: CallFormat, org_id: str, captured_at: datetime) -> Translation:
+def _translate_pair(record: dict[str, Any], call_format: CallFormat, org_id: str, captured_at: datetime,
+                    memo: ReplayMemo | None = None) -> Translation:
     import sediment.ingest.anthropic as anthropic
     import sediment.ingest.openai_chat as openai_chat
     import sediment.ingest.openai_responses as openai_responses
@@ -508,8 +544,11 @@ def _translate_pair(record: dict[str, Any], call_format: CallFormat, org_id: str
     if module.is_error(response):
         return Translation.skip("error_response")
     notes = Notes()
-    content = module.translate(request, response, notes)
     session = _envelope_session(record, module.request_session(request))
+    if memo is not None and session is not None:
+        memo_session: str = session
+        notes.replay = lambda items, one: memo.translate(memo_session, items, one)
+    content = module.translate(request, response, notes)
     observed_at = parse_timestamp(record.get("observed_at"), "observed_at") or captured_at
     user_id = optional_text(record.get("user_id"), "user_id")
     duration_ms = _duration(record.get("duration_ms"))
@@ -528,13 +567,15 @@ def _translate_pair(record: dict[str, Any], call_format: CallFormat, org_id: str
     )
 
 
-def translate_call(record: dict[str, Any], *, format: str, org_id: str, captured_at: datetime) -> Translation:
+def translate_call(record: dict[str, Any], *, format: str, org_id: str, captured_at: datetime,
+                   memo: ReplayMemo | None = None) -> Translation:
     """Translate one recorded model call in ``format`` (one of ``CALL_FORMATS``).
 
     Returns one InferenceCall, or a skip (``no_session``: no Session could be read;
     ``error_response``: the call failed and produced no output; ``not_a_model_call``: a
     gateway log of an embedding, image, audio, moderation or rerank call). Malformed input raises
-    :class:`TranslationError` naming the field.
+    :class:`TranslationError` naming the field. A :class:`ReplayMemo` shared across the calls of
+    a log makes replayed context cost one comparison instead of one translation.
     """
     if format not in CALL_FORMATS:
         raise ValueError(f"format: unknown call format {format!r} (expected one of {', '.join(CALL_FORMATS)})")
@@ -543,4 +584,4 @@ def translate_call(record: dict[str, Any], *, format: str, org_id: str, captured
         import sediment.ingest.litellm as litellm
 
         return litellm.translate(record, org_id=org_id, captured_at=captured_at)
-    return _translate_pair(record, cast(CallFormat, format), org_id, captured_at)
+    return _translate_pair(record, cast(CallFormat, format), org_id, captured_at, memo)

@@ -7,10 +7,12 @@ log, never a delete.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import os
-from collections import Counter
+import zlib
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -33,8 +35,14 @@ from sediment.facts import (
 from sediment.records import decode_record, encode_record, sortable_time
 from sediment.store import schema
 from sediment.store.keys import MODELS, fact_org, table_and_key
+from sediment.store.migrations import MIGRATIONS
 
 DEFAULT_HOME = Path("~/.sediment")
+HASH_CACHE_SIZE = 16384
+KNOWN_BLOBS_LIMIT = 2_000_000
+LAST_INPUTS_SESSIONS = 256
+#: Lists of a call's ``raw`` payload that replay earlier turns; stored as content blobs.
+REPLAYED_RAW_LISTS: tuple[tuple[str, ...], ...] = (("request", "messages"), ("request", "input"), ("messages",))
 
 
 class StoreError(SedimentError):
@@ -74,10 +82,6 @@ class AppendResult:
     duplicates: Counter[str] = field(default_factory=Counter)
 
 
-def _message_hash(record: str) -> str:
-    return hashlib.sha256(record.encode("ascii")).hexdigest()
-
-
 class FactStore:
     """Append-only Facts with content-addressed messages and a quarantine log."""
 
@@ -87,6 +91,10 @@ class FactStore:
         if self.engine.dialect.name == "sqlite":
             event.listen(self.engine, "connect", _sqlite_pragmas)
         self._insert = postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert
+        self._hash_cache: OrderedDict[int, tuple[Any, str]] = OrderedDict()
+        self._known_blobs: set[str] = set()
+        self._pending_blobs: dict[str, bytes] = {}
+        self._last_inputs: OrderedDict[tuple[str, str, str], tuple[str, list[str]]] = OrderedDict()
         try:
             self._migrate()
         except OperationalError as exc:
@@ -133,38 +141,66 @@ class FactStore:
     def append(self, facts: Iterable[FactModel]) -> AppendResult:
         """Store new Facts; a Fact whose natural key or id exists already is a duplicate."""
         result = AppendResult()
-        with self.engine.begin() as conn:
-            for fact in facts:
-                table_name, fact_id, natural_key = table_and_key(fact)
-                table = schema.FACT_TABLES[table_name]
-                values: dict[str, Any] = {"fact_id": fact_id, "org_id": fact_org(fact), "natural_key": natural_key}
-                values |= self._columns(conn, fact)
-                statement = (self._insert(table).values(**values).on_conflict_do_nothing()
-                             .returning(table.c.fact_id))
-                if conn.execute(statement).first() is not None:
-                    result.stored[table_name] += 1
-                else:
-                    result.duplicates[table_name] += 1
+        try:
+            with self.engine.begin() as conn:
+                for fact in facts:
+                    table_name, fact_id, natural_key = table_and_key(fact)
+                    table = schema.FACT_TABLES[table_name]
+                    values: dict[str, Any] = {"fact_id": fact_id, "org_id": fact_org(fact), "natural_key": natural_key}
+                    values |= self._columns(fact)
+                    self._flush_blobs(conn)
+                    statement = (self._insert(table).values(**values).on_conflict_do_nothing()
+                                 .returning(table.c.fact_id))
+                    if conn.execute(statement).first() is not None:
+                        result.stored[table_name] += 1
+                    else:
+                        result.duplicates[table_name] += 1
+        except BaseException:
+            self._known_blobs.clear()  # the transaction rolled back: forget what it claimed to store
+            self._pending_blobs.clear()
+            self._last_inputs.clear()
+            raise
         return result
 
-    def _store_messages(self, conn: Any, messages: Sequence[InferenceMessage]) -> list[str]:
-        hashes = []
-        for message in messages:
-            record = encode_record(message)
-            digest = _message_hash(record)
-            conn.execute(self._insert(schema.messages).values(message_hash=digest, record=record)
-                         .on_conflict_do_nothing())
-            hashes.append(digest)
-        return hashes
+    def _blob(self, value: Any) -> str:
+        """The content hash of ``value``'s canonical record; queued for storage if new.
 
-    def _columns(self, conn: Any, fact: FactModel) -> dict[str, Any]:
+        Replayed messages arrive as the very same objects call after call (see
+        :class:`~sediment.ingest.calls.ReplayMemo`), so an identity cache skips re-encoding them.
+        """
+        hit = self._hash_cache.get(id(value))
+        if hit is not None and hit[0] is value:
+            self._hash_cache.move_to_end(id(value))
+            return hit[1]
+        record = encode_record(value).encode("ascii")
+        digest = hashlib.sha256(record).hexdigest()
+        self._hash_cache[id(value)] = (value, digest)
+        if len(self._hash_cache) > HASH_CACHE_SIZE:
+            self._hash_cache.popitem(last=False)
+        if digest not in self._known_blobs:
+            self._pending_blobs[digest] = zlib.compress(record, 1)
+            self._known_blobs.add(digest)
+            if len(self._known_blobs) > KNOWN_BLOBS_LIMIT:
+                self._known_blobs = set(self._pending_blobs)
+        return digest
+
+    def _flush_blobs(self, conn: Any) -> None:
+        if self._pending_blobs:
+            rows = [{"blob_hash": d, "content": c} for d, c in self._pending_blobs.items()]
+            conn.execute(self._insert(schema.blobs).on_conflict_do_nothing(), rows)
+            self._pending_blobs.clear()
+
+    def _columns(self, fact: FactModel) -> dict[str, Any]:
         if isinstance(fact, InferenceCall):
-            body = fact.model_copy(update={"input_messages": (), "output_messages": ()})
+            raw, refs = self._externalize_raw(fact)
+            body = fact.model_copy(update={"input_messages": (), "output_messages": (), "raw": raw})
+            inputs = [self._blob(m) for m in fact.input_messages]
             return {
                 "session_id": fact.session_id,
                 "observed_at": sortable_time(fact.observed_at),
-                "input_hashes": json.dumps(self._store_messages(conn, fact.input_messages)),
-                "output_hashes": json.dumps(self._store_messages(conn, fact.output_messages)),
+                "input_hashes": json.dumps(self._delta(fact, "input", inputs), separators=(",", ":")),
+                "output_hashes": json.dumps([self._blob(m) for m in fact.output_messages]),
+                "raw_refs": json.dumps(refs),
                 "record": encode_record(body),
             }
         columns: dict[str, Any] = {"record": encode_record(fact)}
@@ -174,6 +210,49 @@ class FactStore:
         if isinstance(fact, CIOutcome | SessionCommitObservation):
             columns["captured_at"] = sortable_time(fact.captured_at)
         return columns
+
+    def _delta(self, fact: InferenceCall, kind: str, inputs: list[str]) -> dict[str, Any]:
+        """A hash list as ``{"base": call id, "keep": n, "add": [...]}``: the first n hashes of
+        the same list of the base call (the Session's previously appended call), then the new
+        ones. A replaying agent's lists thus cost O(new messages), not O(history)."""
+        key = (fact.org_id, fact.session_id, kind)
+        previous = self._last_inputs.get(key)
+        keep = 0
+        base = None
+        if previous is not None:
+            base, earlier = previous
+            limit = min(len(earlier), len(inputs))
+            while keep < limit and earlier[keep] == inputs[keep]:
+                keep += 1
+        self._last_inputs[key] = (fact.inference_call_id, inputs)
+        self._last_inputs.move_to_end(key)
+        if len(self._last_inputs) > LAST_INPUTS_SESSIONS:
+            self._last_inputs.popitem(last=False)
+        if keep == 0:
+            return {"base": None, "keep": 0, "add": inputs}
+        return {"base": base, "keep": keep, "add": inputs[keep:]}
+
+    def _externalize_raw(self, fact: InferenceCall) -> tuple[dict[str, Any], list[list[str]]]:
+        """Move replayed message lists out of ``raw`` into blobs (restored exactly on read)."""
+        refs: list[list[str]] = []
+        raw = fact.raw
+        result = raw
+        for path in REPLAYED_RAW_LISTS:
+            holder: Any = raw
+            for key in path[:-1]:
+                holder = holder.get(key) if isinstance(holder, dict) else None
+            if not isinstance(holder, dict) or not isinstance(holder.get(path[-1]), list):
+                continue
+            if result is raw:
+                result = copy.copy(raw)
+            target = result
+            for key in path[:-1]:
+                target[key] = copy.copy(target[key])
+                target = target[key]
+            hashes = [self._blob(item) for item in holder[path[-1]]]
+            target[path[-1]] = self._delta(fact, "raw:" + "/".join(path), hashes)
+            refs.append(list(path))
+        return result, refs
 
     # --- quarantine -------------------------------------------------------------------
 
@@ -249,25 +328,61 @@ class FactStore:
         return sorted(sessions)
 
     def calls_for_session(self, org_id: str, session_id: str) -> list[InferenceCall]:
+        """The Session's visible calls by observation time; each distinct message is built once."""
         table = schema.inference_calls
         with self.engine.connect() as conn:
-            rows = list(self._visible(conn, "inference_calls", org_id, table.c.session_id == session_id,
-                                      order=(table.c.observed_at,)))
-            wanted = {h for row in rows for h in json.loads(row.input_hashes) + json.loads(row.output_hashes)}
-            messages: dict[str, dict[str, Any]] = {}
-            hashes = sorted(wanted)
-            for start in range(0, len(hashes), 500):
-                chunk = hashes[start:start + 500]
-                for digest, record in conn.execute(select(schema.messages.c.message_hash, schema.messages.c.record)
-                                                   .where(schema.messages.c.message_hash.in_(chunk))):
-                    messages[digest] = decode_record(record)
+            hidden = self._quarantined(conn, org_id, "inference_calls")
+            every = list(conn.execute(select(table).where(table.c.org_id == org_id, table.c.session_id == session_id)
+                                      .order_by(table.c.observed_at, table.c.fact_id)))
+            inputs = _resolve_deltas({row.fact_id: json.loads(row.input_hashes) for row in every})
+            bodies = {row.fact_id: decode_record(row.record) for row in every}
+            raw_lists: dict[str, dict[str, list[str]]] = {}
+            for path in {tuple(p) for row in every for p in json.loads(row.raw_refs)}:
+                deltas = {}
+                for row in every:
+                    if list(path) in json.loads(row.raw_refs):
+                        deltas[row.fact_id] = _at(bodies[row.fact_id]["raw"], path)
+                raw_lists["/".join(path)] = _resolve_deltas(deltas)
+            rows = [row for row in every if row.fact_id not in hidden]
+            parsed = [(row, bodies[row.fact_id], json.loads(row.raw_refs)) for row in rows]
+            wanted: set[str] = set()
+            for row, _body, refs in parsed:
+                wanted.update(inputs[row.fact_id], json.loads(row.output_hashes))
+                for path in refs:
+                    wanted.update(raw_lists["/".join(path)][row.fact_id])
+            blobs = self._read_blobs(conn, wanted)
+        messages: dict[str, InferenceMessage] = {}
+
+        def message(digest: str) -> InferenceMessage:
+            if digest not in messages:
+                messages[digest] = InferenceMessage.model_validate(blobs[digest])
+            return messages[digest]
+
         calls = []
-        for row in rows:
-            body = decode_record(row.record)
-            body["input_messages"] = [messages[h] for h in json.loads(row.input_hashes)]
-            body["output_messages"] = [messages[h] for h in json.loads(row.output_hashes)]
+        for row, body, refs in parsed:
+            for path in refs:
+                holder = body["raw"]
+                for key in path[:-1]:
+                    holder = holder[key]
+                holder[path[-1]] = [blobs[d] for d in raw_lists["/".join(path)][row.fact_id]]
+            body["input_messages"] = tuple(message(d) for d in inputs[row.fact_id])
+            body["output_messages"] = tuple(message(d) for d in json.loads(row.output_hashes))
             calls.append(InferenceCall.model_validate(body))
         return calls
+
+    @staticmethod
+    def _read_blobs(conn: Any, wanted: Iterable[str]) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        hashes = sorted(wanted)
+        for start in range(0, len(hashes), 500):
+            query = select(schema.blobs.c.blob_hash, schema.blobs.c.content).where(
+                schema.blobs.c.blob_hash.in_(hashes[start:start + 500]))
+            for digest, content in conn.execute(query):
+                found[digest] = decode_record(zlib.decompress(content).decode("ascii"))
+        missing = set(hashes) - set(found)
+        if missing:
+            raise StoreError(f"fact store is missing {len(missing)} content blob(s), e.g. {min(missing)}")
+        return found
 
     def decisions_for_session(self, org_id: str, session_id: str) -> list[DeveloperDecision]:
         table = schema.developer_decisions
@@ -317,14 +432,21 @@ class FactStore:
                 result[name] = {"stored": int(conn.execute(query).scalar_one()), "quarantined": hidden}
         return result
 
-    def stored_content_bytes(self) -> dict[str, int]:
-        """Bytes of stored record text: message content and call bodies (for storage checks)."""
+    def stored_bytes(self) -> dict[str, int]:
+        """Bytes the store holds for Facts: content blobs, call bodies, every other Fact."""
         with self.engine.connect() as conn:
-            messages = conn.execute(select(func.coalesce(func.sum(func.length(schema.messages.c.record)), 0))).scalar()
+            blobs = conn.execute(select(func.coalesce(func.sum(func.length(schema.blobs.c.content)), 0))).scalar()
             calls = conn.execute(select(func.coalesce(func.sum(
                 func.length(schema.inference_calls.c.record) + func.length(schema.inference_calls.c.input_hashes)
                 + func.length(schema.inference_calls.c.output_hashes)), 0))).scalar()
-        return {"messages": int(messages or 0), "calls": int(calls or 0)}
+            others = 0
+            for name, table in schema.FACT_TABLES.items():
+                if name != "inference_calls":
+                    others += int(conn.execute(select(func.coalesce(func.sum(func.length(table.c.record)), 0)))
+                                  .scalar() or 0)
+        sizes = {"blobs": int(blobs or 0), "calls": int(calls or 0), "other_facts": others}
+        sizes["total"] = sum(sizes.values())
+        return sizes
 
     def close(self) -> None:
         self.engine.dispose()
@@ -337,7 +459,35 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     cursor.close()
 
 
-#: Forward-only migrations: ``MIGRATIONS[n]`` upgrades schema version n to n + 1.
-MIGRATIONS: dict[int, Any] = {}
+def _resolve_deltas(deltas: dict[str, Any]) -> dict[str, list[str]]:
+    """Expand delta-encoded hash lists (a base call's first n hashes, then additions)."""
+    resolved: dict[str, list[str]] = {}
+
+    def resolve(fact_id: str, depth: int = 0) -> list[str]:
+        if fact_id in resolved:
+            return resolved[fact_id]
+        chain = [fact_id]
+        while True:  # walk to a resolved or full list iteratively (chains are as long as a Session)
+            delta = deltas[chain[-1]]
+            if delta["base"] is None or delta["base"] in resolved:
+                break
+            if delta["base"] not in deltas:
+                raise StoreError(f"inference call {chain[-1]} refers to a missing base call {delta['base']}")
+            chain.append(delta["base"])
+        for current in reversed(chain):
+            delta = deltas[current]
+            prefix = resolved[delta["base"]][: delta["keep"]] if delta["base"] is not None else []
+            resolved[current] = prefix + list(delta["add"])
+        return resolved[fact_id]
+
+    for fact_id in deltas:
+        resolve(fact_id)
+    return resolved
+
+
+def _at(raw: Any, path: Sequence[str]) -> Any:
+    for key in path:
+        raw = raw[key]
+    return raw
 
 __all__ = ["AppendResult", "FactStore", "StoreError", "database_url", "sediment_home"]

@@ -2,15 +2,18 @@
 
 Content is stored as canonical record JSON in ``TEXT`` (never JSONB): NaN, infinities, lone
 surrogates and NUL survive because the record escapes them. Typed columns own every query.
+Message content (and the replayed message lists of a call's ``raw`` payload) is stored once,
+content-addressed, in ``blobs``: zlib-compressed canonical record text keyed by the SHA-256 of
+the uncompressed text.
 Each Fact table has a ``natural_key`` with a UNIQUE index, so a redelivered Fact collapses.
 Times are UTC ISO-8601 text with a fixed width, so they sort as text.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import Column, Index, Integer, MetaData, String, Table, Text
+from sqlalchemy import Column, Index, Integer, LargeBinary, MetaData, String, Table, Text
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 metadata = MetaData()
 
 meta = Table(
@@ -19,11 +22,11 @@ meta = Table(
     Column("value", Text, nullable=False),
 )
 
-#: Messages, content-addressed: replayed context is stored once.
-messages = Table(
-    "messages", metadata,
-    Column("message_hash", String(64), primary_key=True),
-    Column("record", Text, nullable=False),
+#: Content-addressed blobs: replayed context is stored once.
+blobs = Table(
+    "blobs", metadata,
+    Column("blob_hash", String(64), primary_key=True),
+    Column("content", LargeBinary, nullable=False),
 )
 
 
@@ -47,6 +50,7 @@ inference_calls = _fact_table(
     Column("observed_at", String(32), nullable=False),
     Column("input_hashes", Text, nullable=False),
     Column("output_hashes", Text, nullable=False),
+    Column("raw_refs", Text, nullable=False, server_default="[]"),
     indexes=(("org_id", "session_id", "observed_at"),),
 )
 ci_outcomes = _fact_table(

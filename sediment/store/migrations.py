@@ -1,0 +1,29 @@
+"""Forward-only schema migrations: ``MIGRATIONS[n]`` upgrades a store from version n to n + 1."""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable
+
+from sqlalchemy import Column, Connection, MetaData, String, Table, Text, select, text
+
+from sediment.store import schema
+
+
+def _v1_to_v2(conn: Connection) -> None:
+    """Version 2 stores message content compressed in ``blobs`` and externalizes replayed
+    message lists of ``raw`` payloads (``inference_calls.raw_refs``)."""
+    old = Table("messages", MetaData(), Column("message_hash", String(64), primary_key=True),
+                Column("record", Text, nullable=False))
+    schema.blobs.create(conn, checkfirst=True)
+    rows = conn.execute(select(old.c.message_hash, old.c.record)).all()
+    for start in range(0, len(rows), 1000):
+        conn.execute(schema.blobs.insert(), [
+            {"blob_hash": digest, "content": zlib.compress(record.encode("ascii"), 1)}
+            for digest, record in rows[start:start + 1000]
+        ])
+    old.drop(conn)
+    conn.execute(text("ALTER TABLE inference_calls ADD COLUMN raw_refs TEXT NOT NULL DEFAULT '[]'"))
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2}
