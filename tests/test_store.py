@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import zlib
 from datetime import timedelta
 
 import pytest
@@ -57,7 +58,6 @@ def test_content_is_lossless(store_url: str) -> None:
 def test_replayed_context_is_stored_once(store_url: str) -> None:
     """50 calls, each replaying every turn before it (in the messages and in the raw payload):
     stored bytes grow with the unique messages, not with the replay."""
-    import zlib
 
     store = FactStore(store_url)
     rng = random.Random(11)
@@ -160,10 +160,15 @@ def test_version_1_store_migrates_forward(store_url: str) -> None:
     digest = hashlib.sha256(record.encode()).hexdigest()
     old = Table("messages", MetaData(), Column("message_hash", String(64), primary_key=True),
                 Column("record", Text, nullable=False))
+    v1_call = encode_record(call("s0", 0, [], [], raw={"v": 1}).model_copy(update={"input_messages": ()}))
     with store.engine.begin() as conn:
         schema.blobs.drop(conn)
         old.create(conn)
         conn.execute(old.insert().values(message_hash=digest, record=record))
+        conn.execute(schema.inference_calls.insert().values(
+            fact_id="s0-c0", org_id=ORG, natural_key='["id","s0-c0"]', session_id="s0",
+            observed_at="2026-01-05T12:00:00.000000Z", input_hashes=json.dumps([digest]), output_hashes="[]",
+            record=v1_call))
         conn.execute(text("ALTER TABLE inference_calls DROP COLUMN raw_refs"))
         conn.execute(update(schema.meta).where(schema.meta.c.key == "schema_version").values(value="1"))
     store.close()
@@ -174,3 +179,24 @@ def test_version_1_store_migrates_forward(store_url: str) -> None:
     assert zlib.decompress(content).decode() == record
     migrated.append(conversation("s1", turns=2))
     assert len(migrated.calls_for_session(ORG, "s1")) == 2
+    [old_call] = migrated.calls_for_session(ORG, "s0")
+    assert old_call.raw == {"v": 1} and old_call.input_messages == (message("user", "hello from version 1"),)
+
+
+def test_long_strings_are_stored_once_and_reserved_keys_survive(store_url: str) -> None:
+    from sediment.store.interning import ESCAPED, LONG_STRING, STRING_REF
+
+    store = FactStore(store_url)
+    rng = random.Random(5)
+    text_ = "lone \ud800 and NUL \x00 " + "".join(rng.choice("abcdefghij klmnop") for _ in range(8 * LONG_STRING))
+    tricky = {STRING_REF: "not a reference", "other": 1}
+    single = {STRING_REF: "looks like a reference"}
+    escaped = {ESCAPED: {"x": 1}}
+    first = call("s1", 0, [message("user", text_)], [message("assistant", "ok")],
+                 raw={"tricky": tricky, "single": single, "escaped": escaped, "copy": text_})
+    second = call("s2", 0, [message("user", text_)], [message("assistant", "ok")])
+    store.append([first, second])
+    assert store.calls_for_session(ORG, "s1") == [first]
+    assert store.calls_for_session(ORG, "s2") == [second]
+    compressed_once = len(zlib.compress(json.dumps(text_).encode(), 1))
+    assert store.stored_bytes()["blobs"] < 2 * compressed_once

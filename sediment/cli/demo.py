@@ -8,8 +8,6 @@ from pathlib import Path
 import typer
 
 from sediment.cli import console
-from sediment.cli.export import render_summary
-from sediment.demo import run_demo
 from sediment.errors import UsageError
 
 
@@ -28,7 +26,11 @@ def demo(
     elif out.exists() and any(out.iterdir()):
         raise UsageError(f"demo output directory is not empty: {out}")
     out.mkdir(parents=True, exist_ok=True)
+    from sediment.demo import run_demo
+
     result = run_demo(out)
+    from sediment.cli.export import render_summary
+
     for summary in result["exports"].values():
         render_summary(summary)
     ingested = result["ingested"]

@@ -8,8 +8,6 @@ from pathlib import Path
 import typer
 
 from sediment.cli import console, settings
-from sediment.derive import derive_bundle
-from sediment.policy import DerivationPolicy
 
 
 def derive(
@@ -19,6 +17,9 @@ def derive(
     as_json: bool = typer.Option(False, "--json", help="Print the manifest on stdout."),
 ) -> None:
     """Derive every Session's Rollout from the fact store and mirrors into a bundle."""
+    from sediment.derive import derive_bundle
+    from sediment.policy import DerivationPolicy
+
     resolved = DerivationPolicy.from_toml(policy) if policy else DerivationPolicy()
     org_id = settings.org_id(org)
     path, _ = derive_bundle(settings.store(), org_id, out, policy=resolved,

@@ -7,19 +7,18 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
-from sediment.bundle import open_bundle
 from sediment.cli import console, settings
 from sediment.errors import ConfigurationError, UsageError
-from sediment.export.pipeline import ProgressCallback, RolloutSource, export_rlvr_from_rollouts
-from sediment.export.registry import load_registry
-from sediment.mirrors import MirrorRoot
-from sediment.store import sediment_home
+
+if TYPE_CHECKING:
+    from sediment.export.pipeline import ProgressCallback, RolloutSource
+    from sediment.mirrors import MirrorRoot
 
 MIRROR_ENV = "SEDIMENT_MIRROR_PATH"
 
@@ -71,6 +70,9 @@ def render_summary(summary: dict[str, Any]) -> None:
 
 def _mirror_root(option: Path | None) -> MirrorRoot:
     """``--mirrors`` / ``SEDIMENT_MIRROR_PATH``, else ``$SEDIMENT_HOME/mirrors`` when it exists."""
+    from sediment.mirrors import MirrorRoot
+    from sediment.store import sediment_home
+
     if option is not None and str(option).strip():
         return MirrorRoot(option)
     default = sediment_home() / "mirrors"
@@ -104,6 +106,10 @@ def rlvr(
     policy has an eval split, into a fresh output directory claimed by the target. Rewards
     come only from recorded CI verdicts; see docs/exports.md.
     """
+    from sediment.bundle import open_bundle
+    from sediment.export.pipeline import export_rlvr_from_rollouts
+    from sediment.export.registry import load_registry
+
     registry = load_registry()
     if target is None:
         raise UsageError(

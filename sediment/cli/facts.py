@@ -22,7 +22,8 @@ def facts(
     counts = store.counts(org_id)
     if as_json:
         typer.echo(json.dumps({"org_id": org_id, "backend": store.backend, "tables": counts,
-                               "quarantine_revision": store.quarantine_revision(org_id)}))
+                               "quarantine_revision": store.quarantine_revision(org_id),
+                               "stored_bytes": store.stored_bytes()}))
         return
     table = Table(title=f"Facts of {org_id} ({store.backend})", title_justify="left")
     table.add_column("table")

@@ -9,14 +9,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
 
 from sediment.cli import console, settings
 from sediment.ingest import IngestError, Translation
-from sediment.ingest.files import IngestReport, ingest_files
+
+if TYPE_CHECKING:
+    from sediment.ingest.files import IngestReport
 
 ingest_app = typer.Typer(help="Ingest Facts from files: canonical JSONL, GitHub webhooks, CI outcomes, call logs.",
                          no_args_is_help=True)
@@ -32,6 +34,8 @@ class CallFormat(StrEnum):
 
 
 def _run(files: list[str], translate: Callable[[Any], Translation], as_json: bool) -> None:
+    from sediment.ingest.files import ingest_files
+
     report = ingest_files(files, translate, settings.store())
     _render(report, as_json)
     if report.problems:
@@ -99,9 +103,10 @@ def calls(files: list[str] = typer.Argument(..., help=FILES_HELP),
           as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout.")) -> None:
     """Gateway call logs: LiteLLM payloads, or request/response pairs of OpenAI Chat, OpenAI
     Responses and Anthropic Messages, with the Session in `session_id` or `x-sediment-session`."""
-    from sediment.ingest.calls import translate_call
+    from sediment.ingest.calls import ReplayMemo, translate_call
 
     org_id = settings.org_id(org)
     now = settings.capture_time()
-    _run(files, lambda record: translate_call(record, format=format.value, org_id=org_id, captured_at=now),
-         as_json)
+    memo = ReplayMemo()
+    _run(files, lambda record: translate_call(record, format=format.value, org_id=org_id, captured_at=now,
+                                              memo=memo), as_json)

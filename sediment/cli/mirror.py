@@ -6,7 +6,6 @@ import typer
 from rich.markup import escape
 
 from sediment.cli import console, settings
-from sediment.observations import observe_notes
 
 mirror_app = typer.Typer(help="Manage bare git mirrors (reference patches, git-note attribution).",
                          no_args_is_help=True)
@@ -16,6 +15,8 @@ def _report(repo: str, mirrors: object, org: str) -> None:
     from sediment.mirrors import MirrorRoot
 
     assert isinstance(mirrors, MirrorRoot)
+    from sediment.observations import observe_notes
+
     result = observe_notes(mirrors, settings.store(), org, repo, settings.capture_time())
     for problem in result.problems:
         console.err.print(f"[yellow]warning:[/] {escape(problem)}")

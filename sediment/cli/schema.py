@@ -8,7 +8,6 @@ import typer
 
 from sediment.cli import console
 from sediment.errors import SchemaValidationError
-from sediment.validation import schema_ids, validate_file
 
 schema_app = typer.Typer(help="Inspect and apply the published row schemas.", no_args_is_help=True)
 
@@ -20,6 +19,8 @@ def validate(
     limit: int = typer.Option(20, help="Show at most this many problems."),
 ) -> None:
     """Validate every row of each file against the schema its schema_id names."""
+    from sediment.validation import validate_file
+
     shown = total = 0
     for path in paths:
         for problem in validate_file(path):
@@ -35,5 +36,7 @@ def validate(
 @schema_app.command("list")
 def list_schemas() -> None:
     """Print every published schema id."""
+    from sediment.validation import schema_ids
+
     for schema_id in schema_ids():
         typer.echo(schema_id)

@@ -5,10 +5,13 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sediment.errors import ConfigurationError
-from sediment.mirrors import MirrorRoot
-from sediment.store import FactStore, sediment_home
+
+if TYPE_CHECKING:
+    from sediment.mirrors import MirrorRoot
+    from sediment.store import FactStore
 
 ORG_ENV = "SEDIMENT_ORG_ID"
 MIRROR_ENV = "SEDIMENT_MIRROR_PATH"
@@ -30,11 +33,16 @@ def org_id(value: str | None) -> str:
 
 
 def store() -> FactStore:
+    from sediment.store import FactStore
+
     return FactStore.from_environment()
 
 
 def mirror_root(create: bool = False) -> MirrorRoot:
     """``SEDIMENT_MIRROR_PATH``, else ``$SEDIMENT_HOME/mirrors``."""
+    from sediment.mirrors import MirrorRoot
+    from sediment.store import sediment_home
+
     value = os.environ.get(MIRROR_ENV, "").strip()
     path = Path(value) if value else sediment_home() / "mirrors"
     if create:

@@ -8,13 +8,14 @@ import typer
 from rich.table import Table
 
 from sediment.cli import console
-from sediment.export.registry import load_registry
 
 
 def targets(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
 ) -> None:
     """List installed export targets: files, closed skip vocabularies, schema ids and origin."""
+    from sediment.export.registry import load_registry
+
     registry = load_registry()
     described = [registry.targets[name].as_json() for name in sorted(registry.targets)]
     if as_json:

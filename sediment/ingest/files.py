@@ -12,17 +12,16 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+import orjson
 from pydantic import ValidationError
 
 from sediment.facts import FactModel
 from sediment.ingest import Translation, TranslationError
 from sediment.store import FactStore
 
-WHOLE_FILE_LIMIT = 64 * 1024 * 1024
-BATCH = 500
+BATCH = 100
 
 
 @dataclass(frozen=True)
@@ -52,34 +51,56 @@ class IngestReport:
         }
 
 
-def _read_text(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
-    return Path(path).read_text(encoding="utf-8")
-
-
 def records(path: str) -> Iterator[tuple[int, Any | Exception]]:
-    """``(line or index, record)`` pairs; an unparseable line yields its exception instead."""
-    text = _read_text(path)
-    stripped = text.lstrip()
-    if stripped.startswith(("{", "[")) and len(text) <= WHOLE_FILE_LIMIT:
-        try:
-            document = json.loads(text)
-        except ValueError:
-            document = None
-        else:
+    """``(line or index, record)`` pairs, streamed; an unparseable line yields its exception.
+
+    JSON Lines are read one line at a time (memory holds one record); a file whose first line
+    is not a complete JSON value is read as one JSON document (an object, or an array of them).
+    """
+    handle = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
+    try:
+        first = handle.readline()
+        while first and not first.strip():
+            first = handle.readline()
+        if not first:
+            return
+        parsed = parse_line(first)
+        rest = handle.readline()
+        if isinstance(parsed, Exception) or (not rest.strip() and isinstance(parsed, list)):
+            text = first + rest + handle.read()
+            document = parse_line(text)
             if isinstance(document, list):
                 yield from enumerate(document, start=1)
-                return
-            yield 1, document
+            elif not isinstance(document, Exception):
+                yield 1, document
+            else:  # neither one document nor a clean first line: report line by line
+                for number, line in enumerate(text.splitlines(), start=1):
+                    if line.strip():
+                        yield number, parse_line(line)
             return
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+        yield 1, parsed
+        number = 1
+        line = rest
+        while line:
+            number += 1
+            if line.strip():
+                yield number, parse_line(line)
+            line = handle.readline()
+    finally:
+        if handle is not sys.stdin.buffer:
+            handle.close()
+
+
+def parse_line(line: str | bytes) -> Any | Exception:
+    """One JSON value: orjson when it can, the standard parser for what orjson refuses
+    (NaN / Infinity tokens, lone surrogate escapes), so nothing is lost."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
         try:
-            yield number, json.loads(line)
+            return json.loads(line)
         except ValueError as exc:
-            yield number, exc
+            return exc
 
 
 def _describe(exc: Exception) -> str:
@@ -100,31 +121,34 @@ def ingest_files(
     """Translate every record of every file and append the Facts in batches."""
     report = IngestReport()
     for path in paths:
-        try:
-            stream = list(records(path))
-        except (OSError, UnicodeDecodeError) as exc:
-            report.problems.append(InputProblem(path, 0, f"cannot read: {exc}"))
-            continue
         pending: list[FactModel] = []
-        for number, record in stream:
-            report.records += 1
-            try:
-                if isinstance(record, Exception):
-                    raise record
-                if not isinstance(record, dict):
-                    raise TranslationError(f"a record must be a JSON object, not {type(record).__name__}")
-                translation = translate(record)
-            except (TranslationError, ValidationError, ValueError, TypeError, KeyError) as exc:
-                report.problems.append(InputProblem(path, number, _describe(exc)))
-                continue
-            if translation.skipped:
-                report.skipped[translation.skipped] += 1
-            report.warnings.update(translation.warnings)
-            pending.extend(translation.facts)
-            if len(pending) >= BATCH:
-                _flush(store, pending, report)
+        try:
+            _ingest_stream(path, records(path), translate, store, report, pending)
+        except OSError as exc:
+            report.problems.append(InputProblem(path, 0, f"cannot read: {exc.strerror or exc}"))
         _flush(store, pending, report)
     return report
+
+
+def _ingest_stream(path: str, stream: Iterable[tuple[int, Any]], translate: Callable[[Any], Translation],
+                   store: FactStore, report: IngestReport, pending: list[FactModel]) -> None:
+    for number, record in stream:
+        report.records += 1
+        try:
+            if isinstance(record, Exception):
+                raise record
+            if not isinstance(record, dict):
+                raise TranslationError(f"a record must be a JSON object, not {type(record).__name__}")
+            translation = translate(record)
+        except (TranslationError, ValidationError, ValueError, TypeError, KeyError) as exc:
+            report.problems.append(InputProblem(path, number, _describe(exc)))
+            continue
+        if translation.skipped:
+            report.skipped[translation.skipped] += 1
+        report.warnings.update(translation.warnings)
+        pending.extend(translation.facts)
+        if len(pending) >= BATCH:
+            _flush(store, pending, report)
 
 
 def _flush(store: FactStore, pending: list[Any], report: IngestReport) -> None:

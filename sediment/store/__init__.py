@@ -24,6 +24,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import OperationalError
 
 from sediment.errors import ConfigurationError, SedimentError
+from sediment.export.representation import plain
 from sediment.facts import (
     CIOutcome,
     DeveloperDecision,
@@ -34,6 +35,7 @@ from sediment.facts import (
 )
 from sediment.records import decode_record, encode_record, sortable_time
 from sediment.store import schema
+from sediment.store.interning import expand, intern, references
 from sediment.store.keys import MODELS, fact_org, table_and_key
 from sediment.store.migrations import MIGRATIONS
 
@@ -43,6 +45,7 @@ KNOWN_BLOBS_LIMIT = 2_000_000
 LAST_INPUTS_SESSIONS = 256
 #: Lists of a call's ``raw`` payload that replay earlier turns; stored as content blobs.
 REPLAYED_RAW_LISTS: tuple[tuple[str, ...], ...] = (("request", "messages"), ("request", "input"), ("messages",))
+
 
 
 class StoreError(SedimentError):
@@ -172,17 +175,23 @@ class FactStore:
         if hit is not None and hit[0] is value:
             self._hash_cache.move_to_end(id(value))
             return hit[1]
-        record = encode_record(value).encode("ascii")
+        strings: dict[str, bytes] = {}
+        record = encode_record(intern(plain(value), strings)).encode("ascii")
         digest = hashlib.sha256(record).hexdigest()
         self._hash_cache[id(value)] = (value, digest)
         if len(self._hash_cache) > HASH_CACHE_SIZE:
             self._hash_cache.popitem(last=False)
+        for string_digest, string in strings.items():
+            self._queue_blob(string_digest, string)
+        self._queue_blob(digest, record)
+        return digest
+
+    def _queue_blob(self, digest: str, record: bytes) -> None:
         if digest not in self._known_blobs:
             self._pending_blobs[digest] = zlib.compress(record, 1)
             self._known_blobs.add(digest)
             if len(self._known_blobs) > KNOWN_BLOBS_LIMIT:
                 self._known_blobs = set(self._pending_blobs)
-        return digest
 
     def _flush_blobs(self, conn: Any) -> None:
         if self._pending_blobs:
@@ -201,7 +210,7 @@ class FactStore:
                 "input_hashes": json.dumps(self._delta(fact, "input", inputs), separators=(",", ":")),
                 "output_hashes": json.dumps([self._blob(m) for m in fact.output_messages]),
                 "raw_refs": json.dumps(refs),
-                "record": encode_record(body),
+                "record": self._blob(body),  # the call body is stored compressed, by its hash
             }
         columns: dict[str, Any] = {"record": encode_record(fact)}
         for name in ("session_id", "repo", "commit_sha"):
@@ -335,7 +344,8 @@ class FactStore:
             every = list(conn.execute(select(table).where(table.c.org_id == org_id, table.c.session_id == session_id)
                                       .order_by(table.c.observed_at, table.c.fact_id)))
             inputs = _resolve_deltas({row.fact_id: json.loads(row.input_hashes) for row in every})
-            bodies = {row.fact_id: decode_record(row.record) for row in every}
+            bodies = self._read_blobs(conn, {row.fact_id: row.record for row in every}.values())
+            bodies = {row.fact_id: copy.deepcopy(bodies[row.record]) for row in every}
             raw_lists: dict[str, dict[str, list[str]]] = {}
             for path in {tuple(p) for row in every for p in json.loads(row.raw_refs)}:
                 deltas = {}
@@ -370,8 +380,15 @@ class FactStore:
             calls.append(InferenceCall.model_validate(body))
         return calls
 
+    @classmethod
+    def _read_blobs(cls, conn: Any, wanted: Iterable[str]) -> dict[str, Any]:
+        """Decoded blobs by hash, with their interned long strings expanded."""
+        found = cls._fetch(conn, set(wanted))
+        strings = cls._fetch(conn, set().union(*(references(v, set()) for v in found.values())))
+        return {digest: expand(value, strings) for digest, value in found.items()}
+
     @staticmethod
-    def _read_blobs(conn: Any, wanted: Iterable[str]) -> dict[str, Any]:
+    def _fetch(conn: Any, wanted: set[str]) -> dict[str, Any]:
         found: dict[str, Any] = {}
         hashes = sorted(wanted)
         for start in range(0, len(hashes), 500):
@@ -379,7 +396,7 @@ class FactStore:
                 schema.blobs.c.blob_hash.in_(hashes[start:start + 500]))
             for digest, content in conn.execute(query):
                 found[digest] = decode_record(zlib.decompress(content).decode("ascii"))
-        missing = set(hashes) - set(found)
+        missing = wanted - set(found)
         if missing:
             raise StoreError(f"fact store is missing {len(missing)} content blob(s), e.g. {min(missing)}")
         return found

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import zlib
 from collections.abc import Callable
 
@@ -11,8 +13,9 @@ from sediment.store import schema
 
 
 def _v1_to_v2(conn: Connection) -> None:
-    """Version 2 stores message content compressed in ``blobs`` and externalizes replayed
-    message lists of ``raw`` payloads (``inference_calls.raw_refs``)."""
+    """Version 2 stores message content and call bodies compressed in ``blobs``, delta-encodes
+    input hash lists, and externalizes replayed message lists of ``raw`` payloads
+    (``inference_calls.raw_refs``)."""
     old = Table("messages", MetaData(), Column("message_hash", String(64), primary_key=True),
                 Column("record", Text, nullable=False))
     schema.blobs.create(conn, checkfirst=True)
@@ -24,6 +27,14 @@ def _v1_to_v2(conn: Connection) -> None:
         ])
     old.drop(conn)
     conn.execute(text("ALTER TABLE inference_calls ADD COLUMN raw_refs TEXT NOT NULL DEFAULT '[]'"))
+    calls = schema.inference_calls
+    for fact_id, record, inputs in conn.execute(select(calls.c.fact_id, calls.c.record, calls.c.input_hashes)).all():
+        body = record.encode("ascii")
+        digest = hashlib.sha256(body).hexdigest()
+        conn.execute(schema.blobs.insert().prefix_with("OR IGNORE") if conn.dialect.name == "sqlite" else
+                     schema.blobs.insert(), [{"blob_hash": digest, "content": zlib.compress(body, 1)}])
+        delta = json.dumps({"base": None, "keep": 0, "add": json.loads(inputs)}, separators=(",", ":"))
+        conn.execute(calls.update().where(calls.c.fact_id == fact_id).values(record=digest, input_hashes=delta))
 
 
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2}

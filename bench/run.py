@@ -1,0 +1,162 @@
+"""Benchmark harness: synthesize an organisation, run the real CLI stages, print one table.
+
+    python bench/run.py --profile smoke|pilot-tenth|pilot [--sessions N] [--workers N]
+                        [--scaling] [--report docs/performance.md] [--keep DIR]
+
+Every stage runs as its own ``sediment`` process on the embedded SQLite store; wall time
+and that process's peak RSS are measured. Two floors are measured in the same run: reading
+the input files, and parsing them with orjson. Stages are reported as ratios to the parse
+floor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+from synth import PROFILES, Profile, Synthesis, synthesize
+
+ROOT = Path(__file__).resolve().parents[1]
+SEDIMENT = [sys.executable, "-m", "sediment"]
+
+
+@dataclass
+class Stage:
+    name: str
+    seconds: float
+    peak_rss_mb: float
+    input_bytes: int
+    calls: int
+
+
+def run_stage(name: str, args: list[str], env: dict[str, str], input_bytes: int, calls: int) -> Stage:
+    with tempfile.NamedTemporaryFile(suffix=".json") as rss_file:
+        start = time.perf_counter()
+        process = subprocess.run([sys.executable, str(Path(__file__).parent / "measure.py"), rss_file.name, *args],
+                                 env=env, capture_output=True, text=True, check=False)
+        seconds = time.perf_counter() - start
+        if process.returncode != 0:
+            raise SystemExit(f"stage {name} failed ({process.returncode}):\n{process.stderr[-4000:]}")
+        rss = json.loads(Path(rss_file.name).read_text())
+    return Stage(name, seconds, max(rss["self_mb"], rss["children_mb"]), input_bytes, calls)
+
+
+def floors(files: list[Path]) -> tuple[float, float]:
+    """Seconds to read every input byte, and to parse every line with orjson."""
+    import orjson
+
+    start = time.perf_counter()
+    for path in files:
+        with path.open("rb") as handle:
+            while handle.read(1 << 24):
+                pass
+    read = time.perf_counter() - start
+    start = time.perf_counter()
+    for path in files:
+        with path.open("rb") as handle:
+            for line in handle:
+                orjson.loads(line)
+    return read, time.perf_counter() - start
+
+
+def run_profile(profile: Profile, work: Path, workers: int) -> dict[str, Any]:
+    synth_start = time.perf_counter()
+    data: Synthesis = synthesize(profile, work / "inputs")
+    synth_seconds = time.perf_counter() - synth_start
+    inputs = data.call_files + data.webhook_files
+    read_floor, parse_floor = floors(inputs)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEDIMENT_")}
+    env |= {"SEDIMENT_HOME": str(work / "home"), "SEDIMENT_ORG_ID": "bench",
+            "SEDIMENT_CAPTURE_TIME": "2026-07-01T00:00:00Z"}
+    call_bytes = sum(p.stat().st_size for p in data.call_files)
+    w = ["--workers", str(workers)] if workers > 1 else []
+    stages = [
+        run_stage("mirror add", ["mirror", "add", "bench/monorepo", str(data.origin)], env, 0, 0),
+        run_stage("ingest calls", ["ingest", "calls", "--format", "openai-chat", *map(str, data.call_files)],
+                  env, call_bytes, data.calls),
+        run_stage("ingest github", ["ingest", "github", *map(str, data.webhook_files)], env,
+                  sum(p.stat().st_size for p in data.webhook_files), 0),
+        run_stage("derive", ["derive", "--out", str(work / "bundle"), *w], env, call_bytes, data.calls),
+    ]
+    for target in ("sediment", "swe-bench", "nemo-gym"):
+        stages.append(run_stage(f"export {target}", ["export", "rlvr", "--target", target, "--from",
+                                                     str(work / "bundle"), "--out", str(work / "out" / target), *w],
+                                env, call_bytes, data.calls))
+    facts = json.loads(subprocess.run([*SEDIMENT, "facts", "--json"], env=env, capture_output=True, text=True,
+                                      check=True).stdout)
+    return {
+        "profile": profile, "workers": workers, "synth_seconds": synth_seconds, "data": data,
+        "read_floor": read_floor, "parse_floor": parse_floor, "stages": stages,
+        "stored_bytes": facts["stored_bytes"], "facts": facts["tables"],
+    }
+
+
+def render(result: dict[str, Any]) -> str:
+    profile: Profile = result["profile"]
+    data: Synthesis = result["data"]
+    parse = result["parse_floor"]
+    lines = [
+        f"profile `{profile.name}`: {profile.sessions} sessions × {profile.calls} calls "
+        f"({data.calls} calls, {data.input_bytes / 1e6:,.0f} MB of input), workers {result['workers']}",
+        "",
+        "| stage | wall s | calls/s | MB/s | peak RSS MB | × parse floor |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        f"| floor: read input | {result['read_floor']:.2f} | | {data.input_bytes / 1e6 / result['read_floor']:,.0f} | | "
+        f"{result['read_floor'] / parse:.2f} |",
+        f"| floor: orjson parse | {parse:.2f} | | {data.input_bytes / 1e6 / parse:,.0f} | | 1.00 |",
+    ]
+    for s in result["stages"]:
+        rate = f"{s.calls / s.seconds:,.0f}" if s.calls else ""
+        mbs = f"{s.input_bytes / 1e6 / s.seconds:,.0f}" if s.input_bytes else ""
+        lines.append(f"| {s.name} | {s.seconds:.2f} | {rate} | {mbs} | {s.peak_rss_mb:,.0f} | {s.seconds / parse:.2f} |")
+    total = sum(s.seconds for s in result["stages"])
+    stored = result["stored_bytes"]
+    lines += [
+        f"| **end to end** | {total:.2f} | | | {max(s.peak_rss_mb for s in result['stages']):,.0f} | "
+        f"{total / parse:.2f} |",
+        "",
+        f"Bytes: replayed message input {data.replayed_message_bytes / 1e6:,.1f} MB; unique message content "
+        f"{data.unique_message_bytes / 1e6:,.1f} MB; stored {stored['total'] / 1e6:,.1f} MB "
+        f"({stored['total'] / data.unique_message_bytes:.2f}× unique, "
+        f"{stored['total'] / data.replayed_message_bytes:.3f}× replayed).",
+    ]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--profile", choices=sorted(PROFILES), default="smoke")
+    parser.add_argument("--sessions", type=int, help="override the profile's session count")
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--keep", type=Path, help="work directory to keep (default: a temp dir, removed)")
+    parser.add_argument("--report", type=Path, help="also write the markdown report here")
+    args = parser.parse_args()
+    profile = PROFILES[args.profile]
+    if args.sessions:
+        profile = Profile(f"{profile.name} ({args.sessions} sessions)", args.sessions, profile.calls)
+    work = args.keep or Path(tempfile.mkdtemp(prefix="sediment-bench-"))
+    try:
+        result = run_profile(profile, work, args.workers)
+        text = render(result)
+        machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+        print(f"{machine}\n\n{text}")
+        if args.report:
+            args.report.write_text(f"# Performance\n\nMachine: {machine}.\n\n{text}\n", encoding="utf-8")
+    finally:
+        if args.keep is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+"""Synthesize an organisation's evidence as real input files (deterministic for a seed).
+
+Per Session: a replaying tool loop of gateway calls (OpenAI Chat request/response pairs:
+an ~8 KiB user/tool message and ~2 KiB of assistant tool-call arguments per turn, every call
+replaying all turns before it), one commit with a ``refs/notes/sediment`` note in an origin
+repository, and GitHub ``workflow_run`` deliveries for it (every fifth run failed first and
+passed on its second attempt).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sediment.mirrors import MirrorWriter
+
+REPO = "bench/monorepo"
+T0 = datetime(2026, 6, 1, tzinfo=UTC)
+SESSIONS_PER_FILE = 10
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    sessions: int
+    calls: int
+    user_bytes: int = 8192
+    assistant_bytes: int = 2048
+
+
+PROFILES = {
+    "smoke": Profile("smoke", 2, 6),
+    "pilot-tenth": Profile("pilot-tenth", 240, 100),
+    "pilot": Profile("pilot", 2400, 100),
+}
+
+
+@dataclass
+class Synthesis:
+    call_files: list[Path] = field(default_factory=list)
+    webhook_files: list[Path] = field(default_factory=list)
+    origin: Path = Path()
+    calls: int = 0
+    input_bytes: int = 0
+    replayed_message_bytes: int = 0
+    unique_message_bytes: int = 0
+
+
+class _Text:
+    def __init__(self, seed: int) -> None:
+        rng = random.Random(seed)
+        words = ["".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randint(2, 9))) for _ in range(4096)]
+        self._blocks = [" ".join(rng.choices(words, k=2200)) for _ in range(64)]
+
+    def make(self, label: str, size: int, salt: int) -> str:
+        block = self._blocks[salt % len(self._blocks)]
+        start = (salt * 7919) % max(1, len(block) - size)
+        return (label + " " + block[start:start + size])[:size]
+
+
+def _session(profile: Profile, text: _Text, index: int) -> tuple[str, list[dict[str, Any]], str, set[str]]:
+    session = f"bench-s{index:05d}"
+    start = T0 + timedelta(minutes=30 * index)
+    history: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": text.make(f"[{session} task]", profile.user_bytes, index)},
+    ]
+    records = []
+    final_content = ""
+    for turn in range(profile.calls):
+        last = turn == profile.calls - 1
+        if last:
+            message: dict[str, Any] = {"role": "assistant", "content": "Done."}
+        else:
+            final_content = text.make(f"[{session} edit {turn}]", profile.assistant_bytes, index * 131 + turn)
+            message = {"role": "assistant", "content": None, "tool_calls": [{
+                "id": f"call_{session}_{turn}", "type": "function",
+                "function": {"name": "write_file",
+                             "arguments": json.dumps({"path": f"src/{session}.py", "content": final_content})}}]}
+        records.append({
+            "session_id": session,
+            "observed_at": (start + timedelta(seconds=10 * turn)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "request": {"model": "bench-model", "messages": history},
+            "response": {"id": f"chatcmpl-{session}-{turn}", "object": "chat.completion", "model": "bench-model",
+                         "choices": [{"index": 0, "message": message,
+                                      "finish_reason": "stop" if last else "tool_calls"}],
+                         "usage": {"prompt_tokens": 2000 * (turn + 1), "completion_tokens": 500}},
+        })
+        history = [*history, message]
+        if not last:
+            history.append({"role": "tool", "tool_call_id": f"call_{session}_{turn}",
+                            "content": text.make(f"[{session} result {turn}]", profile.user_bytes,
+                                                 index * 977 + turn)})
+    unique = {json.dumps(m, sort_keys=True) for m in history}
+    return session, records, final_content, unique
+
+
+def _workflow_run(run_id: int, attempt: int, sha: str, conclusion: str, at: datetime) -> dict[str, Any]:
+    run = {"id": run_id, "name": "ci", "head_branch": "main", "head_sha": sha, "path": ".github/workflows/ci.yml",
+           "status": "completed", "conclusion": conclusion, "workflow_id": 77, "run_attempt": attempt,
+           "html_url": f"https://github.com/{REPO}/actions/runs/{run_id}", "pull_requests": [],
+           "updated_at": at.strftime("%Y-%m-%dT%H:%M:%SZ"), "repository": {"id": 1, "full_name": REPO}}
+    return {"headers": {"X-GitHub-Event": "workflow_run", "X-GitHub-Delivery": f"bench-{run_id}-{attempt}"},
+            "payload": {"action": "completed", "workflow_run": run,
+                        "repository": {"id": 1, "full_name": REPO, "owner": {"login": "bench"}}}}
+
+
+def synthesize(profile: Profile, directory: Path, *, seed: int = 7) -> Synthesis:
+    """Write the profile's input files under ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "calls").mkdir(exist_ok=True)
+    (directory / "webhooks").mkdir(exist_ok=True)
+    text = _Text(seed)
+    result = Synthesis(origin=directory / "origin.git")
+    git = MirrorWriter(result.origin)
+    git.commit({"README.md": "# bench\n"}, "base", when=int(T0.timestamp()) - 3600)
+    handle = None
+    deliveries = []
+    for index in range(profile.sessions):
+        if index % SESSIONS_PER_FILE == 0:
+            if handle is not None:
+                handle.close()
+            path = directory / "calls" / f"calls-{index // SESSIONS_PER_FILE:04d}.jsonl"
+            result.call_files.append(path)
+            handle = path.open("w", encoding="utf-8")
+        session, records, content, unique = _session(profile, text, index)
+        assert handle is not None
+        for record in records:
+            line = json.dumps(record) + "\n"
+            handle.write(line)
+            result.input_bytes += len(line.encode("utf-8"))
+            result.replayed_message_bytes += sum(len(json.dumps(m)) for m in record["request"]["messages"])
+        result.calls += len(records)
+        result.unique_message_bytes += sum(len(u) for u in unique)
+        at = T0 + timedelta(minutes=30 * index + 20)
+        sha = git.commit({f"src/{session}.py": content}, f"{session} work", when=int(at.timestamp()))
+        git.add_note(sha, [{"tool": "codex", "session_id": session, "stamped_at": at.isoformat()}])
+        run_id = 1000 + index
+        if index % 5 == 4:
+            deliveries.append(_workflow_run(run_id, 1, sha, "failure", at + timedelta(minutes=5)))
+            deliveries.append(_workflow_run(run_id, 2, sha, "success", at + timedelta(minutes=9)))
+        else:
+            deliveries.append(_workflow_run(run_id, 1, sha, "success" if index % 7 else "failure",
+                                            at + timedelta(minutes=5)))
+    if handle is not None:
+        handle.close()
+    hooks = directory / "webhooks" / "workflow_runs.jsonl"
+    hooks.write_text("".join(json.dumps(d) + "\n" for d in deliveries), encoding="utf-8")
+    result.webhook_files.append(hooks)
+    result.input_bytes += hooks.stat().st_size
+    return result
+
+
+def digest_files(paths: list[Path]) -> str:
+    digest = hashlib.sha256()
+    for path in paths:
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
