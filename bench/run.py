@@ -80,26 +80,62 @@ def run_profile(profile: Profile, work: Path, workers: int) -> dict[str, Any]:
     env |= {"SEDIMENT_HOME": str(work / "home"), "SEDIMENT_ORG_ID": "bench",
             "SEDIMENT_CAPTURE_TIME": "2026-07-01T00:00:00Z"}
     call_bytes = sum(p.stat().st_size for p in data.call_files)
-    w = ["--workers", str(workers)] if workers > 1 else []
     stages = [
         run_stage("mirror add", ["mirror", "add", "bench/monorepo", str(data.origin)], env, 0, 0),
         run_stage("ingest calls", ["ingest", "calls", "--format", "openai-chat", *map(str, data.call_files)],
                   env, call_bytes, data.calls),
         run_stage("ingest github", ["ingest", "github", *map(str, data.webhook_files)], env,
                   sum(p.stat().st_size for p in data.webhook_files), 0),
-        run_stage("derive", ["derive", "--out", str(work / "bundle"), *w], env, call_bytes, data.calls),
     ]
-    for target in ("sediment", "swe-bench", "nemo-gym"):
-        stages.append(run_stage(f"export {target}", ["export", "rlvr", "--target", target, "--from",
-                                                     str(work / "bundle"), "--out", str(work / "out" / target), *w],
-                                env, call_bytes, data.calls))
+    by_workers: dict[int, list[Stage]] = {}
+    for count in sorted({1, workers}):
+        bundle = work / f"bundle-w{count}"
+        w = ["--workers", str(count)]
+        runs = [run_stage(f"derive (workers {count})", ["derive", "--out", str(bundle), *w], env, call_bytes,
+                          data.calls)]
+        for target in ("sediment", "swe-bench", "nemo-gym"):
+            runs.append(run_stage(f"export {target} (workers {count})",
+                                  ["export", "rlvr", "--target", target, "--from", str(bundle),
+                                   "--out", str(work / f"out-w{count}" / target), *w], env, call_bytes, data.calls))
+        by_workers[count] = runs
+    identical = all(_tree(work / "out-w1") == _tree(work / f"out-w{c}") for c in by_workers) and all(
+        (work / "bundle-w1" / "rollouts.jsonl").read_bytes() == (work / f"bundle-w{c}" / "rollouts.jsonl").read_bytes()
+        for c in by_workers)
     facts = json.loads(subprocess.run([*SEDIMENT, "facts", "--json"], env=env, capture_output=True, text=True,
                                       check=True).stdout)
     return {
         "profile": profile, "workers": workers, "synth_seconds": synth_seconds, "data": data,
-        "read_floor": read_floor, "parse_floor": parse_floor, "stages": stages,
+        "read_floor": read_floor, "parse_floor": parse_floor, "stages": stages + by_workers[1],
+        "parallel": by_workers.get(workers) if workers > 1 else None, "identical": identical,
         "stored_bytes": facts["stored_bytes"], "facts": facts["tables"],
     }
+
+
+def _tree(directory: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def memory_scaling(work: Path, sessions: int, calls: int) -> list[tuple[int, float, float]]:
+    """Peak RSS of derive and of an export at 1× and 4× the sessions (same calls per session)."""
+    rows = []
+    for factor in (1, 4):
+        profile = Profile(f"scaling-{factor}", sessions * factor, calls)
+        base = work / f"scaling-{factor}"
+        data = synthesize(profile, base / "inputs")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SEDIMENT_")}
+        env |= {"SEDIMENT_HOME": str(base / "home"), "SEDIMENT_ORG_ID": "bench",
+                "SEDIMENT_CAPTURE_TIME": "2026-07-01T00:00:00Z"}
+        run_stage("mirror", ["mirror", "add", "bench/monorepo", str(data.origin)], env, 0, 0)
+        run_stage("ingest", ["ingest", "calls", "--format", "openai-chat", *map(str, data.call_files)], env, 0, 0)
+        run_stage("ingest", ["ingest", "github", *map(str, data.webhook_files)], env, 0, 0)
+        derive = run_stage("derive", ["derive", "--out", str(base / "bundle")], env, 0, 0)
+        export = run_stage("export", ["export", "rlvr", "--target", "sediment", "--from", str(base / "bundle"),
+                                      "--out", str(base / "out")], env, 0, 0)
+        direct = run_stage("direct", ["export", "rlvr", "--target", "nemo-gym", "--out", str(base / "direct")],
+                           env, 0, 0)
+        rows.append((profile.sessions, derive.peak_rss_mb, max(export.peak_rss_mb, direct.peak_rss_mb)))
+        shutil.rmtree(base, ignore_errors=True)
+    return rows
 
 
 def render(result: dict[str, Any]) -> str:
@@ -120,6 +156,11 @@ def render(result: dict[str, Any]) -> str:
         rate = f"{s.calls / s.seconds:,.0f}" if s.calls else ""
         mbs = f"{s.input_bytes / 1e6 / s.seconds:,.0f}" if s.input_bytes else ""
         lines.append(f"| {s.name} | {s.seconds:.2f} | {rate} | {mbs} | {s.peak_rss_mb:,.0f} | {s.seconds / parse:.2f} |")
+    if result["parallel"]:
+        for one, many in zip(result["stages"][-4:], result["parallel"], strict=True):
+            lines.append(f"| {many.name} | {many.seconds:.2f} | {many.calls / many.seconds:,.0f} | "
+                         f"{many.input_bytes / 1e6 / many.seconds:,.0f} | {many.peak_rss_mb:,.0f} | "
+                         f"{many.seconds / parse:.2f} (speed-up {one.seconds / many.seconds:.2f}×) |")
     total = sum(s.seconds for s in result["stages"])
     stored = result["stored_bytes"]
     lines += [
@@ -130,7 +171,15 @@ def render(result: dict[str, Any]) -> str:
         f"{data.unique_message_bytes / 1e6:,.1f} MB; stored {stored['total'] / 1e6:,.1f} MB "
         f"({stored['total'] / data.unique_message_bytes:.2f}× unique, "
         f"{stored['total'] / data.replayed_message_bytes:.3f}× replayed).",
+        f"Outputs with {result['workers']} workers byte-identical to 1 worker: {result['identical']}.",
+        f"End to end is the sum of the single-worker stages (synthesis of the inputs, {result['synth_seconds']:.0f} s, "
+        "not included).",
     ]
+    if result.get("scaling"):
+        (s1, d1, e1), (s4, d4, e4) = result["scaling"]
+        lines += ["", "| peak RSS MB | derive | export |", "| --- | ---: | ---: |",
+                  f"| {s1} sessions | {d1:,.0f} | {e1:,.0f} |", f"| {s4} sessions | {d4:,.0f} | {e4:,.0f} |",
+                  f"| ratio 4× / 1× | {d4 / d1:.3f} | {e4 / e1:.3f} |"]
     return "\n".join(lines)
 
 
@@ -141,6 +190,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--keep", type=Path, help="work directory to keep (default: a temp dir, removed)")
     parser.add_argument("--report", type=Path, help="also write the markdown report here")
+    parser.add_argument("--scaling", type=int, metavar="SESSIONS",
+                        help="also measure peak RSS of derive/export at SESSIONS and 4×SESSIONS sessions")
     args = parser.parse_args()
     profile = PROFILES[args.profile]
     if args.sessions:
@@ -148,11 +199,15 @@ def main() -> None:
     work = args.keep or Path(tempfile.mkdtemp(prefix="sediment-bench-"))
     try:
         result = run_profile(profile, work, args.workers)
+        if args.scaling:
+            result["scaling"] = memory_scaling(work, args.scaling, profile.calls)
         text = render(result)
         machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
         print(f"{machine}\n\n{text}")
         if args.report:
-            args.report.write_text(f"# Performance\n\nMachine: {machine}.\n\n{text}\n", encoding="utf-8")
+            command = "python bench/run.py " + " ".join(sys.argv[1:])
+            args.report.write_text(f"# Performance\n\nGenerated by `{command}` on {machine}.\n\n{text}\n",
+                                   encoding="utf-8")
     finally:
         if args.keep is None:
             shutil.rmtree(work, ignore_errors=True)

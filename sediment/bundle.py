@@ -15,7 +15,7 @@ import json
 import os
 import secrets
 import shutil
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from sediment.errors import BundleError
+from sediment.parallel import map_chunks
 from sediment.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy
 from sediment.records import _no_duplicate_keys, decode_record, encode_record
 from sediment.rollout import FRAGMENT_REASONS, Rollout
@@ -84,22 +85,51 @@ def write_bundle(
     if not destination.parent.is_dir():
         raise BundleError(f"derived bundle parent does not exist: {destination.parent}")
     source: Iterable[Rollout] = rollouts if ordered else sorted(rollouts, key=lambda r: (r.org_id, r.session_id))
+
+    def lines() -> Iterator[bytes]:
+        previous: tuple[str, str] | None = None
+        for rollout in source:
+            key = (rollout.org_id, rollout.session_id)
+            if previous is not None and key <= previous:
+                raise BundleError(f"rollouts are not in (org_id, session_id) order at {key}")
+            previous = key
+            yield encode_line(rollout)
+
+    return write_bundle_lines(lines(), destination, org_id=org_id, policy=policy,
+                              quarantine_revision=quarantine_revision, fragmented=fragmented, skipped=skipped)
+
+
+def encode_line(rollout: Rollout) -> bytes:
+    """One ``rollouts.jsonl`` line: ``{"record_json": "<canonical record>"}``."""
+    return (_strict_json({"record_json": encode_record(rollout)}) + "\n").encode("ascii")
+
+
+def write_bundle_lines(
+    lines: Iterable[bytes],
+    destination: Path,
+    *,
+    org_id: str,
+    policy: DerivationPolicy,
+    quarantine_revision: int,
+    fragmented: Counts | None = None,
+    skipped: Counts | None = None,
+) -> Path:
+    """Write a bundle from already encoded lines in bundle order (see :func:`write_bundle`)."""
+    destination = Path(destination)
+    if destination.exists():
+        raise BundleError(f"derived bundle destination already exists: {destination}")
+    if not destination.parent.is_dir():
+        raise BundleError(f"derived bundle parent does not exist: {destination.parent}")
     stage = destination.parent / f".{destination.name}.{secrets.token_hex(6)}"
     stage.mkdir(mode=0o700)
     try:
         digest = hashlib.sha256()
         size = 0
         count = 0
-        previous: tuple[str, str] | None = None
         with open(stage / ROLLOUTS, "xb") as handle:
             os.chmod(stage / ROLLOUTS, 0o600)
-            for rollout in source:
-                key = (rollout.org_id, rollout.session_id)
-                if previous is not None and key <= previous:
-                    raise BundleError(f"rollouts are not in (org_id, session_id) order at {key}")
-                previous = key
+            for line in lines:
                 count += 1
-                line = (_strict_json({"record_json": encode_record(rollout)}) + "\n").encode("ascii")
                 handle.write(line)
                 digest.update(line)
                 size += len(line)
@@ -237,40 +267,54 @@ def _read_manifest(path: Path) -> tuple[dict[str, Any], BundleManifest]:
     )
 
 
-def open_bundle(path: str | Path) -> Bundle:
-    """Open and fully validate a bundle directory; raises :class:`BundleError` on any problem."""
+def open_bundle(path: str | Path, *, workers: int = 1) -> Bundle:
+    """Open and fully validate a bundle directory; raises :class:`BundleError` on any problem.
+
+    A first pass checks size and sha256 and indexes the lines; then every record is parsed
+    and checked (in ``workers`` processes when more than one), all before any export starts.
+    """
     path = Path(path)
     if not path.is_dir():
         raise BundleError(f"bundle directory does not exist: {path}")
     info, manifest = _read_manifest(path)
     digest = hashlib.sha256()
     offsets: list[int] = []
-    keys: list[tuple[str, str]] = []
     position = 0
-    expected_provenance = (manifest.policy.digest, manifest.quarantine_revision)
     try:
         handle = open(path / ROLLOUTS, "rb")  # noqa: SIM115
     except OSError as exc:
         raise BundleError(f"cannot read {path / ROLLOUTS}: {exc.strerror}") from None
     with handle:
-        for number, line in enumerate(handle, start=1):
+        for line in handle:
             digest.update(line)
-            rollout = _parse_line(line, number)
-            key = (rollout.org_id, rollout.session_id)
-            if keys and key <= keys[-1]:
-                raise BundleError(f"{ROLLOUTS} line {number}: rollouts are not in (org_id, session_id) order")
-            if rollout.org_id != manifest.org_id:
-                raise BundleError(f"{ROLLOUTS} line {number}: org_id {rollout.org_id!r} differs from the manifest")
-            if rollout.split != assign_split(rollout.session_id, manifest.policy.split.eval_fraction):
-                raise BundleError(f"{ROLLOUTS} line {number}: split does not match the policy's eval split")
-            provenance = (rollout.provenance.policy_digest, rollout.provenance.quarantine_revision)
-            if provenance != expected_provenance:
-                raise BundleError(f"{ROLLOUTS} line {number}: provenance differs from the manifest")
             offsets.append(position)
-            keys.append(key)
             position += len(line)
     if position != info.get("bytes") or digest.hexdigest() != info.get("sha256"):
         raise BundleError(f"{ROLLOUTS} does not match the sha256 and size in the manifest")
     if len(offsets) != info.get("rows") or len(offsets) != manifest.rows:
         raise BundleError(f"{ROLLOUTS} has {len(offsets)} rows; the manifest says {manifest.rows}")
+    expected_provenance = (manifest.policy.digest, manifest.quarantine_revision)
+
+    def check(chunk: range) -> list[tuple[str, str]]:
+        keys = []
+        with open(path / ROLLOUTS, "rb") as lines:
+            if chunk:
+                lines.seek(offsets[chunk.start])
+            for index in chunk:
+                number = index + 1
+                rollout = _parse_line(lines.readline(), number)
+                if rollout.org_id != manifest.org_id:
+                    raise BundleError(f"{ROLLOUTS} line {number}: org_id {rollout.org_id!r} differs from the manifest")
+                if rollout.split != assign_split(rollout.session_id, manifest.policy.split.eval_fraction):
+                    raise BundleError(f"{ROLLOUTS} line {number}: split does not match the policy's eval split")
+                provenance = (rollout.provenance.policy_digest, rollout.provenance.quarantine_revision)
+                if provenance != expected_provenance:
+                    raise BundleError(f"{ROLLOUTS} line {number}: provenance differs from the manifest")
+                keys.append((rollout.org_id, rollout.session_id))
+        return keys
+
+    keys = [key for part in map_chunks(check, len(offsets), workers) for key in part]
+    for number in range(1, len(keys)):
+        if keys[number] <= keys[number - 1]:
+            raise BundleError(f"{ROLLOUTS} line {number + 1}: rollouts are not in (org_id, session_id) order")
     return Bundle(path, manifest, offsets, keys)

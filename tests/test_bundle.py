@@ -24,6 +24,17 @@ def write(rollouts: list, path: Path, policy: DerivationPolicy = POLICY) -> Path
                         fragmented={"input_history_changed": 2})
 
 
+def rewrite(path: Path, lines: list[str]) -> None:
+    """Replace rollouts.jsonl and keep the manifest's size and sha256 consistent with it."""
+    import hashlib
+
+    body = "\n".join(lines) + "\n"
+    (path / "rollouts.jsonl").write_text(body)
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest["files"]["rollouts.jsonl"] |= {"bytes": len(body), "sha256": hashlib.sha256(body.encode()).hexdigest()}
+    (path / "manifest.json").write_text(json.dumps(manifest, sort_keys=True, separators=(",", ":")) + "\n")
+
+
 def test_round_trip_is_lossless(tmp_path: Path) -> None:
     sha = "b" * 40
     weird = outcome("o1", sha, raw={"nan": float("nan"), "inf": float("-inf"), "\udc80": "x\ud800", "nul": "a\x00b"})
@@ -70,7 +81,7 @@ def test_record_errors_name_the_line(tmp_path: Path) -> None:
     record = json.loads(json.loads(lines[1])["record_json"])
     record["session_id"] = ""
     lines[1] = json.dumps({"record_json": json.dumps(record)})
-    (path / "rollouts.jsonl").write_text("\n".join(lines) + "\n")
+    rewrite(path, lines)
     with pytest.raises(BundleError, match="rollouts.jsonl line 2: session_id"):
         open_bundle(path)
 
@@ -105,3 +116,16 @@ def test_bundle_export_is_deterministic_over_write_order(tmp_path: Path, mirror_
                                 verifier_commands=VerifierCommands.empty())
         outputs.append(snapshot(tmp_path / f"o{seed}"))
     assert outputs[0] == outputs[1] == outputs[2]
+
+
+def test_parallel_validation_reports_the_same_errors(tmp_path: Path) -> None:
+    path = write([rollout(f"s{i}", split=assign_split(f"s{i}", 0.1)) for i in range(6)], tmp_path / "b")
+    assert open_bundle(path, workers=3).order_keys() == open_bundle(path).order_keys()
+    lines = (path / "rollouts.jsonl").read_text().splitlines()
+    record = json.loads(json.loads(lines[4])["record_json"])
+    record["org_id"] = "other"
+    lines[4] = json.dumps({"record_json": json.dumps(record)})
+    rewrite(path, lines)
+    for workers in (1, 3):
+        with pytest.raises(BundleError, match="line 5: org_id 'other' differs"):
+            open_bundle(path, workers=workers)

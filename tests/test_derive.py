@@ -155,3 +155,30 @@ def test_decisions_attach_unique_or_drop() -> None:
     twin = conversation("s1", turns=2)[1].model_copy(update={"inference_call_id": "twin"})
     _, losses = attach_decisions([*calls, twin], [decision("d4", "s1-t1")])
     assert losses == {"ambiguous_decision_call_id": 1}
+
+
+def test_direct_export_with_workers_matches_one_worker(world: dict[str, Any], tmp_path: Path) -> None:
+    store = load(world, f"sqlite:///{tmp_path / 'f.db'}")
+    outputs, fragmented = [], []
+    for workers in (1, 2):
+        direct = StoreRollouts(store, ORG, policy=DerivationPolicy(), mirrors=world["mirrors"])
+        out = tmp_path / f"w{workers}"
+        summary = export_rlvr_from_rollouts(direct, world["mirrors"], out, target="sediment", split_enabled=True,
+                                            verifier_commands=VerifierCommands.empty(),
+                                            fragmented=direct.fragmented_counter, workers=workers)
+        outputs.append(snapshot(out))
+        fragmented.append(summary["fragmented"])
+        assert direct.skipped == {"rollout.conflicting_run_identity": 1}
+    assert outputs[0] == outputs[1] and fragmented[0] == fragmented[1]
+
+
+def test_derive_with_workers_writes_the_same_bundle(world: dict[str, Any], tmp_path: Path) -> None:
+    store = load(world, f"sqlite:///{tmp_path / 'f.db'}")
+    bundles = []
+    for workers in (1, 2, 3):
+        path, rollouts = derive_bundle(store, ORG, tmp_path / f"b{workers}", policy=DerivationPolicy(),
+                                       mirrors=world["mirrors"], workers=workers)
+        bundles.append(snapshot(path))
+        assert rollouts.skipped == {"rollout.conflicting_run_identity": 1}
+    assert bundles[0] == bundles[1] == bundles[2]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []

@@ -487,3 +487,24 @@ def test_failure_while_preparing_publishes_nothing(tmp_path: Path, mirror_root: 
                                   verifier_commands=VerifierCommands.empty(),
                                   budgets=Budgets(max_record_bytes=100))
     assert sorted(p.name for p in (tmp_path / "o2").iterdir()) == [".sediment-rlvr-target"]
+
+
+@pytest.mark.parametrize("target", ["sediment", "swe-bench", "nemo-gym"])
+def test_workers_give_the_same_bytes(tmp_path: Path, mirror_root: MirrorRoot, history: dict[str, str],
+                                     target: str) -> None:
+    rollouts = [
+        rollout(f"s{i:02d}", commits=[history["c1"], history["c2"]],
+                outcomes=[outcome(f"o{i}", history["c2"], "passed" if i % 3 else "failed", run_id=str(i))],
+                split="eval" if i % 4 == 0 else "train")
+        for i in range(13)
+    ] + [rollout("s-none")]
+    random.Random(1).shuffle(rollouts)
+    summaries = []
+    for workers in (1, 2, 3):
+        out = tmp_path / f"w{workers}"
+        summaries.append(export_rlvr_from_rollouts(rollouts, mirror_root, out, target=target, split_enabled=True,
+                                                   verifier_commands=VerifierCommands.empty(), workers=workers))
+    assert snapshot(tmp_path / "w1") == snapshot(tmp_path / "w2") == snapshot(tmp_path / "w3")
+    assert [{k: v for k, v in s.items() if k not in ("written", "environment_manifest")} for s in summaries] == \
+        [{k: v for k, v in summaries[0].items() if k not in ("written", "environment_manifest")}] * 3
+    assert not [p for p in (tmp_path / "w2").iterdir() if p.name.startswith(".sediment-training-")]

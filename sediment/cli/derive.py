@@ -15,6 +15,8 @@ def derive(
     policy: Path | None = typer.Option(None, "--policy", help="Derivation policy TOML (default policy if absent)."),
     org: str | None = typer.Option(None, "--org", help="Org id (default: SEDIMENT_ORG_ID)."),
     as_json: bool = typer.Option(False, "--json", help="Print the manifest on stdout."),
+    workers: int = typer.Option(1, "--workers", "-w", min=1, help="Processes deriving Sessions in parallel "
+                                "(the bundle is byte-identical for any count)."),
 ) -> None:
     """Derive every Session's Rollout from the fact store and mirrors into a bundle."""
     from sediment.derive import derive_bundle
@@ -23,7 +25,7 @@ def derive(
     resolved = DerivationPolicy.from_toml(policy) if policy else DerivationPolicy()
     org_id = settings.org_id(org)
     path, _ = derive_bundle(settings.store(), org_id, out, policy=resolved,
-                                   mirrors=settings.mirror_root(create=True))
+                            mirrors=settings.mirror_root(create=True), workers=workers)
     manifest = json.loads((path / "manifest.json").read_text(encoding="ascii"))
     if as_json:
         typer.echo(json.dumps(manifest))

@@ -98,6 +98,8 @@ def rlvr(
         help="Root of bare git mirrors, for reference patches (targets that need them).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as one JSON object on stdout."),
+    workers: int = typer.Option(1, "--workers", "-w", min=1, help="Processes projecting Rollouts in parallel "
+                                "(the files are byte-identical for any count)."),
 ) -> None:
     """Project Rollouts into RLVR rows for one target.
 
@@ -128,12 +130,12 @@ def rlvr(
         derived = StoreRollouts(settings.store(), settings.org_id(org), policy=policy, mirrors=mirror_root)
         rollouts, split_enabled, fragmented = derived, policy.split.eval_fraction > 0, derived.fragmented_counter
     else:
-        bundle = open_bundle(source)
+        bundle = open_bundle(source, workers=workers)
         rollouts, split_enabled, fragmented = bundle, bundle.split_enabled, bundle.manifest.fragmented
     with _progress(console.err.is_terminal and not as_json) as progress:
         summary = export_rlvr_from_rollouts(
             rollouts, mirror_root, out, target=chosen.name, split_enabled=split_enabled,
-            registry=registry, fragmented=fragmented, progress=progress,
+            registry=registry, fragmented=fragmented, progress=progress, workers=workers,
         )
     if as_json:
         console.out.print_json(json.dumps(summary)) if os.environ.get("SEDIMENT_PRETTY_JSON") else \

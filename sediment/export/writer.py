@@ -142,6 +142,66 @@ class PublishedExport:
         return {str(path): count for sides in self.files.values() for path, count in sides.values()}
 
 
+class RowFiles:
+    """Rows appended to one JSONL file per (population, split side), with byte budgets."""
+
+    def __init__(self, directory: Path, *, split_enabled: bool, max_record_bytes: int, max_stage_bytes: int) -> None:
+        self.directory = directory
+        self.split_enabled = split_enabled
+        self.max_record_bytes = max_record_bytes
+        self.max_stage_bytes = max_stage_bytes
+        self.bytes = 0
+        self.counts: dict[tuple[Population, Split | None], int] = {}
+        self._handles: dict[tuple[Population, Split | None], IO[bytes]] = {}
+        directory.mkdir(mode=0o700, exist_ok=True)
+
+    def add(self, population: Population, split: Split, row: dict[str, Any]) -> None:
+        """Append one row; budgets are enforced as rows arrive."""
+        line = encode_row(row)
+        if len(line) > self.max_record_bytes:
+            raise CapacityError(
+                f"bundle record exceeds byte budget: a {population} row encodes to {len(line)} bytes "
+                f"(limit {self.max_record_bytes}); nothing was published"
+            )
+        if self.bytes + len(line) > self.max_stage_bytes:
+            raise CapacityError(f"JSONL output exceeds {self.max_stage_bytes} encoded bytes; nothing was published")
+        key = (population, split if self.split_enabled else None)
+        handle = self._handles.get(key)
+        if handle is None:
+            path = self.directory / file_name(*key)
+            handle = self._handles[key] = open(path, "xb")  # noqa: SIM115
+            os.chmod(path, 0o600)
+            self.counts[key] = 0
+        handle.write(line)
+        self.counts[key] += 1
+        self.bytes += len(line)
+
+    def absorb(self, other_directory: Path, counts: dict[tuple[Population, Split | None], int],
+               size: int) -> None:
+        """Append another RowFiles' closed files (a worker's chunk), in file order."""
+        if self.bytes + size > self.max_stage_bytes:
+            raise CapacityError(f"JSONL output exceeds {self.max_stage_bytes} encoded bytes; nothing was published")
+        for key, count in counts.items():
+            handle = self._handles.get(key)
+            if handle is None:
+                path = self.directory / file_name(*key)
+                handle = self._handles[key] = open(path, "xb")  # noqa: SIM115
+                os.chmod(path, 0o600)
+                self.counts[key] = 0
+            with open(other_directory / file_name(*key), "rb") as source:
+                shutil.copyfileobj(source, handle, 1 << 20)
+            self.counts[key] += count
+        self.bytes += size
+
+    def close(self, *, sync: bool = False) -> None:
+        for handle in self._handles.values():
+            if not handle.closed:
+                handle.flush()
+                if sync:
+                    os.fsync(handle.fileno())
+                handle.close()
+
+
 class StagingStore:
     """A private staging directory inside the output directory, swept when abandoned."""
 
@@ -155,65 +215,44 @@ class StagingStore:
     ) -> None:
         self.out_dir = out_dir
         self.split_enabled = split_enabled
-        self.max_record_bytes = max_record_bytes
-        self.max_stage_bytes = max_stage_bytes
-        self.bytes_staged = 0
-        self._handles: dict[tuple[Population, Split | None], IO[bytes]] = {}
-        self._counts: dict[tuple[Population, Split | None], int] = {}
         sweep_abandoned_stages(out_dir)
         name = STAGE_PREFIX + secrets.token_hex(8)
         self._lock_file = open(out_dir / (name + STAGE_LOCK_SUFFIX), "wb")  # noqa: SIM115
         fcntl.flock(self._lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
         self.path = out_dir / name
         self.path.mkdir(mode=0o700)
-        (self.path / "prepared").mkdir(mode=0o700)
+        self.prepared = RowFiles(self.path / "prepared", split_enabled=split_enabled,
+                                 max_record_bytes=max_record_bytes, max_stage_bytes=max_stage_bytes)
+
+    def row_files(self, name: str) -> RowFiles:
+        """Another private RowFiles inside the stage (a worker's chunk), with the same budgets."""
+        return RowFiles(self.path / name, split_enabled=self.split_enabled,
+                        max_record_bytes=self.prepared.max_record_bytes,
+                        max_stage_bytes=self.prepared.max_stage_bytes)
 
     def add(self, population: Population, split: Split, row: dict[str, Any]) -> None:
-        """Stage one row in its prepared file; budgets are enforced as rows arrive."""
-        line = encode_row(row)
-        if len(line) > self.max_record_bytes:
-            raise CapacityError(
-                f"bundle record exceeds byte budget: a {population} row encodes to {len(line)} bytes "
-                f"(limit {self.max_record_bytes}); nothing was published"
-            )
-        if self.bytes_staged + len(line) > self.max_stage_bytes:
-            raise CapacityError(
-                f"JSONL output exceeds {self.max_stage_bytes} encoded bytes; nothing was published"
-            )
-        key = (population, split if self.split_enabled else None)
-        handle = self._handles.get(key)
-        if handle is None:
-            path = self.path / "prepared" / file_name(*key)
-            handle = self._handles[key] = open(path, "xb")  # noqa: SIM115
-            os.chmod(path, 0o600)
-            self._counts[key] = 0
-        handle.write(line)
-        self._counts[key] += 1
-        self.bytes_staged += len(line)
+        self.prepared.add(population, split, row)
 
     def publish(self, populations: tuple[Population, ...]) -> PublishedExport:
         """fsync every prepared file, then replace them into place: population order, train first."""
-        for handle in self._handles.values():
-            handle.flush()
-            os.fsync(handle.fileno())
-            handle.close()
+        self.prepared.close(sync=True)
+        counts = self.prepared.counts
         published = PublishedExport(self.out_dir, self.split_enabled)
         sides: tuple[Split | None, ...] = SPLIT_ORDER if self.split_enabled else (None,)
         for population in populations:
             for side in sides:
                 key = (population, side)
-                if key not in self._counts:
+                if key not in counts:
                     logger.info("empty partition left untouched: %s", self.out_dir / file_name(*key))
                     continue
                 destination = self.out_dir / file_name(*key)
-                os.replace(self.path / "prepared" / file_name(*key), destination)
-                published.files.setdefault(population, {})[side] = (destination, self._counts[key])
+                os.replace(self.prepared.directory / file_name(*key), destination)
+                published.files.setdefault(population, {})[side] = (destination, counts[key])
         return published
 
     def close(self) -> None:
         """Remove the staging directory and its lock, published or not."""
-        for handle in self._handles.values():
-            handle.close()
+        self.prepared.close()
         shutil.rmtree(self.path, ignore_errors=True)
         lock_path = Path(self._lock_file.name)
         self._lock_file.close()
