@@ -87,7 +87,7 @@ class ReplayMemo:
     Holds the last call of at most ``sessions`` Sessions.
     """
 
-    def __init__(self, sessions: int = 64) -> None:
+    def __init__(self, sessions: int = 8) -> None:
         self._limit = sessions
         self._last: OrderedDict[str, tuple[list[Any], list[InferenceMessage]]] = OrderedDict()
 

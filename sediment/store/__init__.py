@@ -40,7 +40,7 @@ from sediment.store.keys import MODELS, fact_org, table_and_key
 from sediment.store.migrations import MIGRATIONS
 
 DEFAULT_HOME = Path("~/.sediment")
-HASH_CACHE_SIZE = 16384
+HASH_CACHE_SIZE = 4096
 KNOWN_BLOBS_LIMIT = 2_000_000
 LAST_INPUTS_SESSIONS = 256
 #: Lists of a call's ``raw`` payload that replay earlier turns; stored as content blobs.
