@@ -8,6 +8,7 @@ import random
 import shutil
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -167,3 +168,29 @@ def test_mirror_fetch_records_new_notes(operator: dict[str, Any]) -> None:
     escape = run(env, "mirror", "add", "../evil", str(inputs.origin), ok=False)
     assert escape.returncode == 2
     shutil.rmtree(operator["tmp"] / "home" / "mirrors")
+
+
+def test_ingest_workers_store_the_same_facts(operator: dict[str, Any], tmp_path: Path) -> None:
+    """Two processes parsing the call log in parallel store exactly what one process stores."""
+    from sediment.ingest.calls import ReplayMemo, translate_call
+    from sediment.ingest.files import ingest_files
+    from sediment.store import FactStore
+
+    lines = operator["inputs"].calls.read_text().splitlines(keepends=True)
+    parts = []
+    for index in range(4):
+        part = tmp_path / f"part-{index}.jsonl"
+        part.write_text("".join(lines[index::4]))
+        parts.append(str(part))
+    parts.append(parts[0])  # a redelivered file: every record a duplicate
+    dumps = []
+    for workers in (1, 2):
+        store = FactStore(f"sqlite:///{tmp_path / f'w{workers}.db'}")
+        memo = ReplayMemo()
+        report = ingest_files(parts, lambda r, memo=memo: translate_call(  # type: ignore[misc]
+            r, format="openai-chat", org_id=ORG, captured_at=datetime(2026, 3, 3, tzinfo=UTC), memo=memo),
+            store, workers=workers)
+        assert report.as_json()["stored"] == {"inference_calls": 17}
+        assert report.as_json()["duplicates"] == {"inference_calls": len(lines[0::4])}
+        dumps.append({s: store.calls_for_session(ORG, s) for s in store.session_ids(ORG)})
+    assert dumps[0] == dumps[1]

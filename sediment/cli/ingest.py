@@ -33,10 +33,10 @@ class CallFormat(StrEnum):
     anthropic = "anthropic"
 
 
-def _run(files: list[str], translate: Callable[[Any], Translation], as_json: bool) -> None:
+def _run(files: list[str], translate: Callable[[Any], Translation], as_json: bool, workers: int = 1) -> None:
     from sediment.ingest.files import ingest_files
 
-    report = ingest_files(files, translate, settings.store())
+    report = ingest_files(files, translate, settings.store(), workers=workers)
     _render(report, as_json)
     if report.problems:
         raise IngestError(f"{len(report.problems)} record(s) failed to ingest; every other record was ingested")
@@ -100,7 +100,10 @@ def ci(files: list[str] = typer.Argument(..., help=FILES_HELP),
 def calls(files: list[str] = typer.Argument(..., help=FILES_HELP),
           format: CallFormat = typer.Option(..., "--format", help="Gateway log format."),
           org: str | None = typer.Option(None, "--org", help=ORG_HELP),
-          as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout.")) -> None:
+          as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
+          workers: int = typer.Option(1, "--workers", "-w", min=1,
+                                      help="Processes parsing files in parallel (the same Facts are stored).")
+          ) -> None:
     """Gateway call logs: LiteLLM payloads, or request/response pairs of OpenAI Chat, OpenAI
     Responses and Anthropic Messages, with the Session in `session_id` or `x-sediment-session`."""
     from sediment.ingest.calls import ReplayMemo, translate_call
@@ -109,4 +112,4 @@ def calls(files: list[str] = typer.Argument(..., help=FILES_HELP),
     now = settings.capture_time()
     memo = ReplayMemo()
     _run(files, lambda record: translate_call(record, format=format.value, org_id=org_id, captured_at=now,
-                                              memo=memo), as_json)
+                                              memo=memo), as_json, workers)

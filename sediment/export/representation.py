@@ -7,6 +7,7 @@ first problem, which declines the row with one count.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -37,7 +38,19 @@ def plain(value: Any) -> Any:
 
 
 def representation_problem(value: Any) -> str | None:
-    """The first representation reason found in ``value``, or ``None`` when it is representable."""
+    """The first representation reason found in ``value``, or ``None`` when it is representable.
+
+    The common case (nothing to find) is settled by the C JSON encoder; only a row that fails
+    it is walked in Python to name its first offending value.
+    """
+    try:
+        json.dumps(value, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except (ValueError, TypeError):  # a non-finite number, a lone surrogate, or not plain JSON data
+        return _first_problem(value)
+    return None
+
+
+def _first_problem(value: Any) -> str | None:
     stack: list[Any] = [value]
     while stack:
         item = stack.pop()

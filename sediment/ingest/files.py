@@ -8,10 +8,14 @@ nothing; every other record still ingests.
 from __future__ import annotations
 
 import json
+import pickle
+import shutil
 import sys
+import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -19,7 +23,8 @@ from pydantic import ValidationError
 
 from sediment.facts import FactModel
 from sediment.ingest import Translation, TranslationError
-from sediment.store import FactStore
+from sediment.parallel import map_chunks
+from sediment.store import AppendResult, FactStore
 
 BATCH = 100
 
@@ -42,6 +47,13 @@ class IngestReport:
     skipped: Counter[str] = field(default_factory=Counter)
     warnings: Counter[str] = field(default_factory=Counter)
     problems: list[InputProblem] = field(default_factory=list)
+
+    def absorb(self, other: IngestReport) -> None:
+        """Add a worker's counts and problems (its stored/duplicate counts come from the writes)."""
+        self.records += other.records
+        self.skipped.update(other.skipped)
+        self.warnings.update(other.warnings)
+        self.problems.extend(other.problems)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -117,21 +129,66 @@ def ingest_files(
     paths: Iterable[str],
     translate: Callable[[Any], Translation],
     store: FactStore,
+    *,
+    workers: int = 1,
 ) -> IngestReport:
-    """Translate every record of every file and append the Facts in batches."""
-    report = IngestReport()
-    for path in paths:
-        pending: list[FactModel] = []
-        try:
-            _ingest_stream(path, records(path), translate, store, report, pending)
-        except OSError as exc:
-            report.problems.append(InputProblem(path, 0, f"cannot read: {exc.strerror or exc}"))
-        _flush(store, pending, report)
-    return report
+    """Translate every record of every file and append the Facts in batches.
+
+    With ``workers`` > 1, contiguous chunks of files are parsed, translated and encoded in
+    forked processes; the parent writes their batches in file order, so what is stored (and
+    which redelivery counts as the duplicate) is the same as with one worker.
+    """
+    files = list(paths)
+    if workers <= 1 or len(files) < 2:
+        report = IngestReport()
+        for path in files:
+            _ingest_file(path, translate, lambda facts: _merge(report, store.append(facts)), report)
+        return report
+    spool = Path(tempfile.mkdtemp(prefix="sediment-ingest-"))
+    try:
+        def chunk_job(chunk: range) -> tuple[IngestReport, list[Path]]:
+            report, batches = IngestReport(), list[Path]()
+
+            def spill(facts: list[FactModel]) -> None:
+                batch = spool / f"batch-{chunk.start:06d}-{len(batches):06d}.pickle"
+                with batch.open("wb") as handle:
+                    pickle.dump(store.prepare(facts), handle, protocol=pickle.HIGHEST_PROTOCOL)
+                batches.append(batch)
+
+            for index in chunk:
+                _ingest_file(files[index], translate, spill, report)
+            return report, batches
+
+        total = IngestReport()
+        for report, batches in map_chunks(chunk_job, len(files), workers):
+            total.absorb(report)
+            for batch in batches:
+                with batch.open("rb") as handle:
+                    _merge(total, store.write(pickle.load(handle)))
+                batch.unlink()
+        return total
+    finally:
+        shutil.rmtree(spool, ignore_errors=True)
+
+
+def _merge(report: IngestReport, result: AppendResult) -> None:
+    report.stored.update(result.stored)
+    report.duplicates.update(result.duplicates)
+
+
+def _ingest_file(path: str, translate: Callable[[Any], Translation], sink: Callable[[list[FactModel]], None],
+                 report: IngestReport) -> None:
+    pending: list[FactModel] = []
+    try:
+        _ingest_stream(path, records(path), translate, sink, report, pending)
+    except OSError as exc:
+        report.problems.append(InputProblem(path, 0, f"cannot read: {exc.strerror or exc}"))
+    if pending:
+        sink(pending)
 
 
 def _ingest_stream(path: str, stream: Iterable[tuple[int, Any]], translate: Callable[[Any], Translation],
-                   store: FactStore, report: IngestReport, pending: list[FactModel]) -> None:
+                   sink: Callable[[list[FactModel]], None], report: IngestReport, pending: list[FactModel]) -> None:
     for number, record in stream:
         report.records += 1
         try:
@@ -148,12 +205,7 @@ def _ingest_stream(path: str, stream: Iterable[tuple[int, Any]], translate: Call
         report.warnings.update(translation.warnings)
         pending.extend(translation.facts)
         if len(pending) >= BATCH:
-            _flush(store, pending, report)
+            sink(list(pending))
+            pending.clear()
 
 
-def _flush(store: FactStore, pending: list[Any], report: IngestReport) -> None:
-    if pending:
-        result = store.append(pending)
-        report.stored.update(result.stored)
-        report.duplicates.update(result.duplicates)
-        pending.clear()

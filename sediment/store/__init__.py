@@ -85,6 +85,14 @@ class AppendResult:
     duplicates: Counter[str] = field(default_factory=Counter)
 
 
+@dataclass
+class PreparedFacts:
+    """Facts encoded for insertion: new content blobs and one row per Fact, in order."""
+
+    blobs: dict[str, bytes]
+    rows: list[tuple[str, dict[str, Any]]]
+
+
 class FactStore:
     """Append-only Facts with content-addressed messages and a quarantine log."""
 
@@ -143,15 +151,33 @@ class FactStore:
 
     def append(self, facts: Iterable[FactModel]) -> AppendResult:
         """Store new Facts; a Fact whose natural key or id exists already is a duplicate."""
+        return self.write(self.prepare(facts))
+
+    def prepare(self, facts: Iterable[FactModel]) -> PreparedFacts:
+        """Encode Facts into rows and new content blobs without touching the database.
+
+        The CPU-heavy half of :meth:`append`; ingest workers run it in parallel and the parent
+        :meth:`write` s the results in input order.
+        """
+        rows = []
+        for fact in facts:
+            table_name, fact_id, natural_key = table_and_key(fact)
+            values: dict[str, Any] = {"fact_id": fact_id, "org_id": fact_org(fact), "natural_key": natural_key}
+            values |= self._columns(fact)
+            rows.append((table_name, values))
+        blobs, self._pending_blobs = self._pending_blobs, {}
+        return PreparedFacts(blobs, rows)
+
+    def write(self, prepared: PreparedFacts) -> AppendResult:
+        """Insert prepared rows in one transaction (redeliveries collapse on natural keys)."""
         result = AppendResult()
         try:
             with self.engine.begin() as conn:
-                for fact in facts:
-                    table_name, fact_id, natural_key = table_and_key(fact)
+                if prepared.blobs:
+                    conn.execute(self._insert(schema.blobs).on_conflict_do_nothing(),
+                                 [{"blob_hash": d, "content": c} for d, c in prepared.blobs.items()])
+                for table_name, values in prepared.rows:
                     table = schema.FACT_TABLES[table_name]
-                    values: dict[str, Any] = {"fact_id": fact_id, "org_id": fact_org(fact), "natural_key": natural_key}
-                    values |= self._columns(fact)
-                    self._flush_blobs(conn)
                     statement = (self._insert(table).values(**values).on_conflict_do_nothing()
                                  .returning(table.c.fact_id))
                     if conn.execute(statement).first() is not None:
@@ -160,7 +186,6 @@ class FactStore:
                         result.duplicates[table_name] += 1
         except BaseException:
             self._known_blobs.clear()  # the transaction rolled back: forget what it claimed to store
-            self._pending_blobs.clear()
             self._last_inputs.clear()
             raise
         return result
@@ -192,12 +217,6 @@ class FactStore:
             self._known_blobs.add(digest)
             if len(self._known_blobs) > KNOWN_BLOBS_LIMIT:
                 self._known_blobs = set(self._pending_blobs)
-
-    def _flush_blobs(self, conn: Any) -> None:
-        if self._pending_blobs:
-            rows = [{"blob_hash": d, "content": c} for d, c in self._pending_blobs.items()]
-            conn.execute(self._insert(schema.blobs).on_conflict_do_nothing(), rows)
-            self._pending_blobs.clear()
 
     def _columns(self, fact: FactModel) -> dict[str, Any]:
         if isinstance(fact, InferenceCall):
@@ -507,4 +526,4 @@ def _at(raw: Any, path: Sequence[str]) -> Any:
         raw = raw[key]
     return raw
 
-__all__ = ["AppendResult", "FactStore", "StoreError", "database_url", "sediment_home"]
+__all__ = ["AppendResult", "FactStore", "PreparedFacts", "StoreError", "database_url", "sediment_home"]
