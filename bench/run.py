@@ -70,7 +70,28 @@ def floors(files: list[Path]) -> tuple[float, float]:
     return read, time.perf_counter() - start
 
 
-def run_profile(profile: Profile, work: Path, workers: int) -> dict[str, Any]:
+def cpu_scaling(workers: int) -> float:
+    """The speed-up this machine gives a pure-Python CPU job on ``workers`` processes (the ceiling)."""
+    if workers <= 1:
+        return 1.0
+    from concurrent.futures import ProcessPoolExecutor
+
+    rounds = 150_000
+    start = time.perf_counter()
+    _spin(rounds * workers)
+    one = time.perf_counter() - start
+    start = time.perf_counter()
+    with ProcessPoolExecutor(workers) as pool:
+        list(pool.map(_spin, [rounds] * workers))
+    return one / (time.perf_counter() - start)
+
+
+def _spin(rounds: int) -> int:
+    value = {"text": "x" * 1000, "numbers": list(range(100))}
+    return sum(len(json.dumps(value)) for _ in range(rounds))
+
+
+def run_profile(profile: Profile, work: Path, workers: int, repeat: int = 2) -> dict[str, Any]:
     synth_start = time.perf_counter()
     data: Synthesis = synthesize(profile, work / "inputs")
     synth_seconds = time.perf_counter() - synth_start
@@ -88,25 +109,33 @@ def run_profile(profile: Profile, work: Path, workers: int) -> dict[str, Any]:
                   sum(p.stat().st_size for p in data.webhook_files), 0),
     ]
     by_workers: dict[int, list[Stage]] = {}
-    for count in sorted({1, workers}):
-        bundle = work / f"bundle-w{count}"
-        w = ["--workers", str(count)]
-        runs = [run_stage(f"derive (workers {count})", ["derive", "--out", str(bundle), *w], env, call_bytes,
-                          data.calls)]
-        for target in ("sediment", "swe-bench", "nemo-gym"):
-            runs.append(run_stage(f"export {target} (workers {count})",
-                                  ["export", "rlvr", "--target", target, "--from", str(bundle),
-                                   "--out", str(work / f"out-w{count}" / target), *w], env, call_bytes, data.calls))
-        by_workers[count] = runs
-    identical = all(_tree(work / "out-w1") == _tree(work / f"out-w{c}") for c in by_workers) and all(
-        (work / "bundle-w1" / "rollouts.jsonl").read_bytes() == (work / f"bundle-w{c}" / "rollouts.jsonl").read_bytes()
-        for c in by_workers)
+    # Worker counts alternate and each stage runs `repeat` times (the fastest counts), so a
+    # noisy neighbour on a shared machine skews both sides alike.
+    for attempt in range(repeat):
+        for count in sorted({1, workers}):
+            bundle = work / f"bundle-w{count}-{attempt}"
+            w = ["--workers", str(count)]
+            runs = [run_stage(f"derive (workers {count})", ["derive", "--out", str(bundle), *w], env, call_bytes,
+                              data.calls)]
+            for target in ("sediment", "swe-bench", "nemo-gym"):
+                runs.append(run_stage(f"export {target} (workers {count})",
+                                      ["export", "rlvr", "--target", target, "--from", str(bundle), "--out",
+                                       str(work / f"out-w{count}-{attempt}" / target), *w], env, call_bytes,
+                                      data.calls))
+            best = by_workers.get(count)
+            by_workers[count] = runs if best is None else [min(a, b, key=lambda s: s.seconds)
+                                                           for a, b in zip(best, runs, strict=True)]
+    identical = all(_tree(work / "out-w1-0") == _tree(work / f"out-w{c}-{a}") for c in by_workers
+                    for a in range(repeat)) and all(
+        (work / "bundle-w1-0" / "rollouts.jsonl").read_bytes()
+        == (work / f"bundle-w{c}-{a}" / "rollouts.jsonl").read_bytes() for c in by_workers for a in range(repeat))
     facts = json.loads(subprocess.run([*SEDIMENT, "facts", "--json"], env=env, capture_output=True, text=True,
                                       check=True).stdout)
     return {
         "profile": profile, "workers": workers, "synth_seconds": synth_seconds, "data": data,
         "read_floor": read_floor, "parse_floor": parse_floor, "stages": stages + by_workers[1],
         "parallel": by_workers.get(workers) if workers > 1 else None, "identical": identical,
+        "cpu_scaling": cpu_scaling(workers),
         "stored_bytes": facts["stored_bytes"], "facts": facts["tables"],
     }
 
@@ -171,7 +200,9 @@ def render(result: dict[str, Any]) -> str:
         f"{data.unique_message_bytes / 1e6:,.1f} MB; stored {stored['total'] / 1e6:,.1f} MB "
         f"({stored['total'] / data.unique_message_bytes:.2f}× unique, "
         f"{stored['total'] / data.replayed_message_bytes:.3f}× replayed).",
-        f"Outputs with {result['workers']} workers byte-identical to 1 worker: {result['identical']}.",
+        f"Outputs with {result['workers']} workers byte-identical to 1 worker: {result['identical']}. "
+        f"Ceiling measured in the same run: a pure-Python CPU job runs {result['cpu_scaling']:.2f}× faster on "
+        f"{result['workers']} processes than on one. Worker comparisons take the faster of 2 alternating runs.",
         f"End to end is the sum of the single-worker stages (synthesis of the inputs, {result['synth_seconds']:.0f} s, "
         "not included).",
     ]
