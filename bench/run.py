@@ -108,6 +108,14 @@ def run_profile(profile: Profile, work: Path, workers: int, repeat: int = 2) -> 
         run_stage("ingest github", ["ingest", "github", *map(str, data.webhook_files)], env,
                   sum(p.stat().st_size for p in data.webhook_files), 0),
     ]
+    parallel_ingest = None
+    same_store = True
+    if workers > 1:  # the same input into a second store, parsed by several workers
+        env_n = dict(env, SEDIMENT_HOME=str(work / f"home-w{workers}"))
+        parallel_ingest = run_stage(f"ingest calls (workers {workers})",
+                                    ["ingest", "calls", "--format", "openai-chat", "--workers", str(workers),
+                                     *map(str, data.call_files)], env_n, call_bytes, data.calls)
+        same_store = _store_content(env) == _store_content(env_n)
     by_workers: dict[int, list[Stage]] = {}
     # Worker counts alternate and each stage runs `repeat` times (the fastest counts), so a
     # noisy neighbour on a shared machine skews both sides alike.
@@ -135,9 +143,20 @@ def run_profile(profile: Profile, work: Path, workers: int, repeat: int = 2) -> 
         "profile": profile, "workers": workers, "synth_seconds": synth_seconds, "data": data,
         "read_floor": read_floor, "parse_floor": parse_floor, "stages": stages + by_workers[1],
         "parallel": by_workers.get(workers) if workers > 1 else None, "identical": identical,
-        "cpu_scaling": cpu_scaling(workers),
+        "cpu_scaling": cpu_scaling(workers), "parallel_ingest": parallel_ingest, "same_store": same_store,
         "stored_bytes": facts["stored_bytes"], "facts": facts["tables"],
     }
+
+
+def _store_content(env: dict[str, str]) -> list[tuple[Any, ...]]:
+    """Every stored call and content blob (a store's content, independent of insertion order)."""
+    import sqlite3
+
+    with sqlite3.connect(Path(env["SEDIMENT_HOME"]) / "facts.db") as db:
+        calls = db.execute("SELECT fact_id, natural_key, record, output_hashes FROM inference_calls "
+                           "ORDER BY fact_id").fetchall()
+        blobs = db.execute("SELECT blob_hash, length(content) FROM blobs ORDER BY blob_hash").fetchall()
+    return [*calls, *blobs]
 
 
 def _tree(directory: Path) -> dict[str, bytes]:
@@ -185,6 +204,11 @@ def render(result: dict[str, Any]) -> str:
         rate = f"{s.calls / s.seconds:,.0f}" if s.calls else ""
         mbs = f"{s.input_bytes / 1e6 / s.seconds:,.0f}" if s.input_bytes else ""
         lines.append(f"| {s.name} | {s.seconds:.2f} | {rate} | {mbs} | {s.peak_rss_mb:,.0f} | {s.seconds / parse:.2f} |")
+    if result.get("parallel_ingest"):
+        one, many = result["stages"][1], result["parallel_ingest"]
+        lines.append(f"| {many.name} | {many.seconds:.2f} | {many.calls / many.seconds:,.0f} | "
+                     f"{many.input_bytes / 1e6 / many.seconds:,.0f} | {many.peak_rss_mb:,.0f} | "
+                     f"{many.seconds / parse:.2f} (speed-up {one.seconds / many.seconds:.2f}×) |")
     if result["parallel"]:
         for one, many in zip(result["stages"][-4:], result["parallel"], strict=True):
             lines.append(f"| {many.name} | {many.seconds:.2f} | {many.calls / many.seconds:,.0f} | "
@@ -200,7 +224,8 @@ def render(result: dict[str, Any]) -> str:
         f"{data.unique_message_bytes / 1e6:,.1f} MB; stored {stored['total'] / 1e6:,.1f} MB "
         f"({stored['total'] / data.unique_message_bytes:.2f}× unique, "
         f"{stored['total'] / data.replayed_message_bytes:.3f}× replayed).",
-        f"Outputs with {result['workers']} workers byte-identical to 1 worker: {result['identical']}. "
+        f"Outputs with {result['workers']} workers byte-identical to 1 worker: {result['identical']}; "
+        f"store content after a parallel ingest identical: {result['same_store']}. "
         f"Ceiling measured in the same run: a pure-Python CPU job runs {result['cpu_scaling']:.2f}× faster on "
         f"{result['workers']} processes than on one. Worker comparisons take the faster of 2 alternating runs.",
         f"End to end is the sum of the single-worker stages (synthesis of the inputs, {result['synth_seconds']:.0f} s, "

@@ -27,6 +27,7 @@ from sediment.parallel import map_chunks
 from sediment.store import AppendResult, FactStore
 
 BATCH = 100
+READ_BUFFER = 4 * 1024 * 1024  # agent call logs have lines of megabytes
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ def records(path: str) -> Iterator[tuple[int, Any | Exception]]:
     JSON Lines are read one line at a time (memory holds one record); a file whose first line
     is not a complete JSON value is read as one JSON document (an object, or an array of them).
     """
-    handle = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
+    handle = sys.stdin.buffer if path == "-" else open(path, "rb", buffering=READ_BUFFER)  # noqa: SIM115
     try:
         first = handle.readline()
         while first and not first.strip():
