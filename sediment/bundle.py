@@ -229,6 +229,14 @@ def _parse_line(line: bytes, number: int, *, fast: bool = False) -> Rollout:
         raise BundleError(f"invalid bundle record at {where}: {exc}") from None
 
 
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 22):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 def _fast_record(line: bytes) -> Any:
     """orjson's reading of an already validated line; ``None`` for records it cannot read
     losslessly (non-finite tokens, lone surrogates), which take the standard parser."""
@@ -293,22 +301,21 @@ def open_bundle(path: str | Path, *, workers: int = 1) -> Bundle:
     if not path.is_dir():
         raise BundleError(f"bundle directory does not exist: {path}")
     info, manifest = _read_manifest(path)
-    digest = hashlib.sha256()
     offsets: list[int] = []
     position = 0
     try:
-        handle = open(path / ROLLOUTS, "rb")  # noqa: SIM115
+        handle = open(path / ROLLOUTS, "rb", buffering=1 << 22)  # noqa: SIM115
     except OSError as exc:
         raise BundleError(f"cannot read {path / ROLLOUTS}: {exc.strerror}") from None
     with handle:
         for line in handle:
-            digest.update(line)
             offsets.append(position)
             position += len(line)
-    if position != info.get("bytes") or digest.hexdigest() != info.get("sha256"):
+    if position != info.get("bytes"):
         raise BundleError(f"{ROLLOUTS} does not match the sha256 and size in the manifest")
     if len(offsets) != info.get("rows") or len(offsets) != manifest.rows:
         raise BundleError(f"{ROLLOUTS} has {len(offsets)} rows; the manifest says {manifest.rows}")
+    digests: list[str] = []
     expected_provenance = (manifest.policy.digest, manifest.quarantine_revision)
 
     def check(chunk: range) -> list[tuple[str, str]]:
@@ -329,7 +336,11 @@ def open_bundle(path: str | Path, *, workers: int = 1) -> Bundle:
                 keys.append((rollout.org_id, rollout.session_id))
         return keys
 
-    keys = [key for part in map_chunks(check, len(offsets), workers) for key in part]
+    # the sha256 is computed here while worker processes check the records
+    parts = map_chunks(check, len(offsets), workers, meanwhile=lambda: digests.append(_file_sha256(path / ROLLOUTS)))
+    keys = [key for part in parts for key in part]
+    if digests[0] != info.get("sha256"):
+        raise BundleError(f"{ROLLOUTS} does not match the sha256 and size in the manifest")
     for number in range(1, len(keys)):
         if keys[number] <= keys[number - 1]:
             raise BundleError(f"{ROLLOUTS} line {number + 1}: rollouts are not in (org_id, session_id) order")

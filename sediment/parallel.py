@@ -34,20 +34,27 @@ def _run(chunk: range) -> Any:
     return _JOB(chunk)
 
 
-def map_chunks(job: Callable[[range], T], count: int, workers: int) -> Sequence[T]:
+def map_chunks(job: Callable[[range], T], count: int, workers: int,
+               meanwhile: Callable[[], object] | None = None) -> Sequence[T]:
     """Run ``job`` over the chunks of ``range(count)``; in-process when ``workers`` is 1.
 
     Workers are forked, so ``job`` and everything it closes over are inherited, not pickled;
-    only each chunk's result travels back.
+    only each chunk's result travels back. ``meanwhile`` runs in this process while the
+    workers work (after they were forked, so no thread is ever forked).
     """
     if workers <= 1 or count < 2:
-        return [job(range(count))]
+        results = [job(range(count))]
+        if meanwhile is not None:
+            meanwhile()
+        return results
     global _JOB
     _JOB = job
     try:
         context = multiprocessing.get_context("fork")
         with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
             futures = [pool.submit(_run, chunk) for chunk in chunks(count, workers)]
+            if meanwhile is not None:
+                meanwhile()
             return [future.result() for future in futures]
     finally:
         _JOB = None

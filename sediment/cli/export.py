@@ -70,8 +70,8 @@ def render_summary(summary: dict[str, Any]) -> None:
 
 def _mirror_root(option: Path | None) -> MirrorRoot:
     """``--mirrors`` / ``SEDIMENT_MIRROR_PATH``, else ``$SEDIMENT_HOME/mirrors`` when it exists."""
+    from sediment.home import sediment_home
     from sediment.mirrors import MirrorRoot
-    from sediment.store import sediment_home
 
     if option is not None and str(option).strip():
         return MirrorRoot(option)

@@ -40,8 +40,8 @@ def store() -> FactStore:
 
 def mirror_root(create: bool = False) -> MirrorRoot:
     """``SEDIMENT_MIRROR_PATH``, else ``$SEDIMENT_HOME/mirrors``."""
+    from sediment.home import sediment_home
     from sediment.mirrors import MirrorRoot
-    from sediment.store import sediment_home
 
     value = os.environ.get(MIRROR_ENV, "").strip()
     path = Path(value) if value else sediment_home() / "mirrors"

@@ -142,6 +142,24 @@ class PublishedExport:
         return {str(path): count for sides in self.files.values() for path, count in sides.values()}
 
 
+def _append_file(source: IO[bytes], destination: IO[bytes]) -> None:
+    """Append ``source`` to ``destination``: in the kernel where it can, else through a buffer."""
+    size = os.fstat(source.fileno()).st_size
+    copied = 0
+    try:
+        while copied < size:
+            sent = os.copy_file_range(source.fileno(), destination.fileno(), size - copied)
+            if sent == 0:
+                break
+            copied += sent
+    except (AttributeError, OSError):
+        pass
+    if copied < size:
+        source.seek(copied)
+        destination.seek(0, os.SEEK_END)
+        shutil.copyfileobj(source, destination, 1 << 20)
+
+
 class RowFiles:
     """Rows appended to one JSONL file per (population, split side), with byte budgets."""
 
@@ -188,8 +206,9 @@ class RowFiles:
                 handle = self._handles[key] = open(path, "xb")  # noqa: SIM115
                 os.chmod(path, 0o600)
                 self.counts[key] = 0
+            handle.flush()
             with open(other_directory / file_name(*key), "rb") as source:
-                shutil.copyfileobj(source, handle, 1 << 20)
+                _append_file(source, handle)
             self.counts[key] += count
         self.bytes += size
 

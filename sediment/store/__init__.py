@@ -16,7 +16,6 @@ from collections import Counter, OrderedDict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, func, inspect, select
@@ -33,13 +32,13 @@ from sediment.facts import (
     InferenceMessage,
     SessionCommitObservation,
 )
+from sediment.home import sediment_home
 from sediment.records import decode_record, encode_record, sortable_time
 from sediment.store import schema
 from sediment.store.interning import expand, intern, references
 from sediment.store.keys import MODELS, fact_org, table_and_key
 from sediment.store.migrations import MIGRATIONS
 
-DEFAULT_HOME = Path("~/.sediment")
 HASH_CACHE_SIZE = 4096
 KNOWN_BLOBS_LIMIT = 2_000_000
 LAST_INPUTS_SESSIONS = 256
@@ -50,11 +49,6 @@ REPLAYED_RAW_LISTS: tuple[tuple[str, ...], ...] = (("request", "messages"), ("re
 
 class StoreError(SedimentError):
     """The fact store is unreachable, of an unknown schema version, or was asked the impossible."""
-
-
-def sediment_home(environ: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if environ is None else environ
-    return Path(env.get("SEDIMENT_HOME") or DEFAULT_HOME).expanduser()
 
 
 def database_url(environ: Mapping[str, str] | None = None) -> str:
