@@ -138,6 +138,21 @@ class CallContent:
     output_tokens: int | None = None
 
 
+def call_content(request: dict[str, Any], response: dict[str, Any], inputs: list[InferenceMessage],
+                 outputs: list[InferenceMessage], tokens: tuple[int | None, int | None]) -> CallContent:
+    """The CallContent of a request/response pair: model from the response (else the request),
+    the response id as ``model_call_id``."""
+    return CallContent(
+        input_messages=tuple(inputs),
+        output_messages=tuple(outputs),
+        model=optional_text(response.get("model"), "response.model")
+        or optional_text(request.get("model"), "request.model"),
+        model_call_id=optional_text(response.get("id"), "response.id"),
+        input_tokens=tokens[0],
+        output_tokens=tokens[1],
+    )
+
+
 # --- field access ----------------------------------------------------------------------
 
 

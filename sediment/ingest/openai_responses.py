@@ -33,6 +33,7 @@ from sediment.ingest.calls import (
     Notes,
     as_list,
     as_object,
+    call_content,
     child,
     content_parts,
     event_payloads,
@@ -158,16 +159,7 @@ def usage_tokens(response: dict[str, Any], path: str) -> tuple[int | None, int |
 def translate(request: dict[str, Any], response: dict[str, Any], notes: Notes) -> CallContent:
     inputs = input_messages(request.get("instructions"), request.get("input"), "request", notes)
     outputs = output_messages(response, "response", notes)
-    input_tokens, output_tokens = usage_tokens(response, "response")
-    return CallContent(
-        input_messages=tuple(inputs),
-        output_messages=tuple(outputs),
-        model=optional_text(response.get("model"), "response.model")
-        or optional_text(request.get("model"), "request.model"),
-        model_call_id=optional_text(response.get("id"), "response.id"),
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-    )
+    return call_content(request, response, inputs, outputs, usage_tokens(response, "response"))
 
 
 def is_error(response: dict[str, Any]) -> bool:
