@@ -145,10 +145,9 @@ def write_inputs(directory: Path) -> DemoInputs:
         Step("run_tests", {"command": "pytest -q"}, "1 passed"),
         Step(text="Fixed add() and added a regression test."),
     ], when(0))
-    c1 = commit({"calc.py": CALC_V2}, "Fix add()", when(0, 10), "sess-fix")
+    commit({"calc.py": CALC_V2}, "Fix add()", when(0, 10), "sess-fix")
     c2 = commit({"test_calc.py": TEST}, "Test add()", when(0, 11), "sess-fix")
     deliveries.append(workflow_run(101, 1, c2, "success", when(0, 20)))
-    _ = c1
 
     # 2. a retried run: failure, then success on attempt 2 (suspected flake)
     calls += session_calls("sess-retry", "Add a sub() function.", [

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from sediment.facts import SessionCommitObservation
-from sediment.ingest.ids import fact_id
+from sediment.ingest.facts_jsonl import PENDING_ID, with_natural_id
 from sediment.mirrors import MirrorRoot
 from sediment.store import FactStore
 
@@ -32,11 +32,11 @@ def observe_notes(mirrors: MirrorRoot, store: FactStore, org_id: str, repo: str,
             result.problems.append(edge)
             continue
         try:
-            facts.append(SessionCommitObservation(
-                observation_id=fact_id("obs", org_id, repo, edge.commit_sha, edge.session_id),
-                org_id=org_id, repo=repo, commit_sha=edge.commit_sha, session_id=edge.session_id,
-                source_push_id=None, captured_at=captured_at,
-            ))
+            observation = SessionCommitObservation(
+                observation_id=PENDING_ID, org_id=org_id, repo=repo, commit_sha=edge.commit_sha,
+                session_id=edge.session_id, source_push_id=None, captured_at=captured_at,
+            )
+            facts.append(with_natural_id(observation, "observation_id"))
         except ValueError as exc:
             result.problems.append(f"note on {edge.commit_sha}: {exc}")
     appended = store.append(facts)

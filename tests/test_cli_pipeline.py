@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 import subprocess
 import sys
 from datetime import UTC, datetime
@@ -167,7 +166,6 @@ def test_mirror_fetch_records_new_notes(operator: dict[str, Any]) -> None:
     assert listed.startswith(f"{REPO}\t")
     escape = run(env, "mirror", "add", "../evil", str(inputs.origin), ok=False)
     assert escape.returncode == 2
-    shutil.rmtree(operator["tmp"] / "home" / "mirrors")
 
 
 def test_ingest_workers_store_the_same_facts(operator: dict[str, Any], tmp_path: Path) -> None:

@@ -449,6 +449,8 @@ CASSETTE_WARNINGS: dict[str, list[tuple[str, ...]]] = {
     "pydantic-ai.test_openai.test_compatible_api_with_tool_calls_without_id": [("tool_call_without_id",), ()],
 }
 
+if not FIXTURES.is_dir() and os.environ.get("CI") == "true":
+    raise RuntimeError(f"cassettes not found at {FIXTURES}: under CI the cassette tests must run")
 needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(), reason=f"cassettes not found at {FIXTURES}")
 
 

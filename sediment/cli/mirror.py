@@ -2,19 +2,21 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 from rich.markup import escape
 
 from sediment.cli import console, settings
 
+if TYPE_CHECKING:
+    from sediment.mirrors import MirrorRoot
+
 mirror_app = typer.Typer(help="Manage bare git mirrors (reference patches, git-note attribution).",
                          no_args_is_help=True)
 
 
-def _report(repo: str, mirrors: object, org: str) -> None:
-    from sediment.mirrors import MirrorRoot
-
-    assert isinstance(mirrors, MirrorRoot)
+def _report(repo: str, mirrors: MirrorRoot, org: str) -> None:
     from sediment.observations import observe_notes
 
     result = observe_notes(mirrors, settings.store(), org, repo, settings.capture_time())

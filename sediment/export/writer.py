@@ -184,15 +184,19 @@ class RowFiles:
         if self.bytes + len(line) > self.max_stage_bytes:
             raise CapacityError(f"JSONL output exceeds {self.max_stage_bytes} encoded bytes; nothing was published")
         key = (population, split if self.split_enabled else None)
+        self._handle(key).write(line)
+        self.counts[key] += 1
+        self.bytes += len(line)
+
+    def _handle(self, key: tuple[Population, Split | None]) -> IO[bytes]:
+        """The open file of one partition, created (mode 0600) on its first row."""
         handle = self._handles.get(key)
         if handle is None:
             path = self.directory / file_name(*key)
             handle = self._handles[key] = open(path, "xb")  # noqa: SIM115
             os.chmod(path, 0o600)
             self.counts[key] = 0
-        handle.write(line)
-        self.counts[key] += 1
-        self.bytes += len(line)
+        return handle
 
     def absorb(self, other_directory: Path, counts: dict[tuple[Population, Split | None], int],
                size: int) -> None:
@@ -200,12 +204,7 @@ class RowFiles:
         if self.bytes + size > self.max_stage_bytes:
             raise CapacityError(f"JSONL output exceeds {self.max_stage_bytes} encoded bytes; nothing was published")
         for key, count in counts.items():
-            handle = self._handles.get(key)
-            if handle is None:
-                path = self.directory / file_name(*key)
-                handle = self._handles[key] = open(path, "xb")  # noqa: SIM115
-                os.chmod(path, 0o600)
-                self.counts[key] = 0
+            handle = self._handle(key)
             handle.flush()
             with open(other_directory / file_name(*key), "rb") as source:
                 _append_file(source, handle)

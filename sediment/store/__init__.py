@@ -493,7 +493,7 @@ def _resolve_deltas(deltas: dict[str, Any]) -> dict[str, list[str]]:
     """Expand delta-encoded hash lists (a base call's first n hashes, then additions)."""
     resolved: dict[str, list[str]] = {}
 
-    def resolve(fact_id: str, depth: int = 0) -> list[str]:
+    def resolve(fact_id: str) -> list[str]:
         if fact_id in resolved:
             return resolved[fact_id]
         chain = [fact_id]
