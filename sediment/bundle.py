@@ -24,7 +24,7 @@ import orjson
 from pydantic import ValidationError
 
 from sediment.errors import BundleError
-from sediment.parallel import map_chunks
+from sediment.parallel import ordered_chunks
 from sediment.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy
 from sediment.records import _no_duplicate_keys, decode_record, encode_record
 from sediment.rollout import FRAGMENT_REASONS, Rollout
@@ -291,54 +291,92 @@ def _read_manifest(path: Path) -> tuple[dict[str, Any], BundleManifest]:
     )
 
 
+@dataclass
+class _Piece:
+    """What one worker found in its byte range of ``rollouts.jsonl``: the lines that start
+    there (their offsets and keys), and the first line that failed its check, if any."""
+
+    offsets: list[int]
+    keys: list[tuple[str, str]]
+    failed: int | None = None  # index (into offsets) of the first failing line
+
+
+def _check_record(line: bytes, number: int, manifest: BundleManifest) -> tuple[str, str]:
+    """Strictly parse one line and check it against the manifest; its ``(org_id, session_id)``."""
+    rollout = _parse_line(line, number)
+    if rollout.org_id != manifest.org_id:
+        raise BundleError(f"{ROLLOUTS} line {number}: org_id {rollout.org_id!r} differs from the manifest")
+    if rollout.split != assign_split(rollout.session_id, manifest.policy.split.eval_fraction):
+        raise BundleError(f"{ROLLOUTS} line {number}: split does not match the policy's eval split")
+    if (rollout.provenance.policy_digest, rollout.provenance.quarantine_revision) != (
+        manifest.policy.digest, manifest.quarantine_revision
+    ):
+        raise BundleError(f"{ROLLOUTS} line {number}: provenance differs from the manifest")
+    return rollout.org_id, rollout.session_id
+
+
+def _read_line_at(path: Path, offset: int) -> bytes:
+    with open(path, "rb") as handle:
+        handle.seek(offset)
+        return handle.readline()
+
+
 def open_bundle(path: str | Path, *, workers: int = 1) -> Bundle:
     """Open and fully validate a bundle directory; raises :class:`BundleError` on any problem.
 
-    A first pass checks size and sha256 and indexes the lines; then every record is parsed
-    and checked (in ``workers`` processes when more than one), all before any export starts.
+    The file is cut into byte ranges; for each, a worker indexes the lines that start in it
+    and parses and checks every record (in ``workers`` processes when more than one) while
+    this process computes the sha256, all before any export starts. Problems are reported in
+    a fixed order whatever the worker count: size, row count, the first bad line, sha256,
+    then order.
     """
     path = Path(path)
     if not path.is_dir():
         raise BundleError(f"bundle directory does not exist: {path}")
     info, manifest = _read_manifest(path)
-    offsets: list[int] = []
-    position = 0
+    rollouts_path = path / ROLLOUTS
     try:
-        handle = open(path / ROLLOUTS, "rb", buffering=1 << 22)  # noqa: SIM115
+        size = os.stat(rollouts_path).st_size
     except OSError as exc:
-        raise BundleError(f"cannot read {path / ROLLOUTS}: {exc.strerror}") from None
-    with handle:
-        for line in handle:
-            offsets.append(position)
-            position += len(line)
-    if position != info.get("bytes"):
+        raise BundleError(f"cannot read {rollouts_path}: {exc.strerror}") from None
+    if size != info.get("bytes"):
         raise BundleError(f"{ROLLOUTS} does not match the sha256 and size in the manifest")
+
+    def check(span: range) -> _Piece:
+        piece = _Piece([], [])
+        with open(rollouts_path, "rb", buffering=1 << 20) as lines:
+            position = span.start
+            if position > 0:  # the line holding the byte before the span belongs to the span before
+                lines.seek(position - 1)
+                position += len(lines.readline()) - 1
+            while position < span.stop:
+                line = lines.readline()
+                if not line:
+                    break
+                piece.offsets.append(position)
+                position += len(line)
+                if piece.failed is None:
+                    try:
+                        piece.keys.append(_check_record(line, len(piece.offsets), manifest))
+                    except BundleError:
+                        piece.failed = len(piece.offsets) - 1  # keep indexing, to count every row
+        return piece
+
+    digests: list[str] = []
+    # the sha256 is computed here while worker processes check the records
+    pieces = list(ordered_chunks(check, size, workers, per_worker=4,
+                                 meanwhile=lambda: digests.append(_file_sha256(rollouts_path))))
+    offsets = [offset for piece in pieces for offset in piece.offsets]
     if len(offsets) != info.get("rows") or len(offsets) != manifest.rows:
         raise BundleError(f"{ROLLOUTS} has {len(offsets)} rows; the manifest says {manifest.rows}")
-    digests: list[str] = []
-    expected_provenance = (manifest.policy.digest, manifest.quarantine_revision)
-
-    def check(chunk: range) -> list[tuple[str, str]]:
-        keys = []
-        with open(path / ROLLOUTS, "rb") as lines:
-            if chunk:
-                lines.seek(offsets[chunk.start])
-            for index in chunk:
-                number = index + 1
-                rollout = _parse_line(lines.readline(), number)
-                if rollout.org_id != manifest.org_id:
-                    raise BundleError(f"{ROLLOUTS} line {number}: org_id {rollout.org_id!r} differs from the manifest")
-                if rollout.split != assign_split(rollout.session_id, manifest.policy.split.eval_fraction):
-                    raise BundleError(f"{ROLLOUTS} line {number}: split does not match the policy's eval split")
-                provenance = (rollout.provenance.policy_digest, rollout.provenance.quarantine_revision)
-                if provenance != expected_provenance:
-                    raise BundleError(f"{ROLLOUTS} line {number}: provenance differs from the manifest")
-                keys.append((rollout.org_id, rollout.session_id))
-        return keys
-
-    # the sha256 is computed here while worker processes check the records
-    parts = map_chunks(check, len(offsets), workers, meanwhile=lambda: digests.append(_file_sha256(path / ROLLOUTS)))
-    keys = [key for part in parts for key in part]
+    before = 0
+    for piece in pieces:
+        if piece.failed is not None:  # checked again here, to report it under its line number
+            number = before + piece.failed + 1
+            _check_record(_read_line_at(rollouts_path, piece.offsets[piece.failed]), number, manifest)
+            raise BundleError(f"{ROLLOUTS} line {number} could not be read consistently")
+        before += len(piece.offsets)
+    keys = [key for piece in pieces for key in piece.keys]
     if digests[0] != info.get("sha256"):
         raise BundleError(f"{ROLLOUTS} does not match the sha256 and size in the manifest")
     for number in range(1, len(keys)):

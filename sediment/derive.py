@@ -23,7 +23,7 @@ from sediment.ci_resolution import commit_key_of, resolve_ci
 from sediment.errors import BundleError
 from sediment.facts import CIOutcome, DeveloperDecision, InferenceCall, ToolCallPart
 from sediment.mirrors import MirrorRoot
-from sediment.parallel import map_chunks
+from sediment.parallel import ordered_chunks
 from sediment.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy, Provenance
 from sediment.rollout import Rollout, call_order_key, segment_calls
 from sediment.split import assign_split
@@ -162,9 +162,11 @@ class StoreRollouts(Sequence[Rollout]):
         """In a forked worker: never share the parent's database connections."""
         self.store.engine.dispose(close=False)
 
-    def stats(self) -> tuple[dict[int, Counter[str]], dict[int, Counter[str]]]:
-        """Per-Session derivation counts gathered so far (a worker sends them back)."""
-        return self._fragmented, self._skipped
+    def take_stats(self) -> tuple[dict[int, Counter[str]], dict[int, Counter[str]]]:
+        """Per-Session derivation counts gathered since the last call (a worker sends them back)."""
+        taken = self._fragmented, self._skipped
+        self._fragmented, self._skipped = {}, {}
+        return taken
 
     def merge_stats(self, stats: tuple[dict[int, Counter[str]], dict[int, Counter[str]]]) -> None:
         self._fragmented.update(stats[0])
@@ -210,7 +212,8 @@ def derive_bundle(store: FactStore, org_id: str, out: Path, *, policy: Derivatio
     """Derive every Session of ``org_id`` and write the bundle ``out`` atomically.
 
     With ``workers`` > 1, contiguous chunks of Sessions are derived in parallel processes and
-    their encoded lines concatenated in order: the bundle is byte-identical either way.
+    their encoded lines concatenated in order (each chunk as soon as it and those before it are
+    done, while later chunks are still derived): the bundle is byte-identical either way.
     """
     rollouts = StoreRollouts(store, org_id, policy=policy, mirrors=mirrors)
     out = Path(out)
@@ -226,25 +229,22 @@ def derive_bundle(store: FactStore, org_id: str, out: Path, *, policy: Derivatio
     parts = Path(tempfile.mkdtemp(prefix=f".{out.name}.parts-", dir=out.parent))
     try:
         def derive_chunk(chunk: range) -> tuple[Path, Any]:
-            rollouts.after_fork()
             path = parts / f"part-{chunk.start:09d}.jsonl"
             with path.open("wb") as handle:
                 for index in chunk:
                     handle.write(encode_line(rollouts[index]))
-            return path, rollouts.stats()
+            return path, rollouts.take_stats()
 
-        results = map_chunks(derive_chunk, len(rollouts), workers)
-        for _, stats in results:
-            rollouts.merge_stats(stats)
-
-        def lines() -> Iterator[bytes]:
-            for path, _ in results:
+        def lines() -> Iterator[bytes]:  # each chunk's lines as soon as it and those before it are done
+            for path, stats in ordered_chunks(derive_chunk, len(rollouts), workers, on_fork=rollouts.after_fork):
+                rollouts.merge_stats(stats)
                 with path.open("rb") as handle:
                     yield from handle
+                path.unlink()
 
         written = write_bundle_lines(lines(), out, org_id=org_id, policy=policy,
                                      quarantine_revision=rollouts.quarantine_revision,
-                                     fragmented=rollouts.fragmented, skipped=rollouts.skipped)
+                                     fragmented=lambda: rollouts.fragmented, skipped=lambda: rollouts.skipped)
     finally:
         shutil.rmtree(parts, ignore_errors=True)
     return written, rollouts

@@ -129,3 +129,47 @@ def test_parallel_validation_reports_the_same_errors(tmp_path: Path) -> None:
     for workers in (1, 3):
         with pytest.raises(BundleError, match="line 5: org_id 'other' differs"):
             open_bundle(path, workers=workers)
+
+
+def _bundle_of(tmp_path: Path, count: int) -> tuple[Path, list]:
+    """A bundle whose lines differ in length (so byte ranges cut them at varied places)."""
+    rollouts = [rollout(f"s{i:02d}", split=assign_split(f"s{i:02d}", 0.1),
+                        outcomes=[outcome(f"o{i}-{k}", "a" * 40, "passed", run_id=f"{i}-{k}") for k in range(i % 4)])
+                for i in range(count)]
+    return write(rollouts, tmp_path / "b"), rollouts
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3, 4, 7])
+def test_byte_ranges_index_every_line_once(tmp_path: Path, workers: int) -> None:
+    path, rollouts = _bundle_of(tmp_path, 11)
+    bundle = open_bundle(path, workers=workers)
+    assert len(bundle) == 11
+    assert bundle.order_keys() == [(ORG, r.session_id) for r in rollouts]
+    assert [bundle[i] for i in range(len(bundle))] == rollouts
+
+
+@pytest.mark.parametrize("bad", [0, 1, 5, 9, 10])
+def test_first_bad_line_is_named_whatever_the_worker_count(tmp_path: Path, bad: int) -> None:
+    path, _ = _bundle_of(tmp_path, 11)
+    lines = (path / "rollouts.jsonl").read_text().splitlines()
+    for index in (bad, 10):  # a later bad line too: the first one is the one reported
+        record = json.loads(json.loads(lines[index])["record_json"])
+        record["org_id"] = "other"
+        lines[index] = json.dumps({"record_json": json.dumps(record)})
+    rewrite(path, lines)
+    for workers in (1, 2, 3, 4, 7):
+        with pytest.raises(BundleError, match=rf"line {bad + 1}: org_id 'other' differs"):
+            open_bundle(path, workers=workers)
+
+
+def test_row_count_and_order_are_checked_whatever_the_worker_count(tmp_path: Path) -> None:
+    path, _ = _bundle_of(tmp_path, 6)
+    lines = (path / "rollouts.jsonl").read_text().splitlines()
+    rewrite(path, [*lines[:3], lines[4], lines[3], *lines[5:]])
+    for workers in (1, 2, 4):
+        with pytest.raises(BundleError, match="line 5: rollouts are not in"):
+            open_bundle(path, workers=workers)
+    rewrite(path, lines[:5])
+    for workers in (1, 2, 4):
+        with pytest.raises(BundleError, match="has 5 rows; the manifest says 6"):
+            open_bundle(path, workers=workers)

@@ -3,6 +3,7 @@ real git mirror; every emitted row is validated against the published schemas.""
 
 from __future__ import annotations
 
+import os
 import random
 import subprocess
 from pathlib import Path
@@ -508,3 +509,28 @@ def test_workers_give_the_same_bytes(tmp_path: Path, mirror_root: MirrorRoot, hi
     assert [{k: v for k, v in s.items() if k not in ("written", "environment_manifest")} for s in summaries] == \
         [{k: v for k, v in summaries[0].items() if k not in ("written", "environment_manifest")}] * 3
     assert not [p for p in (tmp_path / "w2").iterdir() if p.name.startswith(".sediment-training-")]
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_published_files_were_fsynced(tmp_path: Path, mirror_root: MirrorRoot, history: dict[str, str],
+                                      monkeypatch: pytest.MonkeyPatch, workers: int) -> None:
+    """Every published file was fsynced after its last byte was written, whatever the worker count."""
+    synced: dict[int, int] = {}  # inode -> size when last fsynced
+    real_fsync = os.fsync
+
+    def recording_fsync(descriptor: int) -> None:
+        real_fsync(descriptor)
+        status = os.fstat(descriptor)
+        synced[status.st_ino] = status.st_size
+
+    monkeypatch.setattr(os, "fsync", recording_fsync)
+    rollouts = [rollout(f"s{i:02d}", commits=[history["c1"], history["c2"]],
+                        outcomes=[outcome(f"o{i}", history["c2"], "passed", run_id=str(i))],
+                        split="eval" if i % 4 == 0 else "train") for i in range(9)]
+    summary = export_rlvr_from_rollouts(rollouts, mirror_root, tmp_path / "out", target="sediment",
+                                        split_enabled=True, verifier_commands=VerifierCommands.empty(),
+                                        workers=workers)
+    assert len(summary["written"]) == 4
+    for path in summary["written"]:
+        status = os.stat(path)
+        assert synced.get(status.st_ino) == status.st_size, path

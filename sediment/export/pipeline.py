@@ -7,6 +7,7 @@ shuffled input gives identical bytes.
 
 from __future__ import annotations
 
+import shutil
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from sediment.export.writer import (
     generation_lock,
 )
 from sediment.mirrors import MirrorRoot
-from sediment.parallel import map_chunks
+from sediment.parallel import ordered_chunks
 from sediment.rollout import Rollout
 
 ProgressCallback = Callable[[int, int], None]
@@ -124,8 +125,9 @@ def export_rlvr_from_rollouts(
     :param verifier_commands: defaults to the file named by ``SEDIMENT_VERIFIER_COMMANDS_FILE``.
     :param fragmented: segmentation counts of the derivation, reported in the summary.
     :param progress: called with ``(done, total)`` after each Rollout (after each chunk with workers).
-    :param workers: processes projecting contiguous chunks of the ordered Rollouts; the merged
-        files are byte-identical to a single-process export.
+    :param workers: processes projecting contiguous chunks of the ordered Rollouts, merged in
+        order while later chunks are projected; the files are byte-identical to a
+        single-process export.
     """
     registry = registry or load_registry()
     chosen = registry.get(target)
@@ -151,13 +153,9 @@ def export_rlvr_from_rollouts(
         )
         try:
             order = _export_order(rollouts)
+            parallel = workers > 1 and len(order) > 1
 
             def project_chunk(chunk: range) -> _ChunkResult:
-                parallel = len(chunk) != len(order)
-                if parallel:
-                    after_fork = getattr(rollouts, "after_fork", None)
-                    if callable(after_fork):
-                        after_fork()
                 files = stage.row_files(f"chunk-{chunk.start:09d}") if parallel else stage.prepared
                 result = _ChunkResult(files.directory, {p: Counter() for p in chosen.populations},
                                       {p: 0 for p in chosen.populations}, positions=len(chunk))
@@ -169,17 +167,21 @@ def export_rlvr_from_rollouts(
                                                                result.tallies[population], files)
                     if progress is not None and not parallel:
                         progress(position + 1, len(order))
-                files.close()
+                if parallel:  # the parent appends these files to its own, then fsyncs those
+                    files.close()
+                    take_stats = getattr(rollouts, "take_stats", None)
+                    result.stats = take_stats() if callable(take_stats) else None
                 result.counts, result.bytes = dict(files.counts), files.bytes
-                stats = getattr(rollouts, "stats", None)
-                result.stats = stats() if parallel and callable(stats) else None
                 return result
 
             done = 0
-            for result in map_chunks(project_chunk, len(order), workers):
+            after_fork = getattr(rollouts, "after_fork", None)
+            for result in ordered_chunks(project_chunk, len(order), workers,
+                                         on_fork=after_fork if callable(after_fork) else None):
                 done += result.positions
-                if result.directory != stage.prepared.directory:
-                    stage.prepared.absorb(result.directory, result.counts, result.bytes)
+                if parallel:  # merged as soon as it and every chunk before it are done
+                    stage.prepared.absorb(result.directory, result.counts, result.bytes, sync=True)
+                    shutil.rmtree(result.directory)
                     merge = getattr(rollouts, "merge_stats", None)
                     if result.stats is not None and callable(merge):
                         merge(result.stats)

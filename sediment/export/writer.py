@@ -199,8 +199,12 @@ class RowFiles:
         return handle
 
     def absorb(self, other_directory: Path, counts: dict[tuple[Population, Split | None], int],
-               size: int) -> None:
-        """Append another RowFiles' closed files (a worker's chunk), in file order."""
+               size: int, *, sync: bool = False) -> None:
+        """Append another RowFiles' closed files (a worker's chunk), in file order.
+
+        With ``sync`` the appended data is flushed to disk at once (while the workers go on),
+        which leaves little for the fsync at publish time.
+        """
         if self.bytes + size > self.max_stage_bytes:
             raise CapacityError(f"JSONL output exceeds {self.max_stage_bytes} encoded bytes; nothing was published")
         for key, count in counts.items():
@@ -208,16 +212,25 @@ class RowFiles:
             handle.flush()
             with open(other_directory / file_name(*key), "rb") as source:
                 _append_file(source, handle)
+            if sync:
+                os.fdatasync(handle.fileno())
             self.counts[key] += count
         self.bytes += size
 
     def close(self, *, sync: bool = False) -> None:
-        for handle in self._handles.values():
+        """Close every partition file; with ``sync``, each is fsynced (also one closed earlier)."""
+        for key, handle in self._handles.items():
             if not handle.closed:
                 handle.flush()
                 if sync:
                     os.fsync(handle.fileno())
                 handle.close()
+            elif sync:
+                descriptor = os.open(self.directory / file_name(*key), os.O_RDONLY)
+                try:
+                    os.fsync(descriptor)
+                finally:
+                    os.close(descriptor)
 
 
 class StagingStore:

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from sediment.facts import FactModel
 from sediment.ingest import Translation, TranslationError
-from sediment.parallel import map_chunks
+from sediment.parallel import ordered_chunks
 from sediment.store import AppendResult, FactStore
 
 BATCH = 100
@@ -136,8 +136,9 @@ def ingest_files(
     """Translate every record of every file and append the Facts in batches.
 
     With ``workers`` > 1, contiguous chunks of files are parsed, translated and encoded in
-    forked processes; the parent writes their batches in file order, so what is stored (and
-    which redelivery counts as the duplicate) is the same as with one worker.
+    forked processes; the parent writes their batches in file order (each chunk as soon as it
+    and the ones before it are ready), so what is stored (and which redelivery counts as the
+    duplicate) is the same as with one worker.
     """
     files = list(paths)
     if workers <= 1 or len(files) < 2:
@@ -161,7 +162,7 @@ def ingest_files(
             return report, batches
 
         total = IngestReport()
-        for report, batches in map_chunks(chunk_job, len(files), workers):
+        for report, batches in ordered_chunks(chunk_job, len(files), workers):
             total.absorb(report)
             for batch in batches:
                 with batch.open("rb") as handle:
