@@ -63,6 +63,16 @@ def _resolve(counts: Counts | None) -> Mapping[str, int]:
     return counts() if callable(counts) else counts
 
 
+def check_destination(destination: str | Path) -> Path:
+    """``destination`` as a path a new bundle may be written to: absent, in an existing folder."""
+    destination = Path(destination)
+    if destination.exists():
+        raise BundleError(f"derived bundle destination already exists: {destination}")
+    if not destination.parent.is_dir():
+        raise BundleError(f"derived bundle parent does not exist: {destination.parent}")
+    return destination
+
+
 def write_bundle(
     rollouts: Iterable[Rollout],
     destination: Path,
@@ -80,11 +90,7 @@ def write_bundle(
     be in ``(org_id, session_id)`` order; ``fragmented`` and ``skipped`` may then be callables,
     read after the last Rollout was written.
     """
-    destination = Path(destination)
-    if destination.exists():
-        raise BundleError(f"derived bundle destination already exists: {destination}")
-    if not destination.parent.is_dir():
-        raise BundleError(f"derived bundle parent does not exist: {destination.parent}")
+    destination = check_destination(destination)
     source: Iterable[Rollout] = rollouts if ordered else sorted(rollouts, key=lambda r: (r.org_id, r.session_id))
 
     def lines() -> Iterator[bytes]:
@@ -116,11 +122,7 @@ def write_bundle_lines(
     skipped: Counts | None = None,
 ) -> Path:
     """Write a bundle from already encoded lines in bundle order (see :func:`write_bundle`)."""
-    destination = Path(destination)
-    if destination.exists():
-        raise BundleError(f"derived bundle destination already exists: {destination}")
-    if not destination.parent.is_dir():
-        raise BundleError(f"derived bundle parent does not exist: {destination.parent}")
+    destination = check_destination(destination)
     stage = destination.parent / f".{destination.name}.{secrets.token_hex(6)}"
     stage.mkdir(mode=0o700)
     try:

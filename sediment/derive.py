@@ -18,9 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from sediment.attribution import CommitIndex, attribute
-from sediment.bundle import encode_line, write_bundle, write_bundle_lines
+from sediment.bundle import check_destination, encode_line, write_bundle, write_bundle_lines
 from sediment.ci_resolution import commit_key_of, resolve_ci
-from sediment.errors import BundleError
 from sediment.facts import CIOutcome, DeveloperDecision, InferenceCall, ToolCallPart
 from sediment.mirrors import MirrorRoot
 from sediment.parallel import ordered_chunks
@@ -216,16 +215,12 @@ def derive_bundle(store: FactStore, org_id: str, out: Path, *, policy: Derivatio
     done, while later chunks are still derived): the bundle is byte-identical either way.
     """
     rollouts = StoreRollouts(store, org_id, policy=policy, mirrors=mirrors)
-    out = Path(out)
     if workers <= 1 or len(rollouts) < 2:
         path = write_bundle(iter(rollouts), out, org_id=org_id, policy=policy,
                             quarantine_revision=rollouts.quarantine_revision,
                             fragmented=lambda: rollouts.fragmented, skipped=lambda: rollouts.skipped, ordered=True)
         return path, rollouts
-    if out.exists():
-        raise BundleError(f"derived bundle destination already exists: {out}")
-    if not out.parent.is_dir():
-        raise BundleError(f"derived bundle parent does not exist: {out.parent}")
+    out = check_destination(out)  # before the workers start, not after they finished
     parts = Path(tempfile.mkdtemp(prefix=f".{out.name}.parts-", dir=out.parent))
     try:
         def derive_chunk(chunk: range) -> tuple[Path, Any]:

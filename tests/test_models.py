@@ -86,77 +86,32 @@ INFERENCE_CALL_FIELDS = [
 
 
 def ci_outcome(**overrides: Any) -> CIOutcome:
-    fields: dict[str, Any] = {
-        "outcome_id": "out-1",
-        "org_id": "acme",
-        "provider": "github_actions",
-        "run_id": "run-1",
-        "repo": "acme/widget",
-        "commit_sha": SHA40,
-        "branch": "main",
-        "result": "passed",
-        "captured_at": T0,
-    }
-    fields.update(overrides)
-    return CIOutcome(**fields)
+    return CIOutcome(**{"outcome_id": "out-1", "org_id": "acme", "provider": "github_actions", "run_id": "run-1",
+                        "repo": "acme/widget", "commit_sha": SHA40, "branch": "main", "result": "passed",
+                        "captured_at": T0} | overrides)
 
 
 def inference_call(**overrides: Any) -> InferenceCall:
-    fields: dict[str, Any] = {
-        "inference_call_id": "call-1",
-        "org_id": "acme",
-        "session_id": "sess-1",
-        "observed_at": T0,
-    }
-    fields.update(overrides)
-    return InferenceCall(**fields)
+    return InferenceCall(**{"inference_call_id": "call-1", "org_id": "acme", "session_id": "sess-1",
+                            "observed_at": T0} | overrides)
 
 
 def decision(**overrides: Any) -> DeveloperDecision:
-    fields: dict[str, Any] = {
-        "decision_id": "dec-1",
-        "org_id": "acme",
-        "session_id": "sess-1",
-        "agent_harness": "codex",
-        "accepted": False,
-        "explicit": True,
-        "interaction_mode": "inline",
-        "occurred_at": T0,
-        "captured_at": T0,
-    }
-    fields.update(overrides)
-    return DeveloperDecision(**fields)
+    return DeveloperDecision(**{"decision_id": "dec-1", "org_id": "acme", "session_id": "sess-1",
+                                "agent_harness": "codex", "accepted": False, "explicit": True,
+                                "interaction_mode": "inline", "occurred_at": T0, "captured_at": T0} | overrides)
 
 
 def observation(**overrides: Any) -> SessionCommitObservation:
-    fields: dict[str, Any] = {
-        "observation_id": "obs-1",
-        "org_id": "acme",
-        "repo": "acme/widget",
-        "commit_sha": SHA40,
-        "session_id": "sess-1",
-        "captured_at": T0,
-    }
-    fields.update(overrides)
-    return SessionCommitObservation(**fields)
+    return SessionCommitObservation(**{"observation_id": "obs-1", "org_id": "acme", "repo": "acme/widget",
+                                       "commit_sha": SHA40, "session_id": "sess-1", "captured_at": T0} | overrides)
 
 
 def merge(**overrides: Any) -> PullRequestMerge:
-    fields: dict[str, Any] = {
-        "merge_id": "m-1",
-        "org_id": "acme",
-        "repo": "acme/widget",
-        "pr_number": 7,
-        "head_ref": "refs/heads/feature",
-        "head_sha": SHA40,
-        "base_ref": "main",
-        "base_sha": SHA40,
-        "merge_commit_sha": SHA40,
-        "merged_at": T0,
-        "captured_at": T0,
-    }
-    fields.update(overrides)
-    return PullRequestMerge(**fields)
+    return PullRequestMerge(**{"merge_id": "m-1", "org_id": "acme", "repo": "acme/widget", "pr_number": 7,
+                               "head_ref": "refs/heads/feature", "head_sha": SHA40, "base_ref": "main",
+                               "base_sha": SHA40, "merge_commit_sha": SHA40, "merged_at": T0,
+                               "captured_at": T0} | overrides)
 
 
 # --- org ids -------------------------------------------------------------------------

@@ -211,9 +211,15 @@ def test_from_toml_zero_fraction(tmp_path: Path) -> None:
         pytest.param("[attribution]\nfoo = 1\n", id="attribution-unknown"),
         pytest.param("[attribution.jaccard]\nseed = 3\n", id="jaccard-unknown"),
         pytest.param("[reward]\nkind = 'ci'\n", id="unknown-table"),
+        pytest.param("[split]\neval_fraction = 0.6\n", id="fraction-too-high"),
+        pytest.param("[split]\neval_fraction = -0.1\n", id="fraction-negative"),
+        pytest.param("schema_version = 2\n", id="schema-version"),
+        pytest.param("[attribution.git_notes]\nmin_similarity = 1.5\n", id="similarity-range"),
+        pytest.param("[attribution]\nmax_commits_per_push = 0\n", id="max-commits"),
+        pytest.param("[split\neval_fraction = \n", id="malformed-toml"),
     ],
 )
-def test_from_toml_rejects_unknown_fields(tmp_path: Path, text: str) -> None:
+def test_from_toml_rejects_unknown_fields_invalid_values_and_bad_toml(tmp_path: Path, text: str) -> None:
     with pytest.raises(ConfigurationError):
         DerivationPolicy.from_toml(write_policy(tmp_path, text))
 
@@ -221,26 +227,6 @@ def test_from_toml_rejects_unknown_fields(tmp_path: Path, text: str) -> None:
 def test_from_toml_error_names_the_offending_field(tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="mode"):
         DerivationPolicy.from_toml(write_policy(tmp_path, '[split]\nmode = "session"\n'))
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        pytest.param("[split]\neval_fraction = 0.6\n", id="fraction-too-high"),
-        pytest.param("[split]\neval_fraction = -0.1\n", id="fraction-negative"),
-        pytest.param("schema_version = 2\n", id="schema-version"),
-        pytest.param("[attribution.git_notes]\nmin_similarity = 1.5\n", id="similarity-range"),
-        pytest.param("[attribution]\nmax_commits_per_push = 0\n", id="max-commits"),
-    ],
-)
-def test_from_toml_rejects_invalid_values(tmp_path: Path, text: str) -> None:
-    with pytest.raises(ConfigurationError):
-        DerivationPolicy.from_toml(write_policy(tmp_path, text))
-
-
-def test_from_toml_rejects_malformed_toml(tmp_path: Path) -> None:
-    with pytest.raises(ConfigurationError):
-        DerivationPolicy.from_toml(write_policy(tmp_path, "[split\neval_fraction = \n"))
 
 
 def test_from_toml_rejects_missing_file(tmp_path: Path) -> None:

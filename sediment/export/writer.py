@@ -218,19 +218,13 @@ class RowFiles:
         self.bytes += size
 
     def close(self, *, sync: bool = False) -> None:
-        """Close every partition file; with ``sync``, each is fsynced (also one closed earlier)."""
-        for key, handle in self._handles.items():
+        """Close every partition file still open; with ``sync``, fsync each first."""
+        for handle in self._handles.values():
             if not handle.closed:
                 handle.flush()
                 if sync:
                     os.fsync(handle.fileno())
                 handle.close()
-            elif sync:
-                descriptor = os.open(self.directory / file_name(*key), os.O_RDONLY)
-                try:
-                    os.fsync(descriptor)
-                finally:
-                    os.close(descriptor)
 
 
 class StagingStore:
