@@ -13,7 +13,7 @@ import pytest
 from sediment.demo import run_demo
 
 ROOT = Path(__file__).parents[1]
-CONSUMER_PYTHON = ROOT / ".venv-consumers" / "bin" / "python"
+CONSUMER_PYTHON = ROOT / ".venv-consumers" / "swebench" / "bin" / "python"
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +30,7 @@ def test_swe_bench_rows_load_in_swebench_and_datasets(consumer_python: Path, tmp
     files = sorted(result["exports"]["swe-bench"]["written"])
     assert files
     environment = dict(os.environ, HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1", HF_HOME=str(tmp_path / "hf"))
-    process = subprocess.run([str(consumer_python), str(ROOT / "tests" / "consumers" / "check_swebench.py"), *files],
+    process = subprocess.run([str(consumer_python), str(ROOT / "tests" / "consumers" / "swebench" / "check_swebench.py"), *files],
                              capture_output=True, text=True, env=environment, timeout=300, check=False)
     assert process.returncode == 0, process.stderr[-3000:]
     reports = [json.loads(line) for line in process.stdout.splitlines()]
