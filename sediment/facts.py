@@ -67,6 +67,22 @@ class InferenceMessage(FactModel):
     finish_reason: str | None = None
 
 
+class ToolDefinition(FactModel):
+    """One tool a call's request declared to the model.
+
+    Function tools carry their name, description and the JSON Schema of their arguments
+    (``parameters``, as the request sent it) and ``strict`` when the request set it. A
+    provider's built-in tool (a web search, a code interpreter) keeps its provider ``type``
+    and name; its other settings stay in the call's ``raw`` record.
+    """
+
+    type: str = "function"
+    name: str
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+    strict: bool | None = None
+
+
 # --- Facts ---------------------------------------------------------------------------
 
 GatewayProvider = Literal["litellm", "portkey", "helicone", "unknown"]
@@ -91,6 +107,8 @@ class InferenceCall(FactModel):
     model: NonEmptyId | None = None
     input_messages: tuple[InferenceMessage, ...] = ()
     output_messages: tuple[InferenceMessage, ...] = ()
+    #: The tools the request declared, in request order; ``None`` when it declared none.
+    tools: tuple[ToolDefinition, ...] | None = None
     input_tokens: int | None = Field(default=None, ge=0)
     output_tokens: int | None = Field(default=None, ge=0)
     duration_ms: int | None = Field(default=None, ge=0, le=2**63 - 1)

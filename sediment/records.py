@@ -7,16 +7,55 @@ UTC ISO-8601 with ``Z``. Used by the fact store and by bundles.
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from sediment.export.representation import plain
+from pydantic import BaseModel
+
+from sediment.identifiers import render_datetime
+
+
+def plain(value: Any) -> Any:
+    """A JSON-ready copy of ``value``: models as dicts in field order, datetimes as UTC text.
+
+    Floats and strings are copied as they are (NaN and lone surrogates included), so the
+    representation check sees exactly what would be emitted.
+    """
+    if isinstance(value, BaseModel):
+        return {name: plain(getattr(value, name)) for name in type(value).model_fields}
+    if isinstance(value, datetime):
+        return render_datetime(value)
+    if isinstance(value, Mapping):
+        return {key: plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(item) for item in value]
+    return value
+
+
+def canonical_json(value: Any, *, allow_nan: bool = False) -> str:
+    """Sorted keys at every level, compact separators, ASCII escapes: the text digests and
+    manifests are computed over. ``NaN`` / ``Infinity`` tokens only with ``allow_nan``."""
+    return json.dumps(plain(value), sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=allow_nan)
+
+
+def sha256_hex(data: str | bytes) -> str:
+    """The hex SHA-256 of ``data`` (text is hashed as UTF-8, lone surrogates kept)."""
+    if isinstance(data, str):
+        data = data.encode("utf-8", "surrogatepass")
+    return hashlib.sha256(data).hexdigest()
+
+
+def canonical_digest(value: Any, *, allow_nan: bool = False) -> str:
+    """SHA-256 of :func:`canonical_json` — the one content digest of a value."""
+    return sha256_hex(canonical_json(value, allow_nan=allow_nan))
 
 
 def encode_record(value: Any) -> str:
-    """The canonical record text of a model or plain value."""
-    return json.dumps(plain(value), sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=True)
+    """The canonical record text of a model or plain value (non-finite numbers kept)."""
+    return canonical_json(value, allow_nan=True)
 
 
 def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -22,10 +22,10 @@ from sediment.ci_resolution import (
     select_reward_resolution,
 )
 from sediment.export.reference_patch import ReferencePatch, resolve_reference_patch
-from sediment.export.representation import plain
 from sediment.export.verifier_commands import VerifierCommands
 from sediment.facts import CIOutcome, TextPart
 from sediment.mirrors import MirrorRoot
+from sediment.records import plain
 from sediment.rollout import Rollout
 
 NON_TEXT_MARKER = "[non-text content omitted]"

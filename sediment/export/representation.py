@@ -1,4 +1,4 @@
-"""Row values: turning models into plain JSON values, and the training-representation check.
+"""The training-representation check of emitted rows.
 
 Facts keep NaN, infinities and lone surrogates losslessly; an exported row must not carry
 them. :func:`representation_problem` walks the emitted value (keys included) and names the
@@ -10,31 +10,14 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel
+from sediment.identifiers import has_unpaired_surrogate
+from sediment.records import plain
 
-from sediment.identifiers import has_unpaired_surrogate, render_datetime
+__all__ = ["REPRESENTATION_REASONS", "plain", "representation_problem"]
 
 REPRESENTATION_REASONS: tuple[str, ...] = ("non_finite_number", "unrepresentable_unicode")
-
-
-def plain(value: Any) -> Any:
-    """A JSON-ready copy of ``value``: models as dicts in field order, datetimes as UTC text.
-
-    Floats and strings are copied as they are (NaN and lone surrogates included), so the
-    representation check sees exactly what would be emitted.
-    """
-    if isinstance(value, BaseModel):
-        return {name: plain(getattr(value, name)) for name in type(value).model_fields}
-    if isinstance(value, datetime):
-        return render_datetime(value)
-    if isinstance(value, Mapping):
-        return {key: plain(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [plain(item) for item in value]
-    return value
 
 
 def representation_problem(value: Any) -> str | None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from sediment.ci_resolution import RESOLVER_SKIP_REASONS
-from sediment.export.representation import REPRESENTATION_REASONS, plain
+from sediment.export.representation import REPRESENTATION_REASONS
 from sediment.facts import DeveloperDecision, InferenceMessage
+from sediment.records import plain
 from sediment.rollout import Turn
 
 #: The vocabulary of every rollout population (contract §5).

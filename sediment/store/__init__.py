@@ -23,7 +23,6 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import OperationalError
 
 from sediment.errors import ConfigurationError, SedimentError
-from sediment.export.representation import plain
 from sediment.facts import (
     CIOutcome,
     DeveloperDecision,
@@ -33,7 +32,7 @@ from sediment.facts import (
     SessionCommitObservation,
 )
 from sediment.home import sediment_home
-from sediment.records import decode_record, encode_record, sortable_time
+from sediment.records import decode_record, encode_record, plain, sortable_time
 from sediment.store import schema
 from sediment.store.interning import expand, intern, references
 from sediment.store.keys import MODELS, fact_org, table_and_key
