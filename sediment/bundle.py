@@ -31,7 +31,7 @@ from sediment.rollout import FRAGMENT_REASONS, Rollout
 from sediment.split import assign_split
 
 BUNDLE_FORMAT = "sediment-rollout-bundle"
-BUNDLE_SCHEMA_VERSION = 1
+BUNDLE_SCHEMA_VERSION = 2
 RECORD_ENCODING = "sediment-record-json-v1"
 MANIFEST = "manifest.json"
 ROLLOUTS = "rollouts.jsonl"

@@ -204,9 +204,13 @@ def write_inputs(directory: Path) -> DemoInputs:
 
 
 def run_demo(out: Path) -> dict[str, Any]:
-    """The whole path under ``out``: inputs, store, mirror, bundle, three exports."""
-    from sediment import export_rlvr_from_bundle
+    """The whole path under ``out``: inputs, store, mirror, bundle, then an export for every
+    installed target (``exports/<target>/``) and every installed consumer profile
+    (``profiles/<profile-id>/``), each plugin with its default settings."""
+    from sediment.bundle import open_bundle
     from sediment.derive import derive_bundle
+    from sediment.export.pipeline import export_rlvr_from_rollouts
+    from sediment.export.registry import load_registry
     from sediment.ingest.calls import translate_call
     from sediment.ingest.files import ingest_files
     from sediment.ingest.github import translate_github
@@ -229,14 +233,22 @@ def run_demo(out: Path) -> dict[str, Any]:
     problems = [str(p) for p in calls.problems + hooks.problems] + notes.problems
     if problems:
         raise RuntimeError(f"demo inputs failed to ingest: {problems}")
-    bundle, _ = derive_bundle(store, ORG, out / "bundle", policy=DerivationPolicy(), mirrors=mirrors)
-    exports = {
-        target: export_rlvr_from_bundle(bundle, mirrors, out / "exports" / target, target=target)
-        for target in ("sediment", "swe-bench", "nemo-gym")
-    }
+    bundle_path, _ = derive_bundle(store, ORG, out / "bundle", policy=DerivationPolicy(), mirrors=mirrors)
+    bundle = open_bundle(bundle_path)
+    registry = load_registry()
+
+    def export(directory: Path, target: str, profile: str | None = None) -> dict[str, Any]:
+        return export_rlvr_from_rollouts(bundle, mirrors, directory, target=target, profile=profile,
+                                         split_enabled=bundle.split_enabled, registry=registry,
+                                         fragmented=bundle.manifest.fragmented)
+
+    exports = {name: export(out / "exports" / name, name) for name in sorted(registry.targets)}
+    profiles = {name: export(out / "profiles" / name, p.info.target, name)
+                for name, p in sorted(registry.profiles.items())}
     return {
-        "inputs": str(inputs.calls.parent), "home": str(home), "bundle": str(bundle),
+        "inputs": str(inputs.calls.parent), "home": str(home), "bundle": str(bundle_path),
         "ingested": {"calls": calls.as_json(), "webhooks": hooks.as_json(),
                      "observations": notes.stored},
         "exports": exports,
+        "profiles": profiles,
     }

@@ -24,7 +24,7 @@ from sediment.facts import CIOutcome, DeveloperDecision, InferenceCall, ToolCall
 from sediment.mirrors import MirrorRoot
 from sediment.parallel import ordered_chunks
 from sediment.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy, Provenance
-from sediment.rollout import Rollout, call_order_key, segment_calls
+from sediment.rollout import Rollout, call_order_key, segment_calls, tool_sets
 from sediment.split import assign_split
 from sediment.store import FactStore
 
@@ -120,6 +120,7 @@ def derive_session(
                               quarantine_revision=quarantine_revision, policy_digest=policy.digest),
         split=assign_split(session_id, policy.split.eval_fraction),
         session_commit_observations=tuple(kept_observations),
+        tool_sets=tool_sets(calls),
     )
     return SessionDerivation(rollout, fragmented, skipped)
 

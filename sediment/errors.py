@@ -21,6 +21,7 @@ class ExitCode(IntEnum):
     VALIDATION = 6  #: ``sediment schema validate`` found invalid rows
     CAPACITY = 7  #: a byte budget was exceeded; nothing was published
     INPUT = 8  #: some input records failed to ingest (every other record was ingested)
+    PROFILE = 9  #: a consumer profile refused the export as a whole (train/eval prompt overlap); nothing published
 
 
 class SedimentError(Exception):
@@ -41,6 +42,16 @@ class UsageError(SedimentError):
 
 class UnknownTargetError(UsageError):
     """No installed export target has the requested name."""
+
+
+class UnknownProfileError(UsageError):
+    """No installed profile has the requested name, it is retired, or it adapts another target."""
+
+
+class ProfileError(SedimentError):
+    """A consumer profile refused the export as a whole; nothing was published."""
+
+    exit_code = ExitCode.PROFILE
 
 
 class OutputDirectoryError(SedimentError):

@@ -27,9 +27,11 @@ from sediment.facts import (
     TextPart,
     ToolCallPart,
     ToolCallResponsePart,
+    ToolDefinition,
 )
-from sediment.identifiers import CommitSha, NonEmptyId, NonEmptyRepoSlug, OrgId
+from sediment.identifiers import CommitSha, NonEmptyId, NonEmptyRepoSlug, OrgId, UtcDatetime
 from sediment.policy import Provenance
+from sediment.records import canonical_digest
 from sediment.split import Split
 
 FragmentReason = Literal["prior_output_absent", "input_history_changed", "prior_output_not_replayed"]
@@ -50,13 +52,42 @@ class CommitRef(FactModel):
 
 
 class Turn(FactModel):
-    """What one inference call added to its segment."""
+    """What one inference call added to its segment, and the recorded context of that call.
+
+    ``new_messages``, ``completion``, ``decisions``, ``inference_call_id`` and ``tool_calls``
+    are what canonical rows carry. The call's own ``output_messages``, ``model``,
+    ``observed_at`` and the digest of the tool definitions its request declared (an entry of
+    :attr:`Rollout.tool_sets`) are kept for consumer profiles, which hydrate native rows from
+    them; no canonical row emits them.
+    """
 
     new_messages: tuple[InferenceMessage, ...]
     completion: str
     decisions: tuple[DeveloperDecision, ...] = ()
     inference_call_id: NonEmptyId
     tool_calls: tuple[ToolCallPart, ...] = ()
+    output_messages: tuple[InferenceMessage, ...] = ()
+    model: NonEmptyId | None = None
+    observed_at: UtcDatetime | None = None
+    tools_digest: str | None = None
+
+
+class ToolSet(FactModel):
+    """One distinct list of tool definitions the Session's requests declared, by digest."""
+
+    digest: str
+    tools: tuple[ToolDefinition, ...]
+
+
+def tools_digest(tools: Sequence[ToolDefinition]) -> str:
+    """The content digest of a tool list (its canonical JSON), as :attr:`Turn.tools_digest` holds it."""
+    return canonical_digest(list(tools))
+
+
+def tool_sets(calls: Iterable[InferenceCall]) -> tuple[ToolSet, ...]:
+    """Every distinct tool list the calls declared, sorted by digest (each stored once)."""
+    found = {tools_digest(c.tools): c.tools for c in calls if c.tools is not None}
+    return tuple(ToolSet(digest=d, tools=found[d]) for d in sorted(found))
 
 
 class Rollout(FactModel):
@@ -71,6 +102,7 @@ class Rollout(FactModel):
     provenance: Provenance
     split: Split = "train"
     session_commit_observations: tuple[SessionCommitObservation, ...] = ()
+    tool_sets: tuple[ToolSet, ...] = ()
 
     @field_validator("segments")
     @classmethod
@@ -126,6 +158,10 @@ def make_turn(
         decisions=tuple(decisions),
         inference_call_id=call.inference_call_id,
         tool_calls=output_tool_calls(call.output_messages),
+        output_messages=call.output_messages,
+        model=call.model,
+        observed_at=call.observed_at,
+        tools_digest=None if call.tools is None else tools_digest(call.tools),
     )
 
 

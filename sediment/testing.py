@@ -1,25 +1,42 @@
-"""Test kit for Sediment and for plugin authors (load with ``pytest_plugins = ["sediment.testing"]``).
+"""Test kit for Sediment and for plugin authors, registered as a pytest plugin (``pytest11``
+entry point ``sediment``): installing Sediment makes it available to every test suite.
 
-Builders for real git mirrors, Facts and Rollouts, and a helper that reads exported JSONL
-and validates every row against the published schemas.
+- Builders: real git mirrors (:class:`GitRepo`, fixtures ``mirror_root`` and ``git_repo``),
+  Facts and Rollouts (:func:`message`, :func:`call`, :func:`conversation`, :func:`outcome`,
+  :func:`rollout`).
+- :func:`plugin_registry` registers plugins inline for one test (hookimpl modules, classes or
+  objects, under a name), beside the built-ins; nothing global changes.
+- :func:`run_export` runs a target or profile export into a temporary directory and returns
+  the summary and the rows of every file, each validated against its schema.
+- :func:`read_rows` reads one JSONL file and validates every row against the registered
+  schemas (the core's and every plugin's).
+
+Isolation: every test sees only Sediment's built-in plugins through entry-point discovery
+(``SEDIMENT_LOAD_PLUGINS`` is set to them), so whatever else happens to be installed cannot
+change a result; mark a test ``@pytest.mark.sediment_installed_plugins`` to discover every
+installed plugin instead. No operator configuration (``SEDIMENT_*`` variables) leaks in.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from sediment.facts import CIOutcome, InferenceCall, InferenceMessage, TextPart, ToolCallPart
 from sediment.mirrors import MirrorRoot, MirrorWriter
 from sediment.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy, Provenance
-from sediment.rollout import CommitRef, Rollout, segment_calls
+from sediment.rollout import CommitRef, Rollout, segment_calls, tool_sets
 from sediment.split import Split
-from sediment.validation import row_errors
+
+if TYPE_CHECKING:
+    from sediment.export.registry import PluginRegistry
+    from sediment.validation import SchemaSet
 
 ORG = "acme"
 REPO = "owner/repo"
@@ -90,27 +107,94 @@ def rollout(session_id: str, *, calls: Sequence[InferenceCall] | None = None,
             commits: Sequence[str | CommitRef] = (), outcomes: Sequence[CIOutcome] = (),
             split: Split = "train", org_id: str = ORG, repo: str = REPO, **fields: Any) -> Rollout:
     """A Rollout built through real segmentation of ``calls`` (a two-call loop by default)."""
-    segments, _ = segment_calls(calls if calls is not None else conversation(session_id, org_id=org_id))
+    calls = list(calls) if calls is not None else conversation(session_id, org_id=org_id)
+    segments, _ = segment_calls(calls)
     refs = tuple(c if isinstance(c, CommitRef) else CommitRef(repo=repo, commit_sha=c) for c in commits)
     values: dict[str, Any] = {
         "org_id": org_id, "session_id": session_id, "segments": segments, "commits": refs,
         "attribution_source": "git_notes", "terminal_outcomes": tuple(outcomes),
-        "provenance": PROVENANCE, "split": split,
+        "provenance": PROVENANCE, "split": split, "tool_sets": tool_sets(calls),
     }
     values.update(fields)
     return Rollout(**values)
 
 
-def read_rows(path: Path) -> list[dict[str, Any]]:
-    """Parse a JSONL file and assert every row validates against its published schema."""
+def plugin_registry(*plugins: tuple[str, object], builtins: bool = True) -> PluginRegistry:
+    """A registry of Sediment's built-in plugins (unless ``builtins=False``) plus ``plugins``,
+    each a ``(name, plugin)`` pair: a module, class or object carrying ``@hookimpl`` functions.
+
+    The registry is a fresh value: registering here changes nothing for other tests. Pass it
+    to :func:`run_export` (or to the export functions' ``registry=``).
+    """
+    from sediment.export.plugins import BUILTIN_PLUGINS, PluginOrigin, PluginSource, discover_entry_points
+    from sediment.export.registry import load_registry
+
+    sources = discover_entry_points(blocked=(), only=BUILTIN_PLUGINS) if builtins else []
+    for name, plugin in plugins:
+        sources.append(PluginSource(plugin, PluginOrigin(name, "inline (test)", "0", repr(plugin)[:60])))
+    return load_registry(sources)
+
+
+def _schemas(schemas: SchemaSet | PluginRegistry | None) -> SchemaSet:
+    from sediment.export.registry import PluginRegistry, load_registry
+
+    if schemas is None:
+        return load_registry().schemas
+    return schemas.schemas if isinstance(schemas, PluginRegistry) else schemas
+
+
+def read_rows(path: Path, schemas: SchemaSet | PluginRegistry | None = None) -> list[dict[str, Any]]:
+    """Parse a JSONL file and assert every row validates against the schema its ``schema_id``
+    names, among ``schemas`` (a registry's, by default the installed plugins')."""
+    checker = _schemas(schemas)
     rows = []
     with path.open("r", encoding="ascii") as handle:
         for number, line in enumerate(handle, start=1):
             row = json.loads(line)
-            errors = row_errors(row)
+            errors = checker.errors(row)
             assert not errors, f"{path.name}:{number} violates its schema: {errors}"
             rows.append(row)
     return rows
+
+
+@dataclass
+class ExportResult:
+    """What :func:`run_export` produced: the summary, the directory and every published file's
+    rows (file name → rows; ``data`` files of a profile export are read without a schema)."""
+
+    summary: dict[str, Any]
+    out_dir: Path
+    rows: dict[str, list[dict[str, Any]]]
+
+
+def run_export(rollouts: Sequence[Rollout], out_dir: Path, *, target: str, profile: str | None = None,
+               registry: PluginRegistry | None = None, mirrors: MirrorRoot | None = None,
+               split_enabled: bool = False, settings: dict[str, dict[str, Any]] | None = None) -> ExportResult:
+    """Export ``rollouts`` through ``target`` (and ``profile``) into ``out_dir`` and read back
+    every published JSONL file, validating each row that names a schema.
+
+    :param settings: plugin settings, ``{plugin name: {field: value}}`` (as a ``--config``
+        file's ``[plugins.NAME]`` tables would give them).
+    """
+    from sediment.export.pipeline import export_rlvr_from_rollouts
+    from sediment.export.registry import load_registry
+    from sediment.export.settings import SettingsSources
+    from sediment.export.verifier_commands import VerifierCommands
+
+    registry = registry or load_registry()
+    summary = export_rlvr_from_rollouts(
+        rollouts, mirrors, out_dir, target=target, profile=profile, split_enabled=split_enabled,
+        registry=registry, settings=SettingsSources(config=settings or {}, config_path="test settings"),
+        verifier_commands=VerifierCommands.empty(),
+    )
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for written in summary["written"]:
+        path = Path(written)
+        if profile is not None and path.name.startswith("data"):
+            rows[path.name] = [json.loads(line) for line in path.read_text(encoding="ascii").splitlines()]
+        else:
+            rows[path.name] = read_rows(path, registry)
+    return ExportResult(summary, Path(out_dir), rows)
 
 
 def snapshot(directory: Path) -> dict[str, bytes]:
@@ -130,14 +214,24 @@ def git_repo(mirror_root: MirrorRoot) -> GitRepo:
     return GitRepo(mirror_root)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "sediment_installed_plugins: discover every installed Sediment plugin, not only the built-ins"
+    )
+
+
 @pytest.fixture(autouse=True)
-def _clean_sediment_environment(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """No operator configuration leaks into tests."""
-    for name in ("SEDIMENT_VERIFIER_COMMANDS_FILE", "SEDIMENT_OPENENV_IMAGE", "SEDIMENT_OPENENV_PACKAGE",
-                 "SEDIMENT_NEMO_GYM_RESOURCES_SERVER", "SEDIMENT_NEMO_GYM_CONFIG", "SEDIMENT_MIRROR_PATH",
-                 "SEDIMENT_BLOCK_PLUGINS", "SEDIMENT_RAISE_ERRORS", "SEDIMENT_HOME", "SEDIMENT_DATABASE_URL",
-                 "SEDIMENT_ORG_ID"):
+def _clean_sediment_environment(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[None]:
+    """No operator configuration leaks into tests, and discovery sees only the built-in plugins
+    (unless the test is marked ``sediment_installed_plugins``)."""
+    import os
+
+    from sediment.export.plugins import BUILTIN_PLUGINS, LOAD_ENV_VAR
+
+    for name in [n for n in os.environ if n.startswith("SEDIMENT_") and n != "SEDIMENT_TEST_DATABASE_URL"]:
         monkeypatch.delenv(name, raising=False)
+    if request.node.get_closest_marker("sediment_installed_plugins") is None:
+        monkeypatch.setenv(LOAD_ENV_VAR, ",".join(BUILTIN_PLUGINS))
     yield
 
 

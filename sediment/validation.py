@@ -1,16 +1,20 @@
-"""Validate exported rows against the published JSON Schemas (``schemas/training-rows``).
+"""Validate exported rows against JSON Schemas (draft 2020-12).
 
-A row names its schema by ``schema_id`` (top level, or under ``metadata`` for rows whose
-top level belongs to the consumer's shape).
+The core publishes the component schemas of canonical evidence (``schemas/``: CI outcomes
+and resolutions, message parts, turns, provenance, …) and the profile evidence sidecar row;
+each plugin registers the schemas of the rows it emits. A :class:`SchemaSet` holds them all
+(the plugin registry builds one). A row names its schema by ``schema_id`` (top level, or
+under ``metadata`` for rows whose top level belongs to a consumer's shape).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from importlib.resources import files
+from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
@@ -31,26 +35,27 @@ class RowProblem:
         return f"{self.path}:{self.line}: {self.message}"
 
 
-@cache
-def _schemas() -> dict[str, dict[str, Any]]:
-    root = files("sediment.schemas").joinpath("training-rows")
-    schemas: dict[str, dict[str, Any]] = {}
-    for entry in root.iterdir():
-        if entry.name.endswith(".json"):
-            schema = json.loads(entry.read_text(encoding="utf-8"))
-            schemas[schema["$id"]] = schema
-    return schemas
+def schemas_in(package: str, folder: str = "schemas") -> list[dict[str, Any]]:
+    """Every ``*.json`` schema in a folder of an importable package, sorted by file name."""
+    root = files(package).joinpath(folder)
+    return [_load(entry) for entry in sorted(root.iterdir(), key=lambda e: e.name) if entry.name.endswith(".json")]
+
+
+def _load(entry: Traversable) -> dict[str, Any]:
+    schema = json.loads(entry.read_text(encoding="utf-8"))
+    if not isinstance(schema, dict) or not isinstance(schema.get("$id"), str):
+        raise ValueError(f"{entry.name}: a schema is a JSON object with an $id")
+    return schema
 
 
 @cache
-def _registry() -> Registry:
-    resources = [(sid, Resource.from_contents(s, default_specification=DRAFT202012)) for sid, s in _schemas().items()]
-    return Registry().with_resources(resources)
-
-
-def schema_ids() -> list[str]:
-    """Every published schema id."""
-    return sorted(_schemas())
+def core_schemas() -> Mapping[str, dict[str, Any]]:
+    """The core's own schemas, by ``$id``."""
+    found: dict[str, dict[str, Any]] = {}
+    for folder in ("training-rows", "profile-rows"):
+        for schema in schemas_in("sediment.schemas", folder):
+            found[schema["$id"]] = schema
+    return found
 
 
 def row_schema_id(row: Any) -> str | None:
@@ -62,29 +67,55 @@ def row_schema_id(row: Any) -> str | None:
     return None
 
 
-def row_errors(row: Any) -> list[str]:
-    """Messages for every schema violation of ``row`` (empty when valid)."""
-    schema_id = row_schema_id(row)
-    if schema_id is None:
-        return ["row names no schema_id"]
-    schema = _schemas().get(schema_id)
-    if schema is None:
-        return [f"unknown schema_id {schema_id}"]
-    validator = Draft202012Validator(schema, registry=_registry())
-    return [
-        f"{'/'.join(str(p) for p in error.absolute_path) or '(row)'}: {error.message}"
-        for error in sorted(validator.iter_errors(row), key=lambda e: list(map(str, e.absolute_path)))
-    ]
+class SchemaSet:
+    """A set of schemas by ``$id``, with ``$ref`` resolution between them."""
 
+    def __init__(self, schemas: Mapping[str, dict[str, Any]]) -> None:
+        self._schemas = dict(schemas)
+        self._validators: dict[str, Draft202012Validator] = {}
 
-def validate_file(path: Path) -> Iterator[RowProblem]:
-    """Problems in a JSONL file: unparseable lines and schema violations, line by line."""
-    with path.open("rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            try:
-                row = json.loads(raw)
-            except ValueError as exc:
-                yield RowProblem(path, number, f"not JSON: {exc}")
-                continue
-            for message in row_errors(row):
-                yield RowProblem(path, number, message)
+    def __contains__(self, schema_id: object) -> bool:
+        return schema_id in self._schemas
+
+    def ids(self) -> list[str]:
+        return sorted(self._schemas)
+
+    @cached_property
+    def _registry(self) -> Registry:
+        resources = [(sid, Resource.from_contents(s, default_specification=DRAFT202012))
+                     for sid, s in self._schemas.items()]
+        return Registry().with_resources(resources)
+
+    def _validator(self, schema_id: str) -> Draft202012Validator:
+        if schema_id not in self._validators:
+            self._validators[schema_id] = Draft202012Validator(self._schemas[schema_id], registry=self._registry)
+        return self._validators[schema_id]
+
+    def errors(self, row: Any, schema_id: str | None = None) -> list[str]:
+        """Every violation of ``row`` against ``schema_id`` (default: the one the row names)."""
+        schema_id = schema_id or row_schema_id(row)
+        if schema_id is None:
+            return ["row names no schema_id"]
+        if schema_id not in self._schemas:
+            return [f"unknown schema_id {schema_id}"]
+        return [
+            f"{'/'.join(str(p) for p in error.absolute_path) or '(row)'}: {error.message}"
+            for error in sorted(self._validator(schema_id).iter_errors(row),
+                                key=lambda e: list(map(str, e.absolute_path)))
+        ]
+
+    def validate_file(self, path: Path) -> Iterator[RowProblem]:
+        """Problems in a JSONL file: unparseable lines and schema violations, line by line."""
+        with path.open("rb") as handle:
+            for number, raw in enumerate(handle, start=1):
+                try:
+                    row = json.loads(raw)
+                except ValueError as exc:
+                    yield RowProblem(path, number, f"not JSON: {exc}")
+                    continue
+                for message in self.errors(row):
+                    yield RowProblem(path, number, message)
+
+    def validate_files(self, paths: Iterable[Path]) -> Iterator[RowProblem]:
+        for path in paths:
+            yield from self.validate_file(path)

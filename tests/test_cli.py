@@ -15,7 +15,7 @@ from sediment.testing import ORG, POLICY, GitRepo, outcome, rollout
 
 
 def sediment(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("SEDIMENT_")}
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("SEDIMENT_") or k == "SEDIMENT_LOAD_PLUGINS"}
     environ.update(env or {})
     return subprocess.run([sys.executable, "-m", "sediment", *args], capture_output=True, text=True,
                           env=environ, timeout=120, check=False)
@@ -47,8 +47,9 @@ def test_export_json_summary(tmp_path: Path, bundle: Path) -> None:
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     assert list(summary) == ["target", "rollouts", "task_rows", "task_skipped", "rollout_rows",
-                             "rollout_skipped", "fragmented", "written", "environment_manifest"]
+                             "rollout_skipped", "fragmented", "written", "manifests"]
     assert summary["rollouts"] == 2 and summary["task_skipped"] == {"no_attributed_commit": 1}
+    assert summary["manifests"] == {"openenv": [str(tmp_path / "out" / "environment.yaml")]}
     validated = sediment("schema", "validate", *summary["written"])
     assert validated.returncode == 0, validated.stderr
 
@@ -117,3 +118,37 @@ def test_demo_runs_into_a_fresh_directory(tmp_path: Path) -> None:
     assert sediment("schema", "validate", *(str(exports / f) for f in files)).returncode == 0
     again = sediment("demo", "--out", str(tmp_path / "demo"))
     assert again.returncode == 2 and "not empty" in again.stderr
+
+
+def test_profiles_json_lists_builtins_with_their_claims() -> None:
+    result = sediment("profiles", "--json")
+    assert result.returncode == 0, result.stderr
+    listed = {p["id"]: p for p in json.loads(result.stdout)["profiles"]}
+    nemo = listed["nemo-gym-rollouts-v2"]
+    assert (nemo["target"], nemo["population"]) == ("nemo-gym", "rollouts")
+    assert ["nemo-gym", "0.7.0"] in nemo["validated_with"]
+    assert nemo["skip_reasons"][:2] == ["non_finite_number", "unrepresentable_unicode"]
+    assert "token ids" in nemo["support"]
+    assert json.loads(result.stdout)["retired"] == {"nemo-gym-rollouts-v1": "nemo-gym-rollouts-v2"}
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("--target", "nemo-gym", "--profile", "trl-v9"), "unsupported profile: trl-v9; installed profiles: "),
+    (("--target", "nemo-gym", "--profile", "nemo-gym-rollouts-v1"),
+     "profile nemo-gym-rollouts-v1 is retired; use nemo-gym-rollouts-v2"),
+    (("--target", "sediment", "--profile", "nemo-gym-rollouts-v2"),
+     "profile nemo-gym-rollouts-v2 adapts rows of target nemo-gym, not sediment; use --target nemo-gym"),
+])
+def test_unknown_retired_and_mismatched_profiles(tmp_path: Path, bundle: Path, args: tuple[str, ...],
+                                                 message: str) -> None:
+    result = sediment("export", "rlvr", *args, "--from", str(bundle), "--out", str(tmp_path / "o"))
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_settings_for_a_plugin_that_is_not_installed(tmp_path: Path, bundle: Path) -> None:
+    result = sediment("export", "rlvr", "--target", "nemo-gym", "--from", str(bundle), "--out", str(tmp_path / "o"),
+                      "--set", "nobody.field=1")
+    assert result.returncode == 1
+    assert "settings name plugins that are not installed: nobody" in result.stderr

@@ -91,8 +91,8 @@ def test_direct_export_equals_bundle_export(operator: dict[str, Any]) -> None:
                            "--out", str(tmp / f"a-{target}"), "--json").stdout)
         b = json.loads(run(env, "export", "rlvr", "--target", target, "--out", str(tmp / f"b-{target}"),
                            "--json").stdout)
-        assert {k: v for k, v in a.items() if k not in ("written", "environment_manifest")} == \
-               {k: v for k, v in b.items() if k not in ("written", "environment_manifest")}
+        assert {k: v for k, v in a.items() if k not in ("written", "manifests")} == \
+               {k: v for k, v in b.items() if k not in ("written", "manifests")}
         for path in a["written"]:
             other = Path(path.replace(f"a-{target}", f"b-{target}"))
             parse = lambda p: [json.loads(line) for line in Path(p).read_text().splitlines()]  # noqa: E731

@@ -1,32 +1,50 @@
-"""The plugin framework: discovery, the registry's rules, one-target dispatch, hook docs."""
+"""The plugin framework (contract version 2): discovery, the registry's rules, core-owned
+vocabularies, plugin schemas, typed settings, one-plugin dispatch, hook docs."""
 
 from __future__ import annotations
 
+import ast
 import inspect
 import json
+import math
+import re
 import types
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
+from pydantic import Field
 
-from sediment.errors import PluginError, UnknownTargetError
-from sediment.export import Population, ProjectedRow, TargetInfo, hookimpl, hookspecs
-from sediment.export.evidence import RolloutEvidence
+from sediment.errors import ConfigurationError, PluginError, UnknownTargetError
+from sediment.export import hookspecs
 from sediment.export.pipeline import export_rlvr_from_rollouts
 from sediment.export.plugins import (
     BUILTIN_MANIFEST_PLUGINS,
+    BUILTIN_PLUGINS,
+    BUILTIN_PROFILES,
     BUILTIN_TARGETS,
-    PluginOrigin,
-    PluginSource,
     discover_entry_points,
     new_plugin_manager,
 )
 from sediment.export.registry import load_registry
-from sediment.export.representation import REPRESENTATION_REASONS
+from sediment.export.settings import SettingsSources
 from sediment.export.verifier_commands import VerifierCommands
-from sediment.testing import rollout
+from sediment.plugin import (
+    ManifestInfo,
+    PluginSettings,
+    Population,
+    PopulationInfo,
+    ProjectedRow,
+    PublishedExport,
+    RolloutEvidence,
+    TargetInfo,
+    atomic_write_bytes,
+    hookimpl,
+)
+from sediment.testing import outcome, plugin_registry, rollout, run_export
 
+ROOT = Path(__file__).parents[1]
 CI = (
     "conflicting_run_identity", "ambiguous_workflow_verdicts", "repository_identity_absent",
     "repository_identity_conflict", "repository_identity_unresolved",
@@ -40,71 +58,88 @@ SWE_TASKS = (*CI, *REPR, "no_attributed_commit", "missing_verifier_evidence", "f
              "mirror_absent", "no_commit_in_verifier_repo", "degenerate_commit_range", "root_commit_no_base",
              "reference_patch_unavailable")
 ROLLOUTS = (*CI, *REPR, "no_segments")
+SCHEMA = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "https://example.com/r.json",
+          "type": "object", "required": ["session_id"]}
 
 
-def builtin_sources() -> list[PluginSource]:
-    return [s for s in discover_entry_points(blocked=()) if s.origin.distribution == "sediment"]
-
-
-def test_discovery_finds_exactly_the_builtins() -> None:
-    registry = load_registry(builtin_sources())
-    assert tuple(sorted(registry.targets)) == tuple(sorted(BUILTIN_TARGETS))
-    assert tuple(registry.manifest_plugins) == BUILTIN_MANIFEST_PLUGINS
-
-
-def test_vocabularies_are_the_contract_tuples() -> None:
-    registry = load_registry(builtin_sources())
-    assert registry.targets["sediment"].vocabularies == {"tasks": SEDIMENT_TASKS, "rollouts": ROLLOUTS}
-    assert registry.targets["swe-bench"].vocabularies == {"tasks": SWE_TASKS}
-    assert registry.targets["nemo-gym"].vocabularies == {"rollouts": ROLLOUTS}
-
-
-def test_hookspecs_document_every_argument() -> None:
-    pm = new_plugin_manager()
-    names = [n for n, f in inspect.getmembers(hookspecs, inspect.isfunction) if hasattr(f, "sediment_spec")]
-    assert set(names) == {"describe_target", "skip_reasons", "eligible", "project_row", "write_manifest"}
-    for name in names:
-        spec = getattr(pm.hook, name).spec
-        doc = inspect.getdoc(spec.function) or ""
-        assert ":return:" in doc, name
-        for arg in spec.argnames:
-            assert f":param {arg}:" in doc, f"{name} does not document {arg}"
-
-
-def _source(name: str, module: types.ModuleType, distribution: str = "third-party") -> PluginSource:
-    return PluginSource(module, PluginOrigin(name, distribution, "1.0", f"{module.__name__}"))
-
-
-def make_target(name: str, *, vocabulary: Sequence[str] = (*REPR, "nope"), reason: str | None = None,
-                calls: list[str] | None = None) -> types.ModuleType:
+def make_target(name: str, *, own: Sequence[str] = ("nope",), reason: str | None = None,
+                calls: list[str] | None = None, body: Any = None, reads_ci: bool = False,
+                schema_id: str = "https://example.com/r.json", schemas: Sequence[dict[str, Any]] = (SCHEMA,)
+                ) -> types.ModuleType:
     module = types.ModuleType(f"plugin_{name.replace('-', '_')}")
 
     @hookimpl
     def describe_target() -> TargetInfo:
-        return TargetInfo(populations={"rollouts": "https://example.com/r.json"}, needs_mirrors=False)
+        return TargetInfo(populations={"rollouts": PopulationInfo(schema_id, tuple(own))}, needs_mirrors=False)
 
     @hookimpl
-    def skip_reasons(population: Population) -> Sequence[str]:
-        return tuple(vocabulary)
+    def register_schemas() -> Sequence[dict[str, Any]]:
+        return list(schemas)
 
     @hookimpl
     def eligible(population: Population, evidence: RolloutEvidence) -> str | None:
         if calls is not None:
             calls.append(name)
+        if reads_ci:
+            evidence.ci  # noqa: B018 - consulting CI is what counts the resolver's reasons
         return reason
 
     @hookimpl
     def project_row(population: Population, evidence: RolloutEvidence) -> Sequence[ProjectedRow]:
-        return [ProjectedRow(evidence.rollout.split, {"session_id": evidence.rollout.session_id, "by": name})]
+        row = body if body is not None else {"session_id": evidence.rollout.session_id, "by": name,
+                                             "schema_id": schema_id}
+        return [ProjectedRow(evidence.rollout.split, dict(row))]
 
-    for fn in (describe_target, skip_reasons, eligible, project_row):
+    for fn in (describe_target, register_schemas, eligible, project_row):
         setattr(module, fn.__name__, fn)
     return module
 
 
+def export(registry: Any, tmp_path: Path, target: str, rollouts: Sequence[Any] = ()) -> dict[str, Any]:
+    return export_rlvr_from_rollouts(list(rollouts) or [rollout("s1")], None, tmp_path / "out", target=target,
+                                     split_enabled=False, registry=registry,
+                                     verifier_commands=VerifierCommands.empty())
+
+
+# --- discovery --------------------------------------------------------------------------
+
+
+def test_discovery_finds_exactly_the_builtins() -> None:
+    registry = load_registry()
+    assert tuple(sorted(registry.targets)) == tuple(sorted(BUILTIN_TARGETS))
+    assert tuple(sorted(registry.profiles)) == tuple(sorted(BUILTIN_PROFILES))
+    assert tuple(registry.manifests) == BUILTIN_MANIFEST_PLUGINS
+    origins = {p.origin.distribution for kind in (registry.targets, registry.profiles, registry.manifests)
+               for p in kind.values()}
+    assert origins == {"sediment"}
+
+
+def test_the_test_kit_hides_other_installed_plugins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dist = tmp_path / "stray-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: stray\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[sediment]\nstray = json\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert "stray" not in {s.origin.name for s in discover_entry_points()}
+    assert {s.origin.name for s in discover_entry_points()} <= set(BUILTIN_PLUGINS)
+
+
+@pytest.mark.sediment_installed_plugins
+def test_the_marker_lifts_the_isolation(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    dist = tmp_path / "stray-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: stray\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[sediment]\nstray = json\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert "stray" in {s.origin.name for s in discover_entry_points()}
+
+
 def test_duplicate_target_names_name_both_plugins() -> None:
+    from sediment.export.plugins import PluginOrigin, PluginSource
+
+    sources = [PluginSource(make_target("twin"), PluginOrigin("twin", dist, "1.0", "m")) for dist in ("dist-a", "dist-b")]
     with pytest.raises(PluginError, match="declared twice: by dist-a .* and by dist-b"):
-        load_registry([_source("twin", make_target("twin"), "dist-a"), _source("twin", make_target("twin"), "dist-b")])
+        load_registry(sources)
 
 
 def test_duplicate_entry_point_across_distributions(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -114,24 +149,61 @@ def test_duplicate_entry_point_across_distributions(tmp_path: Path, monkeypatch:
     (dist / "entry_points.txt").write_text("[sediment]\nnemo-gym = json\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(PluginError, match="'nemo-gym' is declared twice: by .*impostor"):
-        discover_entry_points(blocked=())
+        discover_entry_points(blocked=(), only=None)
+
+
+def test_blocked_and_load_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SEDIMENT_BLOCK_PLUGINS", "swe-bench, openenv")
+    names = {s.origin.name for s in discover_entry_points()}
+    assert "swe-bench" not in names and "openenv" not in names and "sediment" in names
+    monkeypatch.delenv("SEDIMENT_BLOCK_PLUGINS")
+    monkeypatch.setenv("SEDIMENT_LOAD_PLUGINS", "nemo-gym")
+    assert [s.origin.name for s in discover_entry_points()] == ["nemo-gym"]
+    monkeypatch.setenv("SEDIMENT_LOAD_PLUGINS", "")
+    assert discover_entry_points() == []
+
+
+# --- vocabularies ------------------------------------------------------------------------
+
+
+def test_vocabularies_are_the_contract_tuples() -> None:
+    registry = load_registry()
+    assert registry.targets["sediment"].vocabularies == {"tasks": SEDIMENT_TASKS, "rollouts": ROLLOUTS}
+    assert registry.targets["swe-bench"].vocabularies == {"tasks": SWE_TASKS}
+    assert registry.targets["nemo-gym"].vocabularies == {"rollouts": ROLLOUTS}
+
+
+def test_a_plugin_declaring_only_its_reasons_still_counts_core_reasons(tmp_path: Path) -> None:
+    sha = "a" * 40
+    ambiguous = rollout("s1", commits=[sha], outcomes=[
+        outcome("o1", sha, "passed", run_id="1"), outcome("o2", sha, "failed", run_id="2", workflow_name="lint",
+                                                          workflow_id="78", workflow_path=".github/workflows/lint.yml")])
+    nan_row = {"session_id": "s", "value": math.nan}
+    registry = plugin_registry(("mine", make_target("mine", own=("mine_only",), body=nan_row, reads_ci=True)))
+    assert registry.targets["mine"].vocabularies["rollouts"] == (*CI, *REPR, "mine_only")
+    summary = export(registry, tmp_path, "mine", [ambiguous])
+    assert summary["rollout_skipped"] == {"ambiguous_workflow_verdicts": 1, "non_finite_number": 1}
+    assert summary["rollout_rows"] == 0
+
+
+def test_declaring_a_core_reason_is_refused() -> None:
+    with pytest.raises(PluginError, match=r"declares core skip reasons \['non_finite_number'\]; the registry adds"):
+        plugin_registry(("bare", make_target("bare", own=("non_finite_number",))), builtins=False)
+
+
+@pytest.mark.parametrize("own", [("nope", "nope"), ("Not-Snake",)])
+def test_malformed_own_reasons_are_refused(own: tuple[str, ...]) -> None:
+    with pytest.raises(ValueError, match="skip reasons must be unique snake_case words"):
+        PopulationInfo("https://example.com/r.json", own)
 
 
 def test_unknown_skip_reason_is_a_plugin_error(tmp_path: Path) -> None:
-    registry = load_registry([_source("liar", make_target("liar", reason="invented_reason"))])
+    registry = plugin_registry(("liar", make_target("liar", reason="invented_reason")), builtins=False)
     with pytest.raises(PluginError, match="'invented_reason' is not in the rollouts vocabulary of target 'liar'"):
-        export_rlvr_from_rollouts([rollout("s1")], None, tmp_path / "out", target="liar", split_enabled=False,
-                                  registry=registry, verifier_commands=VerifierCommands.empty())
+        export(registry, tmp_path, "liar")
 
 
-def test_vocabulary_must_include_representation_reasons() -> None:
-    with pytest.raises(PluginError, match="missing \\['non_finite_number', 'unrepresentable_unicode'\\]"):
-        load_registry([_source("bare", make_target("bare", vocabulary=("nope",)))])
-
-
-def test_vocabulary_must_not_repeat() -> None:
-    with pytest.raises(PluginError, match="duplicated \\['nope'\\]"):
-        load_registry([_source("dup", make_target("dup", vocabulary=(*REPR, "nope", "nope")))])
+# --- hook shape and dispatch -------------------------------------------------------------
 
 
 def test_misspelt_hook_fails_loudly() -> None:
@@ -143,43 +215,203 @@ def test_misspelt_hook_fails_loudly() -> None:
 
     module.project_rows = project_rows  # type: ignore[attr-defined]
     with pytest.raises(PluginError, match="project_rows"):
-        load_registry([_source("typo", module)])
+        plugin_registry(("typo", module), builtins=False)
 
 
 def test_target_hooks_without_describe_target_are_refused() -> None:
     module = make_target("half")
     del module.describe_target
-    with pytest.raises(PluginError, match="not describe_target"):
-        load_registry([_source("half", module)])
+    with pytest.raises(PluginError, match=r"implements \['eligible', 'project_row'\] but not describe_target"):
+        plugin_registry(("half", module), builtins=False)
 
 
 def test_calls_reach_the_chosen_target_only(tmp_path: Path) -> None:
     calls: list[str] = []
-    registry = load_registry([_source("one", make_target("one", calls=calls)),
-                              _source("two", make_target("two", calls=calls))])
-    summary = export_rlvr_from_rollouts([rollout("s1"), rollout("s2")], None, tmp_path / "out", target="two",
-                                        split_enabled=False, registry=registry,
-                                        verifier_commands=VerifierCommands.empty())
+    registry = plugin_registry(("one", make_target("one", calls=calls)),
+                               ("two", make_target("two", calls=calls, schemas=())), builtins=False)
+    result = run_export([rollout("s1"), rollout("s2")], tmp_path / "out", target="two", registry=registry)
     assert calls == ["two", "two"]
-    rows = [json.loads(line) for line in (tmp_path / "out" / "rollouts.jsonl").read_text().splitlines()]
-    assert [r["by"] for r in rows] == ["two", "two"] and summary["rollout_rows"] == 2
+    assert [r["by"] for r in result.rows["rollouts.jsonl"]] == ["two", "two"]
 
 
 def test_unknown_target_lists_installed() -> None:
-    registry = load_registry(builtin_sources())
     with pytest.raises(UnknownTargetError, match="unsupported RLVR target: trl; installed targets: nemo-gym, sediment, swe-bench"):
-        registry.get("trl")
+        load_registry().get("trl")
 
 
-def test_blocked_plugins_are_not_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("SEDIMENT_BLOCK_PLUGINS", "swe-bench, openenv")
-    names = {s.origin.name for s in discover_entry_points()}
-    assert "swe-bench" not in names and "openenv" not in names and "sediment" in names
+# --- schemas ----------------------------------------------------------------------------
 
 
-def test_representation_reasons_are_in_every_vocabulary() -> None:
-    assert REPRESENTATION_REASONS == REPR
-    registry = load_registry(builtin_sources())
+def test_plugin_schemas_validate_plugin_rows(tmp_path: Path) -> None:
+    strict = {**SCHEMA, "properties": {"by": {"const": "someone else"}}}
+    registry = plugin_registry(("strict", make_target("strict", schemas=[strict])), builtins=False)
+    assert "https://example.com/r.json" in registry.schemas
+    with pytest.raises(AssertionError, match=r"by: 'someone else' was expected"):
+        run_export([rollout("s1")], tmp_path / "out", target="strict", registry=registry)
+
+
+def test_a_schema_registered_twice_names_both_plugins() -> None:
+    with pytest.raises(PluginError, match=r"schema https://example.com/r.json is registered twice: by plugin 'a' .* and by plugin 'b'"):
+        plugin_registry(("a", make_target("a")), ("b", make_target("b")), builtins=False)
+
+
+def test_a_declared_schema_must_be_registered() -> None:
+    with pytest.raises(PluginError, match="declares schema https://example.com/other.json for rollouts, but no plugin registers it"):
+        plugin_registry(("ghost", make_target("ghost", schema_id="https://example.com/other.json")), builtins=False)
+
+
+def test_builtin_plugins_ship_their_row_schemas() -> None:
+    registry = load_registry()
     for target in registry.targets.values():
-        for vocabulary in target.vocabularies.values():
-            assert set(REPR) <= set(vocabulary), target.name
+        for population in target.populations:
+            assert target.schema_id(population) in registry.schemas
+    assert "https://sediment.so/schemas/profile-rows/profile-evidence/v1.json" in registry.schemas
+
+
+# --- settings and manifests --------------------------------------------------------------
+
+
+class Greeting(PluginSettings):
+    greeting: str
+    loud: bool = False
+    where: str = Field(default="here", json_schema_extra={"env": "GREETING_WHERE"})
+
+
+def make_manifest(name: str, *, file: str = "hello.txt", written: str | None = None) -> types.ModuleType:
+    module = types.ModuleType(f"manifest_{name}")
+
+    @hookimpl
+    def describe_manifest() -> ManifestInfo:
+        return ManifestInfo(files=(file,))
+
+    @hookimpl
+    def plugin_settings() -> type[PluginSettings]:
+        return Greeting
+
+    @hookimpl
+    def write_manifest(published: PublishedExport, settings: Greeting) -> Path:
+        path = published.out_dir / (written or file)
+        text = settings.greeting.upper() if settings.loud else settings.greeting
+        atomic_write_bytes(path, f"{text} from {settings.where} for {published.target}\n".encode())
+        return path
+
+    for fn in (describe_manifest, plugin_settings, write_manifest):
+        setattr(module, fn.__name__, fn)
+    return module
+
+
+def test_settings_precedence_flags_over_environment_over_file(tmp_path: Path) -> None:
+    config = tmp_path / "sediment.toml"
+    config.write_text('[plugins.hello]\ngreeting = "from file"\nloud = true\n')
+    registry = plugin_registry(("t", make_target("t")), ("hello", make_manifest("hello")), builtins=False)
+    environ = {"SEDIMENT_HELLO_GREETING": "from env", "GREETING_WHERE": "there"}
+    sources = SettingsSources.load(config_file=config, environ=environ, overrides=["hello.loud=false"])
+    assert registry.settings("hello", sources) == Greeting(greeting="from env", loud=False, where="there")
+    summary = export_rlvr_from_rollouts([rollout("s1")], None, tmp_path / "out", target="t", split_enabled=False,
+                                        registry=registry, settings=sources, verifier_commands=VerifierCommands.empty())
+    assert summary["manifests"] == {"hello": [str(tmp_path / "out" / "hello.txt")]}
+    assert (tmp_path / "out" / "hello.txt").read_text() == "from env from there for t\n"
+
+
+def test_missing_and_invalid_settings_name_the_field(tmp_path: Path) -> None:
+    registry = plugin_registry(("t", make_target("t")), ("hello", make_manifest("hello")), builtins=False)
+    with pytest.raises(ConfigurationError, match=r"plugin hello setting greeting: Field required .*--set hello.greeting=VALUE or \$SEDIMENT_HELLO_GREETING"):
+        export(registry, tmp_path, "t")
+    sources = SettingsSources.load(environ={}, overrides=["hello.greeting=hi", "hello.loud=perhaps"])
+    with pytest.raises(ConfigurationError, match=r"plugin hello setting loud: Input should be a valid boolean.* \(from --set hello.loud;"):
+        registry.settings("hello", sources)
+    with pytest.raises(ConfigurationError, match="settings name plugins that are not installed: nobody"):
+        registry.check_settings_sources(SettingsSources.load(environ={}, overrides=["nobody.x=1"]))
+    with pytest.raises(ConfigurationError, match="--set expects PLUGIN.FIELD=VALUE"):
+        SettingsSources.load(environ={}, overrides=["greeting"])
+
+
+def test_a_manifest_outside_its_declared_files_is_a_plugin_error(tmp_path: Path) -> None:
+    registry = plugin_registry(("t", make_target("t")), ("hello", make_manifest("hello", written="other.txt")),
+                               builtins=False)
+    sources = SettingsSources.load(environ={}, overrides=["hello.greeting=hi"])
+    with pytest.raises(PluginError, match=r"manifest plugin 'hello' wrote .*other.txt, which is not one of its declared files \['hello.txt'\]"):
+        export_rlvr_from_rollouts([rollout("s1")], None, tmp_path / "out", target="t", split_enabled=False,
+                                  registry=registry, settings=sources, verifier_commands=VerifierCommands.empty())
+
+
+def test_a_declared_manifest_file_belongs_to_an_export(tmp_path: Path) -> None:
+    registry = plugin_registry(("t", make_target("t")), ("hello", make_manifest("hello")), builtins=False)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "hello.txt").write_text("stale\n")
+    from sediment.errors import OutputDirectoryError
+
+    with pytest.raises(OutputDirectoryError, match=r"artifacts without a target claim \(hello.txt\)"):
+        export(registry, tmp_path, "t")
+
+
+# --- the public module and the hook reference --------------------------------------------
+
+
+def test_hookspecs_document_every_argument() -> None:
+    pm = new_plugin_manager()
+    names = [n for n, f in inspect.getmembers(hookspecs, inspect.isfunction) if hasattr(f, "sediment_spec")]
+    assert set(names) == {"describe_target", "describe_profile", "describe_manifest", "plugin_settings",
+                          "register_schemas", "eligible", "project_row", "adapt_row", "write_manifest"}
+    for name in names:
+        spec = getattr(pm.hook, name).spec
+        assert spec.opts["firstresult"], f"{name} is dispatched one plugin at a time"
+        doc = inspect.getdoc(spec.function) or ""
+        assert ":return:" in doc, name
+        for arg in spec.argnames:
+            assert f":param {arg}:" in doc, f"{name} does not document {arg}"
+
+
+def test_docs_hook_reference_is_generated_from_the_hookspecs() -> None:
+    from sediment.export.hookdocs import BEGIN, END, render_reference
+
+    text = (ROOT / "docs" / "plugins.md").read_text(encoding="utf-8")
+    block = text[text.index(BEGIN) + len(BEGIN):text.index(END)]
+    assert block.strip() == render_reference().strip(), "run scripts/plugin-docs to regenerate docs/plugins.md"
+
+
+def _sediment_imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {m for m in found if m == "sediment" or m.startswith("sediment.")}
+
+
+@pytest.mark.parametrize("path", sorted(p for p in [*ROOT.glob("plugins/*/*.py"),
+                                                    *ROOT.glob("examples/*/src/*/*.py")]),
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_plugins_import_only_the_public_plugin_module(path: Path) -> None:
+    assert _sediment_imports(path) <= {"sediment.plugin"}, "plugins import sediment.plugin only"
+
+
+def test_the_public_module_exports_what_it_lists() -> None:
+    import sediment.plugin as public
+
+    assert sorted(public.__all__) == sorted(n for n in public.__all__ if hasattr(public, n))
+    assert public.CONTRACT_VERSION == 2
+
+
+def test_the_core_never_names_a_builtin_plugin() -> None:
+    names = sorted(set(BUILTIN_PLUGINS) - {"sediment"}, key=len, reverse=True)  # "sediment" is also the project
+    builtin = re.compile("|".join(re.escape(f'"{name}"') for name in names))
+    allowed = {"sediment/export/plugins.py"}  # the pinned BUILTIN_* constants
+    offenders = []
+    for path in sorted(ROOT.glob("sediment/**/*.py")):
+        relative = str(path.relative_to(ROOT))
+        if relative in allowed or relative.startswith("sediment/cli/"):
+            continue
+        text = path.read_text(encoding="utf-8")
+        for match in builtin.finditer(text):
+            line = text[: match.start()].count("\n") + 1
+            offenders.append(f"{relative}:{line}: {match.group()}")
+    assert offenders == [], offenders
+
+
+def test_targets_json_is_machine_readable() -> None:
+    described = load_registry().targets["nemo-gym"].as_json()
+    assert json.loads(json.dumps(described))["files"] == {"rollouts": ["rollouts.jsonl", "rollouts.train.jsonl",
+                                                                       "rollouts.eval.jsonl"]}

@@ -449,7 +449,7 @@ def test_directory_claims(tmp_path: Path, mirror_root: MirrorRoot, history: dict
 def test_empty_export_reuses_claimed_directory(tmp_path: Path, mirror_root: MirrorRoot) -> None:
     out = tmp_path / "out"
     s = export([], mirror_root, out, "sediment")
-    assert s["written"] == {} and s["environment_manifest"] is None
+    assert s["written"] == {} and s["manifests"] == {}
     assert (out / ".sediment-rlvr-target").read_text() == "sediment\n"
     s = export([rollout("s1")], mirror_root, out, "sediment")
     assert s["rollout_rows"] == 1
@@ -506,8 +506,8 @@ def test_workers_give_the_same_bytes(tmp_path: Path, mirror_root: MirrorRoot, hi
         summaries.append(export_rlvr_from_rollouts(rollouts, mirror_root, out, target=target, split_enabled=True,
                                                    verifier_commands=VerifierCommands.empty(), workers=workers))
     assert snapshot(tmp_path / "w1") == snapshot(tmp_path / "w2") == snapshot(tmp_path / "w3")
-    assert [{k: v for k, v in s.items() if k not in ("written", "environment_manifest")} for s in summaries] == \
-        [{k: v for k, v in summaries[0].items() if k not in ("written", "environment_manifest")}] * 3
+    assert [{k: v for k, v in s.items() if k not in ("written", "manifests")} for s in summaries] == \
+        [{k: v for k, v in summaries[0].items() if k not in ("written", "manifests")}] * 3
     assert not [p for p in (tmp_path / "w2").iterdir() if p.name.startswith(".sediment-training-")]
 
 

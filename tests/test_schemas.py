@@ -1,6 +1,7 @@
-"""The published training-row schemas: well-formed, closed, cross-referenced, and usable.
+"""The published row schemas: well-formed, closed, cross-referenced, and usable.
 
-Self-contained: reads only ``schemas/training-rows/*.json`` (no project imports).
+Self-contained: reads the core's ``schemas/*/*.json`` and the built-in plugins'
+``plugins/*/schemas/*.json`` (no project imports).
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
-SCHEMA_DIR = Path(__file__).parents[1] / "schemas" / "training-rows"
+ROOT = Path(__file__).parents[1]
+SCHEMA_DIRS = [ROOT / "schemas" / "training-rows", ROOT / "schemas" / "profile-rows",
+               *sorted(ROOT.glob("plugins/*/schemas"))]
 BASE = "https://sediment.so/schemas/training-rows/"
 DRAFT_URI = "https://json-schema.org/draft/2020-12/schema"
 FILE_NAME = re.compile(r"^(?P<slug>[a-z0-9]+(?:-[a-z0-9]+)*)\.v(?P<version>[1-9][0-9]*)\.json$")
@@ -46,6 +49,8 @@ EXPECTED_FILES = {
     "provenance.v1.json",
     "repository-identity.v1.json",
     "message-part.v1.json",
+    # profile exports
+    "profile-evidence.v1.json",
 }
 
 # Keywords whose value is a map of name -> subschema, a subschema, or a list of subschemas.
@@ -63,12 +68,18 @@ OBJECT_KEYWORDS = (
 
 
 def schema_files() -> list[Path]:
-    return sorted(SCHEMA_DIR.glob("*.json"))
+    return sorted((p for d in SCHEMA_DIRS for p in d.glob("*.json")), key=lambda p: p.name)
+
+
+def family(path: Path) -> str:
+    """``profile-rows`` for the core's profile schemas, ``training-rows`` for every row schema."""
+    return path.parent.name if path.parent.parent.name == "schemas" else "training-rows"
 
 
 @cache
 def load(name: str) -> dict[str, Any]:
-    loaded: dict[str, Any] = json.loads((SCHEMA_DIR / name).read_text(encoding="utf-8"))
+    [path] = [p for p in schema_files() if p.name == name]
+    loaded: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return loaded
 
 
@@ -118,7 +129,7 @@ def test_file_is_a_draft_2020_12_schema_named_by_its_id(path: Path) -> None:
     assert schema["$schema"] == DRAFT_URI
     match = FILE_NAME.fullmatch(path.name)
     assert match, f"{path.name} is not named <slug>.v<version>.json"
-    assert schema["$id"] == schema_id(match["slug"], int(match["version"]))
+    assert schema["$id"] == f"https://sediment.so/schemas/{family(path)}/{match['slug']}/v{match['version']}.json"
 
 
 @pytest.mark.parametrize("path", schema_files(), ids=lambda p: p.name)

@@ -1,5 +1,5 @@
 """Target ``nemo-gym``: NeMo Gym rollout boundary rows, ``rollouts.jsonl``."""
 
-from .target import describe_target, eligible, project_row, skip_reasons
+from .target import describe_target, eligible, project_row, register_schemas
 
-__all__ = ["describe_target", "eligible", "project_row", "skip_reasons"]
+__all__ = ["describe_target", "eligible", "project_row", "register_schemas"]

@@ -10,10 +10,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sediment.export import Population, ProjectedRow, TargetInfo, hookimpl
-from sediment.export.evidence import RECIPE_ID, RECIPE_VERSION, RolloutEvidence, put_optional, reward_source
-from sediment.export.representation import plain
-from sediment.export.turns import ROLLOUT_VOCABULARY, segment_instance_id, turn_row
+from sediment.plugin import (
+    RECIPE_ID,
+    RECIPE_VERSION,
+    ROLLOUT_SKIP_REASONS,
+    Population,
+    PopulationInfo,
+    ProjectedRow,
+    RolloutEvidence,
+    TargetInfo,
+    hookimpl,
+    plain,
+    put_optional,
+    reward_source,
+    schemas_in,
+    segment_instance_id,
+    turn_row,
+)
 
 SCHEMA_ID = "https://sediment.so/schemas/training-rows/nemo-gym-rollout/v4.json"
 REWARDS = {"passed": 1.0, "failed": 0.0}
@@ -22,15 +35,15 @@ REWARDS = {"passed": 1.0, "failed": 0.0}
 @hookimpl
 def describe_target() -> TargetInfo:
     return TargetInfo(
-        populations={"rollouts": SCHEMA_ID},
+        populations={"rollouts": PopulationInfo(SCHEMA_ID, ROLLOUT_SKIP_REASONS)},
         needs_mirrors=False,
         description="NeMo Gym rollout boundary rows with categorical CI reward",
     )
 
 
 @hookimpl
-def skip_reasons(population: Population) -> Sequence[str]:
-    return ROLLOUT_VOCABULARY
+def register_schemas() -> Sequence[dict[str, Any]]:
+    return schemas_in(__package__ or __name__)
 
 
 @hookimpl

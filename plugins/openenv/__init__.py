@@ -1,5 +1,5 @@
 """Manifest plugin ``openenv``: the experimental ``environment.yaml`` beside Sediment task rows."""
 
-from .manifest import write_manifest
+from .manifest import describe_manifest, plugin_settings, write_manifest
 
-__all__ = ["write_manifest"]
+__all__ = ["describe_manifest", "plugin_settings", "write_manifest"]

@@ -1,62 +1,55 @@
 """``environment.yaml`` (contract §8): an experimental OpenEnv taskset manifest (RFC 006 shape).
 
-Written only for target ``sediment`` and only when at least one task row was published.
-Frameworks come only from operator settings; nothing is inferred from workflow YAML and
-nothing is executed.
+Written only for target ``sediment`` exports (not for profiles of it) and only when at
+least one task row was published. Frameworks come only from operator settings (this
+plugin's typed settings: ``--set openenv.image=…``, ``SEDIMENT_OPENENV_IMAGE``, …); nothing is
+inferred from workflow YAML and nothing is executed.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import Field, field_validator
 
-from sediment.export import hookimpl
-from sediment.export.writer import PublishedExport, atomic_write_bytes
+from sediment.plugin import ManifestInfo, PluginSettings, PublishedExport, atomic_write_bytes, hookimpl
 
 TARGET = "sediment"
 FILE_NAME = "environment.yaml"
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class RuntimeSettings:
+class RuntimeSettings(PluginSettings):
     """Operator-supplied framework settings (blank values count as unset)."""
 
-    openenv_image: str | None = None
-    openenv_package: str | None = None
-    nemo_gym_resources_server: str | None = None
-    nemo_gym_config: str | None = None
+    image: str | None = Field(default=None, description="OpenEnv container image")
+    package: str | None = Field(default=None, description="OpenEnv environment package (when no image)")
+    nemo_gym_resources_server: str | None = Field(
+        default=None, description="NeMo Gym resources server",
+        json_schema_extra={"env": "SEDIMENT_NEMO_GYM_RESOURCES_SERVER"},
+    )
+    nemo_gym_config: str | None = Field(
+        default=None, description="NeMo Gym config path", json_schema_extra={"env": "SEDIMENT_NEMO_GYM_CONFIG"},
+    )
 
+    @field_validator("*", mode="before")
     @classmethod
-    def from_environment(cls, environ: Mapping[str, str] | None = None) -> RuntimeSettings:
-        env = os.environ if environ is None else environ
-
-        def value(name: str) -> str | None:
-            stripped = env.get(name, "").strip()
-            return stripped or None
-
-        return cls(
-            openenv_image=value("SEDIMENT_OPENENV_IMAGE"),
-            openenv_package=value("SEDIMENT_OPENENV_PACKAGE"),
-            nemo_gym_resources_server=value("SEDIMENT_NEMO_GYM_RESOURCES_SERVER"),
-            nemo_gym_config=value("SEDIMENT_NEMO_GYM_CONFIG"),
-        )
+    def _blank_is_unset(cls, value: Any) -> Any:
+        return (value.strip() or None) if isinstance(value, str) else value
 
     def frameworks(self) -> dict[str, Any]:
         frameworks: dict[str, Any] = {}
-        if self.openenv_image:
-            if self.openenv_package:
+        if self.image:
+            if self.package:
                 logger.warning("openenv_runtime_ambiguous_config: image and package set; image wins")
-            frameworks["openenv"] = {"image": self.openenv_image}
-        elif self.openenv_package:
-            frameworks["openenv"] = {"package": self.openenv_package}
+            frameworks["openenv"] = {"image": self.image}
+        elif self.package:
+            frameworks["openenv"] = {"package": self.package}
         if self.nemo_gym_resources_server:
             nemo: dict[str, str] = {"resources_server": self.nemo_gym_resources_server}
             if self.nemo_gym_config:
@@ -122,16 +115,25 @@ def render(manifest: Mapping[str, Any]) -> bytes:
 
 
 @hookimpl
-def write_manifest(target: str, out_dir: Path, published: PublishedExport) -> Path | None:
-    if target != TARGET or published.rows("tasks") == 0:
+def describe_manifest() -> ManifestInfo:
+    return ManifestInfo(files=(FILE_NAME,), description="experimental OpenEnv taskset manifest beside sediment tasks")
+
+
+@hookimpl
+def plugin_settings() -> type[PluginSettings]:
+    return RuntimeSettings
+
+
+@hookimpl
+def write_manifest(published: PublishedExport, settings: RuntimeSettings) -> Path | None:
+    if published.target != TARGET or published.profile is not None or published.rows("tasks") == 0:
         return None
-    sides = [side for side in published.files.get("tasks", {}) if side is not None]
     manifest = build_manifest(
         _read_rows(published.paths("tasks")),
-        sides,
-        RuntimeSettings.from_environment(),
+        published.sides("tasks"),
+        settings,
         split_enabled=published.split_enabled,
     )
-    path = out_dir / FILE_NAME
+    path = published.out_dir / FILE_NAME
     atomic_write_bytes(path, render(manifest))
     return path

@@ -5,29 +5,45 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sediment.export import Population, ProjectedRow, TargetInfo, hookimpl
-from sediment.export.evidence import RECIPE_ID, RECIPE_VERSION, RolloutEvidence, put_optional, reward_source
-from sediment.export.representation import plain
-from sediment.export.tasks import task_basis, task_ineligibility, task_instance_id, task_vocabulary
-from sediment.export.turns import ROLLOUT_VOCABULARY, segment_instance_id, turn_row
+from sediment.plugin import (
+    RECIPE_ID,
+    RECIPE_VERSION,
+    ROLLOUT_SKIP_REASONS,
+    Population,
+    PopulationInfo,
+    ProjectedRow,
+    RolloutEvidence,
+    TargetInfo,
+    hookimpl,
+    plain,
+    put_optional,
+    reward_source,
+    schemas_in,
+    segment_instance_id,
+    task_basis,
+    task_ineligibility,
+    task_instance_id,
+    task_skip_reasons,
+    turn_row,
+)
 
 TASK_SCHEMA_ID = "https://sediment.so/schemas/training-rows/sediment-rlvr-task/v3.json"
 ROLLOUT_SCHEMA_ID = "https://sediment.so/schemas/training-rows/sediment-rlvr-rollout/v4.json"
-TASK_VOCABULARY = task_vocabulary()
 
 
 @hookimpl
 def describe_target() -> TargetInfo:
     return TargetInfo(
-        populations={"tasks": TASK_SCHEMA_ID, "rollouts": ROLLOUT_SCHEMA_ID},
+        populations={"tasks": PopulationInfo(TASK_SCHEMA_ID, task_skip_reasons()),
+                     "rollouts": PopulationInfo(ROLLOUT_SCHEMA_ID, ROLLOUT_SKIP_REASONS)},
         needs_mirrors=True,
         description="Sediment audit format: verifiable tasks with reference patches, and rollouts",
     )
 
 
 @hookimpl
-def skip_reasons(population: Population) -> Sequence[str]:
-    return TASK_VOCABULARY if population == "tasks" else ROLLOUT_VOCABULARY
+def register_schemas() -> Sequence[dict[str, Any]]:
+    return schemas_in(__package__ or __name__)
 
 
 @hookimpl

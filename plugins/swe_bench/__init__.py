@@ -1,5 +1,5 @@
 """Target ``swe-bench``: SWE-bench-shaped task rows, ``tasks.jsonl``."""
 
-from .target import describe_target, eligible, project_row, skip_reasons
+from .target import describe_target, eligible, project_row, register_schemas
 
-__all__ = ["describe_target", "eligible", "project_row", "skip_reasons"]
+__all__ = ["describe_target", "eligible", "project_row", "register_schemas"]

@@ -10,27 +10,39 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from sediment.export import Population, ProjectedRow, TargetInfo, hookimpl
-from sediment.export.evidence import RECIPE_ID, RECIPE_VERSION, RolloutEvidence, put_optional
-from sediment.export.representation import plain
-from sediment.export.tasks import task_basis, task_ineligibility, task_instance_id, task_vocabulary
+from sediment.plugin import (
+    RECIPE_ID,
+    RECIPE_VERSION,
+    Population,
+    PopulationInfo,
+    ProjectedRow,
+    RolloutEvidence,
+    TargetInfo,
+    hookimpl,
+    plain,
+    put_optional,
+    schemas_in,
+    task_basis,
+    task_ineligibility,
+    task_instance_id,
+    task_skip_reasons,
+)
 
 SCHEMA_ID = "https://sediment.so/schemas/training-rows/swe-bench-task/v3.json"
-VOCABULARY = task_vocabulary("failed_reference_patch")
 
 
 @hookimpl
 def describe_target() -> TargetInfo:
     return TargetInfo(
-        populations={"tasks": SCHEMA_ID},
+        populations={"tasks": PopulationInfo(SCHEMA_ID, task_skip_reasons("failed_reference_patch"))},
         needs_mirrors=True,
         description="SWE-bench task shape from recorded CI passes and mirror reference patches",
     )
 
 
 @hookimpl
-def skip_reasons(population: Population) -> Sequence[str]:
-    return VOCABULARY
+def register_schemas() -> Sequence[dict[str, Any]]:
+    return schemas_in(__package__ or __name__)
 
 
 @hookimpl

@@ -16,10 +16,12 @@ def demo(
                                     help="Fresh directory for the demo (default: a new temp dir)."),
 ) -> None:
     """Run the whole path on generated data: git repository with notes, agent call logs,
-    GitHub webhooks → mirror, embedded store, derived bundle, every export target.
+    GitHub webhooks → mirror, embedded store, derived bundle, every export target and every
+    consumer profile.
 
     Writes inputs/ (the files an operator would have), home/ (the SQLite fact store and the
-    mirror), bundle/ and exports/<target>/ under --out, and prints each export's summary.
+    mirror), bundle/, exports/<target>/ and profiles/<profile-id>/ under --out, and prints
+    each export's summary.
     """
     if out is None:
         out = Path(tempfile.mkdtemp(prefix="sediment-demo-"))
@@ -31,10 +33,10 @@ def demo(
     result = run_demo(out)
     from sediment.cli.export import render_summary
 
-    for summary in result["exports"].values():
+    for summary in [*result["exports"].values(), *result["profiles"].values()]:
         render_summary(summary)
     ingested = result["ingested"]
     console.err.print(f"ingested {ingested['calls']['records']} model calls, {ingested['webhooks']['records']} "
                       f"GitHub deliveries and {ingested['observations']} git-note edges into {result['home']}")
     console.err.print(f"inputs: {result['inputs']}\nbundle: {result['bundle']}")
-    console.err.print(f"try: sediment schema validate {out}/exports/*/*.jsonl")
+    console.err.print(f"try: sediment schema validate {out}/exports/*/*.jsonl {out}/profiles/*/evidence*.jsonl")

@@ -43,8 +43,27 @@ def _progress(enabled: bool) -> Iterator[ProgressCallback | None]:
         yield update
 
 
+def _counts(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k}: {v}" for k, v in counts.items()) or "-"
+
+
+def _render_files(summary: dict[str, Any]) -> None:
+    if not summary["written"]:
+        console.err.print("nothing written (empty projections leave existing files untouched)")
+    for path, rows in summary["written"].items():
+        console.err.print(f"[green]✓[/]wrote {path} ([bold]{rows}[/] rows)")
+    if summary.get("compatibility"):
+        console.err.print(f"[green]✓[/]wrote {summary['compatibility']} (profile, consumer versions, tallies)")
+    for plugin, paths in summary["manifests"].items():
+        for path in paths:
+            console.err.print(f"[green]✓[/]wrote {path} (manifest from {plugin})")
+
+
 def render_summary(summary: dict[str, Any]) -> None:
     """The export summary as a table plus one line per published file, on stderr."""
+    if "profile" in summary:
+        _render_profile_summary(summary)
+        return
     table = Table(title=f"RLVR export · target {summary['target']}", title_justify="left")
     table.add_column("population")
     table.add_column("rows", justify="right")
@@ -54,18 +73,27 @@ def render_summary(summary: dict[str, Any]) -> None:
                                  ("rollout rows", "rollout_rows", "rollout_skipped")):
         if not summary[rows] and not summary[skipped]:
             continue  # a population this target does not write
-        counts = ", ".join(f"{k}: {v}" for k, v in summary[skipped].items()) or "-"
-        table.add_row(label, str(summary[rows]), counts)
+        table.add_row(label, str(summary[rows]), _counts(summary[skipped]))
     fragmented = {k: v for k, v in summary["fragmented"].items() if v}
     if fragmented:
-        table.add_row("fragmented (not skipped)", "", ", ".join(f"{k}: {v}" for k, v in fragmented.items()))
+        table.add_row("fragmented (not skipped)", "", _counts(fragmented))
     console.err.print(table)
-    if not summary["written"]:
-        console.err.print("nothing written (empty projections leave existing files untouched)")
-    for path, rows in summary["written"].items():
-        console.err.print(f"[green]✓[/]wrote {path} ([bold]{rows}[/] rows)")
-    if summary["environment_manifest"]:
-        console.err.print(f"[green]✓[/]wrote {summary['environment_manifest']} (experimental taskset manifest)")
+    _render_files(summary)
+
+
+def _render_profile_summary(summary: dict[str, Any]) -> None:
+    table = Table(title=f"Profile export · {summary['profile']} (target {summary['target']})", title_justify="left")
+    table.add_column("population")
+    table.add_column("rows", justify="right")
+    table.add_column("skipped")
+    table.add_row("rollouts derived", str(summary["rollouts"]), "")
+    table.add_row("canonical rows", str(summary["canonical_rows"]), _counts(summary["canonical_skipped"]))
+    table.add_row("consumer rows", str(summary["rows"]), _counts(summary["skipped"]))
+    fragmented = {k: v for k, v in summary["fragmented"].items() if v}
+    if fragmented:
+        table.add_row("fragmented (not skipped)", "", _counts(fragmented))
+    console.err.print(table)
+    _render_files(summary)
 
 
 def _mirror_root(option: Path | None) -> MirrorRoot:
@@ -97,20 +125,44 @@ def rlvr(
         None, "--mirrors", metavar="DIR", envvar=MIRROR_ENV, show_envvar=True,
         help="Root of bare git mirrors, for reference patches (targets that need them).",
     ),
+    profile: str | None = typer.Option(
+        None, "--profile", "-p", metavar="PROFILE",
+        help="Adapt the target's rows to one consumer release (see `sediment profiles`); writes "
+             "data/evidence files and compatibility.json instead of canonical rows.",
+    ),
+    config: Path | None = typer.Option(
+        None, "--config", metavar="FILE", envvar="SEDIMENT_CONFIG_FILE", show_envvar=True,
+        help="TOML file of plugin settings, one [plugins.NAME] table per plugin.",
+    ),
+    assignments: list[str] = typer.Option(
+        [], "--set", metavar="PLUGIN.FIELD=VALUE",
+        help="One plugin setting (repeatable); overrides the environment and --config.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as one JSON object on stdout."),
     workers: int = typer.Option(1, "--workers", "-w", min=1, help="Processes projecting Rollouts in parallel "
                                 "(the files are byte-identical for any count)."),
 ) -> None:
-    """Project Rollouts into RLVR rows for one target.
+    """Project Rollouts into RLVR rows for one target, or for one consumer profile of it.
 
     From a bundle (--from) or directly from the fact store (derived one Session at a time).
     Writes <population>.jsonl, or <population>.train.jsonl / .eval.jsonl when the bundle's
-    policy has an eval split, into a fresh output directory claimed by the target. Rewards
-    come only from recorded CI verdicts; see docs/exports.md.
+    policy has an eval split, into a fresh output directory claimed by the target. With
+    --profile, each canonical row is adapted to the consumer's native format
+    (data[.train|.eval].jsonl), linked to its canonical row (evidence[...].jsonl), and
+    described in compatibility.json. Rewards come only from recorded CI verdicts; see
+    docs/exports.md and docs/plugins.md.
+
+    Examples:
+
+      sediment export rlvr --target sediment --from bundle --out exports/sediment
+
+      sediment export rlvr --target nemo-gym --profile nemo-gym-rollouts-v2 --from bundle \\
+        --set nemo-gym-rollouts-v2.agent_name=my_agent --out exports/nemo
     """
     from sediment.bundle import open_bundle
     from sediment.export.pipeline import export_rlvr_from_rollouts
     from sediment.export.registry import load_registry
+    from sediment.export.settings import SettingsSources
 
     registry = load_registry()
     if target is None:
@@ -119,6 +171,10 @@ def rlvr(
             "see `sediment targets`"
         )
     chosen = registry.get(target)
+    if profile is not None:
+        registry.profile(profile, target=chosen.name)
+    sources = SettingsSources.load(config_file=config, overrides=assignments)
+    registry.check_settings_sources(sources)
     direct = source is None
     mirror_root = _mirror_root(mirrors) if (direct or chosen.info.needs_mirrors) else None
     rollouts: RolloutSource
@@ -134,8 +190,8 @@ def rlvr(
         rollouts, split_enabled, fragmented = bundle, bundle.split_enabled, bundle.manifest.fragmented
     with _progress(console.err.is_terminal and not as_json) as progress:
         summary = export_rlvr_from_rollouts(
-            rollouts, mirror_root, out, target=chosen.name, split_enabled=split_enabled,
-            registry=registry, fragmented=fragmented, progress=progress, workers=workers,
+            rollouts, mirror_root, out, target=chosen.name, profile=profile, split_enabled=split_enabled,
+            registry=registry, settings=sources, fragmented=fragmented, progress=progress, workers=workers,
         )
     if as_json:
         console.out.print_json(json.dumps(summary)) if os.environ.get("SEDIMENT_PRETTY_JSON") else \

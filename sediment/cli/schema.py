@@ -18,12 +18,15 @@ def validate(
                                        help="Exported JSONL files."),
     limit: int = typer.Option(20, help="Show at most this many problems."),
 ) -> None:
-    """Validate every row of each file against the schema its schema_id names."""
-    from sediment.validation import validate_file
+    """Validate every row of each file against the schema its schema_id names: the core's
+    schemas and every installed plugin's (consumer-native profile data files carry no
+    schema_id; validate their evidence files)."""
+    from sediment.export.registry import load_registry
 
+    schemas = load_registry().schemas
     shown = total = 0
     for path in paths:
-        for problem in validate_file(path):
+        for problem in schemas.validate_file(path):
             total += 1
             if shown < limit:
                 console.err.print(str(problem), markup=False)
@@ -35,8 +38,8 @@ def validate(
 
 @schema_app.command("list")
 def list_schemas() -> None:
-    """Print every published schema id."""
-    from sediment.validation import schema_ids
+    """Print every schema id: the core's and every installed plugin's."""
+    from sediment.export.registry import load_registry
 
-    for schema_id in schema_ids():
+    for schema_id in load_registry().schemas.ids():
         typer.echo(schema_id)

@@ -1,4 +1,4 @@
-"""``sediment targets``: the installed export targets and manifest plugins."""
+"""``sediment targets`` and ``sediment profiles``: the installed plugins, as tables or JSON."""
 
 from __future__ import annotations
 
@@ -13,13 +13,15 @@ from sediment.cli import console
 def targets(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
 ) -> None:
-    """List installed export targets: files, closed skip vocabularies, schema ids and origin."""
+    """List installed export targets and manifest writers: files, closed skip vocabularies
+    (the core's reasons first), schema ids, settings and origin."""
     from sediment.export.registry import load_registry
 
     registry = load_registry()
     described = [registry.targets[name].as_json() for name in sorted(registry.targets)]
+    manifests = [registry.manifests[name].as_json() for name in sorted(registry.manifests)]
     if as_json:
-        typer.echo(json.dumps({"targets": described, "manifest_plugins": registry.manifest_plugins}))
+        typer.echo(json.dumps({"targets": described, "manifest_plugins": manifests}))
         return
     table = Table(title="Installed RLVR targets", title_justify="left", show_lines=True)
     for column in ("target", "files", "skip vocabulary", "schema ids", "from"):
@@ -33,4 +35,40 @@ def targets(
             f"{item['origin']['distribution']} {item['origin']['version']}",
         )
     console.out.print(table)
-    console.out.print(f"manifest plugins: {', '.join(registry.manifest_plugins) or 'none'}")
+    for item in manifests:
+        console.out.print(f"manifest plugin {item['name']}: {', '.join(item['files'])} — {item['description']}")
+    if not manifests:
+        console.out.print("manifest plugins: none")
+
+
+def profiles(
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout."),
+) -> None:
+    """List installed consumer profiles: the target rows each adapts, the consumer versions its
+    rows were validated with, its support claim, skip vocabulary, settings and origin.
+
+    Export with `sediment export rlvr --target TARGET --profile PROFILE --out DIR`.
+    """
+    from sediment.export.registry import load_registry
+
+    registry = load_registry()
+    described = [registry.profiles[name].as_json() for name in sorted(registry.profiles)]
+    if as_json:
+        typer.echo(json.dumps({"profiles": described, "retired": dict(sorted(registry.retired.items()))}))
+        return
+    table = Table(title="Installed consumer profiles", title_justify="left", show_lines=True)
+    for column in ("profile", "adapts", "validated with", "support", "skip vocabulary", "settings", "from"):
+        table.add_column(column)
+    for item in described:
+        table.add_row(
+            item["id"],
+            f"{item['target']} {item['population']}",
+            "\n".join(f"{package}=={version}" for package, version in item["validated_with"]),
+            item["support"],
+            ", ".join(item["skip_reasons"]),
+            "\n".join(f"{name}{'' if s['required'] else ' (optional)'}" for name, s in item["settings"].items()) or "-",
+            f"{item['origin']['distribution']} {item['origin']['version']}",
+        )
+    console.out.print(table)
+    for old, new in sorted(registry.retired.items()):
+        console.out.print(f"retired: {old} (use {new})")

@@ -1,6 +1,4 @@
-"""The RLVR export framework: plugin contract, registry, pipeline and writer."""
+"""The export framework: hookspecs, discovery, registry, pipeline, writer, profile publication.
 
-from sediment.export.hookspecs import hookimpl
-from sediment.export.rows import Population, ProjectedRow, TargetInfo
-
-__all__ = ["Population", "ProjectedRow", "TargetInfo", "hookimpl"]
+Plugin authors import :mod:`sediment.plugin`, not these modules.
+"""

@@ -23,10 +23,10 @@ from sediment.ci_resolution import (
 )
 from sediment.export.reference_patch import ReferencePatch, resolve_reference_patch
 from sediment.export.verifier_commands import VerifierCommands
-from sediment.facts import CIOutcome, TextPart
+from sediment.facts import CIOutcome, TextPart, ToolDefinition
 from sediment.mirrors import MirrorRoot
 from sediment.records import plain
-from sediment.rollout import Rollout
+from sediment.rollout import Rollout, Turn
 
 NON_TEXT_MARKER = "[non-text content omitted]"
 RECIPE_ID = "rlvr_ci"
@@ -126,6 +126,18 @@ class RolloutEvidence:
 
     def instance_prefix(self) -> str:
         return f"{self.rollout.org_id}-{self.rollout.session_id}"
+
+    # --- recorded call context (for consumer profiles) --------------------------------
+
+    @cached_property
+    def _tool_sets(self) -> dict[str, tuple[ToolDefinition, ...]]:
+        return {s.digest: s.tools for s in self.rollout.tool_sets}
+
+    def tools(self, turn: Turn) -> tuple[ToolDefinition, ...] | None:
+        """The tool definitions ``turn``'s request declared, or ``None`` when it declared none."""
+        if turn.tools_digest is None:
+            return None
+        return self._tool_sets[turn.tools_digest]
 
 
 def reward_source(resolution: CIResolution | None) -> str | None:

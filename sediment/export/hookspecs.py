@@ -1,99 +1,190 @@
-"""Hook specifications of the export plugin contract.
+"""Hook specifications of the plugin contract, version 2.
 
-Each docstring is the reference for its hook. Targets implement ``describe_target``,
-``skip_reasons``, ``eligible`` and ``project_row``; manifest plugins implement
-``write_manifest``. Calls for one target reach that target's implementation only (the
-registry dispatches through a subset hook caller), so ``firstresult`` hooks see exactly one
-implementation. Implementations are marked with :data:`hookimpl`.
+Each docstring is the reference for its hook; ``docs/plugins.md`` is generated from them.
+Every hook is called on **one plugin at a time**: the registry dispatches through a subset
+hook caller that reaches that plugin's implementation only, so each hook returns that
+plugin's answer (``firstresult``). A plugin's kind follows from the ``describe_*`` hook it
+implements: a **target** projects Rollouts into canonical rows, a **profile** adapts one
+target's rows to one consumer release, a **manifest** writer adds a file beside published
+rows. Implementations are marked with :data:`sediment.plugin.hookimpl` and may accept any
+subset of a hook's arguments.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 if TYPE_CHECKING:
     from sediment.export.evidence import RolloutEvidence
-    from sediment.export.rows import Population, ProjectedRow, TargetInfo
-    from sediment.export.writer import PublishedExport
+    from sediment.export.rows import (
+        AdaptedRow,
+        ManifestInfo,
+        Population,
+        ProfileInfo,
+        ProjectedRow,
+        PublishedExport,
+        TargetInfo,
+    )
+    from sediment.export.settings import PluginSettings
 
 PROJECT_NAME = "sediment"
+#: The version of the plugin contract these hooks define.
+CONTRACT_VERSION = 2
 hookspec = pluggy.HookspecMarker(PROJECT_NAME)
 #: Marker for plugin hook implementations: ``@hookimpl def eligible(...)``.
 hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 
+# --- declarations (called once per plugin when the registry is built) --------------------
+
+
 @hookspec(firstresult=True)
 def describe_target() -> TargetInfo | None:
-    """Declare that this plugin is an export target, and what it writes.
+    """Declare that this plugin is an export target: its populations, their row schemas and
+    its own skip reasons, and whether it reads mirrors.
 
-    Called once per plugin when the registry is built. The target's name is its
-    entry-point (plugin) name.
+    Called once when the registry is built. The target's name is its plugin (entry-point)
+    name. The registry prefixes each population's vocabulary with the core's reasons: the CI
+    resolver's, then the representation reasons.
 
-    :return: the target's :class:`~sediment.export.rows.TargetInfo`; a plugin that is not a
-        target (a manifest plugin) does not implement this hook.
+    :return: a :class:`~sediment.plugin.TargetInfo`; a plugin that is not a target does not
+        implement this hook.
     """
 
 
 @hookspec(firstresult=True)
-def skip_reasons(population: Population) -> Sequence[str] | None:
-    """Return the closed skip vocabulary of one of the target's populations, in a fixed order.
+def describe_profile() -> ProfileInfo | None:
+    """Declare that this plugin is a consumer profile: the target population it adapts, the
+    consumer release it was validated against, its support claim and its skip reasons.
 
-    Called once per declared population when the registry is built. Every reason the
-    pipeline counts for this population must be in it: the target's own reasons, the CI
-    resolver's reasons when the target consults CI evidence, and the representation reasons
-    ``non_finite_number`` and ``unrepresentable_unicode``. Counting anything else is a plugin
-    bug and stops the export.
+    Called once when the registry is built. The profile id is its plugin (entry-point) name.
+    The registry checks that the target exists and that the canonical schema is the one that
+    target declares for the population.
 
-    :param population: ``"tasks"`` or ``"rollouts"``.
-    :return: the vocabulary, without duplicates.
+    :return: a :class:`~sediment.plugin.ProfileInfo`; only profiles implement this hook.
     """
 
 
 @hookspec(firstresult=True)
-def eligible(population: Population, evidence: RolloutEvidence) -> str | None:
+def describe_manifest() -> ManifestInfo | None:
+    """Declare that this plugin writes a manifest beside published rows, and its file names.
+
+    Called once when the registry is built. A plugin implementing ``write_manifest`` must
+    implement this hook: the declared names are what makes a directory holding such a file
+    belong to an export.
+
+    :return: a :class:`~sediment.plugin.ManifestInfo`.
+    """
+
+
+@hookspec(firstresult=True)
+def plugin_settings() -> type[PluginSettings] | None:
+    """Declare the typed settings this plugin receives as the ``settings`` argument.
+
+    Called once when the registry is built. The CLI builds the instance from ``--set``
+    flags, environment variables and the ``--config`` TOML file (``docs/plugins.md``);
+    settings are validated when the plugin is first used, and a missing or invalid value
+    stops the export with one line naming the field.
+
+    :return: a subclass of :class:`~sediment.plugin.PluginSettings`; without this hook the
+        plugin receives an empty settings object.
+    """
+
+
+@hookspec(firstresult=True)
+def register_schemas() -> Sequence[Mapping[str, Any]] | None:
+    """Contribute the JSON Schemas (draft 2020-12) of the rows this plugin emits.
+
+    Called once when the registry is built. Each schema carries a unique ``$id``; two
+    plugins registering the same id is an error naming both. ``sediment schema validate``
+    and :func:`sediment.testing.read_rows` validate rows against every registered schema.
+    :func:`sediment.plugin.schemas_in` loads a package folder of ``*.json`` files.
+
+    :return: the schemas, each a JSON object.
+    """
+
+
+# --- targets (called for the chosen target, per Rollout and population) ------------------
+
+
+@hookspec(firstresult=True)
+def eligible(population: Population, evidence: RolloutEvidence, settings: PluginSettings) -> str | None:
     """Decide whether a Rollout can produce rows for one population, before projecting it.
 
-    Called for the chosen target only, once per Rollout and population, in export order.
-    If the implementation reads ``evidence.ci`` (or anything derived from it), the CI
-    resolver's skip counts for this Rollout are added to the population's tally, whether
-    or not rows are emitted.
+    Called on the chosen target only, once per Rollout and population, in export order. If
+    the implementation reads ``evidence.ci`` (or anything derived from it), the CI
+    resolver's skip counts for this Rollout are added to the population's tally, whether or
+    not rows are emitted.
 
     :param population: the population being projected.
     :param evidence: the Rollout and everything projection may read (CI resolution, mirrors,
-        verifier commands), computed lazily and shared between populations.
-    :return: ``None`` when eligible, else exactly one reason from the vocabulary.
+        verifier commands, the calls' recorded context), computed lazily and shared between
+        populations.
+    :param settings: this plugin's settings.
+    :return: ``None`` when eligible, else exactly one of the target's own reasons.
     """
 
 
 @hookspec(firstresult=True)
-def project_row(population: Population, evidence: RolloutEvidence) -> Sequence[ProjectedRow]:  # type: ignore[empty-body]
+def project_row(population: Population, evidence: RolloutEvidence,  # type: ignore[empty-body]
+                settings: PluginSettings) -> Sequence[ProjectedRow]:
     """Project an eligible Rollout into the rows of one population.
 
-    Called for the chosen target only, after :func:`eligible` returned ``None``. The
-    pipeline checks every returned row for representability (non-finite numbers, unpaired
+    Called on the chosen target only, after ``eligible`` returned ``None``. The pipeline
+    checks every returned row for representability (non-finite numbers, unpaired
     surrogates, anywhere in the emitted value) and declines a bad row with one count; it
     routes each row to the file of its ``split``.
 
     :param population: the population being projected.
-    :param evidence: as for :func:`eligible`.
+    :param evidence: as for ``eligible``.
+    :param settings: this plugin's settings.
     :return: the rows, in emission order (for example one per segment).
     """
 
 
-@hookspec
-def write_manifest(target: str, out_dir: Path, published: PublishedExport) -> Path | None:
+# --- profiles (called for the chosen profile, per canonical row) --------------------------
+
+
+@hookspec(firstresult=True)
+def adapt_row(row: Mapping[str, Any], evidence: RolloutEvidence,  # type: ignore[empty-body]
+              settings: PluginSettings, index: int) -> AdaptedRow | str:
+    """Adapt one canonical row to the consumer's native row, or decline it.
+
+    Called on the chosen profile only, for every canonical row of its target population
+    that was emitted and validated against the canonical schema, in export order. The
+    adaptation must never invent evidence: a row that cannot be represented natively is
+    declined with a reason from the profile's vocabulary. The pipeline checks the adapted row
+    for representability, writes it to ``data[.train|.eval].jsonl`` and links it to its
+    canonical row in the evidence sidecar.
+
+    :param row: the canonical row, as the target emitted it (read only).
+    :param evidence: the Rollout the row came from, with the recorded calls' context
+        (``evidence.rollout``; for example the output messages, model and tool definitions of
+        each Turn).
+    :param settings: this plugin's settings.
+    :param index: the row's position in its data file if it is kept (0-based, per split side).
+    :return: an :class:`~sediment.plugin.AdaptedRow`, or one skip reason.
+    """
+
+
+# --- manifests (called on every manifest plugin after publication) -----------------------
+
+
+@hookspec(firstresult=True)
+def write_manifest(published: PublishedExport, settings: PluginSettings) -> Path | None:
     """Write a manifest beside the published rows (for example ``environment.yaml``).
 
-    Called on every manifest plugin after the row files were published, in registration
-    order; all results are collected. A manifest must be written atomically and must never
-    be written when it would describe nothing.
+    Called after a target or profile export published its files, on each manifest plugin in
+    turn, in plugin-name order. A manifest must be written atomically
+    (:func:`sediment.plugin.atomic_write_bytes`), only under a file name the plugin
+    declared, and never when it would describe nothing.
 
-    :param target: the name of the target that was exported.
-    :param out_dir: the output directory.
-    :param published: the files just published, per population and split, with row counts.
-    :return: the path written, or ``None`` when this plugin wrote nothing.
+    :param published: the export that was just published: its target, its profile (or
+        ``None``), the output directory and the files per stem and split with row counts.
+    :param settings: this plugin's settings.
+    :return: the path written, or ``None`` when this plugin wrote nothing for this export.
     """

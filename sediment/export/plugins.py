@@ -2,9 +2,10 @@
 
 Load order: every entry point of the group, sorted by name, each registered under its
 entry-point name. Two distributions declaring the same name stop start-up with an error
-naming both. ``SEDIMENT_BLOCK_PLUGINS`` (comma-separated names) blocks plugins by name.
-After registration :meth:`pluggy.PluginManager.check_pending` fails loudly on hook
-implementations that match no specification.
+naming both. ``SEDIMENT_LOAD_PLUGINS`` (comma-separated names) loads only the plugins it
+names (an empty value loads none); ``SEDIMENT_BLOCK_PLUGINS`` blocks plugins by name. After
+registration :meth:`pluggy.PluginManager.check_pending` fails loudly on hook implementations
+that match no specification.
 """
 
 from __future__ import annotations
@@ -21,11 +22,18 @@ from sediment.export import hookspecs
 
 ENTRY_POINT_GROUP = "sediment"
 BLOCK_ENV_VAR = "SEDIMENT_BLOCK_PLUGINS"
+LOAD_ENV_VAR = "SEDIMENT_LOAD_PLUGINS"
 
 #: The targets shipped with Sediment; a test pins discovery to exactly these plus third parties.
 BUILTIN_TARGETS: tuple[str, ...] = ("sediment", "swe-bench", "nemo-gym")
+#: The consumer profiles shipped with Sediment.
+BUILTIN_PROFILES: tuple[str, ...] = (
+    "hf-chat-messages-v1", "hf-chat-prompts-v1", "nemo-gym-rollouts-v2", "verifiers-tasks-v1",
+)
 #: The manifest plugins shipped with Sediment.
 BUILTIN_MANIFEST_PLUGINS: tuple[str, ...] = ("openenv",)
+#: Every plugin shipped with Sediment (what the test kit loads by default).
+BUILTIN_PLUGINS: tuple[str, ...] = (*BUILTIN_TARGETS, *BUILTIN_PROFILES, *BUILTIN_MANIFEST_PLUGINS)
 
 
 @dataclass(frozen=True)
@@ -53,13 +61,25 @@ def new_plugin_manager() -> pluggy.PluginManager:
     return pm
 
 
+def _names(value: str) -> list[str]:
+    return [n.strip() for n in value.split(",") if n.strip()]
+
+
 def discover_entry_points(
     blocked: Iterable[str] | None = None,
+    only: Iterable[str] | None = None,
 ) -> list[PluginSource]:
-    """Load every plugin of the entry-point group; duplicate names are an error."""
+    """Load the plugins of the entry-point group; duplicate names are an error.
+
+    :param blocked: names not to load (default: ``SEDIMENT_BLOCK_PLUGINS``).
+    :param only: load only these names (default: ``SEDIMENT_LOAD_PLUGINS`` when it is set).
+    """
     if blocked is None:
-        blocked = [n.strip() for n in os.environ.get(BLOCK_ENV_VAR, "").split(",") if n.strip()]
+        blocked = _names(os.environ.get(BLOCK_ENV_VAR, ""))
+    if only is None and LOAD_ENV_VAR in os.environ:
+        only = _names(os.environ[LOAD_ENV_VAR])
     blocked_names = set(blocked)
+    allowed = None if only is None else set(only)
     seen: dict[str, PluginOrigin] = {}
     sources: list[PluginSource] = []
     for ep in sorted(importlib.metadata.entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
@@ -79,7 +99,7 @@ def discover_entry_points(
                 f"({first.value}) and by {origin.distribution} {origin.version} ({origin.value})"
             )
         seen[ep.name] = origin
-        if ep.name in blocked_names:
+        if ep.name in blocked_names or (allowed is not None and ep.name not in allowed):
             continue
         try:
             plugin = ep.load()

@@ -9,20 +9,19 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from sediment.ci_resolution import RESOLVER_SKIP_REASONS, CIResolution
+from sediment.ci_resolution import CIResolution
 from sediment.export.evidence import RolloutEvidence
 from sediment.export.reference_patch import PATCH_SKIP_REASONS, ReferencePatch
-from sediment.export.representation import REPRESENTATION_REASONS
 
-#: The shared head of every task vocabulary: CI reasons, then representation reasons.
-TASK_VOCABULARY_HEAD: tuple[str, ...] = (*RESOLVER_SKIP_REASONS, *REPRESENTATION_REASONS)
 #: The reasons in which task evidence may be missing, before patch resolution.
 EVIDENCE_REASONS: tuple[str, ...] = ("no_attributed_commit", "missing_verifier_evidence")
 
 
-def task_vocabulary(*verdict_reasons: str) -> tuple[str, ...]:
-    """The full task vocabulary, with a target's verdict reasons after the evidence reasons."""
-    return (*TASK_VOCABULARY_HEAD, *EVIDENCE_REASONS, *verdict_reasons, *PATCH_SKIP_REASONS)
+def task_skip_reasons(*verdict_reasons: str) -> tuple[str, ...]:
+    """A task population's own reasons (:func:`task_ineligibility` can return each), with a
+    target's verdict reasons after the evidence reasons. The registry puts the CI and
+    representation reasons in front."""
+    return (*EVIDENCE_REASONS, *verdict_reasons, *PATCH_SKIP_REASONS)
 
 
 @dataclass(frozen=True)

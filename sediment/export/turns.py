@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from sediment.ci_resolution import RESOLVER_SKIP_REASONS
-from sediment.export.representation import REPRESENTATION_REASONS
 from sediment.facts import DeveloperDecision, InferenceMessage
 from sediment.records import plain
 from sediment.rollout import Turn
 
-#: The vocabulary of every rollout population (contract §5).
-ROLLOUT_VOCABULARY: tuple[str, ...] = (*RESOLVER_SKIP_REASONS, *REPRESENTATION_REASONS, "no_segments")
+#: A rollout population's own reasons (contract §5; the registry adds the core's in front).
+ROLLOUT_SKIP_REASONS: tuple[str, ...] = ("no_segments",)
 
 
 def message_row(message: InferenceMessage) -> dict[str, Any]:

@@ -1,8 +1,10 @@
 """The RLVR output directory (contract §6): claim, generation lock, staging, atomic publish.
 
-An output directory belongs to one target (``.sediment-rlvr-target``) and holds one
-generation of artifacts. Rows are staged privately inside it and published file by file
-with ``os.replace``; an empty partition never creates or truncates a file.
+An output directory belongs to one target or one consumer profile (``.sediment-rlvr-target``
+holds ``<target>`` or ``profile:<id>``) and holds one generation of artifacts. Rows are
+staged privately inside it and published file by file with ``os.replace``; an empty
+partition never creates or truncates a file. Files are keyed by stem (a population, or
+``data`` / ``evidence`` for a profile) and split side.
 """
 
 from __future__ import annotations
@@ -17,12 +19,11 @@ import secrets
 import shutil
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 from sediment.errors import CapacityError, OutputDirectoryError
-from sediment.export.rows import Population
+from sediment.export.rows import SPLIT_ORDER, PublishedExport
 from sediment.split import Split
 
 CLAIM_NAME = ".sediment-rlvr-target"
@@ -31,7 +32,7 @@ STAGE_PREFIX = ".sediment-training-"
 STAGE_LOCK_SUFFIX = ".sediment-stage-lock"
 DEFAULT_MAX_RECORD_BYTES = 512 * 1024 * 1024
 DEFAULT_MAX_STAGE_BYTES = 8 * 1024 * 1024 * 1024
-SPLIT_ORDER: tuple[Split, ...] = ("train", "eval")
+PROFILE_CLAIM_PREFIX = "profile:"
 
 logger = logging.getLogger(__name__)
 
@@ -41,9 +42,16 @@ def encode_row(row: dict[str, Any]) -> bytes:
     return (json.dumps(row, ensure_ascii=True, allow_nan=False) + "\n").encode("ascii")
 
 
-def file_name(population: Population, split: Split | None) -> str:
+def file_name(stem: str, split: Split | None) -> str:
     """``tasks.jsonl`` unsplit; ``tasks.train.jsonl`` / ``tasks.eval.jsonl`` when split."""
-    return f"{population}.jsonl" if split is None else f"{population}.{split}.jsonl"
+    return f"{stem}.jsonl" if split is None else f"{stem}.{split}.jsonl"
+
+
+def owner_label(claim: str) -> str:
+    """How a claim reads in messages: ``RLVR target sediment`` or ``profile hf-chat-messages-v1``."""
+    if claim.startswith(PROFILE_CLAIM_PREFIX):
+        return f"profile {claim[len(PROFILE_CLAIM_PREFIX):]}"
+    return f"RLVR target {claim or 'unknown'}"
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -82,7 +90,8 @@ def generation_lock(out_dir: Path) -> Iterator[None]:
 
 
 def claim_directory(out_dir: Path, target: str, artifact_names: frozenset[str]) -> None:
-    """Claim ``out_dir`` for ``target``, or refuse it (contract §6 step 4)."""
+    """Claim ``out_dir`` for ``target`` (a target name, or ``profile:<id>``), or refuse it
+    (contract §6 step 4)."""
     claim = out_dir / CLAIM_NAME
     present = sorted(n for n in artifact_names if (out_dir / n).exists())
     for _ in range(2):
@@ -93,13 +102,13 @@ def claim_directory(out_dir: Path, target: str, artifact_names: frozenset[str]) 
                 raise OutputDirectoryError(f"cannot read RLVR target claim {claim}: {exc}") from None
             if claimed != target:
                 raise OutputDirectoryError(
-                    f"output directory already belongs to RLVR target {claimed or 'unknown'}; "
-                    f"use a different directory for {target}"
+                    f"output directory already belongs to {owner_label(claimed)}; "
+                    f"use a different directory for {target.removeprefix(PROFILE_CLAIM_PREFIX)}"
                 )
             if present:
                 raise OutputDirectoryError(
-                    f"output directory already contains {target} artifacts ({', '.join(present)}); "
-                    "use a new directory for each export"
+                    f"output directory already contains {target.removeprefix(PROFILE_CLAIM_PREFIX)} artifacts "
+                    f"({', '.join(present)}); use a new directory for each export"
                 )
             return
         if present:
@@ -123,25 +132,6 @@ def claim_directory(out_dir: Path, target: str, artifact_names: frozenset[str]) 
     raise OutputDirectoryError(f"cannot claim output directory {out_dir}")
 
 
-@dataclass
-class PublishedExport:
-    """What an export published: per population, the written files and their row counts."""
-
-    out_dir: Path
-    split_enabled: bool
-    files: dict[Population, dict[Split | None, tuple[Path, int]]] = field(default_factory=dict)
-
-    def rows(self, population: Population) -> int:
-        return sum(count for _, count in self.files.get(population, {}).values())
-
-    def paths(self, population: Population) -> list[Path]:
-        return [path for path, _ in self.files.get(population, {}).values()]
-
-    @property
-    def written(self) -> dict[str, int]:
-        return {str(path): count for sides in self.files.values() for path, count in sides.values()}
-
-
 def _append_file(source: IO[bytes], destination: IO[bytes]) -> None:
     """Append ``source`` to ``destination``: in the kernel where it can, else through a buffer."""
     size = os.fstat(source.fileno()).st_size
@@ -161,7 +151,7 @@ def _append_file(source: IO[bytes], destination: IO[bytes]) -> None:
 
 
 class RowFiles:
-    """Rows appended to one JSONL file per (population, split side), with byte budgets."""
+    """Rows appended to one JSONL file per (stem, split side), with byte budgets."""
 
     def __init__(self, directory: Path, *, split_enabled: bool, max_record_bytes: int, max_stage_bytes: int) -> None:
         self.directory = directory
@@ -169,26 +159,26 @@ class RowFiles:
         self.max_record_bytes = max_record_bytes
         self.max_stage_bytes = max_stage_bytes
         self.bytes = 0
-        self.counts: dict[tuple[Population, Split | None], int] = {}
-        self._handles: dict[tuple[Population, Split | None], IO[bytes]] = {}
+        self.counts: dict[tuple[str, Split | None], int] = {}
+        self._handles: dict[tuple[str, Split | None], IO[bytes]] = {}
         directory.mkdir(mode=0o700, exist_ok=True)
 
-    def add(self, population: Population, split: Split, row: dict[str, Any]) -> None:
+    def add(self, stem: str, split: Split, row: dict[str, Any]) -> None:
         """Append one row; budgets are enforced as rows arrive."""
         line = encode_row(row)
         if len(line) > self.max_record_bytes:
             raise CapacityError(
-                f"bundle record exceeds byte budget: a {population} row encodes to {len(line)} bytes "
+                f"bundle record exceeds byte budget: a {stem} row encodes to {len(line)} bytes "
                 f"(limit {self.max_record_bytes}); nothing was published"
             )
         if self.bytes + len(line) > self.max_stage_bytes:
             raise CapacityError(f"JSONL output exceeds {self.max_stage_bytes} encoded bytes; nothing was published")
-        key = (population, split if self.split_enabled else None)
+        key = (stem, split if self.split_enabled else None)
         self._handle(key).write(line)
         self.counts[key] += 1
         self.bytes += len(line)
 
-    def _handle(self, key: tuple[Population, Split | None]) -> IO[bytes]:
+    def _handle(self, key: tuple[str, Split | None]) -> IO[bytes]:
         """The open file of one partition, created (mode 0600) on its first row."""
         handle = self._handles.get(key)
         if handle is None:
@@ -198,7 +188,7 @@ class RowFiles:
             self.counts[key] = 0
         return handle
 
-    def absorb(self, other_directory: Path, counts: dict[tuple[Population, Split | None], int],
+    def absorb(self, other_directory: Path, counts: dict[tuple[str, Split | None], int],
                size: int, *, sync: bool = False) -> None:
         """Append another RowFiles' closed files (a worker's chunk), in file order.
 
@@ -255,24 +245,24 @@ class StagingStore:
                         max_record_bytes=self.prepared.max_record_bytes,
                         max_stage_bytes=self.prepared.max_stage_bytes)
 
-    def add(self, population: Population, split: Split, row: dict[str, Any]) -> None:
-        self.prepared.add(population, split, row)
+    def add(self, stem: str, split: Split, row: dict[str, Any]) -> None:
+        self.prepared.add(stem, split, row)
 
-    def publish(self, populations: tuple[Population, ...]) -> PublishedExport:
-        """fsync every prepared file, then replace them into place: population order, train first."""
+    def publish(self, stems: tuple[str, ...], *, target: str, profile: str | None = None) -> PublishedExport:
+        """fsync every prepared file, then replace them into place: stem order, train first."""
         self.prepared.close(sync=True)
         counts = self.prepared.counts
-        published = PublishedExport(self.out_dir, self.split_enabled)
+        published = PublishedExport(self.out_dir, self.split_enabled, target=target, profile=profile)
         sides: tuple[Split | None, ...] = SPLIT_ORDER if self.split_enabled else (None,)
-        for population in populations:
+        for stem in stems:
             for side in sides:
-                key = (population, side)
+                key = (stem, side)
                 if key not in counts:
                     logger.info("empty partition left untouched: %s", self.out_dir / file_name(*key))
                     continue
                 destination = self.out_dir / file_name(*key)
                 os.replace(self.prepared.directory / file_name(*key), destination)
-                published.files.setdefault(population, {})[side] = (destination, counts[key])
+                published.files.setdefault(stem, {})[side] = (destination, counts[key])
         return published
 
     def close(self) -> None:

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from sediment.export.pipeline import export_rlvr_from_rollouts
+from sediment.export.settings import SettingsSources
 from sediment.export.verifier_commands import VerifierCommands
 from sediment.mirrors import MirrorRoot
 from sediment.testing import GitRepo, outcome, rollout
@@ -23,8 +24,9 @@ def commit(git_repo: GitRepo) -> str:
 
 def run(rollouts: list[Any], mirrors: MirrorRoot, out: Path, target: str = "sediment",
         split: bool = False) -> dict[str, Any]:
+    """Export as the CLI does: plugin settings from the environment (``SEDIMENT_OPENENV_*``)."""
     return export_rlvr_from_rollouts(rollouts, mirrors, out, target=target, split_enabled=split,
-                                     verifier_commands=VerifierCommands.empty())
+                                     settings=SettingsSources.load(), verifier_commands=VerifierCommands.empty())
 
 
 def manifest(out: Path) -> dict[str, Any]:
@@ -34,7 +36,7 @@ def manifest(out: Path) -> dict[str, Any]:
 
 def test_no_task_rows_no_manifest(tmp_path: Path, mirror_root: MirrorRoot) -> None:
     summary = run([rollout("s1")], mirror_root, tmp_path / "out")
-    assert summary["environment_manifest"] is None
+    assert summary["manifests"] == {}
     assert not (tmp_path / "out" / "environment.yaml").exists()
 
 
@@ -43,7 +45,7 @@ def test_reward_block_and_runtime_reference(tmp_path: Path, mirror_root: MirrorR
                                                           outcome("o2", commit, "passed", attempt=2)]),
                 rollout("s2", commits=[commit], outcomes=[outcome("o3", commit, run_id="9")])]
     summary = run(rollouts, mirror_root, tmp_path / "out")
-    assert summary["environment_manifest"] == str(tmp_path / "out" / "environment.yaml")
+    assert summary["manifests"] == {"openenv": [str(tmp_path / "out" / "environment.yaml")]}
     text = (tmp_path / "out" / "environment.yaml").read_text()
     assert text.splitlines()[:3] == ["spec_version: hf-rl-env-0.1", "experimental: true", "environments:"]
     doc = manifest(tmp_path / "out")
@@ -118,5 +120,16 @@ def test_splits_listed_only_when_split_enabled(tmp_path: Path, mirror_root: Mirr
 def test_other_targets_never_write_it(tmp_path: Path, mirror_root: MirrorRoot, commit: str, target: str) -> None:
     r = [rollout("s1", commits=[commit], outcomes=[outcome("o1", commit)])]
     summary = run(r, mirror_root, tmp_path / "out", target=target)
-    assert summary["environment_manifest"] is None
+    assert summary["manifests"] == {}
     assert not (tmp_path / "out" / "environment.yaml").exists()
+
+
+def test_settings_from_flags_and_config_file(tmp_path: Path, mirror_root: MirrorRoot, commit: str) -> None:
+    config = tmp_path / "sediment.toml"
+    config.write_text('[plugins.openenv]\npackage = "from-file"\nnemo_gym_resources_server = "swebench"\n')
+    sources = SettingsSources.load(config_file=config, environ={}, overrides=["openenv.image=from-flag"])
+    r = [rollout("s1", commits=[commit], outcomes=[outcome("o1", commit)])]
+    export_rlvr_from_rollouts(r, mirror_root, tmp_path / "out", target="sediment", split_enabled=False,
+                              settings=sources, verifier_commands=VerifierCommands.empty())
+    env = manifest(tmp_path / "out")["environments"][0]
+    assert env["frameworks"] == {"openenv": {"image": "from-flag"}, "nemo_gym": {"resources_server": "swebench"}}

@@ -1,26 +1,37 @@
-"""Target ``verdicts``: one row per Rollout with its resolved CI verdict."""
+"""Target ``verdicts``: one row per Rollout with its resolved CI verdict.
+
+Written against the public plugin module only (``sediment.plugin``); its row schema ships in
+``schemas/`` beside this file and is registered with ``register_schemas``.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from sediment.ci_resolution import RESOLVER_SKIP_REASONS
-from sediment.export import Population, ProjectedRow, TargetInfo, hookimpl
-from sediment.export.evidence import RolloutEvidence, reward_source
-from sediment.export.representation import REPRESENTATION_REASONS
+from sediment.plugin import (
+    Population,
+    PopulationInfo,
+    ProjectedRow,
+    RolloutEvidence,
+    TargetInfo,
+    hookimpl,
+    reward_source,
+    schemas_in,
+)
 
 SCHEMA_ID = "https://example.com/schemas/sediment-verdict-row/v1.json"
 
 
 @hookimpl
 def describe_target() -> TargetInfo:
-    return TargetInfo(populations={"rollouts": SCHEMA_ID}, needs_mirrors=False,
+    return TargetInfo(populations={"rollouts": PopulationInfo(SCHEMA_ID, ("no_verdict",))}, needs_mirrors=False,
                       description="Example: one verdict row per Rollout")
 
 
 @hookimpl
-def skip_reasons(population: Population) -> Sequence[str]:
-    return (*RESOLVER_SKIP_REASONS, *REPRESENTATION_REASONS, "no_verdict")
+def register_schemas() -> Sequence[dict[str, Any]]:
+    return schemas_in(__name__)
 
 
 @hookimpl

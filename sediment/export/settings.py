@@ -1,0 +1,142 @@
+"""Explicit plugin configuration: a typed settings object per plugin, from declared sources.
+
+A plugin that takes settings declares a :class:`PluginSettings` subclass (hook
+``plugin_settings``); it then receives an instance as the ``settings`` argument of its
+hooks and never reads the environment itself. Values come from, highest first:
+
+1. ``--set PLUGIN.FIELD=VALUE`` flags (``overrides``);
+2. environment variables: ``SEDIMENT_<PLUGIN>_<FIELD>`` (upper case, ``-`` as ``_``), or the
+   name a field declares with ``Field(json_schema_extra={"env": "NAME"})``; blank values
+   count as unset;
+3. the table ``[plugins.<PLUGIN>]`` of the TOML file named by ``--config`` or
+   ``SEDIMENT_CONFIG_FILE``;
+4. the field defaults.
+
+Problems are one-line :class:`~sediment.errors.ConfigurationError` messages naming the
+plugin, the field and the source.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from sediment.errors import ConfigurationError
+
+CONFIG_ENV = "SEDIMENT_CONFIG_FILE"
+
+
+class PluginSettings(BaseModel):
+    """Base of every plugin's settings: frozen, closed (unknown keys are errors)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class NoSettings(PluginSettings):
+    """The settings of a plugin that declares none."""
+
+
+def env_name(plugin: str, field_name: str, declared: Any = None) -> str:
+    """The environment variable of one setting."""
+    if isinstance(declared, dict) and isinstance(declared.get("env"), str):
+        return str(declared["env"])
+    return "SEDIMENT_" + re.sub(r"[^A-Za-z0-9]", "_", f"{plugin}_{field_name}").upper()
+
+
+def env_names(plugin: str, model: type[PluginSettings]) -> dict[str, str]:
+    """Field name → environment variable, for ``sediment plugins`` and the docs."""
+    return {name: env_name(plugin, name, info.json_schema_extra) for name, info in model.model_fields.items()}
+
+
+@dataclass(frozen=True)
+class SettingsSources:
+    """Where plugin settings come from (see the module docstring)."""
+
+    config: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    environ: Mapping[str, str] = field(default_factory=dict)
+    overrides: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    config_path: str | None = None
+
+    @classmethod
+    def empty(cls) -> SettingsSources:
+        """Defaults only: nothing from the environment or a file."""
+        return cls()
+
+    @classmethod
+    def load(cls, *, config_file: Path | None = None, environ: Mapping[str, str] | None = None,
+             overrides: Iterable[str] = ()) -> SettingsSources:
+        """Read the TOML file (``config_file``, else ``SEDIMENT_CONFIG_FILE``) and parse flags."""
+        env = dict(os.environ if environ is None else environ)
+        path = config_file
+        if path is None and env.get(CONFIG_ENV, "").strip():
+            path = Path(env[CONFIG_ENV].strip())
+        config: dict[str, Mapping[str, Any]] = {}
+        if path is not None:
+            config = _read_config(path)
+        return cls(config=config, environ=env, overrides=_parse_overrides(overrides),
+                   config_path=None if path is None else str(path))
+
+    def plugin_names(self) -> set[str]:
+        """Every plugin a file table or a flag names."""
+        return set(self.config) | set(self.overrides)
+
+    def build(self, plugin: str, model: type[PluginSettings]) -> PluginSettings:
+        """The settings of ``plugin``, validated; errors name the field and its source."""
+        values: dict[str, Any] = {}
+        sources: dict[str, str] = {}
+        for key, value in self.config.get(plugin, {}).items():
+            values[key] = value
+            sources[key] = f"[plugins.{plugin}] in {self.config_path}"
+        for name, info in model.model_fields.items():
+            variable = env_name(plugin, name, info.json_schema_extra)
+            raw = self.environ.get(variable, "")
+            if raw.strip():
+                values[name] = raw.strip()
+                sources[name] = f"${variable}"
+        for key, value in self.overrides.get(plugin, {}).items():
+            values[key] = value
+            sources[key] = f"--set {plugin}.{key}"
+        try:
+            return model.model_validate(values)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            key = ".".join(str(p) for p in error["loc"]) or "(settings)"
+            where = sources.get(str(error["loc"][0]) if error["loc"] else "", "its defaults")
+            raise ConfigurationError(
+                f"plugin {plugin} setting {key}: {error['msg']} (from {where}; "
+                f"set it with --set {plugin}.{key}=VALUE or ${env_name(plugin, key)})"
+            ) from None
+
+
+def _read_config(path: Path) -> dict[str, Mapping[str, Any]]:
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigurationError(f"config file not found: {path}") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigurationError(f"cannot read config file {path}: {exc}") from None
+    unknown = sorted(set(document) - {"plugins"})
+    if unknown:
+        raise ConfigurationError(f"{path}: unknown top-level table(s) {unknown}; plugin settings go in [plugins.NAME]")
+    plugins = document.get("plugins", {})
+    if not isinstance(plugins, dict) or any(not isinstance(v, dict) for v in plugins.values()):
+        raise ConfigurationError(f"{path}: [plugins] must hold one table per plugin ([plugins.NAME])")
+    return plugins
+
+
+def _parse_overrides(pairs: Iterable[str]) -> dict[str, dict[str, str]]:
+    parsed: dict[str, dict[str, str]] = {}
+    for pair in pairs:
+        name, equals, value = pair.partition("=")
+        plugin, dot, key = name.strip().rpartition(".")
+        if not equals or not dot or not plugin or not key:
+            raise ConfigurationError(f"--set expects PLUGIN.FIELD=VALUE, got {pair!r}")
+        parsed.setdefault(plugin, {})[key] = value
+    return parsed

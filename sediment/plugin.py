@@ -1,0 +1,106 @@
+"""The one module a Sediment plugin imports (plugin contract version 2).
+
+Everything a target, a consumer profile or a manifest writer needs is here: the hook marker,
+the declarations, the evidence types and the helpers for building rows. Plugins import
+nothing else from ``sediment``; tests use :mod:`sediment.testing` as well. See
+``docs/plugins.md``.
+
+A target::
+
+    from sediment.plugin import PopulationInfo, ProjectedRow, TargetInfo, hookimpl
+
+    @hookimpl
+    def describe_target():
+        return TargetInfo(populations={"rollouts": PopulationInfo(SCHEMA_ID, ("no_verdict",))},
+                          needs_mirrors=False)
+"""
+
+from __future__ import annotations
+
+from sediment.ci_resolution import CIResolution
+from sediment.export.evidence import RECIPE_ID, RECIPE_VERSION, RolloutEvidence, put_optional, reward_source
+from sediment.export.hookspecs import CONTRACT_VERSION, hookimpl
+from sediment.export.reference_patch import PATCH_SKIP_REASONS, ReferencePatch
+from sediment.export.rows import (
+    SPLIT_ORDER,
+    AdaptedRow,
+    Dependency,
+    ManifestInfo,
+    Population,
+    PopulationInfo,
+    ProfileInfo,
+    ProjectedRow,
+    PublishedExport,
+    TargetInfo,
+)
+from sediment.export.settings import PluginSettings
+from sediment.export.tasks import TaskBasis, task_basis, task_ineligibility, task_instance_id, task_skip_reasons
+from sediment.export.turns import ROLLOUT_SKIP_REASONS, decision_row, message_row, segment_instance_id, turn_row
+from sediment.export.writer import atomic_write_bytes
+from sediment.facts import (
+    CIOutcome,
+    InferenceMessage,
+    Part,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolCallResponsePart,
+    ToolDefinition,
+)
+from sediment.identifiers import render_datetime
+from sediment.records import canonical_digest, canonical_json, plain, sha256_hex
+from sediment.rollout import Rollout, Turn
+from sediment.split import Split
+from sediment.validation import schemas_in
+
+__all__ = [
+    "CONTRACT_VERSION",
+    "PATCH_SKIP_REASONS",
+    "RECIPE_ID",
+    "RECIPE_VERSION",
+    "ROLLOUT_SKIP_REASONS",
+    "SPLIT_ORDER",
+    "AdaptedRow",
+    "CIOutcome",
+    "CIResolution",
+    "Dependency",
+    "InferenceMessage",
+    "ManifestInfo",
+    "Part",
+    "PluginSettings",
+    "Population",
+    "PopulationInfo",
+    "ProfileInfo",
+    "ProjectedRow",
+    "PublishedExport",
+    "ReasoningPart",
+    "ReferencePatch",
+    "Rollout",
+    "RolloutEvidence",
+    "Split",
+    "TargetInfo",
+    "TaskBasis",
+    "TextPart",
+    "ToolCallPart",
+    "ToolCallResponsePart",
+    "ToolDefinition",
+    "Turn",
+    "atomic_write_bytes",
+    "canonical_digest",
+    "canonical_json",
+    "decision_row",
+    "hookimpl",
+    "message_row",
+    "plain",
+    "put_optional",
+    "render_datetime",
+    "reward_source",
+    "schemas_in",
+    "segment_instance_id",
+    "sha256_hex",
+    "task_basis",
+    "task_ineligibility",
+    "task_instance_id",
+    "task_skip_reasons",
+    "turn_row",
+]
