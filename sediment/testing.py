@@ -20,7 +20,7 @@ installed plugin instead. No operator configuration (``SEDIMENT_*`` variables) l
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -212,6 +212,38 @@ def mirror_root(tmp_path: Path) -> MirrorRoot:
 @pytest.fixture
 def git_repo(mirror_root: MirrorRoot) -> GitRepo:
     return GitRepo(mirror_root)
+
+
+@pytest.fixture
+def consumer_python(request: pytest.FixtureRequest) -> Callable[[str], Path]:
+    """``consumer_python("nemo-gym")``: the interpreter of a consumer venv that
+    ``scripts/consumer-venv`` built under ``<rootdir>/.venv-consumers/<name>``. A missing venv
+    skips the test with the reason, and fails it under CI (``CI=true``), where it must exist."""
+    import os
+
+    def find(name: str) -> Path:
+        python = request.config.rootpath / ".venv-consumers" / name / "bin" / "python"
+        if not python.exists():
+            message = f".venv-consumers/{name} is missing (scripts/consumer-venv {name} builds it)"
+            if os.environ.get("CI") == "true":
+                pytest.fail(f"{message}; under CI the consumer checks must run")
+            pytest.skip(message)
+        return python
+
+    return find
+
+
+def run_consumer(python: Path, script: Path, *args: str | Path, home: Path, timeout: int = 600) -> list[Any]:
+    """Run a check script in a consumer venv (offline: no hub) and parse its JSON output lines."""
+    import os
+    import subprocess
+
+    environment = dict(os.environ, HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1", HF_HOME=str(home),
+                       PYTHONWARNINGS="ignore")
+    process = subprocess.run([str(python), str(script), *map(str, args)], capture_output=True, text=True,
+                             env=environment, timeout=timeout, check=False)
+    assert process.returncode == 0, f"{script.name} failed:\n{process.stderr[-4000:]}"
+    return [json.loads(line) for line in process.stdout.splitlines() if line.startswith("{")]
 
 
 def pytest_configure(config: pytest.Config) -> None:

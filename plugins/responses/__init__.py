@@ -1,0 +1,1 @@
+"""Consumer profiles for OpenAI-Responses-shaped consumers: NeMo Gym rollouts, verifiers tasks."""

@@ -1,0 +1,74 @@
+"""Profile ``verifiers-tasks-v1``: canonical ``nemo-gym`` rollout rows as NeMo Gym task rows, the
+task JSONL that verifiers 0.4.0's ``NeMoGymTaskset`` (and NeMo Gym's own ``gym eval run``) read.
+
+One row per segment with a recorded CI verdict: ``responses_create_params`` (the segment's first
+request: its input items, the declared function tools, ``tool_choice``, ``parallel_tool_calls``;
+no ``model``: the policy being trained answers the task), ``agent_ref``, ``instance_id`` and the
+canonical metadata under ``sediment`` (reward source, CI resolution, verifier results), where a
+verifiers reward function or a resources server's ``verify()`` can read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sediment.plugin import AdaptedRow, Dependency, PluginSettings, ProfileInfo, RolloutEvidence, hookimpl
+
+from .items import Unrepresentable, function_tools, message_items
+from .segment import SHARED_SKIP_REASONS, ResponsesSettings, check_call_context, request, reward_of, segment_turns
+
+CANONICAL_SCHEMA = "https://sediment.so/schemas/training-rows/nemo-gym-rollout/v4.json"
+
+
+@hookimpl
+def describe_profile() -> ProfileInfo:
+    return ProfileInfo(
+        consumer="verifiers",
+        version=1,
+        target="nemo-gym",
+        population="rollouts",
+        canonical_schema=CANONICAL_SCHEMA,
+        validated_with=(Dependency("verifiers", "0.4.0"), Dependency("nemo-gym", "0.7.0")),
+        validation=(
+            "verifiers.v1.tasksets.nemo_gym.taskset.NeMoGymTaskset over the file and "
+            "verifiers.v1.dialects.responses.ResponsesDialect.parse_request on every request (prompt text and "
+            "tool definitions kept); nemo_gym.train_data_utils.compute_sample_metrics on every line"
+        ),
+        support=(
+            "task rows (a recorded agent's first request, its tools, and the recorded CI verdict under "
+            "sediment) for verifiers' NeMo Gym taskset and NeMo Gym rollout collection; scoring needs the "
+            "operator's own resources server: none is inferred"
+        ),
+        skip_reasons=SHARED_SKIP_REASONS,
+        description="verifiers 0.4.0 / NeMo Gym task rows: the first request of each verified segment",
+    )
+
+
+@hookimpl
+def plugin_settings() -> type[PluginSettings]:
+    return ResponsesSettings
+
+
+@hookimpl
+def adapt_row(row: Mapping[str, Any], evidence: RolloutEvidence, settings: ResponsesSettings) -> AdaptedRow | str:
+    try:
+        reward_of(row)
+        first = segment_turns(row, evidence)[0]
+        check_call_context([first])
+        tools = function_tools(evidence.tools(first))
+        prompt = message_items(first.new_messages, call_id=first.inference_call_id, side="input")
+    except Unrepresentable as reason:
+        return str(reason)
+    metadata = row["metadata"]
+    params = request(prompt.items, tools, settings)
+    body = {
+        "responses_create_params": params,
+        "agent_ref": {"name": settings.agent_name},
+        "instance_id": metadata["instance_id"],
+        "sediment": dict(metadata),
+    }
+    return AdaptedRow(body=body, prompt=params["input"], evidence={
+        "inference_call_id": first.inference_call_id,
+        "json_encoded_tool_results": prompt.json_encoded_tool_results,
+    })
