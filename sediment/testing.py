@@ -215,6 +215,20 @@ def git_repo(mirror_root: MirrorRoot) -> GitRepo:
 
 
 @pytest.fixture
+def commit_history(git_repo: GitRepo) -> dict[str, str]:
+    """A real history in ``git_repo``: root → c1 (fixes add) → c2 (adds a test, renames a file)
+    → c3 (an unverified later change). Names → SHAs."""
+    root = git_repo.commit({"calc.py": "def add(a, b):\n    return a - b\n", "old.txt": "x\n" * 20})
+    c1 = git_repo.commit({"calc.py": "def add(a, b):\n    return a + b\n"})
+    c2 = git_repo.commit({"test_calc.py": "def test_add():\n    assert True\n",
+                          "old.txt": None, "renamed.txt": "x\n" * 20})
+    c3 = git_repo.commit({"later.py": "print('later')\n"})
+    return {"root": root, "c1": c1, "c2": c2, "c3": c3}
+
+
+
+
+@pytest.fixture
 def consumer_python(request: pytest.FixtureRequest) -> Callable[[str], Path]:
     """``consumer_python("nemo-gym")``: the interpreter of a consumer venv that
     ``scripts/consumer-venv`` built under ``<rootdir>/.venv-consumers/<name>``. A missing venv
