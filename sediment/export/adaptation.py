@@ -94,17 +94,18 @@ class ProfileProjection:
             if isinstance(adapted, str):
                 self.profile.count(tally.skips(PROFILE), [adapted])
                 continue
-            prompt_sha256 = canonical_digest({"prompt": adapted.prompt})
-            sidecar = evidence_row(self.profile.name, row.body, self.schema_id, adapted, row.split, prompt_sha256)
-            problem = representation_problem(adapted.body) or representation_problem(sidecar)
+            problem = representation_problem(adapted.body) or representation_problem(
+                {"prompt": adapted.prompt, "evidence": dict(adapted.evidence)})
             if problem is not None:
                 self.profile.count(tally.skips(PROFILE), [problem])
                 continue
+            prompt_sha256 = canonical_digest({"prompt": adapted.prompt})
+            sidecar = evidence_row(self.profile.name, row.body, self.schema_id, adapted, row.split, prompt_sha256)
             files.add("data", row.split, adapted.body)
             files.add("evidence", row.split, sidecar)
             self._positions[side] += 1
             tally.emitted["data"] += 1
-            tally.prompts.setdefault(row.split, set()).add(prompt_sha256)
+            tally.prompts.setdefault(side, set()).add(prompt_sha256)
             tally.reward_sources[row_field(row.body, "reward_source") or "absent"] += 1
 
     def before_publish(self, tally: Tally) -> None:
