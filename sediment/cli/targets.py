@@ -56,19 +56,21 @@ def profiles(
     if as_json:
         typer.echo(json.dumps({"profiles": described, "retired": dict(sorted(registry.retired.items()))}))
         return
-    table = Table(title="Installed consumer profiles", title_justify="left", show_lines=True)
-    for column in ("profile", "adapts", "validated with", "support", "skip vocabulary", "settings", "from"):
-        table.add_column(column)
+    if not described:
+        console.out.print("no consumer profiles installed")
     for item in described:
-        table.add_row(
-            item["id"],
-            f"{item['target']} {item['population']}",
-            "\n".join(f"{package}=={version}" for package, version in item["validated_with"]),
-            item["support"],
-            ", ".join(item["skip_reasons"]),
-            "\n".join(f"{name}{'' if s['required'] else ' (optional)'}" for name, s in item["settings"].items()) or "-",
-            f"{item['origin']['distribution']} {item['origin']['version']}",
-        )
-    console.out.print(table)
+        settings = ", ".join(f"{name}={'(required)' if s['required'] else json.dumps(s['default'])} (${s['env']})"
+                             for name, s in item["settings"].items()) or "none"
+        console.out.print(f"[bold]{item['id']}[/]  {item['description']}", highlight=False)
+        for label, value in (
+            ("adapts", f"target {item['target']} {item['population']} ({item['canonical_schema']})"),
+            ("consumer", f"{item['consumer']}, validated with "
+                         + (", ".join(f"{p}=={v}" for p, v in item["validated_with"]) or "no package")),
+            ("support", item["support"]),
+            ("skip reasons", ", ".join(item["skip_reasons"])),
+            ("settings", settings),
+            ("from", f"{item['origin']['distribution']} {item['origin']['version']}"),
+        ):
+            console.out.print(f"  {label:<13}{value}", markup=False, highlight=False)
     for old, new in sorted(registry.retired.items()):
         console.out.print(f"retired: {old} (use {new})")
