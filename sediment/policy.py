@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -11,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from sediment.errors import ConfigurationError
+from sediment.records import canonical_digest
 from sediment.split import DEFAULT_EVAL_FRACTION, validate_eval_fraction
 
 ROLLOUT_IMPLEMENTATION_VERSION = "4"
@@ -82,5 +81,4 @@ class DerivationPolicy(_PolicyModel):
 
 def policy_digest(resolved: dict[str, Any]) -> str:
     """SHA-256 hex of ``resolved`` rendered as sorted, compact, ASCII JSON without NaN."""
-    text = json.dumps(resolved, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
-    return hashlib.sha256(text.encode("ascii")).hexdigest()
+    return canonical_digest(resolved)

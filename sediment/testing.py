@@ -230,7 +230,7 @@ def commit_history(git_repo: GitRepo) -> dict[str, str]:
 
 @pytest.fixture
 def consumer_python(request: pytest.FixtureRequest) -> Callable[[str], Path]:
-    """``consumer_python("nemo-gym")``: the interpreter of a consumer venv that
+    """``consumer_python("verifiers")``: the interpreter of a consumer venv that
     ``scripts/consumer-venv`` built under ``<rootdir>/.venv-consumers/<name>``. A missing venv
     skips the test with the reason, and fails it under CI (``CI=true``), where it must exist."""
     import os

@@ -31,9 +31,10 @@ from sediment.facts import (
     TextPart,
     ToolCallPart,
     ToolCallResponsePart,
+    ToolDefinition,
 )
 from sediment.ingest import Translation, TranslationError
-from sediment.ingest.calls import CALL_FORMATS, CALL_SKIP_REASONS, CALL_WARNINGS, translate_call
+from sediment.ingest.calls import CALL_FORMATS, CALL_SKIP_REASONS, CALL_WARNINGS, ReplayMemo, translate_call
 from sediment.ingest.ids import fact_id
 from sediment.rollout import canonical_messages, segment_calls
 
@@ -449,6 +450,81 @@ CASSETTE_WARNINGS: dict[str, list[tuple[str, ...]]] = {
     "pydantic-ai.test_openai.test_compatible_api_with_tool_calls_without_id": [("tool_call_without_id",), ()],
 }
 
+
+
+def function(name: str, parameters: dict[str, Any], description: str | None = "",
+             strict: bool | None = None) -> ToolDefinition:
+    return ToolDefinition(name=name, description=description, parameters=parameters, strict=strict)
+
+
+NO_ARGUMENTS = {"additionalProperties": False, "properties": {}, "type": "object"}
+COUNTRY = {
+    "additionalProperties": False,
+    "properties": {"country": {"type": "string"}},
+    "required": ["country"],
+    "type": "object",
+}
+DESCRIBED_COUNTRY = {
+    "additionalProperties": False,
+    "properties": {"country": {"description": "The country name.", "type": "string"}},
+    "required": ["country"],
+    "type": "object",
+}
+
+# The tool list every call of a cassette declared (the request resends it with each call).
+CASSETTE_TOOLS: dict[str, tuple[ToolDefinition, ...] | None] = {
+    "pydantic-ai.test_anthropic.test_anthropic_mixed_strict_tool_run": (
+        function("country_source", NO_ARGUMENTS, strict=True),  # Anthropic's optional strict, as sent
+        function("capital_lookup", COUNTRY),
+    ),
+    "pydantic-ai.test_anthropic.test_anthropic_model_thinking_part_redacted_stream": None,  # no tools sent
+    "pydantic-ai.test_anthropic.test_anthropic_tool_with_thinking": (function("get_user_country", NO_ARGUMENTS),),
+    "pydantic-ai.test_anthropic.test_multiple_parallel_tool_calls": (
+        function(
+            "retrieve_entity_info",
+            {
+                "additionalProperties": False,
+                "properties": {"name": {"type": "string"}},
+                "required": ["name"],
+                "type": "object",
+            },
+            "Get the knowledge about the given entity.",
+        ),
+    ),
+    "pydantic-ai.test_openai.test_compatible_api_with_tool_calls_without_id": (
+        function("get_current_time", NO_ARGUMENTS, "Get the current time."),
+    ),
+    # The Gemini-native calls (declared as function_declarations) are not translated.
+    "pydantic-ai.test_openai.test_multiple_agent_tool_calls": (
+        function("get_capital", DESCRIBED_COUNTRY, "Get the capital of a country."),
+    ),
+    "pydantic-ai.test_openai.test_openai_instructions_with_tool_calls_keep_instructions": (
+        function(
+            "get_temperature",
+            {
+                "additionalProperties": False,
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+                "type": "object",
+            },
+            strict=True,
+        ),
+    ),
+    "pydantic-ai.test_openai.test_run_stream_sync_streams_real_model": (
+        function("get_capital", COUNTRY, strict=True),
+    ),
+    # Responses tools are flat; pydantic-ai sends a null description, kept as absent.
+    "pydantic-ai.test_openai_responses.test_openai_conversation_id_tool_call_continuation": (
+        function("get_conversation_code", NO_ARGUMENTS, None, strict=False),
+    ),
+    "pydantic-ai.test_openai_responses.test_openai_responses_model_simple_response_with_tool_call": (
+        function("get_capital", COUNTRY, None, strict=True),
+    ),
+    "pydantic-ai.test_openai_responses.test_openai_responses_stream": (
+        function("get_capital", COUNTRY, strict=True),
+    ),
+}
+
 if not FIXTURES.is_dir() and os.environ.get("CI") == "true":
     raise RuntimeError(f"cassettes not found at {FIXTURES}: under CI the cassette tests must run")
 needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(), reason=f"cassettes not found at {FIXTURES}")
@@ -465,6 +541,19 @@ def test_cassette(stem: str) -> None:
     CASSETTE_CHECKS[stem](cassette_calls(stem))
     warnings = [translate(envelope, fmt).warnings for _, fmt, envelope in envelopes(stem)]
     assert warnings == CASSETTE_WARNINGS.get(stem, [() for _ in warnings])
+
+
+@needs_fixtures
+@pytest.mark.parametrize("stem", sorted(CASSETTE_CHECKS))
+def test_cassette_tool_definitions(stem: str) -> None:
+    assert sorted(CASSETTE_TOOLS) == sorted(CASSETTE_CHECKS)
+    calls = cassette_calls(stem)
+    assert [c.tools for c in calls] == [CASSETTE_TOOLS[stem]] * len(calls)
+    for call, (_, fmt, envelope) in zip(calls, envelopes(stem), strict=True):
+        # The JSON Schema is the very object the request sent, not a normalized copy.
+        schema_key = "input_schema" if fmt == "anthropic" else "parameters"
+        sent = [t.get("function", t)[schema_key] for t in envelope["request"].get("tools") or []]
+        assert [t.parameters for t in call.tools or ()] == sent
 
 
 @needs_fixtures
@@ -1121,6 +1210,181 @@ def test_malformed_chat_records_name_the_field(
 def test_malformed_records_name_the_field(call_format: str, record: Any, message: str) -> None:
     with pytest.raises(TranslationError) as excinfo:
         translate(record, call_format)
+    assert str(excinfo.value) == message
+
+
+# --- tool definitions -------------------------------------------------------------------
+
+SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
+
+
+def with_tools(record: dict[str, Any], tools: Any) -> dict[str, Any]:
+    record["request"]["tools"] = tools
+    return record
+
+
+def test_chat_tools() -> None:
+    record = with_tools(chat_record(), [
+        {"type": "function", "function": {"name": "ls", "description": "List.", "parameters": SCHEMA, "strict": True}},
+        {"type": "function", "function": {"name": "pwd"}},
+        {"function": {"name": "untyped", "description": ""}},
+        {"type": "custom", "custom": {"name": "apply_patch", "description": "Patch.",
+                                      "format": {"type": "grammar", "grammar": {"syntax": "lark"}}}},
+    ])
+    assert the_call(translate(record)).tools == (
+        ToolDefinition(name="ls", description="List.", parameters=SCHEMA, strict=True),
+        ToolDefinition(name="pwd"),
+        ToolDefinition(name="untyped", description=""),
+        ToolDefinition(type="custom", name="apply_patch", description="Patch."),
+    )
+
+
+def test_responses_tools_keep_built_in_types() -> None:
+    record = with_tools(responses_record(session_id="s"), [
+        {"type": "function", "name": "shell", "description": "Run.", "parameters": SCHEMA, "strict": False},
+        {"type": "custom", "name": "apply_patch", "format": {"type": "text"}},
+        {"type": "web_search_preview", "search_context_size": "low"},
+        {"type": "mcp", "server_label": "docs", "server_url": "https://example.com/mcp"},
+        {"type": "local_shell", "name": "local"},
+    ])
+    assert the_call(translate(record, "openai-responses")).tools == (
+        ToolDefinition(name="shell", description="Run.", parameters=SCHEMA, strict=False),
+        ToolDefinition(type="custom", name="apply_patch"),
+        ToolDefinition(type="web_search_preview", name="web_search_preview"),
+        ToolDefinition(type="mcp", name="mcp"),
+        ToolDefinition(type="local_shell", name="local"),
+    )
+
+
+def test_anthropic_tools_and_server_tools() -> None:
+    record = with_tools(anthropic_record(session_id="s"), [
+        {"name": "Read", "description": "Read a file.", "input_schema": SCHEMA, "cache_control": {"type": "ephemeral"}},
+        {"type": "custom", "name": "Grep", "input_schema": SCHEMA, "strict": True},
+        {"type": "web_search_20250305", "name": "web_search", "max_uses": 5},
+        {"type": "text_editor_20250124"},
+    ])
+    assert the_call(translate(record, "anthropic")).tools == (
+        ToolDefinition(name="Read", description="Read a file.", parameters=SCHEMA),
+        ToolDefinition(name="Grep", parameters=SCHEMA, strict=True),
+        ToolDefinition(type="web_search_20250305", name="web_search"),
+        ToolDefinition(type="text_editor_20250124", name="text_editor_20250124"),
+    )
+
+
+@pytest.mark.parametrize(
+    ("call_format", "make"),
+    [("openai-chat", chat_record), ("openai-responses", responses_record), ("anthropic", anthropic_record)],
+)
+def test_no_tool_list_is_none_and_an_empty_one_is_empty(call_format: str, make: Callable[..., dict[str, Any]]) -> None:
+    assert the_call(translate(make(session_id="s"), call_format)).tools is None
+    assert the_call(translate(with_tools(make(session_id="s"), None), call_format)).tools is None
+    assert the_call(translate(with_tools(make(session_id="s"), []), call_format)).tools == ()
+
+
+def test_litellm_tools_in_the_shape_they_were_sent() -> None:
+    assert the_call(translate(litellm_payload(), "litellm")).tools == (ToolDefinition(name="Bash"),)
+    payload = litellm_payload(model_parameters={"tools": [
+        {"type": "function", "function": {"name": "Bash", "parameters": SCHEMA}},
+        {"name": "Read", "description": "Read a file.", "input_schema": SCHEMA},
+        {"type": "web_search_20250305", "name": "web_search"},
+        {"type": "function", "name": "shell", "parameters": SCHEMA, "strict": True},
+        {"type": "web_search_preview"},
+    ]})
+    assert the_call(translate(payload, "litellm")).tools == (
+        ToolDefinition(name="Bash", parameters=SCHEMA),
+        ToolDefinition(name="Read", description="Read a file.", parameters=SCHEMA),
+        ToolDefinition(type="web_search_20250305", name="web_search"),
+        ToolDefinition(name="shell", parameters=SCHEMA, strict=True),
+        ToolDefinition(type="web_search_preview", name="web_search_preview"),
+    )
+    assert the_call(translate(litellm_payload(model_parameters={"stream": False}), "litellm")).tools is None
+
+
+def test_a_resent_tool_list_is_read_once_per_session() -> None:
+    memo = ReplayMemo()
+    tools = [{"type": "function", "function": {"name": "ls", "parameters": SCHEMA}}]
+    first, second, changed = (
+        the_call(translate_call(with_tools(chat_record(), json.loads(json.dumps(listed))), format="openai-chat",
+                                org_id=ORG, captured_at=CAPTURED, memo=memo))
+        for listed in (tools, tools, [*tools, {"type": "function", "function": {"name": "cat"}}])
+    )
+    assert first.tools is not None and second.tools is not None and changed.tools is not None
+    assert first.tools[0] is second.tools[0]  # an equal list: the same definitions, not read again
+    assert changed.tools == (*first.tools, ToolDefinition(name="cat"))
+    assert changed.tools[0] is not first.tools[0]
+
+
+SERVER_TOOL = {"type": "web_search_20250305", "name": "web_search"}
+
+
+@pytest.mark.parametrize(
+    ("call_format", "tools", "message"),
+    [
+        ("openai-chat", {"type": "function"}, "request.tools: expected a list"),
+        ("openai-chat", "ls", "request.tools: expected a list"),
+        ("openai-chat", ["ls"], "request.tools[0]: expected an object"),
+        ("openai-chat", [{"type": "function"}], "request.tools[0].function: missing"),
+        ("openai-chat", [{"type": "function", "function": "ls"}], "request.tools[0].function: expected an object"),
+        (
+            "openai-chat",
+            [{"type": "function", "function": {"name": "a"}}, {"type": "function", "function": {"name": "b"}},
+             {"type": "function", "function": {"name": 3}}],
+            "request.tools[2].function.name: expected a string",
+        ),
+        ("openai-chat", [{"type": "function", "function": {}}], "request.tools[0].function.name: missing"),
+        ("openai-chat", [{"type": "function", "function": {"name": " "}}],
+         "request.tools[0].function.name: expected a non-empty string"),
+        ("openai-chat", [{"type": "function", "function": {"name": "ls", "description": ["List."]}}],
+         "request.tools[0].function.description: expected a string"),
+        # A schema sent as JSON text is not parsed into one.
+        ("openai-chat", [{"type": "function", "function": {"name": "ls", "parameters": json.dumps(SCHEMA)}}],
+         "request.tools[0].function.parameters: expected an object"),
+        ("openai-chat", [{"type": "function", "function": {"name": "ls", "parameters": [SCHEMA]}}],
+         "request.tools[0].function.parameters: expected an object"),
+        ("openai-chat", [{"type": "function", "function": {"name": "ls", "strict": "true"}}],
+         "request.tools[0].function.strict: expected a boolean"),
+        ("openai-chat", [{"type": "function", "function": {"name": "ls", "strict": 1}}],
+         "request.tools[0].function.strict: expected a boolean"),
+        ("openai-chat", [{"type": 1, "function": {"name": "ls"}}], "request.tools[0].type: expected a string"),
+        ("openai-chat", [{"type": "", "function": {"name": "ls"}}], "request.tools[0].type: expected a non-empty string"),
+        ("openai-chat", [{"type": "custom", "name": "apply_patch"}], "request.tools[0].custom: missing"),
+        ("openai-responses", [{"name": "shell"}], "request.tools[0].type: missing"),
+        ("openai-responses", [{"type": "function", "parameters": SCHEMA}], "request.tools[0].name: missing"),
+        ("openai-responses", [{"type": "function", "name": "shell", "parameters": "object"}],
+         "request.tools[0].parameters: expected an object"),
+        ("openai-responses", [{"type": "function", "name": "shell", "strict": "no"}],
+         "request.tools[0].strict: expected a boolean"),
+        ("openai-responses", [{"type": "web_search_preview", "name": 7}], "request.tools[0].name: expected a string"),
+        ("anthropic", [SERVER_TOOL, {"name": "Read", "input_schema": "object"}],
+         "request.tools[1].input_schema: expected an object"),
+        ("anthropic", [{"description": "Read a file.", "input_schema": SCHEMA}], "request.tools[0].name: missing"),
+        ("anthropic", [{"name": "Read", "input_schema": SCHEMA, "strict": "yes"}],
+         "request.tools[0].strict: expected a boolean"),
+        ("anthropic", [{"name": "Read", "description": 5, "input_schema": SCHEMA}],
+         "request.tools[0].description: expected a string"),
+        ("anthropic", [{"type": "web_search_20250305", "name": ""}], "request.tools[0].name: expected a non-empty string"),
+    ],
+)
+def test_malformed_tool_definitions_name_the_field(call_format: str, tools: Any, message: str) -> None:
+    make = {"openai-chat": chat_record, "openai-responses": responses_record, "anthropic": anthropic_record}
+    record = with_tools(make[call_format](session_id="s"), tools)
+    with pytest.raises(TranslationError) as excinfo:
+        translate(record, call_format)
+    assert str(excinfo.value) == message
+
+
+@pytest.mark.parametrize(
+    ("tools", "message"),
+    [
+        ({"name": "Bash"}, "model_parameters.tools: expected a list"),
+        ([{"type": "function", "function": {"name": ["Bash"]}}], "model_parameters.tools[0].function.name: expected a string"),
+        ([{"name": "Read", "input_schema": []}], "model_parameters.tools[0].input_schema: expected an object"),
+        ([{"type": "function", "name": "shell", "parameters": 1}], "model_parameters.tools[0].parameters: expected an object"),
+    ],
+)
+def test_malformed_litellm_tool_definitions_name_the_field(tools: Any, message: str) -> None:
+    with pytest.raises(TranslationError) as excinfo:
+        translate(litellm_payload(model_parameters={"tools": tools}), "litellm")
     assert str(excinfo.value) == message
 
 

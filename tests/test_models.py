@@ -73,6 +73,7 @@ INFERENCE_CALL_FIELDS = [
     "model",
     "input_messages",
     "output_messages",
+    "tools",  # the request's tool definitions (not yet in the contract's §1.1 list)
     "input_tokens",
     "output_tokens",
     "duration_ms",

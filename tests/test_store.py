@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import random
@@ -9,11 +10,19 @@ import zlib
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import select, text, update
 
-from sediment.facts import DeveloperDecision, SessionCommitObservation, ToolCallPart
-from sediment.records import encode_record
-from sediment.store import FactStore, StoreError, schema
+from sediment.facts import (
+    DeveloperDecision,
+    InferenceCall,
+    InferenceMessage,
+    SessionCommitObservation,
+    TextPart,
+    ToolCallPart,
+    ToolDefinition,
+)
+from sediment.records import decode_record, encode_record, plain
+from sediment.store import FactStore, PreparedFacts, StoreError, schema
 from sediment.testing import ORG, T0, call, conversation, message, outcome
 
 
@@ -149,11 +158,9 @@ def test_bad_urls() -> None:
 
 
 def test_version_1_store_migrates_forward(store_url: str) -> None:
-    """A version 1 store (messages uncompressed in `messages`, no raw_refs) opens as version 2."""
-    import hashlib
-    import zlib
-
-    from sqlalchemy import Column, MetaData, String, Table, Text, select, text
+    """A version 1 store (messages uncompressed in `messages`, no raw_refs, no tools_hash) opens
+    as the current version."""
+    from sqlalchemy import Column, MetaData, String, Table, Text
 
     store = FactStore(store_url)
     record = encode_record(message("user", "hello from version 1"))
@@ -170,10 +177,11 @@ def test_version_1_store_migrates_forward(store_url: str) -> None:
             observed_at="2026-01-05T12:00:00.000000Z", input_hashes=json.dumps([digest]), output_hashes="[]",
             record=v1_call))
         conn.execute(text("ALTER TABLE inference_calls DROP COLUMN raw_refs"))
+        conn.execute(text("ALTER TABLE inference_calls DROP COLUMN tools_hash"))
         conn.execute(update(schema.meta).where(schema.meta.c.key == "schema_version").values(value="1"))
     store.close()
     migrated = FactStore(store_url)
-    assert migrated.schema_version() == 2
+    assert migrated.schema_version() == schema.SCHEMA_VERSION == 3
     with migrated.engine.connect() as conn:
         [(content,)] = conn.execute(select(schema.blobs.c.content).where(schema.blobs.c.blob_hash == digest)).all()
     assert zlib.decompress(content).decode() == record
@@ -200,3 +208,144 @@ def test_long_strings_are_stored_once_and_reserved_keys_survive(store_url: str) 
     assert store.calls_for_session(ORG, "s2") == [second]
     compressed_once = len(zlib.compress(json.dumps(text_).encode(), 1))
     assert store.stored_bytes()["blobs"] < 2 * compressed_once
+
+
+# --- tool definitions ----------------------------------------------------------------
+
+SCHEMA = {"type": "object", "properties": {"path": {"type": "string", "enum": ["a.py", "b.py"]}},
+          "required": ["path"], "additionalProperties": False}
+
+
+def tool_set(count: int = 5) -> tuple[ToolDefinition, ...]:
+    """``count`` function tools, built afresh on each call (equal, never the same objects)."""
+    return tuple(ToolDefinition(name=f"tool_{n}", description=f"Tool {n}.", parameters={**SCHEMA, "title": f"t{n}"},
+                                strict=n % 2 == 0) for n in range(count))
+
+
+def test_tool_lists_read_back_exactly(store_url: str) -> None:
+    store = FactStore(store_url)
+    long_description = "Runs a shell command. " * 40  # long strings are interned like message text
+    tools = (
+        ToolDefinition(name="shell", description=long_description, parameters=SCHEMA, strict=True),
+        ToolDefinition(name="edit", description="", parameters={"type": "object", "default": {"n": float("nan")},
+                                                                "examples": ["\ud800 lone", "nul \x00", "\U0001f600"]}),
+        ToolDefinition(type="web_search_20250305", name="web_search"),
+        ToolDefinition(type="custom", name="apply_patch", description=None),
+    )
+    calls = [
+        call("s1", 0, [message("user", "go")], [message("assistant", "ok")], tools=tools),
+        call("s1", 1, [message("user", "go")], [message("assistant", "again")], tools=()),
+        call("s1", 2, [message("user", "go")], [message("assistant", "done")]),
+        call("s1", 3, [message("user", "go")], [message("assistant", "more")], tools=tools[2:]),
+    ]
+    store.append(calls)
+    back = store.calls_for_session(ORG, "s1")
+    assert [encode_record(c) for c in back] == [encode_record(c) for c in calls]  # NaN compares unequal
+    assert [c.tools for c in back[1:]] == [(), None, tools[2:]]
+    assert back[0].tools is not None and back[0].tools[0] == tools[0]
+    assert store.append(calls).duplicates == {"inference_calls": 4}
+
+
+def test_a_sessions_tool_list_is_stored_once(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """50 calls of one Session resend the same 5 tools: one blob holds them, each call a hash."""
+    history = [message("user", "fix the bug")]
+    bare = []
+    for index in range(50):
+        output = message("assistant", ToolCallPart(id=f"t{index}", name="tool_1", arguments={"path": "a.py"}))
+        bare.append(call("s1", index, history, [output]))
+        history = [*history, output, message("tool", f"result {index}")]
+    calls = [c.model_copy(update={"tools": tool_set()}) for c in bare]
+    store = FactStore(store_url)
+    store.append(calls)
+    assert store.calls_for_session(ORG, "s1") == calls
+    tools_record = encode_record(list(tool_set())).encode()
+    with store.engine.connect() as conn:
+        hashes = {h for (h,) in conn.execute(select(schema.inference_calls.c.tools_hash))}
+        stored = [c for (c,) in conn.execute(select(schema.blobs.c.content))
+                  if zlib.decompress(c) == tools_record]
+    assert len(hashes) == 1 and len(stored) == 1
+    assert decode_record(zlib.decompress(stored[0]).decode()) == [plain(t) for t in tool_set()]
+    # In bytes: the same calls without tools cost exactly one blob and 50 hashes less.
+    without = FactStore(f"sqlite:///{tmp_path_factory.mktemp('bare') / 'f.db'}")
+    without.append(bare)
+    grown = {key: store.stored_bytes()[key] - without.stored_bytes()[key] for key in ("blobs", "calls")}
+    assert grown == {"blobs": len(stored[0]), "calls": 50 * 64}
+
+
+def test_a_call_without_tools_stores_the_bytes_it_always_did(store_url: str) -> None:
+    """Pinned from the version 2 store: no tools column value, the same body, the same hashes."""
+    store = FactStore(store_url)
+    fact = InferenceCall(
+        inference_call_id="call-1", org_id="acme", session_id="s1", model="gpt-4.1",
+        input_messages=(InferenceMessage(role="user", parts=(TextPart(content="list the files"),)),),
+        output_messages=(InferenceMessage(role="assistant", parts=(TextPart(content="a.py"),), finish_reason="stop"),),
+        input_tokens=12, output_tokens=3, model_call_id="chatcmpl-1", observed_at=T0,
+        raw={"request": {"messages": [{"role": "user", "content": "list the files"}]}, "response": {"id": "chatcmpl-1"}})
+    store.append([fact])
+    with store.engine.connect() as conn:
+        row = conn.execute(select(schema.inference_calls)).one()
+        blobs = sorted(d for (d,) in conn.execute(select(schema.blobs.c.blob_hash)))
+    assert row.tools_hash is None
+    assert (row.record, row.input_hashes, row.output_hashes, row.raw_refs) == (
+        "82182df793d513a2048a4ad8ea4922f0f8d8d41f66cbceb82dbeb9159715a711",
+        '{"base":null,"keep":0,"add":["2cab262f920ff59b7bb6cf18eefe61f1f8c21f0f09621611be3e9122c2c6a40a"]}',
+        '["3f039b2dafac438efdec22b1d0270a41716b26aaf89e8191ac99875df9c175e8"]',
+        '[["request", "messages"]]',
+    )
+    assert blobs == sorted([  # what the store wrote before InferenceCall had a tools field
+        "2cab262f920ff59b7bb6cf18eefe61f1f8c21f0f09621611be3e9122c2c6a40a",
+        "3f039b2dafac438efdec22b1d0270a41716b26aaf89e8191ac99875df9c175e8",
+        "a541255ba83f1a60aca6694511e5a9d9711c28557163223a615ebe4ca54863ed",
+        "82182df793d513a2048a4ad8ea4922f0f8d8d41f66cbceb82dbeb9159715a711",
+    ])
+    assert store.stored_bytes() == {"blobs": 519, "calls": 229, "other_facts": 0, "total": 748}
+    assert store.calls_for_session("acme", "s1") == [fact]
+
+
+def test_version_2_store_migrates_forward(store_url: str) -> None:
+    """A version 2 store (no tools_hash) opens as version 3 and reads back every call unchanged:
+    tool-less calls with ``tools`` None, whether their body spells it or predates the field, and
+    a tool list kept inside a body from there."""
+    store = FactStore(store_url)
+    calls = conversation("s1", turns=3)
+    store.append(calls)
+    inline = call("s2", 0, [message("user", "hi")], [message("assistant", "ok")], tools=tool_set(2))
+    predating = call("s3", 0, [message("user", "hi")], [message("assistant", "old")])
+    store.append([inline, predating])
+    with store.engine.begin() as conn:
+        for fact, body in ((inline, plain(inline)), (predating, plain(predating))):
+            body.update(input_messages=[], output_messages=[])
+            if fact is predating:
+                del body["tools"]  # written before InferenceCall had the field
+            record = encode_record(body).encode()
+            digest = hashlib.sha256(record).hexdigest()
+            if conn.execute(select(schema.blobs.c.blob_hash).where(schema.blobs.c.blob_hash == digest)).first() is None:
+                conn.execute(schema.blobs.insert().values(blob_hash=digest, content=zlib.compress(record, 1)))
+            conn.execute(update(schema.inference_calls).where(schema.inference_calls.c.fact_id == fact.inference_call_id)
+                         .values(record=digest))
+        conn.execute(text("ALTER TABLE inference_calls DROP COLUMN tools_hash"))
+        conn.execute(update(schema.meta).where(schema.meta.c.key == "schema_version").values(value="2"))
+    store.close()
+    migrated = FactStore(store_url)
+    assert migrated.schema_version() == 3
+    assert migrated.calls_for_session(ORG, "s1") == calls
+    assert [c.tools for c in calls] == [None, None, None]
+    assert migrated.calls_for_session(ORG, "s2") == [inline]
+    assert migrated.calls_for_session(ORG, "s3") == [predating]
+    with migrated.engine.connect() as conn:
+        assert {h for (h,) in conn.execute(select(schema.inference_calls.c.tools_hash))} == {None}
+    later = call("s1", 3, [message("user", "fix the bug")], [message("assistant", "done")], tools=tool_set())
+    migrated.append([later])
+    assert migrated.calls_for_session(ORG, "s1") == [*calls, later]
+
+
+def test_a_failed_write_stores_everything_when_retried(store_url: str) -> None:
+    """A rolled-back write forgets which blobs it stored, cached hashes included."""
+    store = FactStore(store_url)
+    calls = [c.model_copy(update={"tools": tool_set()}) for c in conversation("s1", turns=3)]
+    prepared = store.prepare(calls)
+    broken = PreparedFacts(prepared.blobs, [*prepared.rows, ("inference_calls", {"fact_id": "x"})])
+    with pytest.raises(Exception):  # noqa: B017 - whichever IntegrityError the driver raises
+        store.write(broken)
+    store.append(calls)
+    assert store.calls_for_session(ORG, "s1") == calls

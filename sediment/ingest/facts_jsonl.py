@@ -13,8 +13,6 @@ the same Fact.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Final, TypeVar
@@ -34,6 +32,7 @@ from sediment.facts import (
 from sediment.identifiers import OrgId, render_datetime
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.ids import fact_id
+from sediment.records import canonical_digest
 
 FACT_TYPES: Final[Mapping[str, tuple[type[FactModel], str]]] = MappingProxyType({
     "inference_call": (InferenceCall, "inference_call_id"),
@@ -58,14 +57,9 @@ _F = TypeVar("_F", bound=FactModel)
 # --- shared helpers ---------------------------------------------------------------------
 
 
-def canonical_json(value: Any) -> str:
-    """Sorted, compact, ASCII JSON; NaN/Infinity as their JS tokens, lone surrogates escaped."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=True)
-
-
 def content_hash(value: Any) -> str:
-    """SHA-256 hex of :func:`canonical_json`."""
-    return hashlib.sha256(canonical_json(value).encode("ascii")).hexdigest()
+    """The canonical digest of a JSON value (NaN / Infinity kept as their tokens)."""
+    return canonical_digest(value, allow_nan=True)
 
 
 def render_loc(loc: tuple[int | str, ...], paths: Mapping[str, str] | None = None) -> str:
@@ -140,8 +134,12 @@ def rename_id(org_id: str, provider: str, repository_host: str | None, event_or_
 
 
 def fact_content_hash(fact: FactModel, id_field: str) -> str:
-    """Hash of a Fact's canonical JSON without its id and org (the org is keyed separately)."""
-    return content_hash(fact.model_dump(mode="json", exclude={id_field, "org_id"}))
+    """Hash of a Fact's canonical JSON without its id and org (the org is keyed separately).
+
+    An unset ``tools`` (a field InferenceCall gained later) is left out, so a call without
+    tools keeps the id it always had."""
+    exclude = {id_field, "org_id"} | ({"tools"} if getattr(fact, "tools", ()) is None else set())
+    return content_hash(fact.model_dump(mode="json", exclude=exclude))
 
 
 def natural_id(fact: FactModel, *, event_hash: str | None = None) -> str:

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
-from typing import Any
+from sediment.records import canonical_digest
 
 
-def fact_id(prefix: str, *key: Any) -> str:
-    """``<prefix>_<32 hex>``: SHA-256 of the natural key as compact JSON (non-ASCII kept)."""
-    text = json.dumps(list(key), separators=(",", ":"), ensure_ascii=True, default=str)
-    return f"{prefix}_{hashlib.sha256(text.encode('ascii')).hexdigest()[:32]}"
+def fact_id(prefix: str, *key: str | int | None) -> str:
+    """``<prefix>_<32 hex>``: the canonical digest of the natural key (a JSON list of scalars)."""
+    return f"{prefix}_{canonical_digest(list(key))[:32]}"

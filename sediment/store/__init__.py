@@ -8,7 +8,6 @@ log, never a delete.
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import os
 import zlib
@@ -30,15 +29,17 @@ from sediment.facts import (
     InferenceCall,
     InferenceMessage,
     SessionCommitObservation,
+    ToolDefinition,
 )
 from sediment.home import sediment_home
-from sediment.records import decode_record, encode_record, plain, sortable_time
+from sediment.records import decode_record, encode_record, plain, sha256_hex, sortable_time
 from sediment.store import schema
 from sediment.store.interning import expand, intern, references
 from sediment.store.keys import MODELS, fact_org, table_and_key
 from sediment.store.migrations import MIGRATIONS
 
 HASH_CACHE_SIZE = 4096
+TOOL_LISTS_CACHE_SIZE = 256
 KNOWN_BLOBS_LIMIT = 2_000_000
 LAST_INPUTS_SESSIONS = 256
 #: Lists of a call's ``raw`` payload that replay earlier turns; stored as content blobs.
@@ -96,6 +97,7 @@ class FactStore:
             event.listen(self.engine, "connect", _sqlite_pragmas)
         self._insert = postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert
         self._hash_cache: OrderedDict[int, tuple[Any, str]] = OrderedDict()
+        self._tool_lists: OrderedDict[tuple[int, ...], tuple[tuple[ToolDefinition, ...], str]] = OrderedDict()
         self._known_blobs: set[str] = set()
         self._pending_blobs: dict[str, bytes] = {}
         self._last_inputs: OrderedDict[tuple[str, str, str], tuple[str, list[str]]] = OrderedDict()
@@ -178,7 +180,11 @@ class FactStore:
                     else:
                         result.duplicates[table_name] += 1
         except BaseException:
-            self._known_blobs.clear()  # the transaction rolled back: forget what it claimed to store
+            # The transaction rolled back: forget what it claimed to store, and the hashes whose
+            # cache hits would skip queueing their blobs again.
+            self._known_blobs.clear()
+            self._hash_cache.clear()
+            self._tool_lists.clear()
             self._last_inputs.clear()
             raise
         return result
@@ -195,13 +201,30 @@ class FactStore:
             return hit[1]
         strings: dict[str, bytes] = {}
         record = encode_record(intern(plain(value), strings)).encode("ascii")
-        digest = hashlib.sha256(record).hexdigest()
+        digest = sha256_hex(record)
         self._hash_cache[id(value)] = (value, digest)
         if len(self._hash_cache) > HASH_CACHE_SIZE:
             self._hash_cache.popitem(last=False)
         for string_digest, string in strings.items():
             self._queue_blob(string_digest, string)
         self._queue_blob(digest, record)
+        return digest
+
+    def _tools_blob(self, tools: tuple[ToolDefinition, ...]) -> str:
+        """The content hash of a tool list, stored as one blob.
+
+        Each call's list is a new tuple, but a resent list holds the very same definitions
+        (see :class:`~sediment.ingest.calls.ReplayMemo`), so they key a cache of their hashes.
+        """
+        key = tuple(id(tool) for tool in tools)
+        hit = self._tool_lists.get(key)
+        if hit is not None and all(a is b for a, b in zip(hit[0], tools, strict=True)):
+            self._tool_lists.move_to_end(key)
+            return hit[1]
+        digest = self._blob(tools)
+        self._tool_lists[key] = (tools, digest)
+        if len(self._tool_lists) > TOOL_LISTS_CACHE_SIZE:
+            self._tool_lists.popitem(last=False)
         return digest
 
     def _queue_blob(self, digest: str, record: bytes) -> None:
@@ -214,7 +237,10 @@ class FactStore:
     def _columns(self, fact: FactModel) -> dict[str, Any]:
         if isinstance(fact, InferenceCall):
             raw, refs = self._externalize_raw(fact)
-            body = fact.model_copy(update={"input_messages": (), "output_messages": (), "raw": raw})
+            # The tool list is a blob of its own, and the body never spells the field: a call
+            # without tools stores exactly the bytes it did before InferenceCall had one.
+            body = plain(fact.model_copy(update={"input_messages": (), "output_messages": (), "raw": raw}))
+            del body["tools"]
             inputs = [self._blob(m) for m in fact.input_messages]
             return {
                 "session_id": fact.session_id,
@@ -222,6 +248,7 @@ class FactStore:
                 "input_hashes": json.dumps(self._delta(fact, "input", inputs), separators=(",", ":")),
                 "output_hashes": json.dumps([self._blob(m) for m in fact.output_messages]),
                 "raw_refs": json.dumps(refs),
+                "tools_hash": None if fact.tools is None else self._tools_blob(fact.tools),
                 "record": self._blob(body),  # the call body is stored compressed, by its hash
             }
         columns: dict[str, Any] = {"record": encode_record(fact)}
@@ -370,15 +397,23 @@ class FactStore:
             wanted: set[str] = set()
             for row, _body, refs in parsed:
                 wanted.update(inputs[row.fact_id], json.loads(row.output_hashes))
+                if row.tools_hash is not None:
+                    wanted.add(row.tools_hash)
                 for path in refs:
                     wanted.update(raw_lists["/".join(path)][row.fact_id])
             blobs = self._read_blobs(conn, wanted)
         messages: dict[str, InferenceMessage] = {}
+        tool_lists: dict[str, tuple[ToolDefinition, ...]] = {}
 
         def message(digest: str) -> InferenceMessage:
             if digest not in messages:
                 messages[digest] = InferenceMessage.model_validate(blobs[digest])
             return messages[digest]
+
+        def tools(digest: str) -> tuple[ToolDefinition, ...]:
+            if digest not in tool_lists:
+                tool_lists[digest] = tuple(ToolDefinition.model_validate(t) for t in blobs[digest])
+            return tool_lists[digest]
 
         calls = []
         for row, body, refs in parsed:
@@ -389,6 +424,8 @@ class FactStore:
                 holder[path[-1]] = [blobs[d] for d in raw_lists["/".join(path)][row.fact_id]]
             body["input_messages"] = tuple(message(d) for d in inputs[row.fact_id])
             body["output_messages"] = tuple(message(d) for d in json.loads(row.output_hashes))
+            if row.tools_hash is not None:  # else the body holds the call's tools (None, or inline in v2)
+                body["tools"] = tools(row.tools_hash)
             calls.append(InferenceCall.model_validate(body))
         return calls
 
@@ -465,9 +502,10 @@ class FactStore:
         """Bytes the store holds for Facts: content blobs, call bodies, every other Fact."""
         with self.engine.connect() as conn:
             blobs = conn.execute(select(func.coalesce(func.sum(func.length(schema.blobs.c.content)), 0))).scalar()
+            table = schema.inference_calls
             calls = conn.execute(select(func.coalesce(func.sum(
-                func.length(schema.inference_calls.c.record) + func.length(schema.inference_calls.c.input_hashes)
-                + func.length(schema.inference_calls.c.output_hashes)), 0))).scalar()
+                func.length(table.c.record) + func.length(table.c.input_hashes) + func.length(table.c.output_hashes)
+                + func.coalesce(func.length(table.c.tools_hash), 0)), 0))).scalar()
             others = 0
             for name, table in schema.FACT_TABLES.items():
                 if name != "inference_calls":

@@ -7,9 +7,9 @@ reversible: a dict that happens to use a reserved key is escaped, so nothing can
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Any
+
+from sediment.records import canonical_json, sha256_hex
 
 LONG_STRING = 512
 STRING_REF = "\x00sediment-string"
@@ -19,7 +19,7 @@ _RESERVED = (STRING_REF, ESCAPED)
 
 def string_record(text: str) -> bytes:
     """The stored form of a string blob: its JSON literal (ASCII, lone surrogates escaped)."""
-    return json.dumps(text, ensure_ascii=True).encode("ascii")
+    return canonical_json(text).encode("ascii")
 
 
 def intern(value: Any, strings: dict[str, bytes]) -> Any:
@@ -29,7 +29,7 @@ def intern(value: Any, strings: dict[str, bytes]) -> Any:
         if len(value) < LONG_STRING:
             return value
         record = string_record(value)
-        digest = hashlib.sha256(record).hexdigest()
+        digest = sha256_hex(record)
         strings[digest] = record
         return {STRING_REF: digest}
     if isinstance(value, dict):

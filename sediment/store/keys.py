@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
-
 from sediment.facts import (
     CIOutcome,
     DeveloperDecision,
@@ -15,10 +12,11 @@ from sediment.facts import (
     RepositoryRename,
     SessionCommitObservation,
 )
+from sediment.records import canonical_json
 
 
-def _key(*parts: Any) -> str:
-    return json.dumps(list(parts), separators=(",", ":"), ensure_ascii=True)
+def _key(*parts: str | int | None) -> str:
+    return canonical_json(list(parts))
 
 
 def table_and_key(fact: FactModel) -> tuple[str, str, str]:

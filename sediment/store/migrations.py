@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import zlib
 from collections.abc import Callable
 
 from sqlalchemy import Column, Connection, MetaData, String, Table, Text, select, text
 
+from sediment.records import sha256_hex
 from sediment.store import schema
 
 
@@ -30,11 +30,18 @@ def _v1_to_v2(conn: Connection) -> None:
     calls = schema.inference_calls
     for fact_id, record, inputs in conn.execute(select(calls.c.fact_id, calls.c.record, calls.c.input_hashes)).all():
         body = record.encode("ascii")
-        digest = hashlib.sha256(body).hexdigest()
+        digest = sha256_hex(body)
         conn.execute(schema.blobs.insert().prefix_with("OR IGNORE") if conn.dialect.name == "sqlite" else
                      schema.blobs.insert(), [{"blob_hash": digest, "content": zlib.compress(body, 1)}])
         delta = json.dumps({"base": None, "keep": 0, "add": json.loads(inputs)}, separators=(",", ":"))
         conn.execute(calls.update().where(calls.c.fact_id == fact_id).values(record=digest, input_hashes=delta))
 
 
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2}
+def _v2_to_v3(conn: Connection) -> None:
+    """Version 3 stores a call's tool list as one content blob (``inference_calls.tools_hash``).
+    Existing rows get NULL and keep their body as it is: a call without tools reads back as
+    before, and a tool list a version 2 store kept inside the body still reads back from there."""
+    conn.execute(text("ALTER TABLE inference_calls ADD COLUMN tools_hash VARCHAR(64)"))
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3}

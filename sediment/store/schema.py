@@ -4,7 +4,8 @@ Content is stored as canonical record JSON in ``TEXT`` (never JSONB): NaN, infin
 surrogates and NUL survive because the record escapes them. Typed columns own every query.
 Message content (and the replayed message lists of a call's ``raw`` payload) is stored once,
 content-addressed, in ``blobs``: zlib-compressed canonical record text keyed by the SHA-256 of
-the uncompressed text.
+the uncompressed text. So is a call's tool list, one blob per distinct list
+(``inference_calls.tools_hash``; NULL when the call declared none).
 Each Fact table has a ``natural_key`` with a UNIQUE index, so a redelivered Fact collapses.
 Times are UTC ISO-8601 text with a fixed width, so they sort as text.
 """
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from sqlalchemy import Column, Index, Integer, LargeBinary, MetaData, String, Table, Text
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 metadata = MetaData()
 
 meta = Table(
@@ -51,6 +52,7 @@ inference_calls = _fact_table(
     Column("input_hashes", Text, nullable=False),
     Column("output_hashes", Text, nullable=False),
     Column("raw_refs", Text, nullable=False, server_default="[]"),
+    Column("tools_hash", String(64), nullable=True),
     indexes=(("org_id", "session_id", "observed_at"),),
 )
 ci_outcomes = _fact_table(

@@ -14,6 +14,11 @@ OpenAI's ``prompt_tokens`` and LiteLLM report).
 Claude Code cannot set our headers, but its ``metadata.user_id`` names its session, either
 as ``user_<hash>_account_<uuid>_session_<uuid>`` or as JSON with a ``session_id``; that is
 the last Session source for this format.
+
+``request.tools`` entries are client tools ``{"name", "description", "input_schema",
+"strict"?}`` (no ``type``, or ``custom``), read as function tools with ``input_schema`` as
+their parameters, or server tools (``{"type": "web_search_20250305", "name": "web_search",
+…}``), which keep their ``type`` and name.
 """
 
 from __future__ import annotations
@@ -22,23 +27,27 @@ import json
 import re
 from typing import Any
 
-from sediment.facts import InferenceMessage
-from sediment.ingest.calls import (
+from sediment.facts import InferenceMessage, ToolDefinition
+from sediment.ingest.calls.toolkit import (
     CallContent,
     Notes,
     as_list,
     as_object,
+    builtin_tool,
     call_content,
     child,
     content_parts,
     event_payloads,
     fail,
+    function_tool,
     message,
     optional_object,
     optional_text,
     required,
     role_of,
     token_count,
+    tool_definitions,
+    tool_kind,
 )
 
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
@@ -105,11 +114,20 @@ def usage_tokens(response: dict[str, Any], path: str) -> tuple[int | None, int |
     return input_tokens, token_count(usage.get("output_tokens"), child(usage_path, "output_tokens"))
 
 
+def tool_definition(entry: dict[str, Any], path: str) -> ToolDefinition:
+    """One ``tools[]`` entry: a client tool (no ``type``, or ``custom``) or a server tool."""
+    kind = tool_kind(entry, path)
+    if kind is None or kind == "custom":
+        return function_tool(entry, path, schema_key="input_schema")
+    return builtin_tool(entry, path, kind)
+
+
 def translate(request: dict[str, Any], response: dict[str, Any], notes: Notes) -> CallContent:
     inputs = system_message(request.get("system"), "request.system", notes)
     inputs.extend(anthropic_messages(required(request, "messages", "request"), "request.messages", notes))
+    tools = tool_definitions(request.get("tools"), "request.tools", tool_definition, notes)
     outputs = output_messages(response, "response", notes)
-    return call_content(request, response, inputs, outputs, usage_tokens(response, "response"))
+    return call_content(request, response, inputs, outputs, usage_tokens(response, "response"), tools)
 
 
 def is_error(response: dict[str, Any]) -> bool:

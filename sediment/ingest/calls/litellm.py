@@ -11,6 +11,9 @@ Fields read:
 * ``model_call_id``: ``litellm_call_id``, else ``response.id``, else the payload ``id``;
 * ``model``: ``response.model``, else ``model``; ``model_provider``: ``custom_llm_provider``;
 * tokens: ``prompt_tokens`` / ``completion_tokens``, else the response's ``usage``;
+* tools: ``model_parameters.tools`` (LiteLLM keeps the rest of the request there), each
+  entry read in the shape it was sent: Chat (settings under ``function`` / ``custom``),
+  Anthropic (an ``input_schema``, or no ``type``), else Responses (flat, or a built-in tool);
 * ``duration_ms``: ``response_time_ms``, else ``response_time`` (seconds), else
   ``endTime - startTime`` (unix seconds); ``observed_at``: ``endTime``, else ``startTime``,
   else the capture time;
@@ -35,9 +38,10 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
-from sediment.facts import InferenceMessage
-from sediment.ingest import Translation, anthropic, openai_chat, openai_responses
-from sediment.ingest.calls import (
+from sediment.facts import InferenceMessage, ToolDefinition
+from sediment.ingest import Translation
+from sediment.ingest.calls import anthropic, openai_chat, openai_responses
+from sediment.ingest.calls.toolkit import (
     CODEX_TURN_METADATA_HEADER,
     SESSION_HEADER,
     CallContent,
@@ -52,6 +56,7 @@ from sediment.ingest.calls import (
     optional_text,
     parse_timestamp,
     token_count,
+    tool_definitions,
 )
 
 _HEADERS_PATH = "metadata.requester_custom_headers"
@@ -113,6 +118,14 @@ def _outputs(response: Any, notes: Notes) -> tuple[list[InferenceMessage], tuple
     if not response:
         return [], (None, None)
     fail("response", "expected a chat completion (choices), a Responses object (output) or a message (content)")
+
+
+def _tool_definition(entry: dict[str, Any], path: str) -> ToolDefinition:
+    if "function" in entry or "custom" in entry:
+        return openai_chat.tool_definition(entry, path)
+    if "input_schema" in entry or entry.get("type") is None:
+        return anthropic.tool_definition(entry, path)
+    return openai_responses.tool_definition(entry, path)
 
 
 def _session(record: dict[str, Any], metadata: dict[str, Any], requester: dict[str, Any]) -> str | None:
@@ -211,6 +224,7 @@ def translate(record: dict[str, Any], *, org_id: str, captured_at: datetime) -> 
         or optional_text(record.get("id"), "id"),
         input_tokens=prompt if prompt is not None else usage_in,
         output_tokens=completion if completion is not None else usage_out,
+        tools=tool_definitions(parameters.get("tools"), "model_parameters.tools", _tool_definition, notes),
     )
     session = _session(record, metadata, requester)
     user_id = _user(record, metadata, requester)

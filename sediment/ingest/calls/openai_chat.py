@@ -6,24 +6,30 @@ Input messages are ``request.messages``; the output message is ``choices[0].mess
 then one tool-call part per ``tool_calls[]`` entry (``function.arguments`` parsed from its
 JSON string). A ``tool`` message becomes one tool-result part keyed by ``tool_call_id``.
 The same message reader serves LiteLLM, whose payloads are Chat-shaped whatever the provider.
+
+``request.tools`` entries are ``{"type": "function", "function": {"name", "description",
+"parameters", "strict"}}``, or ``{"type": "custom", "custom": {"name", "description",
+"format"}}`` (its grammar stays in ``raw``); a missing ``type`` reads as ``function``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sediment.facts import InferenceMessage
-from sediment.ingest.calls import (
+from sediment.facts import InferenceMessage, ToolDefinition
+from sediment.ingest.calls.toolkit import (
     AnyPart,
     CallContent,
     Notes,
     as_list,
     as_object,
     block_part,
+    builtin_tool,
     call_content,
     child,
     content_parts,
     event_payloads,
+    function_tool,
     message,
     optional_object,
     optional_text,
@@ -33,6 +39,8 @@ from sediment.ingest.calls import (
     text_part,
     token_count,
     tool_call,
+    tool_definitions,
+    tool_kind,
     tool_result,
 )
 
@@ -121,10 +129,21 @@ def usage_tokens(response: dict[str, Any], path: str) -> tuple[int | None, int |
     )
 
 
+def tool_definition(entry: dict[str, Any], path: str) -> ToolDefinition:
+    """One ``tools[]`` entry; a type other than ``function`` and ``custom`` is a built-in tool."""
+    kind = tool_kind(entry, path) or "function"
+    if kind in ("function", "custom"):
+        settings = as_object(required(entry, kind, path), child(path, kind))
+        schema_key = "parameters" if kind == "function" else None
+        return function_tool(settings, child(path, kind), kind=kind, schema_key=schema_key)
+    return builtin_tool(entry, path, kind)
+
+
 def translate(request: dict[str, Any], response: dict[str, Any], notes: Notes) -> CallContent:
     inputs = chat_messages(required(request, "messages", "request"), "request.messages", notes)
+    tools = tool_definitions(request.get("tools"), "request.tools", tool_definition, notes)
     outputs = output_messages(response, "response", notes)
-    return call_content(request, response, inputs, outputs, usage_tokens(response, "response"))
+    return call_content(request, response, inputs, outputs, usage_tokens(response, "response"), tools)
 
 
 def is_error(response: dict[str, Any]) -> bool:

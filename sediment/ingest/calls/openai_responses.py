@@ -20,24 +20,31 @@ and the replayed input of the next call groups the same way. The response has no
 finish reason: the last output message carries ``incomplete_details.reason`` when the
 response is incomplete, else its ``status``. Calls continuing server-side state
 (``previous_response_id``, ``conversation``) carry only the new items; nothing is rebuilt here.
+
+``request.tools`` entries are flat: ``{"type": "function", "name", "description",
+"parameters", "strict"}``, ``{"type": "custom", "name", "description", "format"}`` (its
+grammar stays in ``raw``), or a built-in tool (``web_search_preview``, ``file_search``, …),
+which keeps its ``type`` and is named by it when it has no ``name``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sediment.facts import InferenceMessage, ReasoningPart
-from sediment.ingest.calls import (
+from sediment.facts import InferenceMessage, ReasoningPart, ToolDefinition
+from sediment.ingest.calls.toolkit import (
     AnyPart,
     CallContent,
     Notes,
     as_list,
     as_object,
+    builtin_tool,
     call_content,
     child,
     content_parts,
     event_payloads,
     fail,
+    function_tool,
     message,
     optional_object,
     optional_text,
@@ -45,6 +52,8 @@ from sediment.ingest.calls import (
     role_of,
     token_count,
     tool_call,
+    tool_definitions,
+    tool_kind,
     tool_result,
 )
 
@@ -156,10 +165,21 @@ def usage_tokens(response: dict[str, Any], path: str) -> tuple[int | None, int |
     return counts[0], counts[1]
 
 
+def tool_definition(entry: dict[str, Any], path: str) -> ToolDefinition:
+    """One ``tools[]`` entry (its ``type`` is required)."""
+    kind = tool_kind(entry, path)
+    if kind is None:
+        fail(child(path, "type"), "missing")
+    if kind in ("function", "custom"):
+        return function_tool(entry, path, kind=kind, schema_key="parameters" if kind == "function" else None)
+    return builtin_tool(entry, path, kind)
+
+
 def translate(request: dict[str, Any], response: dict[str, Any], notes: Notes) -> CallContent:
     inputs = input_messages(request.get("instructions"), request.get("input"), "request", notes)
+    tools = tool_definitions(request.get("tools"), "request.tools", tool_definition, notes)
     outputs = output_messages(response, "response", notes)
-    return call_content(request, response, inputs, outputs, usage_tokens(response, "response"))
+    return call_content(request, response, inputs, outputs, usage_tokens(response, "response"), tools)
 
 
 def is_error(response: dict[str, Any]) -> bool:

@@ -1,31 +1,25 @@
-"""One recorded model call → one :class:`~sediment.facts.InferenceCall`.
+"""What every call format shares: the envelope, field access, parts, streams, Sessions and
+the building of the :class:`~sediment.facts.InferenceCall`.
 
-Four wire formats are read (``CALL_FORMATS``): a LiteLLM ``StandardLoggingPayload`` (one
-gateway log record per call), and request/response pairs of the OpenAI Chat Completions,
-OpenAI Responses and Anthropic Messages APIs wrapped in a small envelope::
-
-    {"request": {...}, "response": {...}, "session_id"?, "observed_at"?, "headers"?,
-     "duration_ms"?, "user_id"?}
-
-A pair's ``response`` may also be the raw SSE text of a streamed call; each format module
-assembles its own stream into the response object the API would have returned.
-
-The rules every format shares live here: the envelope, the Session lookup (absent, never
-guessed: no session means ``Translation.skip("no_session")``), deterministic ids, and the
-part helpers. Content that a part cannot carry (images, encrypted reasoning, signatures,
-unknown items) is dropped from the parts with a warning; the whole record stays in ``raw``.
+The format modules (``openai_chat``, ``openai_responses``, ``anthropic``, and ``litellm``,
+which also reads the other three's shapes through their modules) import from here; this
+module imports none of them, and the package ``__init__`` picks the module for a format. The
+rules every format shares: the envelope, the Session lookup (absent, never
+guessed: no session means ``Translation.skip("no_session")``), deterministic ids, the part
+helpers and the tool-definition readers. Content that a part cannot carry (images, encrypted
+reasoning, signatures, unknown items) is dropped from the parts with a warning; the whole
+record stays in ``raw``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, NoReturn, Protocol, cast
+from typing import Any, Literal, NoReturn, Protocol
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -37,13 +31,12 @@ from sediment.facts import (
     TextPart,
     ToolCallPart,
     ToolCallResponsePart,
+    ToolDefinition,
 )
 from sediment.identifiers import OrgId
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.ids import fact_id
-
-CallFormat = Literal["litellm", "openai-chat", "openai-responses", "anthropic"]
-CALL_FORMATS: tuple[CallFormat, ...] = ("litellm", "openai-chat", "openai-responses", "anthropic")
+from sediment.records import canonical_digest
 
 CallSkipReason = Literal["no_session", "error_response", "not_a_model_call"]
 CALL_SKIP_REASONS: tuple[CallSkipReason, ...] = ("no_session", "error_response", "not_a_model_call")
@@ -68,6 +61,8 @@ CALL_WARNINGS: tuple[CallWarning, ...] = (
 )
 
 AnyPart = TextPart | ReasoningPart | ToolCallPart | ToolCallResponsePart
+#: A request's declared tools: None when it declared no tool list.
+ToolDefinitions = tuple[ToolDefinition, ...] | None
 
 SESSION_HEADER = "x-sediment-session"
 CODEX_TURN_METADATA_HEADER = "x-codex-turn-metadata"
@@ -84,12 +79,27 @@ class ReplayMemo:
     An agent's call k repeats the messages of calls 1..k-1. When a message of the current
     call equals the message at the same position of the Session's previous call, the earlier
     translation (and the earlier raw object) is reused; only new messages are translated.
-    Holds the last call of at most ``sessions`` Sessions.
+    The tool list, resent with every call, is read again only when it changed, so an equal
+    list yields the very same definitions (and the store encodes them once). Equal means equal
+    as parsed values, for the tools as for the messages: ``1``, ``1.0`` and ``true`` compare
+    equal. Holds the last call of at most ``sessions`` Sessions.
     """
 
     def __init__(self, sessions: int = 8) -> None:
         self._limit = sessions
         self._last: OrderedDict[str, tuple[list[Any], list[InferenceMessage]]] = OrderedDict()
+        self._tools: OrderedDict[str, tuple[Any, ToolDefinitions]] = OrderedDict()
+
+    def tools(self, session: str, value: Any, read: Callable[[], ToolDefinitions]) -> ToolDefinitions:
+        """The definitions of the tool list ``value``: the previous call's very tuple when the
+        Session's previous call declared an equal list, else ``read()``."""
+        last = self._tools.pop(session, None)
+        if last is None or not (value is last[0] or value == last[0]):
+            last = (value, read())
+        self._tools[session] = last
+        while len(self._tools) > self._limit:
+            self._tools.popitem(last=False)
+        return last[1]
 
     def translate(self, session: str, items: list[Any],
                   translate_one: Callable[[Any, int], InferenceMessage]) -> list[InferenceMessage]:
@@ -110,12 +120,14 @@ class ReplayMemo:
 class Notes:
     """The warnings one translation raised: each code once, in first-seen order.
 
-    ``replay`` carries the Session's :class:`ReplayMemo` view while a call is translated.
+    ``replay`` and ``replay_tools`` carry the Session's :class:`ReplayMemo` view while a call
+    is translated.
     """
 
     def __init__(self) -> None:
         self._codes: list[str] = []
         self.replay: Callable[[list[Any], Callable[[Any, int], InferenceMessage]], list[InferenceMessage]] | None = None
+        self.replay_tools: Callable[[Any, Callable[[], ToolDefinitions]], ToolDefinitions] | None = None
 
     def warn(self, code: CallWarning) -> None:
         if code not in self._codes:
@@ -136,10 +148,12 @@ class CallContent:
     model_call_id: str | None = None
     input_tokens: int | None = None
     output_tokens: int | None = None
+    tools: tuple[ToolDefinition, ...] | None = None
 
 
 def call_content(request: dict[str, Any], response: dict[str, Any], inputs: list[InferenceMessage],
-                 outputs: list[InferenceMessage], tokens: tuple[int | None, int | None]) -> CallContent:
+                 outputs: list[InferenceMessage], tokens: tuple[int | None, int | None],
+                 tools: tuple[ToolDefinition, ...] | None = None) -> CallContent:
     """The CallContent of a request/response pair: model from the response (else the request),
     the response id as ``model_call_id``."""
     return CallContent(
@@ -150,6 +164,7 @@ def call_content(request: dict[str, Any], response: dict[str, Any], inputs: list
         model_call_id=optional_text(response.get("id"), "response.id"),
         input_tokens=tokens[0],
         output_tokens=tokens[1],
+        tools=tools,
     )
 
 
@@ -347,6 +362,93 @@ def role_of(obj: dict[str, Any], path: str) -> str:
     return role
 
 
+# --- tool definitions ------------------------------------------------------------------
+
+
+def tool_definitions(value: Any, path: str, read: Callable[[dict[str, Any], str], ToolDefinition],
+                     notes: Notes) -> ToolDefinitions:
+    """A request's tool list, one definition per entry in request order (``read`` reads one
+    entry of the format); None when the request declared none. A malformed entry fails."""
+    if value is None:
+        return None
+
+    def read_all() -> ToolDefinitions:
+        entries = as_list(value, path)
+        return tuple(read(as_object(entry, f"{path}[{i}]"), f"{path}[{i}]") for i, entry in enumerate(entries))
+
+    return notes.replay_tools(value, read_all) if notes.replay_tools is not None else read_all()
+
+
+def tool_kind(obj: dict[str, Any], path: str) -> str | None:
+    """A tool entry's ``type``: a non-empty string, or None when absent."""
+    kind = obj.get("type")
+    if kind is None:
+        return None
+    if not isinstance(kind, str):
+        fail(child(path, "type"), "expected a string")
+    if not kind.strip():
+        fail(child(path, "type"), "expected a non-empty string")
+    return kind
+
+
+def _tool_name(value: Any, path: str) -> str:
+    if value is None:
+        fail(path, "missing")
+    if not isinstance(value, str):
+        fail(path, "expected a string")
+    if not value.strip():
+        fail(path, "expected a non-empty string")
+    return value
+
+
+def _optional_string(value: Any, path: str) -> str | None:
+    """A string kept as sent (blank included), or None; other types fail."""
+    if value is not None and not isinstance(value, str):
+        fail(path, "expected a string")
+    return value
+
+
+def _optional_schema(value: Any, path: str) -> dict[str, Any] | None:
+    if value is not None and not isinstance(value, dict):
+        fail(path, "expected an object")
+    return value
+
+
+def _optional_flag(value: Any, path: str) -> bool | None:
+    if value is not None and not isinstance(value, bool):
+        fail(path, "expected a boolean")
+    return value
+
+
+def _definition(path: str, **fields: Any) -> ToolDefinition:
+    try:
+        return ToolDefinition(**fields)
+    except ValidationError as exc:
+        fail(path, exc.errors()[0]["msg"])
+
+
+def function_tool(obj: dict[str, Any], path: str, *, kind: str = "function",
+                  schema_key: str | None = "parameters") -> ToolDefinition:
+    """A tool with a name: its description, the JSON Schema under ``schema_key`` (None: the
+    tool has no schema, as a free-form ``custom`` tool) and ``strict``, each exactly as sent."""
+    schema = None if schema_key is None else _optional_schema(obj.get(schema_key), child(path, schema_key))
+    return _definition(
+        path,
+        type=kind,
+        name=_tool_name(obj.get("name"), child(path, "name")),
+        description=_optional_string(obj.get("description"), child(path, "description")),
+        parameters=schema,
+        strict=_optional_flag(obj.get("strict"), child(path, "strict")),
+    )
+
+
+def builtin_tool(obj: dict[str, Any], path: str, kind: str) -> ToolDefinition:
+    """A provider's built-in tool: its ``type`` and its name (the type when it has none); its
+    other settings stay in ``raw``."""
+    name = obj.get("name")
+    return _definition(path, type=kind, name=kind if name is None else _tool_name(name, child(path, "name")))
+
+
 # --- streams -----------------------------------------------------------------------------
 
 
@@ -427,12 +529,11 @@ def codex_session(turn_metadata: str | None) -> str | None:
 
 
 def record_digest(record: dict[str, Any]) -> str:
-    """SHA-256 of the record's canonical JSON (sorted keys, compact, ASCII, NaN kept)."""
+    """The canonical digest of the parsed JSON record (sorted keys, compact, ASCII, NaN kept)."""
     try:
-        text = json.dumps(record, sort_keys=True, separators=(",", ":"), ensure_ascii=True, default=str)
+        return canonical_digest(record, allow_nan=True)
     except (TypeError, ValueError) as exc:
         raise TranslationError(f"record: not JSON-serializable ({exc})") from None
-    return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
 def _error_path(exc: ValidationError) -> str:
@@ -478,6 +579,7 @@ def build_call(
             output_messages=content.output_messages,
             input_tokens=content.input_tokens,
             output_tokens=content.output_tokens,
+            tools=content.tools,
             duration_ms=duration_ms,
             model_call_id=content.model_call_id,
             observed_at=observed_at,
@@ -538,18 +640,9 @@ def _duration(value: Any) -> int | None:
     return value
 
 
-def _translate_pair(record: dict[str, Any], call_format: CallFormat, org_id: str, captured_at: datetime,
-                    memo: ReplayMemo | None = None) -> Translation:
-    import sediment.ingest.anthropic as anthropic
-    import sediment.ingest.openai_chat as openai_chat
-    import sediment.ingest.openai_responses as openai_responses
-
-    modules: dict[str, PairFormat] = {
-        "openai-chat": openai_chat,
-        "openai-responses": openai_responses,
-        "anthropic": anthropic,
-    }
-    module = modules[call_format]
+def translate_pair(record: dict[str, Any], module: PairFormat, *, org_id: str, captured_at: datetime,
+                   memo: ReplayMemo | None = None) -> Translation:
+    """One request/response envelope read by ``module`` (the format of its bodies)."""
     request = body_object(required(record, "request", ""), "request")
     response_value = required(record, "response", "")
     if isinstance(response_value, str) and is_event_stream(response_value):
@@ -563,6 +656,7 @@ def _translate_pair(record: dict[str, Any], call_format: CallFormat, org_id: str
     if memo is not None and session is not None:
         memo_session: str = session
         notes.replay = lambda items, one: memo.translate(memo_session, items, one)
+        notes.replay_tools = lambda value, read: memo.tools(memo_session, value, read)
     content = module.translate(request, response, notes)
     observed_at = parse_timestamp(record.get("observed_at"), "observed_at") or captured_at
     user_id = optional_text(record.get("user_id"), "user_id")
@@ -580,23 +674,3 @@ def _translate_pair(record: dict[str, Any], call_format: CallFormat, org_id: str
         user_id=user_id,
         duration_ms=duration_ms,
     )
-
-
-def translate_call(record: dict[str, Any], *, format: str, org_id: str, captured_at: datetime,
-                   memo: ReplayMemo | None = None) -> Translation:
-    """Translate one recorded model call in ``format`` (one of ``CALL_FORMATS``).
-
-    Returns one InferenceCall, or a skip (``no_session``: no Session could be read;
-    ``error_response``: the call failed and produced no output; ``not_a_model_call``: a
-    gateway log of an embedding, image, audio, moderation or rerank call). Malformed input raises
-    :class:`TranslationError` naming the field. A :class:`ReplayMemo` shared across the calls of
-    a log makes replayed context cost one comparison instead of one translation.
-    """
-    if format not in CALL_FORMATS:
-        raise ValueError(f"format: unknown call format {format!r} (expected one of {', '.join(CALL_FORMATS)})")
-    record = as_object(record, "record")
-    if format == "litellm":
-        import sediment.ingest.litellm as litellm
-
-        return litellm.translate(record, org_id=org_id, captured_at=captured_at)
-    return _translate_pair(record, cast(CallFormat, format), org_id, captured_at, memo)
