@@ -80,8 +80,9 @@ class ToolSet(FactModel):
 
 
 def tools_digest(tools: Sequence[ToolDefinition]) -> str:
-    """The content digest of a tool list (its canonical JSON), as :attr:`Turn.tools_digest` holds it."""
-    return canonical_digest(list(tools))
+    """The content digest of a tool list (its lossless canonical JSON: a recorded schema may hold
+    non-finite numbers), as :attr:`Turn.tools_digest` holds it."""
+    return canonical_digest(list(tools), allow_nan=True)
 
 
 def tool_sets(calls: Iterable[InferenceCall]) -> tuple[ToolSet, ...]:

@@ -116,6 +116,15 @@ def test_demo_runs_into_a_fresh_directory(tmp_path: Path) -> None:
                      "sediment/tasks.eval.jsonl", "sediment/tasks.train.jsonl",
                      "swe-bench/tasks.eval.jsonl", "swe-bench/tasks.train.jsonl"]
     assert sediment("schema", "validate", *(str(exports / f) for f in files)).returncode == 0
+    profiles = tmp_path / "demo" / "profiles"
+    assert sorted(p.name for p in profiles.iterdir()) == [
+        "hf-chat-messages-v1", "hf-chat-prompts-v1", "nemo-gym-rollouts-v2", "verifiers-tasks-v1"]
+    for directory in profiles.iterdir():
+        names = {p.name for p in directory.iterdir()}
+        assert {"data.train.jsonl", "evidence.train.jsonl", "compatibility.json"} <= names, directory.name
+    evidence = sorted(str(p) for p in profiles.glob("*/evidence*.jsonl"))
+    assert sediment("schema", "validate", *evidence).returncode == 0
+    assert "Profile export · nemo-gym-rollouts-v2 (target nemo-gym)" in result.stderr
     again = sediment("demo", "--out", str(tmp_path / "demo"))
     assert again.returncode == 2 and "not empty" in again.stderr
 

@@ -30,10 +30,10 @@ BUILTIN_TARGETS: tuple[str, ...] = ("sediment", "swe-bench", "nemo-gym")
 BUILTIN_PROFILES: tuple[str, ...] = (
     "hf-chat-messages-v1", "hf-chat-prompts-v1", "nemo-gym-rollouts-v2", "verifiers-tasks-v1",
 )
-#: The manifest plugins shipped with Sediment.
-BUILTIN_MANIFEST_PLUGINS: tuple[str, ...] = ("openenv",)
+#: The manifest plugins shipped with Sediment (the HF profiles write their dataset cards).
+BUILTIN_MANIFEST_PLUGINS: tuple[str, ...] = ("hf-chat-messages-v1", "hf-chat-prompts-v1", "openenv")
 #: Every plugin shipped with Sediment (what the test kit loads by default).
-BUILTIN_PLUGINS: tuple[str, ...] = (*BUILTIN_TARGETS, *BUILTIN_PROFILES, *BUILTIN_MANIFEST_PLUGINS)
+BUILTIN_PLUGINS: tuple[str, ...] = tuple(sorted({*BUILTIN_TARGETS, *BUILTIN_PROFILES, *BUILTIN_MANIFEST_PLUGINS}))
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import random
 from pathlib import Path
 from typing import Any
@@ -97,6 +98,8 @@ def test_a_compacted_history_starts_with_assistant_and_developer_items(tmp_path:
     (lambda: tool_loop("s", tools=(ToolDefinition(type="web_search_20250305", name="web_search"),)),
      "unsupported_tool_definition"),
     (lambda: tool_loop("s", extra_input=[message("user", "Also update the README.")]), "user_turn_inside_segment"),
+    # a recorded schema holding Infinity derives (the digest is lossless) and is declined here
+    (lambda: tool_loop("s", tools=(ToolDefinition(name="x", parameters={"maximum": math.inf}),)), "non_finite_number"),
 ])
 def test_rows_that_cannot_be_native_are_declined_and_counted(tmp_path: Path, rollout_factory: Any,
                                                             reason: str) -> None:
