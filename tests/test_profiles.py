@@ -36,14 +36,15 @@ SHA = "d" * 40
 
 
 def make_profile(*, target: str = "nemo-gym", schema: str = NEMO_SCHEMA, reason: str | None = None,
-                 body: Any = None, retires: Sequence[str] = (), prompt: Any = None) -> types.ModuleType:
+                 body: Any = None, retires: Sequence[str] = (), prompt: Any = None,
+                 objective: str = "rlvr") -> types.ModuleType:
     module = types.ModuleType("test_profile")
 
     @hookimpl
     def describe_profile() -> ProfileInfo:
         return ProfileInfo(consumer="toy", version=1, target=target, population="rollouts", canonical_schema=schema,
                            validated_with=(Dependency("toy", "1.0"),), validation="toy.load", support="toy rows",
-                           skip_reasons=("no_reward",), retires=tuple(retires))
+                           skip_reasons=("no_reward",), retires=tuple(retires), objective=objective)
 
     @hookimpl
     def adapt_row(row: Mapping[str, Any], evidence: RolloutEvidence, index: int) -> AdaptedRow | str:
@@ -96,7 +97,7 @@ def test_rows_evidence_and_compatibility(tmp_path: Path) -> None:
     assert text == json.dumps(document, sort_keys=True, separators=(",", ":")) + "\n"
     assert stat.S_IMODE(os.stat(compatibility_path).st_mode) == 0o600
     assert document["profile"] == {
-        "id": "toy-v1", "consumer": "toy", "version": 1, "target": "nemo-gym", "population": "rollouts",
+        "id": "toy-v1", "consumer": "toy", "objective": "rlvr", "version": 1, "target": "nemo-gym", "population": "rollouts",
         "canonical_schema": NEMO_SCHEMA, "validated_with": [["toy", "1.0"]], "validation": "toy.load",
         "support": "toy rows"}
     assert document["rows"] == 2 and document["skipped"] == {"no_reward": 1} and document["canonical_rows"] == 3
@@ -192,6 +193,9 @@ def test_unknown_retired_and_mismatched_profile_names() -> None:
         registry.profile("toy-v0")
     with pytest.raises(UnknownProfileError, match="profile toy-v1 adapts rows of target nemo-gym, not sediment"):
         registry.profile("toy-v1", target="sediment")
+    sft = plugin_registry(("toy-v1", make_profile(objective="sft")))
+    with pytest.raises(UnknownProfileError, match="profile toy-v1 does not support objective rlvr; it adapts sft rows"):
+        sft.profile("toy-v1", target="nemo-gym")
 
 
 def test_a_profile_export_is_the_same_for_any_worker_count(tmp_path: Path) -> None:

@@ -307,15 +307,18 @@ class PluginRegistry:
             raise UnknownTargetError(f"{said}; installed targets: {installed}")
         return self.targets[name]
 
-    def profile(self, name: str, *, target: str | None = None) -> Profile:
-        """The profile called ``name``, checked against ``target``; retired and unknown names
-        are one-line usage errors."""
+    def profile(self, name: str, *, target: str | None = None, objective: str = "rlvr") -> Profile:
+        """The profile called ``name``, checked against ``objective`` and ``target``; retired and
+        unknown names are one-line usage errors."""
         if name in self.retired:
             raise UnknownProfileError(f"profile {name} is retired; use {self.retired[name]}")
         if name not in self.profiles:
             installed = ", ".join(sorted(self.profiles)) or "none"
             raise UnknownProfileError(f"unsupported profile: {name}; installed profiles: {installed}")
         profile = self.profiles[name]
+        if profile.info.objective != objective:
+            raise UnknownProfileError(f"profile {name} does not support objective {objective}; "
+                                      f"it adapts {profile.info.objective} rows")
         if target is not None and profile.info.target != target:
             raise UnknownProfileError(f"profile {name} adapts rows of target {profile.info.target}, not {target}; "
                                       f"use --target {profile.info.target}")

@@ -114,6 +114,7 @@ class ProfileInfo:
         registry adds the representation reasons).
     :param retires: ids of earlier profiles this one replaces; asking for one names this one.
     :param description: one line for ``sediment profiles``.
+    :param objective: the export objective whose rows it adapts (``rlvr``: ``sediment export rlvr``).
     """
 
     consumer: str
@@ -127,6 +128,7 @@ class ProfileInfo:
     skip_reasons: tuple[str, ...] = ()
     retires: tuple[str, ...] = ()
     description: str = ""
+    objective: str = "rlvr"
 
     def __post_init__(self) -> None:
         for name in ("validated_with", "skip_reasons", "retires"):
@@ -140,6 +142,7 @@ class ProfileInfo:
         return {
             "id": profile_id,
             "consumer": self.consumer,
+            "objective": self.objective,
             "version": self.version,
             "target": self.target,
             "population": self.population,
