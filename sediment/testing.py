@@ -157,6 +157,17 @@ def read_rows(path: Path, schemas: SchemaSet | PluginRegistry | None = None) -> 
     return rows
 
 
+def export_target(rollouts: Sequence[Rollout], mirrors: MirrorRoot | None, out_dir: Path, target: str, *,
+                  split: bool = False, commands: Any = None) -> dict[str, Any]:
+    """Export ``rollouts`` through ``target`` with the installed plugins and no operator
+    configuration (``commands``: a ``VerifierCommands``); the summary."""
+    from sediment.export.pipeline import export_rlvr_from_rollouts
+    from sediment.export.verifier_commands import VerifierCommands
+
+    return export_rlvr_from_rollouts(rollouts, mirrors, out_dir, target=target, split_enabled=split,
+                                     verifier_commands=commands or VerifierCommands.empty())
+
+
 @dataclass
 class ExportResult:
     """What :func:`run_export` produced: the summary, the directory and every published file's

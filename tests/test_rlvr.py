@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import os
 import random
-import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -27,39 +25,9 @@ from sediment.testing import (
     rollout,
     snapshot,
 )
-
-TASK_KEYS = [
-    "instance_id", "recipe_id", "recipe_version", "reward_source", "repo", "base_commit",
-    "problem_statement", "reference_patch", "verifier_results", "ci_resolution",
-    "attribution_source", "split", "provenance", "session_commit_observation_ids",
-    "repository_identity", "schema_id", "schema_version",
-]
-
-
-def export(rollouts: Any, mirrors: MirrorRoot | None, out: Path, target: str, *,
-           split: bool = False, commands: VerifierCommands | None = None) -> dict[str, Any]:
-    return export_rlvr_from_rollouts(
-        rollouts, mirrors, out, target=target, split_enabled=split,
-        verifier_commands=commands or VerifierCommands.empty(),
-    )
-
-
-@pytest.fixture
-def history(commit_history: dict[str, str]) -> dict[str, str]:
-    return commit_history
-
-
-def git_diff(path: Path, base: str, head: str) -> str:
-    return subprocess.run(
-        ["git", "--git-dir", str(path), "diff", "-M", "--no-ext-diff", "--src-prefix=a/",
-         "--dst-prefix=b/", base, head], check=True, capture_output=True, text=True,
-    ).stdout
-
-
-def changed_lines(patch: str) -> list[str]:
-    keep = ("diff --git", "+", "-", "rename from", "rename to", "new file", "deleted file")
-    return [line for line in patch.splitlines() if line.startswith(keep)]
-
+from sediment.testing import (
+    export_target as export,
+)
 
 # --- mirrors ------------------------------------------------------------------------
 
@@ -72,14 +40,14 @@ def test_mirror_targets_refuse_no_mirrors(tmp_path: Path, target: str) -> None:
 
 
 def test_missing_mirror_and_patch_reasons(tmp_path: Path, mirror_root: MirrorRoot, git_repo: GitRepo,
-                                          history: dict[str, str]) -> None:
+                                          commit_history: dict[str, str]) -> None:
     other_sha = "f" * 40
     rollouts = [
-        rollout("s1", commits=[history["c1"]], outcomes=[outcome("o1", history["c1"], repo="x/absent", run_id="1")],
+        rollout("s1", commits=[commit_history["c1"]], outcomes=[outcome("o1", commit_history["c1"], repo="x/absent", run_id="1")],
                 repo="x/absent"),
         rollout("s2", commits=[other_sha], outcomes=[outcome("o2", other_sha, run_id="2")]),
-        rollout("s3", commits=[history["root"]], outcomes=[outcome("o3", history["root"], run_id="3")]),
-        rollout("s4", commits=[history["c2"], history["c1"]], outcomes=[outcome("o4", history["c1"], run_id="4")]),
+        rollout("s3", commits=[commit_history["root"]], outcomes=[outcome("o3", commit_history["root"], run_id="3")]),
+        rollout("s4", commits=[commit_history["c2"], commit_history["c1"]], outcomes=[outcome("o4", commit_history["c1"], run_id="4")]),
     ]
     summary = export(rollouts, mirror_root, tmp_path / "out", "sediment")
     assert summary["task_skipped"] == {"mirror_absent": 1, "no_commit_in_verifier_repo": 1,
@@ -88,12 +56,12 @@ def test_missing_mirror_and_patch_reasons(tmp_path: Path, mirror_root: MirrorRoo
 
 
 def test_ambiguous_workflows_counted_in_every_target(tmp_path: Path, mirror_root: MirrorRoot,
-                                                     history: dict[str, str]) -> None:
-    outcomes = [outcome("o1", history["c1"], "passed", run_id="1", workflow_id="a", workflow_name="a",
+                                                     commit_history: dict[str, str]) -> None:
+    outcomes = [outcome("o1", commit_history["c1"], "passed", run_id="1", workflow_id="a", workflow_name="a",
                         workflow_path="a.yml"),
-                outcome("o2", history["c1"], "failed", run_id="2", workflow_id="b", workflow_name="b",
+                outcome("o2", commit_history["c1"], "failed", run_id="2", workflow_id="b", workflow_name="b",
                         workflow_path="b.yml")]
-    r = rollout("s1", commits=[history["c1"]], outcomes=outcomes)
+    r = rollout("s1", commits=[commit_history["c1"]], outcomes=outcomes)
     s = export([r], mirror_root, tmp_path / "sed", "sediment")
     assert s["task_skipped"] == {"ambiguous_workflow_verdicts": 1, "missing_verifier_evidence": 1}
     assert s["rollout_skipped"] == {"ambiguous_workflow_verdicts": 1} and s["rollout_rows"] == 1
@@ -105,7 +73,7 @@ def test_ambiguous_workflows_counted_in_every_target(tmp_path: Path, mirror_root
 
 
 def test_observation_ids_only_for_the_verified_commit_and_session(
-        tmp_path: Path, mirror_root: MirrorRoot, history: dict[str, str]) -> None:
+        tmp_path: Path, mirror_root: MirrorRoot, commit_history: dict[str, str]) -> None:
     from sediment.facts import SessionCommitObservation
     from sediment.testing import T0
 
@@ -113,9 +81,9 @@ def test_observation_ids_only_for_the_verified_commit_and_session(
         return SessionCommitObservation(observation_id=oid, org_id=ORG, repo="owner/repo", commit_sha=sha,
                                         session_id=session, captured_at=T0)
 
-    observations = (observation("obs-verified", history["c1"], "s1"), observation("obs-base", history["root"], "s1"),
-                    observation("obs-other-session", history["c1"], "s9"))
-    r = rollout("s1", commits=[history["c1"]], outcomes=[outcome("o1", history["c1"])],
+    observations = (observation("obs-verified", commit_history["c1"], "s1"), observation("obs-base", commit_history["root"], "s1"),
+                    observation("obs-other-session", commit_history["c1"], "s9"))
+    r = rollout("s1", commits=[commit_history["c1"]], outcomes=[outcome("o1", commit_history["c1"])],
                 session_commit_observations=observations)
     export([r], mirror_root, tmp_path / "out", "sediment")
     assert read_rows(tmp_path / "out" / "tasks.jsonl")[0]["session_commit_observation_ids"] == ["obs-verified"]
@@ -128,11 +96,11 @@ def test_observation_ids_only_for_the_verified_commit_and_session(
 
 
 def test_non_finite_and_surrogates_decline_once_per_row(tmp_path: Path, mirror_root: MirrorRoot,
-                                                        history: dict[str, str]) -> None:
-    nan = outcome("o1", history["c1"], raw={"duration": float("nan")}, run_id="1")
-    bad_key = outcome("o2", history["c1"], raw={"\udc80key": 1}, run_id="2")
-    rollouts = [rollout("s1", commits=[history["c1"]], outcomes=[nan]),
-                rollout("s2", commits=[history["c1"]], outcomes=[bad_key])]
+                                                        commit_history: dict[str, str]) -> None:
+    nan = outcome("o1", commit_history["c1"], raw={"duration": float("nan")}, run_id="1")
+    bad_key = outcome("o2", commit_history["c1"], raw={"\udc80key": 1}, run_id="2")
+    rollouts = [rollout("s1", commits=[commit_history["c1"]], outcomes=[nan]),
+                rollout("s2", commits=[commit_history["c1"]], outcomes=[bad_key])]
     for target, key in (("sediment", "task_skipped"), ("swe-bench", "task_skipped"), ("nemo-gym", "rollout_skipped")):
         summary = export(rollouts, mirror_root, tmp_path / target, target)
         assert summary[key] == {"non_finite_number": 1, "unrepresentable_unicode": 1}, target
@@ -149,10 +117,10 @@ def test_representation_checked_per_segment(tmp_path: Path, mirror_root: MirrorR
 
 
 def test_bad_turn_content_does_not_decline_task_rows(tmp_path: Path, mirror_root: MirrorRoot,
-                                                     history: dict[str, str]) -> None:
+                                                     commit_history: dict[str, str]) -> None:
     calls = [call("s1", 0, [message("user", "go")], [message("assistant", ToolCallPart(
         id="t", name="x", arguments={"v": float("nan"), "s": "\ud800"}))])]
-    r = rollout("s1", calls=calls, commits=[history["c1"]], outcomes=[outcome("o1", history["c1"])])
+    r = rollout("s1", calls=calls, commits=[commit_history["c1"]], outcomes=[outcome("o1", commit_history["c1"])])
     s = export([r], mirror_root, tmp_path / "out", "sediment")
     # the surrogate reaches the turn's completion text first, so it decides the reason
     assert s["task_rows"] == 1 and s["rollout_skipped"] == {"unrepresentable_unicode": 1}
@@ -171,11 +139,11 @@ def test_split_routes_rows_to_their_side(tmp_path: Path, mirror_root: MirrorRoot
 
 @pytest.mark.parametrize("target", ["sediment", "swe-bench", "nemo-gym"])
 def test_repeated_and_shuffled_inputs_give_identical_bytes(
-        tmp_path: Path, mirror_root: MirrorRoot, history: dict[str, str], target: str) -> None:
+        tmp_path: Path, mirror_root: MirrorRoot, commit_history: dict[str, str], target: str) -> None:
     rollouts = [
-        rollout(f"s{i}", commits=[history["c1"], history["c2"]],
-                outcomes=[outcome(f"o{i}a", history["c2"], "failed", run_id=str(i), attempt=1),
-                          outcome(f"o{i}b", history["c2"], "passed", run_id=str(i), attempt=2)],
+        rollout(f"s{i}", commits=[commit_history["c1"], commit_history["c2"]],
+                outcomes=[outcome(f"o{i}a", commit_history["c2"], "failed", run_id=str(i), attempt=1),
+                          outcome(f"o{i}b", commit_history["c2"], "passed", run_id=str(i), attempt=2)],
                 split="eval" if i % 3 == 0 else "train")
         for i in range(8)
     ] + [rollout("s-none")]
@@ -190,8 +158,8 @@ def test_repeated_and_shuffled_inputs_give_identical_bytes(
     assert outputs[0]
 
 
-def test_directory_claims(tmp_path: Path, mirror_root: MirrorRoot, history: dict[str, str]) -> None:
-    r = rollout("s1", commits=[history["c1"]], outcomes=[outcome("o1", history["c1"])])
+def test_directory_claims(tmp_path: Path, mirror_root: MirrorRoot, commit_history: dict[str, str]) -> None:
+    r = rollout("s1", commits=[commit_history["c1"]], outcomes=[outcome("o1", commit_history["c1"])])
     out = tmp_path / "out"
     export([r], mirror_root, out, "sediment")
     before = snapshot(out)
@@ -228,11 +196,11 @@ def test_lock_held_refuses(tmp_path: Path, mirror_root: MirrorRoot) -> None:
 
 
 def test_failure_while_preparing_publishes_nothing(tmp_path: Path, mirror_root: MirrorRoot,
-                                                   history: dict[str, str]) -> None:
+                                                   commit_history: dict[str, str]) -> None:
     from sediment.errors import CapacityError
     from sediment.export.pipeline import Budgets
 
-    r = rollout("s1", commits=[history["c1"]], outcomes=[outcome("o1", history["c1"])])
+    r = rollout("s1", commits=[commit_history["c1"]], outcomes=[outcome("o1", commit_history["c1"])])
     out = tmp_path / "out"
     with pytest.raises(CapacityError, match="exceeds"):
         export_rlvr_from_rollouts([r], mirror_root, out, target="sediment", split_enabled=False,
@@ -247,11 +215,11 @@ def test_failure_while_preparing_publishes_nothing(tmp_path: Path, mirror_root: 
 
 
 @pytest.mark.parametrize("target", ["sediment", "swe-bench", "nemo-gym"])
-def test_workers_give_the_same_bytes(tmp_path: Path, mirror_root: MirrorRoot, history: dict[str, str],
+def test_workers_give_the_same_bytes(tmp_path: Path, mirror_root: MirrorRoot, commit_history: dict[str, str],
                                      target: str) -> None:
     rollouts = [
-        rollout(f"s{i:02d}", commits=[history["c1"], history["c2"]],
-                outcomes=[outcome(f"o{i}", history["c2"], "passed" if i % 3 else "failed", run_id=str(i))],
+        rollout(f"s{i:02d}", commits=[commit_history["c1"], commit_history["c2"]],
+                outcomes=[outcome(f"o{i}", commit_history["c2"], "passed" if i % 3 else "failed", run_id=str(i))],
                 split="eval" if i % 4 == 0 else "train")
         for i in range(13)
     ] + [rollout("s-none")]
@@ -268,7 +236,7 @@ def test_workers_give_the_same_bytes(tmp_path: Path, mirror_root: MirrorRoot, hi
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_published_files_were_fsynced(tmp_path: Path, mirror_root: MirrorRoot, history: dict[str, str],
+def test_published_files_were_fsynced(tmp_path: Path, mirror_root: MirrorRoot, commit_history: dict[str, str],
                                       monkeypatch: pytest.MonkeyPatch, workers: int) -> None:
     """Every published file was fsynced after its last byte was written, whatever the worker count."""
     synced: dict[int, int] = {}  # inode -> size when last fsynced
@@ -280,8 +248,8 @@ def test_published_files_were_fsynced(tmp_path: Path, mirror_root: MirrorRoot, h
         synced[status.st_ino] = status.st_size
 
     monkeypatch.setattr(os, "fsync", recording_fsync)
-    rollouts = [rollout(f"s{i:02d}", commits=[history["c1"], history["c2"]],
-                        outcomes=[outcome(f"o{i}", history["c2"], "passed", run_id=str(i))],
+    rollouts = [rollout(f"s{i:02d}", commits=[commit_history["c1"], commit_history["c2"]],
+                        outcomes=[outcome(f"o{i}", commit_history["c2"], "passed", run_id=str(i))],
                         split="eval" if i % 4 == 0 else "train") for i in range(9)]
     summary = export_rlvr_from_rollouts(rollouts, mirror_root, tmp_path / "out", target="sediment",
                                         split_enabled=True, verifier_commands=VerifierCommands.empty(),

@@ -7,11 +7,9 @@ from __future__ import annotations
 import random
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from sediment import export_rlvr_from_rollouts
 from sediment.export.verifier_commands import VerifierCommands
 from sediment.facts import ReasoningPart, ToolCallPart
 from sediment.mirrors import MirrorRoot
@@ -25,6 +23,9 @@ from sediment.testing import (
     read_rows,
     rollout,
 )
+from sediment.testing import (
+    export_target as export,
+)
 
 TASK_KEYS = [
     "instance_id", "recipe_id", "recipe_version", "reward_source", "repo", "base_commit",
@@ -32,19 +33,6 @@ TASK_KEYS = [
     "attribution_source", "split", "provenance", "session_commit_observation_ids",
     "repository_identity", "schema_id", "schema_version",
 ]
-
-
-def export(rollouts: Any, mirrors: MirrorRoot | None, out: Path, target: str, *,
-           split: bool = False, commands: VerifierCommands | None = None) -> dict[str, Any]:
-    return export_rlvr_from_rollouts(
-        rollouts, mirrors, out, target=target, split_enabled=split,
-        verifier_commands=commands or VerifierCommands.empty(),
-    )
-
-
-@pytest.fixture
-def history(commit_history: dict[str, str]) -> dict[str, str]:
-    return commit_history
 
 
 def git_diff(path: Path, base: str, head: str) -> str:
@@ -63,20 +51,20 @@ def changed_lines(patch: str) -> list[str]:
 
 
 def test_clean_pass_task_row(tmp_path: Path, mirror_root: MirrorRoot, git_repo: GitRepo,
-                             history: dict[str, str]) -> None:
-    r = rollout("s1", commits=[history["c1"], history["c2"]],
-                outcomes=[outcome("o1", history["c2"], "passed", attempt=None)])
+                             commit_history: dict[str, str]) -> None:
+    r = rollout("s1", commits=[commit_history["c1"], commit_history["c2"]],
+                outcomes=[outcome("o1", commit_history["c2"], "passed", attempt=None)])
     summary = export([r], mirror_root, tmp_path / "out", "sediment")
     [task] = read_rows(tmp_path / "out" / "tasks.jsonl")
     assert list(task) == TASK_KEYS
-    assert task["instance_id"] == f"{ORG}-s1-{history['c1'][:7]}"
-    assert task["base_commit"] == history["root"]
+    assert task["instance_id"] == f"{ORG}-s1-{commit_history['c1'][:7]}"
+    assert task["base_commit"] == commit_history["root"]
     assert task["reward_source"] == "resolved_ci_pass"
     assert task["problem_statement"] == "fix the bug"
     assert changed_lines(task["reference_patch"]) == changed_lines(
-        git_diff(git_repo.path, history["root"], history["c2"]))
+        git_diff(git_repo.path, commit_history["root"], commit_history["c2"]))
     assert "rename from old.txt" in task["reference_patch"]
-    assert task["verifier_results"] == [outcome("o1", history["c2"], "passed", attempt=None).model_dump(mode="json")]
+    assert task["verifier_results"] == [outcome("o1", commit_history["c2"], "passed", attempt=None).model_dump(mode="json")]
     assert task["ci_resolution"]["reliability"] == 1.0 and task["ci_resolution"]["suspected_flake"] is False
     assert "verification" not in task
     assert task["provenance"]["policy_version"] == "4"
@@ -89,15 +77,15 @@ def test_clean_pass_task_row(tmp_path: Path, mirror_root: MirrorRoot, git_repo: 
 
 
 def test_retry_resolves_to_flaky_pass_and_keeps_both_attempts(
-        tmp_path: Path, mirror_root: MirrorRoot, history: dict[str, str]) -> None:
-    outcomes = [outcome("o-a", history["c1"], "failed", attempt=1),
-                outcome("o-b", history["c1"], "passed", attempt=2)]
+        tmp_path: Path, mirror_root: MirrorRoot, commit_history: dict[str, str]) -> None:
+    outcomes = [outcome("o-a", commit_history["c1"], "failed", attempt=1),
+                outcome("o-b", commit_history["c1"], "passed", attempt=2)]
     rows = []
     for seed in range(3):
         shuffled = outcomes[:]
         random.Random(seed).shuffle(shuffled)
         out = tmp_path / f"out{seed}"
-        export([rollout("s1", commits=[history["c1"]], outcomes=shuffled)], mirror_root, out, "sediment")
+        export([rollout("s1", commits=[commit_history["c1"]], outcomes=shuffled)], mirror_root, out, "sediment")
         rows.append((out / "tasks.jsonl").read_bytes())
         [task] = read_rows(out / "tasks.jsonl")
         assert task["ci_resolution"]["verdict"] == "passed"
@@ -108,20 +96,20 @@ def test_retry_resolves_to_flaky_pass_and_keeps_both_attempts(
 
 
 def test_later_cancelled_commit_does_not_hide_earlier_pass(
-        tmp_path: Path, mirror_root: MirrorRoot, history: dict[str, str]) -> None:
-    r = rollout("s1", commits=[history["c1"], history["c2"]],
-                outcomes=[outcome("o1", history["c1"], "passed", run_id="1"),
-                          outcome("o2", history["c2"], "cancelled", run_id="2")])
+        tmp_path: Path, mirror_root: MirrorRoot, commit_history: dict[str, str]) -> None:
+    r = rollout("s1", commits=[commit_history["c1"], commit_history["c2"]],
+                outcomes=[outcome("o1", commit_history["c1"], "passed", run_id="1"),
+                          outcome("o2", commit_history["c2"], "cancelled", run_id="2")])
     export([r], mirror_root, tmp_path / "out", "sediment")
     [task] = read_rows(tmp_path / "out" / "tasks.jsonl")
-    assert task["ci_resolution"]["commit_sha"] == history["c1"]
+    assert task["ci_resolution"]["commit_sha"] == commit_history["c1"]
     assert [v["outcome_id"] for v in task["verifier_results"]] == ["o1"]
 
 
 def test_patch_stops_at_verified_commit(tmp_path: Path, mirror_root: MirrorRoot,
-                                        history: dict[str, str]) -> None:
-    r = rollout("s1", commits=[history["c1"], history["c2"], history["c3"]],
-                outcomes=[outcome("o1", history["c2"], "passed")])
+                                        commit_history: dict[str, str]) -> None:
+    r = rollout("s1", commits=[commit_history["c1"], commit_history["c2"], commit_history["c3"]],
+                outcomes=[outcome("o1", commit_history["c2"], "passed")])
     export([r], mirror_root, tmp_path / "sed", "sediment")
     export([r], mirror_root, tmp_path / "swe", "swe-bench")
     [task] = read_rows(tmp_path / "sed" / "tasks.jsonl")
@@ -129,13 +117,13 @@ def test_patch_stops_at_verified_commit(tmp_path: Path, mirror_root: MirrorRoot,
     for patch in (task["reference_patch"], swe["patch"]):
         assert "test_calc.py" in patch and "calc.py" in patch
         assert "later.py" not in patch
-    assert task["instance_id"].endswith(history["c1"][:7])
+    assert task["instance_id"].endswith(commit_history["c1"][:7])
 
 
 @pytest.mark.parametrize("result", ["error", "timed_out", "cancelled", "skipped", "neutral", "unknown"])
 def test_non_verdict_gives_no_task_but_a_rollout_row(
-        tmp_path: Path, mirror_root: MirrorRoot, history: dict[str, str], result: str) -> None:
-    r = rollout("s1", commits=[history["c1"]], outcomes=[outcome("o1", history["c1"], result)])
+        tmp_path: Path, mirror_root: MirrorRoot, commit_history: dict[str, str], result: str) -> None:
+    r = rollout("s1", commits=[commit_history["c1"]], outcomes=[outcome("o1", commit_history["c1"], result)])
     summary = export([r], mirror_root, tmp_path / "out", "sediment")
     assert summary["task_skipped"] == {"missing_verifier_evidence": 1}
     assert not (tmp_path / "out" / "tasks.jsonl").exists()
@@ -145,8 +133,8 @@ def test_non_verdict_gives_no_task_but_a_rollout_row(
     assert row["verifier_results"][0]["result"] == result
 
 
-def test_no_ci_and_no_commit(tmp_path: Path, mirror_root: MirrorRoot, history: dict[str, str]) -> None:
-    s = export([rollout("s1", commits=[history["c1"]])], mirror_root, tmp_path / "a", "sediment")
+def test_no_ci_and_no_commit(tmp_path: Path, mirror_root: MirrorRoot, commit_history: dict[str, str]) -> None:
+    s = export([rollout("s1", commits=[commit_history["c1"]])], mirror_root, tmp_path / "a", "sediment")
     assert s["task_skipped"] == {"missing_verifier_evidence": 1} and s["rollout_rows"] == 1
     assert read_rows(tmp_path / "a" / "rollouts.jsonl")[0]["verifier_results"] == []
     s = export([rollout("s2")], mirror_root, tmp_path / "b", "sediment")
@@ -154,16 +142,16 @@ def test_no_ci_and_no_commit(tmp_path: Path, mirror_root: MirrorRoot, history: d
 
 
 def test_jaccard_attribution_is_carried(tmp_path: Path, mirror_root: MirrorRoot,
-                                        history: dict[str, str]) -> None:
-    r = rollout("s1", commits=[history["c1"]], outcomes=[outcome("o1", history["c1"])],
+                                        commit_history: dict[str, str]) -> None:
+    r = rollout("s1", commits=[commit_history["c1"]], outcomes=[outcome("o1", commit_history["c1"])],
                 attribution_source="jaccard")
     export([r], mirror_root, tmp_path / "out", "sediment")
     assert read_rows(tmp_path / "out" / "tasks.jsonl")[0]["attribution_source"] == "jaccard"
 
 
 def test_verification_only_for_the_configured_repo(tmp_path: Path, mirror_root: MirrorRoot,
-                                                   history: dict[str, str]) -> None:
-    r = rollout("s1", commits=[history["c1"]], outcomes=[outcome("o1", history["c1"])])
+                                                   commit_history: dict[str, str]) -> None:
+    r = rollout("s1", commits=[commit_history["c1"]], outcomes=[outcome("o1", commit_history["c1"])])
     mine = VerifierCommands({"owner/repo": "pytest -q"})
     other = VerifierCommands({"other/repo": "make test"})
     for target, name in (("sediment", "tasks.jsonl"), ("swe-bench", "tasks.jsonl"), ("nemo-gym", "rollouts.jsonl")):
@@ -177,17 +165,17 @@ def test_verification_only_for_the_configured_repo(tmp_path: Path, mirror_root: 
 
 
 def test_problem_statement_is_verbatim(tmp_path: Path, mirror_root: MirrorRoot,
-                                       history: dict[str, str]) -> None:
+                                       commit_history: dict[str, str]) -> None:
     texts = ["[1, 2]", "[]", "true", "42", '{"trunc', "  leading spaces", '[{"type":"text","text":"x"}]', "nul\x00 \U0001f600"]
     rollouts = []
     for i, text in enumerate(texts):
         calls = [call(f"s{i}", 0, [message("system", "sys"), message("user", text, ToolCallPart(
             id="t", name="img", arguments={}), "tail")], [message("assistant", "ok")])]
-        rollouts.append(rollout(f"s{i}", calls=calls, commits=[history["c1"]],
-                                outcomes=[outcome(f"o{i}", history["c1"], run_id=str(i))]))
+        rollouts.append(rollout(f"s{i}", calls=calls, commits=[commit_history["c1"]],
+                                outcomes=[outcome(f"o{i}", commit_history["c1"], run_id=str(i))]))
     system_only = [call("sz", 0, [message("system", "only system")], [message("assistant", "ok")])]
-    rollouts.append(rollout("sz", calls=system_only, commits=[history["c1"]],
-                            outcomes=[outcome("oz", history["c1"], run_id="z")]))
+    rollouts.append(rollout("sz", calls=system_only, commits=[commit_history["c1"]],
+                            outcomes=[outcome("oz", commit_history["c1"], run_id="z")]))
     export(rollouts, mirror_root, tmp_path / "out", "sediment")
     rows = {r["instance_id"].split("-")[1]: r for r in read_rows(tmp_path / "out" / "tasks.jsonl")}
     for i, text in enumerate(texts):
@@ -245,16 +233,16 @@ def test_compaction_gives_two_segments(tmp_path: Path, mirror_root: MirrorRoot) 
 
 
 def test_rollout_resolution_is_last_commit(tmp_path: Path, mirror_root: MirrorRoot,
-                                           history: dict[str, str]) -> None:
-    outcomes = [outcome("o1", history["c1"], "passed", run_id="1"),
-                outcome("o2", history["c2"], "failed", run_id="2", attempt=1),
-                outcome("o3", history["c2"], "passed", run_id="2", attempt=2)]
-    export([rollout("s1", commits=[history["c1"], history["c2"]], outcomes=outcomes)],
+                                           commit_history: dict[str, str]) -> None:
+    outcomes = [outcome("o1", commit_history["c1"], "passed", run_id="1"),
+                outcome("o2", commit_history["c2"], "failed", run_id="2", attempt=1),
+                outcome("o3", commit_history["c2"], "passed", run_id="2", attempt=2)]
+    export([rollout("s1", commits=[commit_history["c1"], commit_history["c2"]], outcomes=outcomes)],
            mirror_root, tmp_path / "a", "sediment")
     [row] = read_rows(tmp_path / "a" / "rollouts.jsonl")
-    assert row["ci_resolution"]["commit_sha"] == history["c2"] and row["ci_resolution"]["reliability"] == 0.0
+    assert row["ci_resolution"]["commit_sha"] == commit_history["c2"] and row["ci_resolution"]["reliability"] == 0.0
     assert len(row["ci_resolutions"]) == 2
-    export([rollout("s1", commits=[history["c2"], history["c1"]], outcomes=outcomes)],
+    export([rollout("s1", commits=[commit_history["c2"], commit_history["c1"]], outcomes=outcomes)],
            mirror_root, tmp_path / "b", "sediment")
     [row] = read_rows(tmp_path / "b" / "rollouts.jsonl")
-    assert row["ci_resolution"]["commit_sha"] == history["c1"] and row["ci_resolution"]["reliability"] == 1.0
+    assert row["ci_resolution"]["commit_sha"] == commit_history["c1"] and row["ci_resolution"]["reliability"] == 1.0
