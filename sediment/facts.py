@@ -187,6 +187,50 @@ class CIOutcome(_Identified):
         return self.result in VERDICT_RESULTS
 
 
+TestOutcome = Literal["passed", "failed", "error", "skipped"]
+TEST_OUTCOMES: tuple[TestOutcome, ...] = ("passed", "failed", "error", "skipped")
+TestRunner = Literal["pytest", "jest", "go", "surefire", "nextest", "junit"]
+TEST_RUNNERS: tuple[TestRunner, ...] = ("pytest", "jest", "go", "surefire", "nextest", "junit")
+
+
+class TestCaseResult(FactModel):
+    """One recorded test outcome of one CI run attempt, read from a JUnit XML report.
+
+    It binds to the CIOutcome of the same ``(org_id, provider, run_id, run_attempt)``. ``test_id``
+    is normalized per runner to the form SWE-bench's log parsers report (pytest:
+    ``path/to/test_x.py::Class::name[param]``), so one test matches across attempts and
+    commits; ``classname`` and ``name`` keep what the report said. ``report_sha256`` and
+    ``locator`` (the element's path in the report, e.g. ``testsuites/testsuite[1]/testcase[4]``)
+    name the exact element it came from; ``raw`` keeps that element losslessly.
+    ``flaky_reruns`` counts failed reruns the runner recorded inside this attempt (a test that
+    passed only on a rerun).
+    """
+
+    __test__ = False  # not a pytest test class
+
+    schema_version: Literal[1] = 1
+    test_result_id: NonEmptyId
+    org_id: OrgId
+    provider: CIProvider
+    run_id: NonEmptyId
+    run_attempt: int = Field(ge=1)
+    repo: NonEmptyRepoSlug
+    commit_sha: CommitSha
+    runner: TestRunner
+    test_id: NonEmptyId
+    outcome: TestOutcome
+    classname: str | None = None
+    name: str
+    suite: str | None = None
+    test_file: str | None = None
+    duration_ms: int | None = Field(default=None, ge=0)
+    flaky_reruns: int = Field(default=0, ge=0)
+    report_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    locator: NonEmptyId
+    captured_at: UtcDatetime
+    raw: dict[str, Any] = Field(default_factory=dict)
+
+
 class SessionCommitObservation(_Identified):
     """The first time a mirror refresh exposed a git-note Session→commit edge."""
 
