@@ -17,6 +17,7 @@ from sediment.facts import (
     InferenceCall,
     InferenceMessage,
     SessionCommitObservation,
+    TestCaseResult,
     TextPart,
     ToolCallPart,
     ToolDefinition,
@@ -178,10 +179,11 @@ def test_version_1_store_migrates_forward(store_url: str) -> None:
             record=v1_call))
         conn.execute(text("ALTER TABLE inference_calls DROP COLUMN raw_refs"))
         conn.execute(text("ALTER TABLE inference_calls DROP COLUMN tools_hash"))
+        schema.test_case_results.drop(conn)
         conn.execute(update(schema.meta).where(schema.meta.c.key == "schema_version").values(value="1"))
     store.close()
     migrated = FactStore(store_url)
-    assert migrated.schema_version() == schema.SCHEMA_VERSION == 3
+    assert migrated.schema_version() == schema.SCHEMA_VERSION == 4
     with migrated.engine.connect() as conn:
         [(content,)] = conn.execute(select(schema.blobs.c.content).where(schema.blobs.c.blob_hash == digest)).all()
     assert zlib.decompress(content).decode() == record
@@ -303,7 +305,7 @@ def test_a_call_without_tools_stores_the_bytes_it_always_did(store_url: str) -> 
 
 
 def test_version_2_store_migrates_forward(store_url: str) -> None:
-    """A version 2 store (no tools_hash) opens as version 3 and reads back every call unchanged:
+    """A version 2 store (no tools_hash) opens as the current version and reads back every call unchanged:
     tool-less calls with ``tools`` None, whether their body spells it or predates the field, and
     a tool list kept inside a body from there."""
     store = FactStore(store_url)
@@ -324,10 +326,11 @@ def test_version_2_store_migrates_forward(store_url: str) -> None:
             conn.execute(update(schema.inference_calls).where(schema.inference_calls.c.fact_id == fact.inference_call_id)
                          .values(record=digest))
         conn.execute(text("ALTER TABLE inference_calls DROP COLUMN tools_hash"))
+        schema.test_case_results.drop(conn)
         conn.execute(update(schema.meta).where(schema.meta.c.key == "schema_version").values(value="2"))
     store.close()
     migrated = FactStore(store_url)
-    assert migrated.schema_version() == 3
+    assert migrated.schema_version() == 4
     assert migrated.calls_for_session(ORG, "s1") == calls
     assert [c.tools for c in calls] == [None, None, None]
     assert migrated.calls_for_session(ORG, "s2") == [inline]
@@ -349,3 +352,146 @@ def test_a_failed_write_stores_everything_when_retried(store_url: str) -> None:
         store.write(broken)
     store.append(calls)
     assert store.calls_for_session(ORG, "s1") == calls
+
+
+# --- test case results ---------------------------------------------------------------
+
+SHA_A, SHA_B = "a" * 40, "b" * 40
+
+
+def result(test_id: str, sha: str = SHA_A, outcome: str = "passed", *, repo: str = "owner/repo", run_id: str = "7",
+           attempt: int = 1, provider: str = "github_actions", report: str = "1", index: int = 0,
+           org_id: str = ORG, **fields: object) -> TestCaseResult:
+    """A result as the JUnit translator writes one; its id follows its natural key."""
+    report_sha256 = hashlib.sha256(report.encode()).hexdigest()
+    locator = f"testsuites/testsuite[0]/testcase[{index}]"
+    values: dict[str, object] = {
+        "test_result_id": f"test_{org_id}_{provider}_{repo}_{run_id}_{attempt}_{report}_{index}", "org_id": org_id,
+        "provider": provider, "run_id": run_id, "run_attempt": attempt, "repo": repo, "commit_sha": sha,
+        "runner": "pytest", "test_id": test_id, "outcome": outcome, "classname": "tests.test_calc",
+        "name": test_id.rsplit("::", 1)[-1], "suite": "pytest", "test_file": "tests/test_calc.py",
+        "duration_ms": 3, "report_sha256": report_sha256, "locator": locator, "captured_at": T0,
+        "raw": {"tag": "testcase", "attributes": {"classname": "tests.test_calc", "name": test_id}},
+    }
+    values.update(fields)
+    return TestCaseResult.model_validate(values)
+
+
+def test_test_results_read_back_exactly(store_url: str) -> None:
+    store = FactStore(store_url)
+    weird = result("tests/test_calc.py::test_weird[\u00e9 \U0001f600]", outcome="failed", index=1, flaky_reruns=2,
+                   duration_ms=None, classname=None, suite=None, test_file=None,
+                   raw={"tag": "testcase", "attributes": {"name": "x"}, "text": "nul \x00 and lone \ud800",
+                        "children": [{"tag": "failure", "attributes": {"message": "boom"}, "text": "E  1 != 2",
+                                      "tail": "\n  "}], "nan": float("nan"), "big": 2**70})
+    plain_result = result("tests/test_calc.py::test_add")
+    assert store.append([weird, plain_result]).stored == {"test_case_results": 2}
+    back = store.test_results_for_commits(ORG, [("owner/repo", SHA_A)])
+    assert [encode_record(r) for r in back] == [encode_record(plain_result), encode_record(weird)]
+    assert back[0] == plain_result and math.isnan(back[1].raw["nan"]) and back[1].raw["big"] == 2**70
+    with store.engine.connect() as conn:
+        row = conn.execute(select(schema.test_case_results).where(
+            schema.test_case_results.c.fact_id == weird.test_result_id)).one()
+    assert decode_record(row.record)["raw"]["text"] == "nul \x00 and lone \ud800"
+    assert (row.repo, row.commit_sha, row.provider, row.run_id, row.run_attempt, row.test_id) == (
+        "owner/repo", SHA_A, "github_actions", "7", 1, weird.test_id)
+    assert row.natural_key == json.dumps([ORG, "github_actions", "owner/repo", "7", 1, weird.report_sha256,
+                                          weird.locator], separators=(",", ":"))
+    assert list(store.facts("test_case_results", ORG)) == sorted(back, key=lambda r: r.test_result_id)
+
+
+def test_test_results_are_idempotent_on_their_natural_key(store_url: str) -> None:
+    store = FactStore(store_url)
+    results = [result(f"tests/test_calc.py::test_{n}", index=n) for n in range(5)]
+    assert store.append(results).stored == {"test_case_results": 5}
+    again = store.append(list(reversed(results)))
+    assert not again.stored and again.duplicates == {"test_case_results": 5}
+    # The same element of the same report of the same attempt under another id is the same Fact.
+    renamed = results[0].model_copy(update={"test_result_id": "test_other", "outcome": "failed"})
+    assert store.append([renamed]).duplicates == {"test_case_results": 1}
+    # Another attempt, report or element is a new Fact.
+    new = [results[0].model_copy(update={"test_result_id": f"t{n}", **change}) for n, change in enumerate([
+        {"run_attempt": 2}, {"run_id": "8"}, {"provider": "jenkins"}, {"repo": "owner/other"},
+        {"report_sha256": "c" * 64}, {"locator": "testsuites/testsuite[1]/testcase[0]"}])]
+    assert store.append(new).stored == {"test_case_results": 6}
+    assert store.counts(ORG)["test_case_results"] == {"stored": 11, "quarantined": 0}
+    assert store.stored_bytes()["other_facts"] > 0
+
+
+def test_test_results_for_commits_order_and_scope(store_url: str) -> None:
+    store = FactStore(store_url)
+    facts = [
+        result("t::z", SHA_B, report="r1", index=0),
+        result("t::a", SHA_B, report="r1", index=1),
+        result("t::a", SHA_A, run_id="10", report="r2", index=0),
+        result("t::a", SHA_A, run_id="9", attempt=2, report="r3", index=0),
+        result("t::a", SHA_A, run_id="9", attempt=1, report="r4", index=0),
+        result("t::a", SHA_A, run_id="9", attempt=1, report="r4", index=10),
+        result("t::a", SHA_A, run_id="9", attempt=1, report="r4", index=2),
+        result("t::b", SHA_A, run_id="9", attempt=1, report="r4", index=1, provider="circleci"),
+        result("t::a", SHA_A, repo="aaa/first", report="r5"),
+        result("t::a", SHA_A, org_id="other-org", report="r6"),
+        result("t::a", "c" * 40, report="r7"),
+    ]
+    shuffled = facts[:]
+    random.Random(4).shuffle(shuffled)
+    store.append(shuffled)
+    got = store.test_results_for_commits(ORG, [("owner/repo", SHA_B), ("owner/repo", SHA_A), ("aaa/first", SHA_A),
+                                               ("owner/repo", SHA_A), ("nobody/none", SHA_A)])
+    assert [r.test_result_id for r in got] == [f.test_result_id for f in (
+        facts[8],                      # repo aaa/first sorts first
+        facts[7],                      # circleci before github_actions
+        facts[2],                      # run "10" < "9" as text
+        facts[4], facts[5], facts[6],  # same test: by report, then locator text ("[10]" < "[2]")
+        facts[3],                      # attempt 2 after attempt 1
+        facts[1], facts[0],            # commit b after commit a; test ids in order
+    )]
+    assert store.test_results_for_commits(ORG, []) == []
+    assert store.test_results_for_commits("other-org", [("owner/repo", SHA_A)]) == [facts[9]]
+
+
+def test_test_results_quarantine_and_release(store_url: str) -> None:
+    store = FactStore(store_url)
+    first, second = result("t::a", index=0), result("t::b", index=1)
+    store.append([first, second])
+    revision = store.quarantine(ORG, "test_case_results", first.test_result_id, "report from a forked runner")
+    assert store.test_results_for_commits(ORG, [("owner/repo", SHA_A)]) == [second]
+    assert list(store.facts("test_case_results", ORG)) == [second]
+    assert store.counts(ORG)["test_case_results"] == {"stored": 2, "quarantined": 1}
+    assert store.quarantine_revision(ORG) == revision
+    with pytest.raises(StoreError, match="already quarantined"):
+        store.quarantine(ORG, "test_case_results", first.test_result_id, "again")
+    with pytest.raises(StoreError, match="no test_case_results Fact"):
+        store.quarantine("other-org", "test_case_results", first.test_result_id, "wrong org")
+    assert store.release(ORG, "test_case_results", first.test_result_id, "false alarm") > revision
+    assert store.test_results_for_commits(ORG, [("owner/repo", SHA_A)]) == [first, second]
+
+
+def test_version_3_store_migrates_forward(store_url: str) -> None:
+    """A version 3 store (no test_case_results) opens as version 4: its Facts read back unchanged,
+    and per-test results can be stored and read, with their indexes in place."""
+    from sqlalchemy import inspect
+
+    store = FactStore(store_url)
+    calls = conversation("s1", turns=2)
+    outcomes = [outcome("o1", SHA_A)]
+    store.append([*calls, *outcomes])
+    with store.engine.begin() as conn:
+        schema.test_case_results.drop(conn)
+        conn.execute(update(schema.meta).where(schema.meta.c.key == "schema_version").values(value="3"))
+        assert not inspect(conn).has_table("test_case_results")
+    store.close()
+    migrated = FactStore(store_url)
+    assert migrated.schema_version() == 4
+    with migrated.engine.connect() as conn:
+        indexes = {index["name"] for index in inspect(conn).get_indexes("test_case_results")}
+    assert {"ix_test_case_results_org_id_repo_commit_sha",
+            "ix_test_case_results_org_id_provider_run_id_run_attempt"} <= indexes
+    assert migrated.calls_for_session(ORG, "s1") == calls
+    assert migrated.ci_outcomes_for_commits(ORG, [("owner/repo", SHA_A)]) == outcomes
+    assert migrated.counts(ORG)["test_case_results"] == {"stored": 0, "quarantined": 0}
+    results = [result("t::a"), result("t::b", index=1)]
+    assert migrated.append(results).stored == {"test_case_results": 2}
+    assert migrated.test_results_for_commits(ORG, [("owner/repo", SHA_A)]) == results
+    migrated.close()
+    assert FactStore(store_url).append(results).duplicates == {"test_case_results": 2}

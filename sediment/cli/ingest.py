@@ -1,12 +1,14 @@
 """``sediment ingest``: real wire formats in, Facts into the store.
 
-Every command reports per-line problems with file and line, ingests everything else, and
-exits non-zero (8) when any record failed. Re-ingesting the same files stores nothing new.
+Every command reports per-line problems with file and line (``ingest junit``: per file, since
+a report is stored whole or not at all), ingests everything else, and exits non-zero (8) when
+any record failed. Re-ingesting the same files stores nothing new.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -20,10 +22,32 @@ from sediment.ingest import IngestError, Translation
 if TYPE_CHECKING:
     from sediment.ingest.files import IngestReport
 
-ingest_app = typer.Typer(help="Ingest Facts from files: canonical JSONL, GitHub webhooks, CI outcomes, call logs.",
-                         no_args_is_help=True)
+ingest_app = typer.Typer(help="Ingest Facts from files: canonical JSONL, GitHub webhooks, CI outcomes, call logs, "
+                              "JUnit test reports.", no_args_is_help=True)
 FILES_HELP = "Input files (JSON or JSON Lines); '-' reads stdin."
 ORG_HELP = "Org id (default: SEDIMENT_ORG_ID)."
+
+
+class Provider(StrEnum):
+    """CIProvider (sediment.facts), as a command-line choice."""
+
+    github_actions = "github_actions"
+    jenkins = "jenkins"
+    gitlab_ci = "gitlab_ci"
+    circleci = "circleci"
+    buildkite = "buildkite"
+    other = "other"
+
+
+class Runner(StrEnum):
+    """TestRunner (sediment.facts), as a command-line choice."""
+
+    pytest = "pytest"
+    jest = "jest"
+    go = "go"
+    surefire = "surefire"
+    nextest = "nextest"
+    junit = "junit"
 
 
 class CallFormat(StrEnum):
@@ -38,8 +62,12 @@ def _run(files: list[str], translate: Callable[[Any], Translation], as_json: boo
 
     report = ingest_files(files, translate, settings.store(), workers=workers)
     _render(report, as_json)
+    _report_problems(report)
+
+
+def _report_problems(report: IngestReport, unit: str = "record") -> None:
     if report.problems:
-        raise IngestError(f"{len(report.problems)} record(s) failed to ingest; every other record was ingested")
+        raise IngestError(f"{len(report.problems)} {unit}(s) failed to ingest; every other {unit} was ingested")
 
 
 def _render(report: IngestReport, as_json: bool) -> None:
@@ -113,3 +141,53 @@ def calls(files: list[str] = typer.Argument(..., help=FILES_HELP),
     memo = ReplayMemo()
     _run(files, lambda record: translate_call(record, format=format.value, org_id=org_id, captured_at=now,
                                               memo=memo), as_json, workers)
+
+
+_POSITIVE = re.compile(r"[1-9][0-9]*")
+
+
+def _positive(value: str) -> str:
+    if not _POSITIVE.fullmatch(value):
+        raise typer.BadParameter(f"{value!r} is not a positive integer")
+    return value
+
+
+@ingest_app.command("junit")
+def junit(files: list[str] = typer.Argument(..., help="JUnit XML reports of one run attempt; '-' reads stdin."),
+          provider: Provider = typer.Option(..., "--provider", help="The CI that ran the attempt."),
+          run_id: str = typer.Option(..., "--run-id", help="The provider's run id (as in the run's CIOutcome)."),
+          run_attempt: str = typer.Option(..., "--run-attempt", callback=_positive, metavar="N",
+                                          help="The attempt number, a positive integer."),
+          repo: str = typer.Option(..., "--repo", metavar="OWNER/REPO", help="The repository the run tested."),
+          commit: str = typer.Option(..., "--commit", metavar="SHA", help="The full commit SHA the run tested."),
+          runner: Runner | None = typer.Option(None, "--runner",
+                                               help="The test runner whose test ids to normalize "
+                                                    "(default: detected from each report, else junit)."),
+          org: str | None = typer.Option(None, "--org", help=ORG_HELP),
+          as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout.")) -> None:
+    """JUnit XML test reports of one CI run attempt: one TestCaseResult per <testcase>.
+
+    Every FILE belongs to the attempt named by --provider, --run-id, --run-attempt, --repo and
+    --commit. Without --runner each report's runner is detected from the marks its producer
+    leaves — pytest: <testsuites name="pytest tests"> or <testsuite name="pytest">; Jest:
+    <testsuites name="jest tests"> (jest-junit); Go: a go.version suite property (gotestsum);
+    Surefire: its report schema in xsi:noNamespaceSchemaLocation; nextest:
+    <testsuites name="nextest-run"> — when exactly one runner's marks are present, else `junit`.
+    A report is stored whole or not at all: a bad one is reported as `FILE: problem`, the
+    others still ingest, and the command exits 8.
+    """
+    from sediment.ingest.junit import RunAttempt, ingest_junit_reports
+
+    org_id = settings.org_id(org)
+    now = settings.capture_time()
+    try:
+        attempt = RunAttempt(org_id=org_id, provider=provider.value, run_id=run_id, run_attempt=int(run_attempt),
+                             repo=repo, commit_sha=commit)
+    except ValueError as exc:
+        option = {"run_id": "--run-id", "repo": "--repo", "commit_sha": "--commit"}
+        field, _, message = str(exc).partition(": ")
+        raise typer.BadParameter(message, param_hint=f"'{option.get(field, field)}'") from None
+    report = ingest_junit_reports(files, settings.store(), attempt, captured_at=now,
+                                  runner=None if runner is None else runner.value)
+    _render(report, as_json)
+    _report_problems(report, "report")

@@ -29,6 +29,7 @@ from sediment.facts import (
     InferenceCall,
     InferenceMessage,
     SessionCommitObservation,
+    TestCaseResult,
     ToolDefinition,
 )
 from sediment.home import sediment_home
@@ -252,10 +253,11 @@ class FactStore:
                 "record": self._blob(body),  # the call body is stored compressed, by its hash
             }
         columns: dict[str, Any] = {"record": encode_record(fact)}
-        for name in ("session_id", "repo", "commit_sha"):
-            if name in schema.FACT_TABLES[table_and_key(fact)[0]].c:
+        table = schema.FACT_TABLES[table_and_key(fact)[0]]
+        for name in ("session_id", "repo", "commit_sha", "provider", "run_id", "run_attempt", "test_id"):
+            if name in table.c:
                 columns[name] = getattr(fact, name)
-        if isinstance(fact, CIOutcome | SessionCommitObservation):
+        if isinstance(fact, CIOutcome | SessionCommitObservation | TestCaseResult):
             columns["captured_at"] = sortable_time(fact.captured_at)
         return columns
 
@@ -472,6 +474,23 @@ class FactStore:
                 outcomes.extend(self._model("ci_outcomes", r.record) for r in self._visible(
                     conn, "ci_outcomes", org_id, table.c.repo == repo, table.c.commit_sha == sha))
         return outcomes
+
+    def test_results_for_commits(self, org_id: str, commits: Iterable[tuple[str, str]]) -> list[TestCaseResult]:
+        """Visible per-test results recorded on the given ``(repo, commit_sha)`` pairs.
+
+        Sorted by ``(repo, commit_sha, provider, run_id, run_attempt, test_id, report_sha256,
+        locator)``, compared in Python (code point order), so both backends, whatever their
+        collation, return the same list.
+        """
+        table = schema.test_case_results
+        results: list[TestCaseResult] = []
+        with self.engine.connect() as conn:
+            for repo, sha in sorted(set(commits)):
+                results.extend(self._model("test_case_results", r.record) for r in self._visible(
+                    conn, "test_case_results", org_id, table.c.repo == repo, table.c.commit_sha == sha))
+        results.sort(key=lambda r: (r.repo, r.commit_sha, r.provider, r.run_id, r.run_attempt, r.test_id,
+                                    r.report_sha256, r.locator))
+        return results
 
     def facts(self, table_name: str, org_id: str) -> Iterator[FactModel]:
         """Every visible Fact of one table (inference calls without their messages rehydrated)."""

@@ -11,6 +11,7 @@ from sediment.facts import (
     Push,
     RepositoryRename,
     SessionCommitObservation,
+    TestCaseResult,
 )
 from sediment.records import canonical_json
 
@@ -49,6 +50,9 @@ def table_and_key(fact: FactModel) -> tuple[str, str, str]:
         key = (_key(fact.org_id, fact.provider, fact.repository_host, fact.source_event_id)
                if fact.source_event_id else _key("id", fact.rename_id))
         return "repository_renames", fact.rename_id, key
+    if isinstance(fact, TestCaseResult):
+        return "test_case_results", fact.test_result_id, _key(
+            fact.org_id, fact.provider, fact.repo, fact.run_id, fact.run_attempt, fact.report_sha256, fact.locator)
     raise TypeError(f"not a storable Fact: {type(fact).__name__}")
 
 
@@ -67,4 +71,5 @@ MODELS: dict[str, type[FactModel]] = {
     "pushes": Push,
     "pull_request_merges": PullRequestMerge,
     "repository_renames": RepositoryRename,
+    "test_case_results": TestCaseResult,
 }

@@ -44,4 +44,10 @@ def _v2_to_v3(conn: Connection) -> None:
     conn.execute(text("ALTER TABLE inference_calls ADD COLUMN tools_hash VARCHAR(64)"))
 
 
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3}
+def _v3_to_v4(conn: Connection) -> None:
+    """Version 4 adds ``test_case_results`` (TestCaseResult Facts read from JUnit reports) with its
+    indexes; no existing row changes."""
+    schema.test_case_results.create(conn, checkfirst=True)
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}

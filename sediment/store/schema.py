@@ -6,15 +6,19 @@ Message content (and the replayed message lists of a call's ``raw`` payload) is 
 content-addressed, in ``blobs``: zlib-compressed canonical record text keyed by the SHA-256 of
 the uncompressed text. So is a call's tool list, one blob per distinct list
 (``inference_calls.tools_hash``; NULL when the call declared none).
+Per-test results (``test_case_results``) are queried by ``(org_id, repo, commit_sha)`` and carry
+their run attempt (``provider``, ``run_id``, ``run_attempt``) and ``test_id`` as columns too.
 Each Fact table has a ``natural_key`` with a UNIQUE index, so a redelivered Fact collapses.
 Times are UTC ISO-8601 text with a fixed width, so they sort as text.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import Column, Index, Integer, LargeBinary, MetaData, String, Table, Text
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 metadata = MetaData()
 
 meta = Table(
@@ -31,7 +35,7 @@ blobs = Table(
 )
 
 
-def _fact_table(name: str, *columns: Column[str], indexes: tuple[tuple[str, ...], ...] = ()) -> Table:
+def _fact_table(name: str, *columns: Column[Any], indexes: tuple[tuple[str, ...], ...] = ()) -> Table:
     table = Table(
         name, metadata,
         Column("fact_id", String(200), primary_key=True),
@@ -78,6 +82,19 @@ developer_decisions = _fact_table(
 pushes = _fact_table("pushes", Column("repo", Text, nullable=False), indexes=(("org_id", "repo"),))
 pull_request_merges = _fact_table("pull_request_merges", Column("repo", Text, nullable=False))
 repository_renames = _fact_table("repository_renames")
+#: One recorded test outcome per row (schema version 4); the natural key is the run attempt, the
+#: report's SHA-256 and the element's locator, so a re-ingested report stores nothing new.
+test_case_results = _fact_table(
+    "test_case_results",
+    Column("repo", Text, nullable=False),
+    Column("commit_sha", String(64), nullable=False),
+    Column("provider", String(32), nullable=False),
+    Column("run_id", Text, nullable=False),
+    Column("run_attempt", Integer, nullable=False),
+    Column("test_id", Text, nullable=False),
+    Column("captured_at", String(32), nullable=False),
+    indexes=(("org_id", "repo", "commit_sha"), ("org_id", "provider", "run_id", "run_attempt")),
+)
 
 #: Append-only quarantine log; the latest action per Fact wins; the revision is monotonic.
 quarantine_log = Table(
@@ -94,5 +111,5 @@ quarantine_log = Table(
 
 FACT_TABLES: dict[str, Table] = {
     t.name: t for t in (inference_calls, ci_outcomes, session_commit_observations, developer_decisions,
-                        pushes, pull_request_merges, repository_renames)
+                        pushes, pull_request_merges, repository_renames, test_case_results)
 }
