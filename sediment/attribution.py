@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sediment.facts import InferenceCall, SessionCommitObservation
-from sediment.mirrors import MirrorRoot
+from sediment.mirrors import Mirror, MirrorReadError, MirrorRoot
 from sediment.policy import AttributionPolicy
 from sediment.rollout import AttributionSource, CommitRef, scoring_text
 
@@ -43,6 +43,7 @@ class CommitIndex:
         self._org_id = org_id
         self._commits: list[IndexedCommit] | None = None
         self._times: dict[tuple[str, str], int] = {}
+        self._opened: dict[str, Mirror | None] = {}
 
     def _load(self) -> list[IndexedCommit]:
         if self._commits is None:
@@ -57,6 +58,21 @@ class CommitIndex:
             self._commits = commits
             self._times = {(c.repo, c.sha): c.committer_time for c in commits}
         return self._commits
+
+    def first_parent(self, repo: str, sha: str) -> str | None:
+        """The first parent of a mirrored commit; ``None`` for a root, or when the mirror or
+        the commit is absent."""
+        if self._mirrors is None:
+            return None
+        if repo not in self._opened:
+            self._opened[repo] = self._mirrors.open(self._org_id, repo)
+        mirror = self._opened[repo]
+        if mirror is None or not mirror.has_commit(sha):
+            return None
+        try:
+            return mirror.first_parent(sha)
+        except MirrorReadError:
+            return None
 
     def committer_time(self, repo: str, sha: str) -> int:
         """Committer time of a mirrored commit; 0 when the mirror or commit is absent."""

@@ -8,7 +8,12 @@ deterministically (fixed times and ids), so the rows are the same on every machi
 
 Sessions: a clean pass over two commits; a fail-then-pass retry (a suspected flake); a
 failure; a context compaction whose only run was cancelled; a Session bound by Jaccard
-similarity (no git note); and a Session that never committed.
+similarity (no git note); a Session that never committed; then, on top of a human commit that
+adds a test suite whose division test fails, a red-to-green fix whose run passes on its second
+attempt (one test flipped), and a README change where no test changed state. CI runs upload
+JUnit reports (in the shape pytest writes), so SWE-bench tasks get FAIL_TO_PASS and
+PASS_TO_PASS from recorded per-test results; the demo's operator settings (``demo_inputs/``)
+give the evaluation environment.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +39,17 @@ SUB = "\n\ndef sub(a, b):\n    return a - b\n"
 DIV = "\n\ndef div(a, b):\n    return a // b\n"
 MUL = "def mul(a, b):\n    \"\"\"Multiply a by b.\"\"\"\n    return a * b\n"
 README = "# calc\n\nadd, sub and div.\n"
+OPS_TESTS = (
+    "from calc import add, div, sub\nfrom mul import mul\n\n\n"
+    "def test_sub():\n    assert sub(5, 3) == 2\n\n\n"
+    "def test_mul():\n    assert mul(3, 4) == 12\n\n\n"
+    "def test_add_floats():\n    assert add(0.5, 0.25) == 0.75\n\n\n"
+    "def test_div_exact():\n    assert div(7, 2) == 3.5\n\n\n"
+    "def test_clock():\n    assert sum(range(10)) == 45\n"
+)
+OPS_TESTS_V2 = OPS_TESTS + "\n\ndef test_div_quarter():\n    assert div(1, 4) == 0.25\n"
+TRUE_DIV = "\n\ndef div(a, b):\n    return a / b\n"
+README_V2 = README + "\nRun the tests with `python -m pytest`.\n"
 
 
 def _iso(moment: datetime) -> str:
@@ -111,11 +128,39 @@ def workflow_run(run_id: int, attempt: int, sha: str, conclusion: str, at: datet
     }
 
 
+def junit_report(cases: list[tuple[str, str, str]], at: datetime) -> str:
+    """A JUnit report as pytest writes one (xunit2): ``(classname, name, outcome)`` per test."""
+    failures = sum(1 for *_, outcome in cases if outcome == "failed")
+    body = []
+    for classname, name, outcome in cases:
+        if outcome == "failed":
+            body.append(f'<testcase classname="{classname}" name="{name}" time="0.001"><failure message="assert '
+                        f'False">def {name}():\n&gt;       assert False\nE       assert False</failure></testcase>')
+        else:
+            body.append(f'<testcase classname="{classname}" name="{name}" time="0.000" />')
+    return ('<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite name="pytest" '
+            f'errors="0" failures="{failures}" skipped="0" tests="{len(cases)}" time="0.041" '
+            f'timestamp="{at.isoformat(timespec="microseconds")}" hostname="ci">{"".join(body)}</testsuite>'
+            "</testsuites>\n")
+
+
+@dataclass(frozen=True)
+class JUnitUpload:
+    """One JUnit report a CI run attempt uploaded."""
+
+    path: Path
+    run_id: int
+    attempt: int
+    commit: str
+
+
 @dataclass(frozen=True)
 class DemoInputs:
     origin: Path
     calls: Path
     webhooks: list[Path]
+    junit: list[JUnitUpload]
+    settings: Path
 
 
 def write_inputs(directory: Path) -> DemoInputs:
@@ -125,6 +170,7 @@ def write_inputs(directory: Path) -> DemoInputs:
     git = MirrorWriter(origin)
     calls: list[dict[str, Any]] = []
     deliveries: list[dict[str, Any]] = []
+    reports: list[tuple[int, int, str, list[tuple[str, str, str]], datetime]] = []
 
     def when(hours: float, minutes: float = 0) -> datetime:
         return T0 + timedelta(hours=hours, minutes=minutes)
@@ -148,6 +194,7 @@ def write_inputs(directory: Path) -> DemoInputs:
     commit({"calc.py": CALC_V2}, "Fix add()", when(0, 10), "sess-fix")
     c2 = commit({"test_calc.py": TEST}, "Test add()", when(0, 11), "sess-fix")
     deliveries.append(workflow_run(101, 1, c2, "success", when(0, 20)))
+    reports.append((101, 1, c2, [("test_calc", "test_add", "passed")], when(0, 20)))
 
     # 2. a retried run: failure, then success on attempt 2 (suspected flake)
     calls += session_calls("sess-retry", "Add a sub() function.", [
@@ -190,6 +237,42 @@ def write_inputs(directory: Path) -> DemoInputs:
         Step(text="calc.py holds the functions; test_calc.py tests add()."),
     ], when(5))
 
+    def suite(**outcomes: str) -> list[tuple[str, str, str]]:
+        names = ["test_sub", "test_mul", "test_add_floats", "test_div_exact", "test_clock", "test_div_quarter"]
+        ops = [("tests.test_ops", name, outcomes.get(name, "passed")) for name in names
+               if name != "test_div_quarter" or "test_div_quarter" in outcomes]
+        return [("test_calc", "test_add", "passed"), *ops]
+
+    # 7. a human adds a test suite; its division test fails (true division is not implemented)
+    c7 = commit({"tests/test_ops.py": OPS_TESTS}, "Add operation tests", when(6), None)
+    deliveries.append(workflow_run(106, 1, c7, "failure", when(6, 10)))
+    reports.append((106, 1, c7, suite(test_div_exact="failed"), when(6, 10)))
+
+    # 8. red to green: true division and a new test; attempt 1 fails on a flaky test, attempt 2 passes
+    calls += session_calls("sess-div-fix", "tests/test_ops.py::test_div_exact fails: div() floors. "
+                           "Make div() true division and cover a quarter.", [
+        Step("read_file", {"path": "tests/test_ops.py"}, OPS_TESTS),
+        Step("write_file", {"path": "calc.py", "content": CALC_V2 + SUB + TRUE_DIV}, "ok"),
+        Step("write_file", {"path": "tests/test_ops.py", "content": OPS_TESTS_V2}, "ok"),
+        Step("run_tests", {"command": "python -m pytest -q"}, "7 passed"),
+        Step(text="div() now divides exactly; test_div_quarter covers it."),
+    ], when(7))
+    c8 = commit({"calc.py": CALC_V2 + SUB + TRUE_DIV, "tests/test_ops.py": OPS_TESTS_V2}, "True division",
+                when(7, 10), "sess-div-fix")
+    deliveries += [workflow_run(107, 1, c8, "failure", when(7, 20)),
+                   workflow_run(107, 2, c8, "success", when(7, 30))]
+    reports += [(107, 1, c8, suite(test_clock="failed", test_div_quarter="passed"), when(7, 20)),
+                (107, 2, c8, suite(test_div_quarter="passed"), when(7, 30))]
+
+    # 9. a change no test notices: it passes, but nothing went from failing to passing
+    calls += session_calls("sess-docs", "Say in the README how to run the tests.", [
+        Step("write_file", {"path": "README.md", "content": README_V2}, "ok"),
+        Step(text="The README says how to run the tests."),
+    ], when(8))
+    c9 = commit({"README.md": README_V2}, "Document the tests", when(8, 10), "sess-docs")
+    deliveries.append(workflow_run(108, 1, c9, "success", when(8, 20)))
+    reports.append((108, 1, c9, suite(test_div_quarter="passed"), when(8, 20)))
+
     call_log = directory / "calls.jsonl"
     call_log.write_text("".join(json.dumps(r) + "\n" for r in calls), encoding="utf-8")
     hooks = directory / "webhooks"
@@ -200,20 +283,40 @@ def write_inputs(directory: Path) -> DemoInputs:
         path = hooks / f"workflow_run-{run['id']}-{run['run_attempt']}.json"
         path.write_text(json.dumps(delivery, indent=2) + "\n", encoding="utf-8")
         paths.append(path)
-    return DemoInputs(origin, call_log, paths)
+    junit_dir = directory / "junit"
+    junit_dir.mkdir()
+    uploads = []
+    for run_id, attempt, sha, cases, at in reports:
+        path = junit_dir / f"run-{run_id}-{attempt}.xml"
+        path.write_text(junit_report(cases, at), encoding="utf-8")
+        uploads.append(JUnitUpload(path, run_id, attempt, sha))
+    return DemoInputs(origin, call_log, paths, uploads, write_settings(directory))
+
+
+def write_settings(directory: Path) -> Path:
+    """The demo operator's plugin settings and the files they name (``sediment/demo_inputs/``)."""
+    data = files("sediment").joinpath("demo_inputs")
+    for name in ("swe-bench-environments.toml",):
+        (directory / name).write_text(data.joinpath(name).read_text(encoding="utf-8"), encoding="utf-8")
+    template = data.joinpath("settings.toml").read_text(encoding="utf-8")
+    path = directory / "settings.toml"
+    path.write_text(template.replace("{inputs}", directory.as_posix()), encoding="utf-8")
+    return path
 
 
 def run_demo(out: Path) -> dict[str, Any]:
     """The whole path under ``out``: inputs, store, mirror, bundle, then an export for every
     installed target (``exports/<target>/``) and every installed consumer profile
-    (``profiles/<profile-id>/``), each plugin with its default settings."""
+    (``profiles/<profile-id>/``), with the demo operator's settings file (``inputs/settings.toml``)."""
     from sediment.bundle import open_bundle
     from sediment.derive import derive_bundle
     from sediment.export.pipeline import export_rlvr_from_rollouts
     from sediment.export.registry import load_registry
+    from sediment.export.settings import SettingsSources
     from sediment.ingest.calls import translate_call
     from sediment.ingest.files import ingest_files
     from sediment.ingest.github import translate_github
+    from sediment.ingest.junit import RunAttempt, ingest_junit_reports
     from sediment.observations import observe_notes
     from sediment.policy import DerivationPolicy
     from sediment.store import FactStore
@@ -230,17 +333,25 @@ def run_demo(out: Path) -> dict[str, Any]:
         r, format="openai-chat", org_id=ORG, captured_at=captured), store)
     hooks = ingest_files([str(p) for p in inputs.webhooks], lambda r: translate_github(
         r, event=None, org_id=ORG, captured_at=captured), store)
+    reports = [ingest_junit_reports([str(u.path)], store, RunAttempt(ORG, "github_actions", str(u.run_id),
+                                                                      u.attempt, REPO, u.commit), captured_at=captured)
+               for u in inputs.junit]
     problems = [str(p) for p in calls.problems + hooks.problems] + notes.problems
+    problems += [str(p) for r in reports for p in r.problems]
     if problems:
         raise RuntimeError(f"demo inputs failed to ingest: {problems}")
     bundle_path, _ = derive_bundle(store, ORG, out / "bundle", policy=DerivationPolicy(), mirrors=mirrors)
     bundle = open_bundle(bundle_path)
     registry = load_registry()
+    loaded = SettingsSources.load(config_file=inputs.settings, environ={})
+    installed = set(registry.targets) | set(registry.profiles) | set(registry.manifests)
+    settings = SettingsSources(config={k: v for k, v in loaded.config.items() if k in installed},
+                               config_path=loaded.config_path)
 
     def export(directory: Path, target: str, profile: str | None = None) -> dict[str, Any]:
         return export_rlvr_from_rollouts(bundle, mirrors, directory, target=target, profile=profile,
                                          split_enabled=bundle.split_enabled, registry=registry,
-                                         fragmented=bundle.manifest.fragmented)
+                                         settings=settings, fragmented=bundle.manifest.fragmented)
 
     exports = {name: export(out / "exports" / name, name) for name in sorted(registry.targets)}
     profiles = {name: export(out / "profiles" / name, p.info.target, name)
@@ -248,7 +359,7 @@ def run_demo(out: Path) -> dict[str, Any]:
     return {
         "inputs": str(inputs.calls.parent), "home": str(home), "bundle": str(bundle_path),
         "ingested": {"calls": calls.as_json(), "webhooks": hooks.as_json(),
-                     "observations": notes.stored},
+                     "observations": notes.stored, "test_results": sum(r.records for r in reports)},
         "exports": exports,
         "profiles": profiles,
     }

@@ -103,6 +103,9 @@ def derive_session(
     for key in commit_keys:
         terminal.extend(sorted(resolution.outcomes_by_commit.get(key, ()), key=lambda o: o.outcome_id))
     attributed = {(r.repo, r.commit_sha) for r in attribution.commits}
+    bases = {(r.repo, parent) for r in attribution.commits
+             if (parent := index.first_parent(r.repo, r.commit_sha)) is not None}
+    test_results = store.test_results_for_commits(org_id, sorted(attributed | bases))
     kept_observations = sorted(
         (o for o in observations if (o.repo, o.commit_sha) in attributed),
         key=lambda o: (o.repo, o.commit_sha, o.session_id, o.captured_at, o.observation_id),
@@ -121,6 +124,7 @@ def derive_session(
         split=assign_split(session_id, policy.split.eval_fraction),
         session_commit_observations=tuple(kept_observations),
         tool_sets=tool_sets(calls),
+        test_results=tuple(test_results),
     )
     return SessionDerivation(rollout, fragmented, skipped)
 

@@ -42,6 +42,7 @@ from sediment.facts import (
     InferenceMessage,
     Part,
     ReasoningPart,
+    TestCaseResult,
     TextPart,
     ToolCallPart,
     ToolCallResponsePart,
@@ -51,6 +52,7 @@ from sediment.identifiers import render_datetime
 from sediment.records import canonical_digest, canonical_json, plain, sha256_hex
 from sediment.rollout import Rollout, Turn
 from sediment.split import Split
+from sediment.test_transitions import TRANSITION_SKIP_REASONS, TestTransitions
 from sediment.validation import schemas_in
 
 __all__ = [
@@ -60,6 +62,7 @@ __all__ = [
     "RECIPE_VERSION",
     "ROLLOUT_SKIP_REASONS",
     "SPLIT_ORDER",
+    "TRANSITION_SKIP_REASONS",
     "AdaptedRow",
     "CIOutcome",
     "CIResolution",
@@ -80,6 +83,8 @@ __all__ = [
     "Split",
     "TargetInfo",
     "TaskBasis",
+    "TestCaseResult",
+    "TestTransitions",
     "TextPart",
     "ToolCallPart",
     "ToolCallResponsePart",

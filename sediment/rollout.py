@@ -24,6 +24,7 @@ from sediment.facts import (
     ReasoningPart,
     RepositoryIdentity,
     SessionCommitObservation,
+    TestCaseResult,
     TextPart,
     ToolCallPart,
     ToolCallResponsePart,
@@ -104,6 +105,9 @@ class Rollout(FactModel):
     split: Split = "train"
     session_commit_observations: tuple[SessionCommitObservation, ...] = ()
     tool_sets: tuple[ToolSet, ...] = ()
+    #: Per-test results recorded on the attributed commits and on each one's first parent
+    #: (the base a task's reference patch starts from), for FAIL_TO_PASS / PASS_TO_PASS.
+    test_results: tuple[TestCaseResult, ...] = ()
 
     @field_validator("segments")
     @classmethod

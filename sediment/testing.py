@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from sediment.facts import CIOutcome, InferenceCall, InferenceMessage, TextPart, ToolCallPart
+from sediment.facts import CIOutcome, InferenceCall, InferenceMessage, TestCaseResult, TextPart, ToolCallPart
 from sediment.mirrors import MirrorRoot, MirrorWriter
 from sediment.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy, Provenance
 from sediment.rollout import CommitRef, Rollout, segment_calls, tool_sets
@@ -101,6 +101,25 @@ def outcome(outcome_id: str, sha: str, result: str = "passed", *, run_id: str = 
         outcome_id=outcome_id, org_id=org_id, run_id=run_id, run_attempt=attempt, repo=repo,
         commit_sha=sha, result=result, captured_at=T0 + timedelta(minutes=minutes), **base,
     )
+
+
+def test_result(test_id: str, sha: str, outcome: str = "passed", *, run_id: str = "1", attempt: int = 1,
+                repo: str = REPO, org_id: str = ORG, provider: str = "github_actions", **fields: Any) -> TestCaseResult:
+    """A recorded pytest result of ``test_id`` on ``sha`` in one run attempt (ids and locators
+    deterministic from the arguments)."""
+    import hashlib
+
+    base: dict[str, Any] = {"runner": "pytest", "name": test_id.rsplit("::", 1)[-1], "captured_at": T0,
+                            "report_sha256": hashlib.sha256(f"{sha}{run_id}{attempt}".encode()).hexdigest(),
+                            "locator": f"testsuites/testsuite[0]/testcase[{test_id}]"}
+    base.update(fields)
+    return TestCaseResult(
+        test_result_id=f"tr-{sha[:7]}-{run_id}-{attempt}-{test_id}", org_id=org_id, provider=provider,
+        run_id=run_id, run_attempt=attempt, repo=repo, commit_sha=sha, test_id=test_id, outcome=outcome, **base,
+    )
+
+
+test_result.__test__ = False  # type: ignore[attr-defined]  # a builder, not a pytest test
 
 
 def rollout(session_id: str, *, calls: Sequence[InferenceCall] | None = None,

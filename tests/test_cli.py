@@ -118,7 +118,8 @@ def test_demo_runs_into_a_fresh_directory(tmp_path: Path) -> None:
     assert sediment("schema", "validate", *(str(exports / f) for f in files)).returncode == 0
     profiles = tmp_path / "demo" / "profiles"
     assert sorted(p.name for p in profiles.iterdir()) == [
-        "hf-chat-messages-v1", "hf-chat-prompts-v1", "nemo-gym-rollouts-v2", "verifiers-tasks-v1"]
+        "hf-chat-messages-v1", "hf-chat-prompts-v1", "nemo-gym-rollouts-v2", "nemo-gym-swebench-tasks-v1",
+        "swe-bench-tasks-v2", "verifiers-tasks-v1"]
     for directory in profiles.iterdir():
         names = {p.name for p in directory.iterdir()}
         assert {"data.train.jsonl", "evidence.train.jsonl", "compatibility.json"} <= names, directory.name
@@ -138,7 +139,8 @@ def test_profiles_json_lists_builtins_with_their_claims() -> None:
     assert ["nemo-gym", "0.7.0"] in nemo["validated_with"]
     assert nemo["skip_reasons"][:2] == ["non_finite_number", "unrepresentable_unicode"]
     assert "token ids" in nemo["support"]
-    assert json.loads(result.stdout)["retired"] == {"nemo-gym-rollouts-v1": "nemo-gym-rollouts-v2"}
+    assert json.loads(result.stdout)["retired"] == {"nemo-gym-rollouts-v1": "nemo-gym-rollouts-v2",
+                                                   "swe-bench-tasks-v1": "swe-bench-tasks-v2"}
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -37,6 +37,7 @@ def demo(
         render_summary(summary)
     ingested = result["ingested"]
     console.err.print(f"ingested {ingested['calls']['records']} model calls, {ingested['webhooks']['records']} "
-                      f"GitHub deliveries and {ingested['observations']} git-note edges into {result['home']}")
+                      f"GitHub deliveries, {ingested['test_results']} JUnit test results and "
+                      f"{ingested['observations']} git-note edges into {result['home']}")
     console.err.print(f"inputs: {result['inputs']}\nbundle: {result['bundle']}")
     console.err.print(f"try: sediment schema validate {out}/exports/*/*.jsonl {out}/profiles/*/evidence*.jsonl")

@@ -27,6 +27,7 @@ from sediment.facts import CIOutcome, TextPart, ToolDefinition
 from sediment.mirrors import MirrorRoot
 from sediment.records import plain
 from sediment.rollout import Rollout, Turn
+from sediment.test_transitions import TestTransitions, TransitionDecline, derive_test_transitions
 
 NON_TEXT_MARKER = "[non-text content omitted]"
 RECIPE_ID = "rlvr_ci"
@@ -126,6 +127,16 @@ class RolloutEvidence:
 
     def instance_prefix(self) -> str:
         return f"{self.rollout.org_id}-{self.rollout.session_id}"
+
+    def test_transitions(self, resolution: CIResolution, base_commit: str) -> TestTransitions | TransitionDecline:
+        """FAIL_TO_PASS / PASS_TO_PASS of the task verified by ``resolution`` from
+        ``base_commit`` (:mod:`sediment.test_transitions`), or the reason there are none."""
+        sources = set(resolution.source_outcome_ids)
+        attempts = {(o.provider, o.run_id, o.run_attempt or 0) for o in self.rollout.terminal_outcomes
+                    if o.outcome_id in sources}
+        return derive_test_transitions(self.rollout.test_results, repo=resolution.repo,
+                                       verified_commit=resolution.commit_sha, verified_attempts=attempts,
+                                       base_commit=base_commit)
 
     # --- recorded call context (for consumer profiles) --------------------------------
 

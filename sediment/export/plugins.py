@@ -28,7 +28,8 @@ LOAD_ENV_VAR = "SEDIMENT_LOAD_PLUGINS"
 BUILTIN_TARGETS: tuple[str, ...] = ("sediment", "swe-bench", "nemo-gym")
 #: The consumer profiles shipped with Sediment.
 BUILTIN_PROFILES: tuple[str, ...] = (
-    "hf-chat-messages-v1", "hf-chat-prompts-v1", "nemo-gym-rollouts-v2", "verifiers-tasks-v1",
+    "hf-chat-messages-v1", "hf-chat-prompts-v1", "nemo-gym-rollouts-v2", "nemo-gym-swebench-tasks-v1",
+    "swe-bench-tasks-v2", "verifiers-tasks-v1",
 )
 #: The manifest plugins shipped with Sediment (the HF profiles write their dataset cards).
 BUILTIN_MANIFEST_PLUGINS: tuple[str, ...] = ("hf-chat-messages-v1", "hf-chat-prompts-v1", "openenv")
