@@ -8,8 +8,8 @@ base commit.
 
 Per test id and side, the status folds every result of that test:
 
-1. a result that recorded failed reruns inside its attempt (``flaky_reruns`` > 0) makes the
-   test ``flaky``;
+1. a result that passed only after failed reruns inside its attempt (``outcome`` passed,
+   ``flaky_reruns`` > 0) makes the test ``flaky`` (a test that failed every rerun failed);
 2. ``error`` counts as ``failed``; ``skipped`` results are no evidence while another outcome
    exists (a test that was only skipped is ``skipped``);
 3. one outcome left → that outcome; outcomes that differ between attempts of one run →
@@ -76,7 +76,7 @@ class TestTransitions:
 
 
 def _status(results: list[TestCaseResult]) -> Status:
-    if any(r.flaky_reruns for r in results):
+    if any(r.flaky_reruns and r.outcome == "passed" for r in results):
         return "flaky"
     outcomes = {("failed" if r.outcome == "error" else r.outcome) for r in results}
     if outcomes != {"skipped"}:

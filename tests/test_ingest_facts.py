@@ -20,6 +20,7 @@ from sediment.facts import (
     Push,
     RepositoryRename,
     SessionCommitObservation,
+    TestCaseResult,
     TextPart,
     ToolCallPart,
 )
@@ -78,6 +79,14 @@ LINES: dict[str, str] = {
         "fact_type": "push", "repo": "Codertocat/Hello-World", "ref": "refs/heads/master", "before_sha": SHA_A,
         "after_sha": SHA_B, "commit_shas": [SHA_B], "pusher": "Codertocat", "captured_at": "2024-05-01T12:00:00Z",
     }),
+    "test_case_result": json.dumps({
+        "fact_type": "test_case_result", "provider": "github_actions", "run_id": "30433642", "run_attempt": 2,
+        "repo": "octo-org/octo-repo", "commit_sha": SHA_A, "runner": "pytest",
+        "test_id": "tests/test_calc.py::TestCalc::test_add", "outcome": "failed", "classname": "tests.test_calc.TestCalc",
+        "name": "test_add", "suite": "pytest", "duration_ms": 3, "report_sha256": "a" * 64,
+        "locator": "testsuites/testsuite[0]/testcase[2]", "captured_at": "2024-05-01T12:00:00Z",
+        "raw": {"tag": "testcase", "attributes": {"name": "test_add"}},
+    }),
 }
 
 MODELS: dict[str, type[FactModel]] = {
@@ -88,6 +97,7 @@ MODELS: dict[str, type[FactModel]] = {
     "pull_request_merge": PullRequestMerge,
     "repository_rename": RepositoryRename,
     "push": Push,
+    "test_case_result": TestCaseResult,
 }
 ID_FIELDS = {
     "inference_call": "inference_call_id",
@@ -97,6 +107,7 @@ ID_FIELDS = {
     "pull_request_merge": "merge_id",
     "repository_rename": "rename_id",
     "push": "push_id",
+    "test_case_result": "test_result_id",
 }
 T = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 EXPECTED_IDS = {
@@ -108,6 +119,8 @@ EXPECTED_IDS = {
     "pull_request_merge": fact_id("merge", ORG, "github", "codertocat/hello-world", 2),
     "repository_rename": fact_id("rename", ORG, "github", "github.com", "e0f1a2b3-7728-11e9-8c4d-5e6f7a8b9c0d"),
     "push": fact_id("push", ORG, "codertocat/hello-world", "master", SHA_A, SHA_B),
+    "test_case_result": fact_id("test", ORG, "github_actions", "octo-org/octo-repo", "30433642", 2, "a" * 64,
+                                "testsuites/testsuite[0]/testcase[2]"),
 }
 
 

@@ -692,3 +692,14 @@ def test_cli_explicit_runner_and_quarantine(tmp_path: Path) -> None:
     released = sediment(home, "release", "test_case_results", target, "--reason", "it was fine")
     assert released.returncode == 0, released.stderr
     assert len(store.test_results_for_commits(ORG, [("acme/calc", SHA)])) == 10
+
+
+def test_canonical_fact_jsonl_round_trips_a_junit_result(tmp_path: Path) -> None:
+    """A TestCaseResult exported as canonical Fact JSONL (without its id) ingests back to the same Fact."""
+    from sediment.ingest.facts_jsonl import translate_fact
+    from sediment.records import plain
+
+    [first, *_] = translate_report((FIXTURES / "pytest-xunit2.xml").read_bytes(), ATTEMPT, captured_at=T0)
+    record = {"fact_type": "test_case_result", **{k: v for k, v in plain(first).items() if k != "test_result_id"}}
+    [again] = translate_fact(record, org_id=first.org_id).facts
+    assert again == first

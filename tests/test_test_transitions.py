@@ -69,6 +69,14 @@ def test_flaky_and_inconsistent_tests_are_excluded_and_counted() -> None:
     assert derived.excluded == {"flaky_on_verified": 2, "inconsistent_on_base": 1, "skipped_on_base": 1}
 
 
+def test_a_test_failing_every_rerun_failed_it_is_not_flaky() -> None:
+    results = [on_base("t.py::bug", "failed", flaky_reruns=2), on_fix("t.py::bug"),
+               on_base("t.py::kept"), on_fix("t.py::kept"), on_fix("t.py::red", "failed", flaky_reruns=2)]
+    derived = derive(results)
+    assert isinstance(derived, TestTransitions)
+    assert (derived.fail_to_pass, derived.pass_to_pass, derived.excluded) == (("t.py::bug",), ("t.py::kept",), {})
+
+
 def test_only_the_verdicts_attempts_count_on_the_verified_commit() -> None:
     results = [on_base("t.py::a", "failed"), on_fix("t.py::a"),
                test_result("t.py::a", FIX, "failed", run_id="99")]  # another run, not the verdict's

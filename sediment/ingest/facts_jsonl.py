@@ -28,6 +28,7 @@ from sediment.facts import (
     Push,
     RepositoryRename,
     SessionCommitObservation,
+    TestCaseResult,
 )
 from sediment.identifiers import OrgId, render_datetime
 from sediment.ingest import Translation, TranslationError
@@ -42,6 +43,7 @@ FACT_TYPES: Final[Mapping[str, tuple[type[FactModel], str]]] = MappingProxyType(
     "pull_request_merge": (PullRequestMerge, "merge_id"),
     "repository_rename": (RepositoryRename, "rename_id"),
     "push": (Push, "push_id"),
+    "test_case_result": (TestCaseResult, "test_result_id"),
 })
 """``fact_type`` → (model, id field), in the documented order."""
 
@@ -133,6 +135,15 @@ def rename_id(org_id: str, provider: str, repository_host: str | None, event_or_
     return fact_id("rename", org_id, provider, repository_host, event_or_hash)
 
 
+def test_case_result_id(org_id: str, provider: str, repo: str, run_id: str, run_attempt: int, report_sha256: str,
+                        locator: str) -> str:
+    """The id of one element of one JUnit report of one run attempt (``sediment ingest junit`` uses it too)."""
+    return fact_id("test", org_id, provider, repo, run_id, run_attempt, report_sha256, locator)
+
+
+test_case_result_id.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
+
+
 def fact_content_hash(fact: FactModel, id_field: str) -> str:
     """Hash of a Fact's canonical JSON without its id and org (the org is keyed separately).
 
@@ -167,6 +178,9 @@ def natural_id(fact: FactModel, *, event_hash: str | None = None) -> str:
         return rename_id(fact.org_id, fact.provider, fact.repository_host, key)
     if isinstance(fact, Push):
         return push_id(fact.org_id, fact.repo, fact.ref, fact.before_sha, fact.after_sha)
+    if isinstance(fact, TestCaseResult):
+        return test_case_result_id(fact.org_id, fact.provider, fact.repo, fact.run_id, fact.run_attempt,
+                                   fact.report_sha256, fact.locator)
     raise TypeError(f"no natural key for {type(fact).__name__}")
 
 

@@ -39,9 +39,8 @@ from pydantic import TypeAdapter, ValidationError
 
 from sediment.facts import CIProvider, TestCaseResult, TestOutcome, TestRunner
 from sediment.identifiers import CommitSha, NonEmptyId, NonEmptyRepoSlug, OrgId
-from sediment.ingest.facts_jsonl import describe_validation_error
+from sediment.ingest.facts_jsonl import describe_validation_error, test_case_result_id
 from sediment.ingest.files import IngestReport, InputProblem
-from sediment.ingest.ids import fact_id
 from sediment.ingest.junit.dialects import detect_runner, duration_ms, folds_reruns, normalize_test_id
 from sediment.ingest.junit.parse import (
     MAX_REPORT_BYTES,
@@ -106,8 +105,8 @@ class ReportProblem(InputProblem):
 
 def test_result_id(attempt: RunAttempt, report_sha256: str, locator: str) -> str:
     """The deterministic id of the result read from one element of one report."""
-    return fact_id("test", attempt.org_id, attempt.provider, attempt.repo, attempt.run_id, attempt.run_attempt,
-                   report_sha256, locator)
+    return test_case_result_id(attempt.org_id, attempt.provider, attempt.repo, attempt.run_id,
+                               attempt.run_attempt, report_sha256, locator)
 
 
 test_result_id.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
