@@ -214,3 +214,11 @@ def test_ingest_workers_store_the_same_facts(operator: dict[str, Any], tmp_path:
         assert report.as_json()["duplicates"] == {"inference_calls": len(lines[0::4])}
         dumps.append({s: store.calls_for_session(ORG, s) for s in store.session_ids(ORG)})
     assert dumps[0] == dumps[1]
+
+
+@pytest.mark.parametrize("moment", ["9999-12-31T23:59:59-10:00", "0001-01-01T00:00:00+14:00"])
+def test_capture_time_out_of_range_is_one_line(operator: dict[str, Any], moment: str) -> None:
+    env = dict(operator["env"], SEDIMENT_CAPTURE_TIME=moment)
+    result = run(env, "ingest", "github", *map(str, operator["inputs"].webhooks[:1]), ok=False)
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == f"error: SEDIMENT_CAPTURE_TIME is out of range once converted to UTC: '{moment}'"

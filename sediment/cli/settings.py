@@ -64,4 +64,7 @@ def capture_time() -> datetime:
         raise ConfigurationError(f"{CAPTURE_TIME_ENV} is not an RFC 3339 time: {value!r}") from None
     if parsed.tzinfo is None:
         raise ConfigurationError(f"{CAPTURE_TIME_ENV} needs a UTC offset: {value!r}")
-    return parsed.astimezone(UTC)
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        raise ConfigurationError(f"{CAPTURE_TIME_ENV} is out of range once converted to UTC: {value!r}") from None
