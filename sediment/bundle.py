@@ -1,6 +1,6 @@
 """The derived bundle: a reviewed, frozen set of Rollouts that ``export rlvr --from`` reads.
 
-Format ``sediment-rollout-bundle`` version 1 (``docs/bundle.md``): a directory with
+Format ``sediment-rollout-bundle`` version 2 (``docs/bundle.md``): a directory with
 ``manifest.json`` (strict JSON, sorted keys) and ``rollouts.jsonl``, one
 ``{"record_json": "<canonical record>"}`` line per Rollout in ``(org_id, session_id)``
 order. The canonical record is sorted-key, compact, ASCII JSON in which ``NaN``,
@@ -335,6 +335,10 @@ def open_bundle(path: str | Path, *, workers: int = 1) -> Bundle:
     path = Path(path)
     if not path.is_dir():
         raise BundleError(f"bundle directory does not exist: {path}")
+    from sediment.bundle_v4 import is_v4_manifest, open_v4_bundle
+
+    if is_v4_manifest(path):  # the upstream layout (bundle_schema_version 4, no bundle_format)
+        return open_v4_bundle(path, workers=workers)
     info, manifest = _read_manifest(path)
     rollouts_path = path / ROLLOUTS
     try:

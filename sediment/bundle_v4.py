@@ -1,0 +1,606 @@
+"""Reader of the upstream derived bundle, version 4 (Sediment 0.6.1; contract §1.5).
+
+Teams moving over export the bundles they already reviewed: ``open_bundle`` hands a manifest
+with ``bundle_schema_version: 4`` (and no ``bundle_format``) to :func:`open_v4_bundle`, which
+checks everything before any export starts and returns a :class:`V4Bundle`, read like our own
+:class:`~sediment.bundle.Bundle`. Sediment never writes this layout.
+
+A v4 bundle is seven files: ``manifest.json`` and six JSONL populations, each line exactly
+``{"record_json": "<canonical record>"}``. Its Rollout records carry no call context, so each
+Turn's ``output_messages``, ``model`` and ``observed_at`` are hydrated from the
+``inference_calls.jsonl`` record its ``inference_call_id`` names (upstream records no tool
+definitions, so ``tools_digest`` stays ``None``, ``tool_sets`` and ``test_results`` empty).
+Memory stays bounded: the Rollouts and the calls are indexed by byte offset and read one at a
+time. See ``docs/bundle.md`` for what is checked, in which order, and what is not used yet.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import re
+import stat
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any, Generic, TypeVar
+
+from pydantic import BaseModel, TypeAdapter, ValidationError
+
+from sediment.bundle import MANIFEST, Bundle, BundleManifest, _fast_record, _file_sha256, _strict_loads
+from sediment.errors import BundleError
+from sediment.facts import InferenceCall, InferenceMessage, ToolCallPart
+from sediment.identifiers import NonEmptyId, OrgId
+from sediment.parallel import ordered_chunks
+from sediment.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy, Provenance
+from sediment.records import canonical_digest, decode_record, encode_record
+from sediment.rollout import FRAGMENT_REASONS, Rollout, scoring_text
+from sediment.split import assign_split
+
+V4_SCHEMA_VERSION = 4
+RECORD_ENCODING = "sediment-record-json-v1"
+POPULATION = "organization-through-as-of-v1"
+#: Rows allowed in each of the three complete organization populations.
+POPULATION_ROW_CAP = 50_000
+#: Population name → file, in the order the reader checks them (the calls before the
+#: Rollouts that reference them).
+FILES: dict[str, str] = {
+    "attributed_completions": "attributed_completions.jsonl",
+    "inference_call_identities": "inference_call_identities.jsonl",
+    "repository_identities": "repository_identities.jsonl",
+    "repository_renames": "repository_renames.jsonl",
+    "inference_calls": "inference_calls.jsonl",
+    "rollouts": "rollouts.jsonl",
+}
+CAPPED = ("inference_call_identities", "repository_identities", "repository_renames")
+ROLLOUTS = FILES["rollouts"]
+CALLS = FILES["inference_calls"]
+
+MANIFEST_KEYS = frozenset({
+    "bundle_schema_version", "record_encoding", "identity_population", "repository_population", "org_id",
+    "scope", "policy", "policy_digest", "implementation_versions", "quarantine_revision", "as_of",
+    "mirror_revisions", "counts", "skipped", "excluded", "files", "fragmented",
+})
+IMPLEMENTATION_KEYS = frozenset({"abandonment", "attribution", "attributed_completion", "rollout",
+                                 "repository_identity"})
+#: The fields of an upstream Rollout and Turn record; ours add call context, tool sets and test
+#: results, which a v4 record must not carry (they are hydrated, or stay empty).
+ROLLOUT_KEYS = frozenset({"org_id", "session_id", "segments", "commits", "attribution_source",
+                          "terminal_outcomes", "provenance", "split", "session_commit_observations"})
+TURN_KEYS = frozenset({"new_messages", "completion", "decisions", "inference_call_id", "tool_calls"})
+#: An upstream InferenceCall record: ours without ``tools``.
+CALL_KEYS = frozenset(InferenceCall.model_fields) - {"tools"}
+#: What a Turn takes from its call.
+HYDRATED = ("output_messages", "model", "observed_at")
+
+_TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_ORG = TypeAdapter(OrgId)
+
+
+def is_v4_manifest(path: Path) -> bool:
+    """Whether ``path/manifest.json`` claims the upstream layout: ``bundle_schema_version`` 4 and
+    no ``bundle_format`` (our own format's marker). Unreadable manifests are left to our reader."""
+    try:
+        raw = json.loads((path / MANIFEST).read_bytes())
+    except (OSError, ValueError):
+        return False
+    return (isinstance(raw, dict) and "bundle_format" not in raw
+            and type(raw.get("bundle_schema_version")) is int and raw["bundle_schema_version"] == V4_SCHEMA_VERSION)
+
+
+# --- the manifest --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class V4BundleManifest(BundleManifest):
+    """Our manifest view (``org_id``, ``policy``, ``fragmented``, …) plus what only v4 records."""
+
+    policy_digest: str  # as the manifest states it (see docs/bundle.md on integer spellings)
+    scope: dict[str, Any]
+    as_of: str | None
+    excluded: dict[str, int]
+    mirror_revisions: dict[str, dict[str, str]]
+    counts: dict[str, int]
+    implementation_versions: dict[str, str]
+    files: dict[str, dict[str, Any]] = field(repr=False)
+
+
+def _problem(where: str, what: str) -> BundleError:
+    return BundleError(f"{MANIFEST}: {where} {what}")
+
+
+def _keys(value: Any, expected: frozenset[str], where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _problem(where, "must be a JSON object")
+    if set(value) != expected:
+        raise _problem(where, f"keys differ from a v4 manifest: missing {sorted(expected - set(value))}, "
+                              f"unknown {sorted(set(value) - expected)}")
+    return value
+
+
+def _count(value: Any, where: str, *, minimum: int = 0) -> int:
+    if type(value) is not int or value < minimum:
+        raise _problem(where, f"must be an integer >= {minimum}, not {value!r}")
+    return value
+
+
+def _number(value: Any, where: str) -> float:
+    if type(value) not in (int, float):
+        raise _problem(where, f"must be a number, not {value!r}")
+    return float(value)
+
+
+def _text(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise _problem(where, f"must be a string, not {value!r}")
+    return value
+
+
+def _timestamp(value: Any, where: str) -> datetime | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not _TIMESTAMP.fullmatch(value):
+        raise _problem(where, f"must be an RFC 3339 timestamp or null, not {value!r}")
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        raise _problem(where, f"is not a valid timestamp: {value!r}") from None
+
+
+def _counter(value: Any, where: str) -> dict[str, int]:
+    if not isinstance(value, dict):
+        raise _problem(where, "must be a JSON object")
+    for key, count in value.items():
+        _count(count, f"{where}.{key}")
+    return dict(sorted(value.items()))
+
+
+def _scope(value: Any) -> dict[str, Any]:
+    scope = _keys(value, frozenset({"since", "until", "users"}), "scope")
+    since, until = _timestamp(scope["since"], "scope.since"), _timestamp(scope["until"], "scope.until")
+    if since is not None and until is not None and since >= until:
+        raise _problem("scope.since", "must be earlier than scope.until")
+    users = scope["users"]
+    if users is not None and (not isinstance(users, list) or not users
+                              or any(not isinstance(u, str) or not u.strip() or u != u.strip() for u in users)
+                              or users != sorted(set(users))):
+        raise _problem("scope.users", "must be null or a sorted list of distinct, non-empty, stripped user ids")
+    return dict(scope)
+
+
+def _policy(value: Any, digest: Any) -> tuple[DerivationPolicy, str]:
+    """The manifest's policy with every key and type checked, and its verified digest.
+
+    The digest is checked over the policy exactly as the manifest spells it (upstream's rule).
+    Our :class:`DerivationPolicy` reads numbers as floats, so it computes the same digest for
+    every policy upstream writes with float spellings; an integer-spelled float
+    (``"eval_fraction":0``) hashes differently under our model, and the manifest's digest is
+    the one provenance carries."""
+    policy = _keys(value, frozenset({"schema_version", "attribution", "split"}), "policy")
+    if type(policy["schema_version"]) is not int or policy["schema_version"] != 1:
+        raise _problem("policy.schema_version", f"must be 1, not {policy['schema_version']!r}")
+    attribution = _keys(policy["attribution"], frozenset({"post_push_grace_period_minutes", "max_commits_per_push",
+                                                          "git_notes", "jaccard"}), "policy.attribution")
+    _count(attribution["post_push_grace_period_minutes"], "policy.attribution.post_push_grace_period_minutes")
+    _count(attribution["max_commits_per_push"], "policy.attribution.max_commits_per_push", minimum=1)
+    for name in ("git_notes", "jaccard"):
+        where = f"policy.attribution.{name}"
+        window = _keys(attribution[name], frozenset({"min_similarity", "lookback_window_minutes"}), where)
+        _number(window["min_similarity"], f"{where}.min_similarity")
+        _count(window["lookback_window_minutes"], f"{where}.lookback_window_minutes")
+    split = _keys(policy["split"], frozenset({"eval_fraction"}), "policy.split")
+    _number(split["eval_fraction"], "policy.split.eval_fraction")
+    try:
+        resolved = DerivationPolicy.model_validate(policy)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise _problem("policy", f"is invalid: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+    if not isinstance(digest, str) or not _SHA256.fullmatch(digest):
+        raise _problem("policy_digest", "must be 64 lowercase hex digits")
+    if canonical_digest(policy) != digest:
+        raise _problem("policy_digest", "does not match its policy")
+    return resolved, digest
+
+
+def _files(value: Any, counts: Any) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
+    files = _keys(value, frozenset(FILES), "files")
+    for name, file in FILES.items():
+        where = f"files.{name}"
+        info = _keys(files[name], frozenset({"path", "rows", "bytes", "sha256"}), where)
+        if info["path"] != file:
+            raise _problem(f"{where}.path", f"must be {file!r}, not {info['path']!r}")
+        _count(info["rows"], f"{where}.rows")
+        _count(info["bytes"], f"{where}.bytes")
+        if not isinstance(info["sha256"], str) or not _SHA256.fullmatch(info["sha256"]):
+            raise _problem(f"{where}.sha256", "must be 64 lowercase hex digits")
+    counted = _keys(counts, frozenset(FILES), "counts")
+    for name in FILES:
+        if _count(counted[name], f"counts.{name}") != files[name]["rows"]:
+            raise _problem(f"counts.{name}", f"is {counted[name]}; files.{name}.rows is {files[name]['rows']}")
+    for name in CAPPED:
+        if files[name]["rows"] > POPULATION_ROW_CAP:
+            raise BundleError(f"{FILES[name]} has {files[name]['rows']} rows, beyond the {POPULATION_ROW_CAP}-row cap "
+                              "of that population; the bundle is refused")
+    return files, dict(counted)
+
+
+def read_v4_manifest(path: Path) -> V4BundleManifest:
+    """Strictly read and check ``manifest.json`` (every key, every type, the markers, the
+    policy digest, the Rollout implementation version, the file entries and the row caps)."""
+    try:
+        raw = _strict_loads((path / MANIFEST).read_text(encoding="ascii"))
+    except FileNotFoundError:
+        raise BundleError(f"not a bundle: {path / MANIFEST} is missing") from None
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise BundleError(f"cannot read bundle manifest {path / MANIFEST}: {exc}") from None
+    if not isinstance(raw, dict):
+        raise BundleError(f"{MANIFEST}: must be a JSON object")
+    version = raw.get("bundle_schema_version")
+    if type(version) is not int or version != V4_SCHEMA_VERSION:
+        raise _problem("bundle_schema_version", f"is {version!r}; this reader reads version {V4_SCHEMA_VERSION}")
+    if set(raw) != MANIFEST_KEYS:
+        raise BundleError(f"{MANIFEST}: keys differ from a v4 manifest: missing {sorted(MANIFEST_KEYS - set(raw))}, "
+                          f"unknown {sorted(set(raw) - MANIFEST_KEYS)}")
+    if raw["record_encoding"] != RECORD_ENCODING:
+        raise _problem("record_encoding", f"{raw['record_encoding']!r} is not supported (only {RECORD_ENCODING!r})")
+    for marker in ("identity_population", "repository_population"):
+        if raw[marker] != POPULATION:
+            raise _problem(marker, f"{raw[marker]!r} is not supported (only {POPULATION!r})")
+    org_id = _text(raw["org_id"], "org_id")
+    try:
+        canonical = _ORG.validate_python(org_id)
+    except ValidationError:
+        canonical = None
+    if canonical != org_id:
+        raise _problem("org_id", f"{org_id!r} is not a canonical org id")
+    scope = _scope(raw["scope"])
+    policy, digest = _policy(raw["policy"], raw["policy_digest"])
+    versions = _keys(raw["implementation_versions"], IMPLEMENTATION_KEYS, "implementation_versions")
+    for name, version in versions.items():
+        _text(version, f"implementation_versions.{name}")
+    if versions["rollout"] != ROLLOUT_IMPLEMENTATION_VERSION:
+        raise _problem("implementation_versions.rollout", f"is {versions['rollout']!r}; this Sediment reads Rollout "
+                       f"implementation version {ROLLOUT_IMPLEMENTATION_VERSION!r} (recompute the bundle)")
+    revision = _count(raw["quarantine_revision"], "quarantine_revision")
+    _timestamp(raw["as_of"], "as_of")
+    mirrors = raw["mirror_revisions"]
+    def _refs(refs: Any) -> bool:
+        return isinstance(refs, dict) and all(isinstance(sha, str) for sha in refs.values())
+
+    if not isinstance(mirrors, dict) or not all(_refs(refs) for refs in mirrors.values()):
+        raise _problem("mirror_revisions", "must map repository keys to {ref: sha} objects of strings")
+    skipped = _counter(raw["skipped"], "skipped")
+    excluded = _counter(raw["excluded"], "excluded")
+    fragmented = _counter(raw["fragmented"], "fragmented")
+    unknown = sorted(set(fragmented) - set(FRAGMENT_REASONS))
+    if unknown:
+        raise _problem("fragmented", f"holds unknown reasons {unknown}")
+    files, counts = _files(raw["files"], raw["counts"])
+    return V4BundleManifest(
+        org_id=org_id, policy=policy, quarantine_revision=revision,
+        fragmented={reason: fragmented.get(reason, 0) for reason in FRAGMENT_REASONS},
+        skipped=skipped, rows=counts["rollouts"], policy_digest=digest, scope=scope, as_of=raw["as_of"],
+        excluded=excluded, mirror_revisions={k: dict(v) for k, v in mirrors.items()}, counts=counts,
+        implementation_versions=dict(versions), files=files,
+    )
+
+
+# --- lines and records ---------------------------------------------------------------------
+
+
+def _envelope(line: bytes, where: str) -> dict[str, Any]:
+    """The record of one strict line: exactly ``{"record_json": "<string>"}`` and a newline
+    (duplicate keys, trailing data and non-finite tokens outside the record refused), whose
+    string holds one JSON object (non-finite tokens allowed there, duplicate keys refused)."""
+    if not line.endswith(b"\n"):
+        raise BundleError(f"invalid bundle record at {where}: the line does not end with a newline")
+    try:
+        outer = _strict_loads(line.decode("ascii"))
+        if not isinstance(outer, dict) or set(outer) != {"record_json"} or not isinstance(outer["record_json"], str):
+            raise ValueError('a line must be exactly {"record_json": "<string>"}')
+        record = decode_record(outer["record_json"])
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise BundleError(f"invalid bundle record at {where}: {exc}") from None
+    if not isinstance(record, dict):
+        raise BundleError(f"invalid bundle record at {where}: record_json must hold a JSON object")
+    return record
+
+
+def _fields(record: Any, expected: frozenset[str], where: str, kind: str) -> dict[str, Any]:
+    if not isinstance(record, dict):
+        raise BundleError(f"invalid bundle record at {where}: a {kind} must be a JSON object")
+    if set(record) != expected:
+        unknown, missing = sorted(set(record) - expected), sorted(expected - set(record))
+        detail = (f"unknown field {unknown[0]!r} (not a field of a v4 {kind})" if unknown
+                  else f"missing field {missing[0]!r} (a v4 {kind} has every field)")
+        raise BundleError(f"invalid bundle record at {where}: {detail}")
+    return record
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def _model(model: type[M], record: dict[str, Any], where: str) -> M:
+    try:
+        return model.model_validate(record)
+    except ValidationError as exc:
+        detail = exc.errors()[0]
+        loc = ".".join(str(p) for p in detail["loc"])
+        raise BundleError(f"invalid bundle record at {where}: {loc}: {detail['msg']}") from None
+
+
+def _trusted_record(line: bytes) -> dict[str, Any]:
+    """The record of a line already checked when the bundle was opened (fast parser first)."""
+    record = _fast_record(line)
+    if record is None:
+        record = decode_record(json.loads(line)["record_json"])
+    if not isinstance(record, dict):
+        raise ValueError("record_json must hold a JSON object")
+    return record
+
+
+class _CallFile:
+    """Reads call records of ``inference_calls.jsonl`` by id, through one handle."""
+
+    def __init__(self, path: Path, index: Mapping[str, int]) -> None:
+        self.path = path
+        self.index = index
+        self._handle: IO[bytes] | None = None
+
+    def record(self, call_id: Any) -> dict[str, Any] | None:
+        offset = self.index.get(call_id) if isinstance(call_id, str) else None
+        if offset is None:
+            return None
+        if self._handle is None:
+            self._handle = open(self.path, "rb")  # noqa: SIM115 - closed by close()
+        self._handle.seek(offset)
+        return _trusted_record(self._handle.readline())
+
+    def close(self) -> None:
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+
+
+def _hydrate(record: dict[str, Any], calls: _CallFile, where: str | None) -> list[list[dict[str, Any]]]:
+    """Put each Turn's call context into ``record`` (in place); the call records, by segment.
+
+    With ``where`` (checking) the record's shape is checked first and an absent call is a
+    :class:`BundleError`; without it (reading back a checked bundle) it is trusted."""
+    segments = record.get("segments")
+    if where is not None and (not isinstance(segments, list) or any(not isinstance(s, list) for s in segments)):
+        raise BundleError(f"invalid bundle record at {where}: segments must be an array of arrays of Turns")
+    found: list[list[dict[str, Any]]] = []
+    for i, segment in enumerate(segments or ()):
+        found.append([])
+        for j, turn in enumerate(segment):
+            if where is not None:
+                _fields(turn, TURN_KEYS, f"{where}: segments.{i}.{j}", "Turn")
+            call = calls.record(turn["inference_call_id"])
+            if call is None:
+                raise BundleError(f"{where or ROLLOUTS}: segments.{i}.{j} references inference call "
+                                  f"{turn['inference_call_id']!r}, which {CALLS} does not hold")
+            turn.update({name: call[name] for name in HYDRATED})
+            found[-1].append(call)
+    return found
+
+
+def _check_call(line: bytes, number: int, manifest: V4BundleManifest) -> str:
+    """One ``inference_calls.jsonl`` line, strictly: its ``inference_call_id``."""
+    where = f"{CALLS} line {number}"
+    record = _fields(_envelope(line, where), CALL_KEYS, where, "InferenceCall record")
+    call = _model(InferenceCall, record, where)
+    if call.org_id != manifest.org_id:
+        raise BundleError(f"{where}: org_id {call.org_id!r} differs from the manifest")
+    return call.inference_call_id
+
+
+_ID = TypeAdapter(NonEmptyId)
+_MESSAGES = TypeAdapter(tuple[InferenceMessage, ...])
+_TOOL_CALLS = TypeAdapter(tuple[ToolCallPart, ...])
+
+
+def _same(recorded: Any, source: Any, adapter: TypeAdapter[Any]) -> bool:
+    """Whether a Turn's recorded values (raw JSON) are its call's: the same canonical JSON, or
+    (for a spelling our models normalize) the same canonical record once validated."""
+    canonical = functools.partial(json.dumps, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    if canonical(recorded) == canonical(source):
+        return True
+    try:
+        return encode_record(adapter.validate_python(recorded)) == encode_record(adapter.validate_python(source))
+    except ValidationError:
+        return False
+
+
+def _check_rollout(line: bytes, number: int, manifest: V4BundleManifest, calls: _CallFile) -> tuple[str, str]:
+    """One ``rollouts.jsonl`` line, strictly, hydrated and checked against the manifest and its
+    calls: its ``(org_id, session_id)``."""
+    where = f"{ROLLOUTS} line {number}"
+    record = _fields(_envelope(line, where), ROLLOUT_KEYS, where, "Rollout record")
+    call_records = _hydrate(record, calls, where)
+    rollout = _model(Rollout, record, where)
+    if rollout.org_id != manifest.org_id:
+        raise BundleError(f"{where}: org_id {rollout.org_id!r} differs from the manifest")
+    if rollout.split != assign_split(rollout.session_id, manifest.policy.split.eval_fraction):
+        raise BundleError(f"{where}: split does not match the policy's eval split")
+    expected = Provenance(policy_version=ROLLOUT_IMPLEMENTATION_VERSION,
+                          quarantine_revision=manifest.quarantine_revision, policy_digest=manifest.policy_digest)
+    if rollout.provenance != expected:
+        raise BundleError(f"{where}: provenance differs from the manifest")
+    previous_key: tuple[Any, str] | None = None
+    for i, (segment, raw_turns, records) in enumerate(zip(rollout.segments, record["segments"], call_records,
+                                                          strict=True)):
+        sent_before = 0  # how many input messages the segment's previous call was sent
+        for j, (turn, raw, call) in enumerate(zip(segment, raw_turns, records, strict=True)):
+            at = f"{where}: segments.{i}.{j}"
+            named = f"inference call {turn.inference_call_id!r}"
+            if _ID.validate_python(call["session_id"]) != rollout.session_id:
+                raise BundleError(f"{at}: {named} belongs to Session {call['session_id']!r}")
+            key = (turn.observed_at, turn.inference_call_id)
+            if previous_key is not None and key <= previous_key:
+                raise BundleError(f"{at}: Turns are not in (observed_at, inference_call_id) order of their calls")
+            previous_key = key
+            if not _same(raw["new_messages"], call["input_messages"][sent_before:], _MESSAGES):
+                raise BundleError(f"{at}: new_messages differ from the input of {named}")
+            sent_before = len(call["input_messages"])
+            if turn.completion != scoring_text(turn.output_messages):
+                raise BundleError(f"{at}: completion differs from the output of {named}")
+            parts = [p for m in call["output_messages"] for p in m["parts"] if p.get("type") == "tool_call"]
+            if not _same(raw["tool_calls"], parts, _TOOL_CALLS):
+                raise BundleError(f"{at}: tool_calls differ from the output of {named}")
+    return rollout.org_id, rollout.session_id
+
+
+def _check_other(line: bytes, number: int, name: str) -> None:
+    """A line of a population this Sediment does not read yet: strict, one JSON object."""
+    _envelope(line, f"{name} line {number}")
+
+
+# --- the files -----------------------------------------------------------------------------
+
+T = TypeVar("T")
+
+
+@dataclass
+class _Piece(Generic[T]):
+    """What one worker found in its byte range: the lines that start there (their offsets and
+    check results), and the first line that failed its check, if any."""
+
+    offsets: list[int]
+    results: list[T]
+    failed: int | None = None  # index (into offsets) of the first failing line
+
+
+def _scan(directory: Path, name: str, info: Mapping[str, Any], workers: int,
+          check: Callable[[bytes, int], T], *, closing: Callable[[], object] | None = None,
+          ) -> tuple[list[int], list[T]]:
+    """Check one population file: regular file, size, every line (in ``workers`` processes, by
+    byte range, while this process computes the sha256), row count, first bad line, sha256.
+    ``closing`` runs after each range is checked (in the process that checked it)."""
+    file = FILES[name]
+    path = directory / file
+    try:
+        status = os.lstat(path)
+    except FileNotFoundError:
+        raise BundleError(f"not a complete v4 bundle: {path} is missing") from None
+    except OSError as exc:
+        raise BundleError(f"cannot read {path}: {exc.strerror}") from None
+    if not stat.S_ISREG(status.st_mode):
+        raise BundleError(f"{path} is not a regular file")
+    if status.st_size != info["bytes"]:
+        raise BundleError(f"{file} does not match the sha256 and size in the manifest")
+
+    def job(span: range) -> _Piece[T]:
+        piece: _Piece[T] = _Piece([], [])
+        try:
+            with open(path, "rb", buffering=1 << 20) as lines:
+                position = span.start
+                if position > 0:  # the line holding the byte before the span belongs to the span before
+                    lines.seek(position - 1)
+                    position += len(lines.readline()) - 1
+                while position < span.stop:
+                    line = lines.readline()
+                    if not line:
+                        break
+                    piece.offsets.append(position)
+                    position += len(line)
+                    if piece.failed is None:
+                        try:
+                            piece.results.append(check(line, len(piece.offsets)))
+                        except BundleError:
+                            piece.failed = len(piece.offsets) - 1  # keep indexing, to count every row
+        finally:
+            if closing is not None:
+                closing()
+        return piece
+
+    digests: list[str] = []
+    pieces = list(ordered_chunks(job, status.st_size, workers, per_worker=4,
+                                 meanwhile=lambda: digests.append(_file_sha256(path))))
+    offsets = [offset for piece in pieces for offset in piece.offsets]
+    if len(offsets) != info["rows"]:
+        raise BundleError(f"{file} has {len(offsets)} rows; the manifest says {info['rows']}")
+    before = 0
+    for piece in pieces:
+        if piece.failed is not None:  # checked again here, to report it under its line number
+            number = before + piece.failed + 1
+            with open(path, "rb") as handle:
+                handle.seek(piece.offsets[piece.failed])
+                line = handle.readline()
+            try:
+                check(line, number)
+            finally:
+                if closing is not None:
+                    closing()
+            raise BundleError(f"{file} line {number} could not be read consistently")
+        before += len(piece.offsets)
+    if digests[0] != info["sha256"]:
+        raise BundleError(f"{file} does not match the sha256 and size in the manifest")
+    return offsets, [result for piece in pieces for result in piece.results]
+
+
+class V4Bundle(Bundle):
+    """A validated v4 bundle, read like our own: Rollouts by index, one at a time, each Turn
+    hydrated from its inference call (both files indexed by byte offset)."""
+
+    def __init__(self, path: Path, manifest: V4BundleManifest, offsets: list[int], keys: list[tuple[str, str]],
+                 calls: dict[str, int]) -> None:
+        super().__init__(path, manifest, offsets, keys)
+        self.manifest: V4BundleManifest = manifest
+        self._calls = calls
+
+    def __getitem__(self, index: int) -> Rollout:
+        """One hydrated Rollout. Both files were fully validated when opened, so records are read
+        back with the fast parser."""
+        calls = _CallFile(self.path / CALLS, self._calls)
+        try:
+            with open(self.path / ROLLOUTS, "rb") as handle:
+                handle.seek(self._offsets[index])
+                record = _trusted_record(handle.readline())
+            _hydrate(record, calls, None)
+            return Rollout.model_validate(record)
+        except (KeyError, TypeError, ValueError) as exc:  # the files changed after they were checked
+            raise BundleError(f"{ROLLOUTS} line {index + 1} cannot be read back ({exc.__class__.__name__}); "
+                              "the bundle changed after it was opened") from None
+        finally:
+            calls.close()
+
+    def __iter__(self) -> Iterator[Rollout]:
+        for index in range(len(self)):
+            yield self[index]
+
+
+def open_v4_bundle(path: str | Path, *, workers: int = 1) -> V4Bundle:
+    """Open and fully validate a v4 bundle directory; raises :class:`BundleError` on any problem.
+
+    Order: the manifest; then each population file (the four not read yet, the calls, the
+    Rollouts): presence, size, every line, row count, first bad line, sha256; then duplicate
+    call ids and the Rollouts' Session-id order. Whatever the worker count, the same problem is
+    reported first.
+    """
+    path = Path(path)
+    if not path.is_dir():
+        raise BundleError(f"bundle directory does not exist: {path}")
+    manifest = read_v4_manifest(path)
+    for name in ("attributed_completions", "inference_call_identities", "repository_identities", "repository_renames"):
+        _scan(path, name, manifest.files[name], workers, functools.partial(_check_other, name=FILES[name]))
+    call_offsets, call_ids = _scan(path, "inference_calls", manifest.files["inference_calls"], workers,
+                                   lambda line, number: _check_call(line, number, manifest))
+    index: dict[str, int] = {}
+    for number, (offset, call_id) in enumerate(zip(call_offsets, call_ids, strict=True), start=1):
+        if index.setdefault(call_id, offset) != offset:
+            raise BundleError(f"{CALLS} line {number}: inference_call_id {call_id!r} appears more than once")
+    del call_offsets, call_ids
+    calls = _CallFile(path / CALLS, index)
+    try:
+        offsets, keys = _scan(path, "rollouts", manifest.files["rollouts"], workers,
+                              lambda line, number: _check_rollout(line, number, manifest, calls), closing=calls.close)
+    finally:
+        calls.close()
+    for number in range(1, len(keys)):
+        if keys[number][1] <= keys[number - 1][1]:
+            raise BundleError(f"{ROLLOUTS} line {number + 1}: rollouts are not in Session-id order")
+    return V4Bundle(path, manifest, offsets, keys, index)
