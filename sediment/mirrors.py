@@ -5,14 +5,29 @@ Layout (contract §9): a legacy repository lives at
 ``<root>/repositories-v1/<org>/<provider>/<host>/<repository_id>`` (each part
 percent-encoded with no safe characters). A directory is a mirror only if it has ``HEAD``.
 Exports never fetch.
+
+``add`` is atomic: the bare repository is built and fetched in a private directory beside its
+final path (``<root>/.sediment-partial-*``, mode 0700, which is never a mirror name), and
+renamed into place only once it is complete; a failure (a bad source, a fetch failing midway,
+Ctrl-C) removes it. A process killed outright leaves its private directory behind, unlocked:
+the next ``add`` or ``remove`` under the same root sweeps it (a builder holds an exclusive
+``flock`` on ``lock`` in its directory for as long as it works, so only abandoned ones are
+swept). ``remove`` renames the mirror into such a directory, then deletes it.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
-from collections.abc import Iterator
+import os
+import shutil
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 from urllib.parse import quote, unquote
 
 import pygit2
@@ -22,13 +37,19 @@ from sediment.facts import RepositoryIdentity
 
 NOTES_REF = "refs/notes/sediment"
 FETCH_REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/notes/sediment*:refs/notes/sediment*")
+PARTIAL_PREFIX = ".sediment-partial-"  #: a mirror being built or removed; org ids never start with "."
+_T = TypeVar("_T")
 
 
 class MirrorReadError(Exception):
     """A git read (ancestry, parent, diff) failed inside an existing mirror."""
 
 
-class MirrorFetchError(SedimentError):
+class MirrorError(SedimentError):
+    """A mirror cannot be added, refreshed or removed as asked."""
+
+
+class MirrorFetchError(MirrorError):
     """A mirror could not be created or refreshed from its source."""
 
 
@@ -82,22 +103,113 @@ class MirrorRoot:
                 repos.append(name[len(prefix):])
         return sorted(repos)
 
-    def add(self, org_id: str, repo: str, source: str) -> Path:
-        """Create the bare mirror of ``repo`` from ``source`` (a path or URL) and fetch it."""
+    def _legacy_path(self, org_id: str, repo: str) -> Path:
         path = self.mirror_path(org_id, repo)
         if path.resolve().parent != self.path.resolve():
             raise MirrorFetchError(f"repository name would escape the mirror root: {repo!r}")
-        if (path / "HEAD").exists():
-            raise MirrorFetchError(f"mirror of {repo} already exists: {path} (use mirror fetch)")
-        repository = pygit2.init_repository(str(path), bare=True)
-        repository.remotes.create("origin", source, FETCH_REFSPECS[0])
-        repository.remotes.add_fetch("origin", FETCH_REFSPECS[1])
-        try:
-            repository.remotes["origin"].fetch(prune=pygit2.enums.FetchPrune.PRUNE)
-        except pygit2.GitError as exc:
-            raise MirrorFetchError(f"cannot fetch {repo} from {source}: {exc}") from None
-        self._point_head(repository)
         return path
+
+    def add(self, org_id: str, repo: str, source: str) -> Path:
+        """Create the bare mirror of ``repo`` from ``source`` (a path or URL) and fetch it.
+
+        Atomic: the mirror appears at its path complete, or not at all (see the module doc).
+        """
+        path = self._legacy_path(org_id, repo)
+        if (path / "HEAD").exists():
+            raise MirrorFetchError(f"mirror of {repo} already exists: {path} "
+                                   "(use mirror fetch, or mirror remove to start over)")
+        if _occupied(path):
+            raise MirrorFetchError(f"{path} is in the way and is not a mirror of {repo}; "
+                                   "remove it with `sediment mirror remove`")
+        self._sweep_partials()
+        with self._partial() as private:
+            build = private / "mirror"
+
+            def clone() -> None:
+                repository = pygit2.init_repository(str(build), bare=True)
+                repository.remotes.create("origin", source, FETCH_REFSPECS[0])
+                repository.remotes.add_fetch("origin", FETCH_REFSPECS[1])
+                repository.remotes["origin"].fetch(prune=pygit2.enums.FetchPrune.PRUNE)
+                self._point_head(repository)
+
+            try:
+                _interruptible(clone)
+            except (pygit2.GitError, ValueError) as exc:
+                raise MirrorFetchError(f"cannot fetch {repo} from {source}: {exc}") from None
+            except OSError as exc:
+                raise MirrorFetchError(f"cannot create the mirror of {repo}: {exc.strerror or exc}") from None
+            try:
+                os.rename(build, path)  # atomic on one filesystem; refuses a non-empty directory
+            except OSError as exc:
+                if (path / "HEAD").exists():
+                    raise MirrorFetchError(f"mirror of {repo} already exists: {path} (added meanwhile)") from None
+                raise MirrorFetchError(f"cannot move the mirror of {repo} into {path}: "
+                                       f"{exc.strerror or exc}") from None
+        return path
+
+    def remove(self, org_id: str, repo: str) -> Path:
+        """Delete the mirror of ``repo`` (whatever occupies its path, a half-made mirror too).
+
+        The path is freed at once (the directory is renamed aside, then deleted).
+        """
+        path = self._legacy_path(org_id, repo)
+        if not _occupied(path):
+            raise MirrorError(f"no mirror of {repo} to remove: {path} does not exist")
+        self._sweep_partials()
+        with self._partial() as private:
+            try:
+                os.rename(path, private / "mirror")
+            except FileNotFoundError:
+                raise MirrorError(f"no mirror of {repo} to remove: {path} does not exist") from None
+            except OSError as exc:
+                raise MirrorError(f"cannot remove {path}: {exc.strerror or exc}") from None
+        return path
+
+    @contextmanager
+    def _partial(self) -> Iterator[Path]:
+        """A private, locked directory beside the mirrors; ``mirror`` in it is deleted on exit."""
+        private: Path | None = None
+        fd = -1
+        try:
+            private = Path(tempfile.mkdtemp(prefix=PARTIAL_PREFIX, dir=self.path))
+            pending = private / "lock.new"
+            fd = os.open(pending, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            os.rename(pending, private / "lock")  # a sweeper only ever sees a held lock
+        except OSError as exc:
+            if fd >= 0:
+                os.close(fd)
+            if private is not None:
+                shutil.rmtree(private, ignore_errors=True)
+            raise MirrorError(f"cannot write into the mirror root {self.path}: {exc.strerror or exc}") from None
+        try:
+            yield private
+        finally:
+            try:
+                _delete(private / "mirror")
+                if not _occupied(private / "mirror"):
+                    shutil.rmtree(private, ignore_errors=True)
+            finally:
+                os.close(fd)  # what could not be deleted is left unlocked, for the next sweep
+
+    def _sweep_partials(self) -> None:
+        """Delete private directories their builder abandoned (killed; its lock was released)."""
+        for entry in self.path.iterdir():
+            if not entry.name.startswith(PARTIAL_PREFIX) or entry.is_symlink() or not entry.is_dir():
+                continue
+            try:
+                fd = os.open(entry / "lock", os.O_RDWR)
+            except OSError:
+                continue  # being set up (its lock is not in place yet) or already gone
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue  # held: a live add or remove
+            try:
+                shutil.rmtree(entry, ignore_errors=True)
+            finally:
+                os.close(fd)
 
     def fetch(self, org_id: str, repo: str) -> None:
         """Refresh an existing mirror from its ``origin``."""
@@ -105,11 +217,15 @@ class MirrorRoot:
         if mirror is None:
             raise MirrorFetchError(f"no mirror of {repo}; add it first with `sediment mirror add`")
         repository = mirror._repo
-        try:
+
+        def refresh() -> None:
             repository.remotes["origin"].fetch(prune=pygit2.enums.FetchPrune.PRUNE)
+            self._point_head(repository)
+
+        try:
+            _interruptible(refresh)
         except (KeyError, pygit2.GitError) as exc:
             raise MirrorFetchError(f"cannot fetch {repo}: {exc}") from None
-        self._point_head(repository)
 
     @staticmethod
     def _point_head(repository: pygit2.Repository) -> None:
@@ -127,6 +243,42 @@ class MirrorRoot:
             return Mirror(pygit2.Repository(str(path)))
         except pygit2.GitError:
             return None
+
+
+def _occupied(path: Path) -> bool:
+    return path.exists() or path.is_symlink()
+
+
+def _delete(path: Path) -> None:
+    """Delete what is at ``path`` (a directory tree; a file or symbolic link itself), as far as it can."""
+    if path.is_symlink() or (path.exists() and not path.is_dir()):
+        path.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _interruptible(work: Callable[[], _T]) -> _T:
+    """``work()`` in a daemon thread, the caller waiting in short steps.
+
+    libgit2 blocks in system calls (a network read, an open) where a signal never reaches
+    Python; waiting here keeps Ctrl-C (KeyboardInterrupt) prompt, so ``add`` can clean up.
+    """
+    outcome: list[_T] = []
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            outcome.append(work())
+        except BaseException as exc:  # handed to the caller
+            failure.append(exc)
+
+    thread = threading.Thread(target=run, name="sediment-git", daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.1)
+    if failure:
+        raise failure[0]
+    return outcome[0]
 
 
 class Mirror:

@@ -2,7 +2,8 @@
 
 Expected failures (:class:`sediment.errors.SedimentError`) are shown as one line with the
 exit code of their class; anything else is a bug and keeps its traceback. Set
-``SEDIMENT_RAISE_ERRORS=1`` to re-raise expected failures too.
+``SEDIMENT_RAISE_ERRORS=1`` to re-raise expected failures too. Messages are input: they are
+printed literally, control characters written visibly (:mod:`sediment.cli.console`).
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import logging
 import os
 
 import typer
-from rich.markup import escape
 
 from sediment import __version__
 from sediment.cli import console
@@ -51,8 +51,20 @@ app.command()(release)
 
 def _version(value: bool) -> None:
     if value:
-        console.out.print(f"sediment {__version__}")
+        console.show(f"sediment {__version__}")
         raise typer.Exit()
+
+
+class _OneLineFormatter(logging.Formatter):
+    """Log messages carry input (paths, parse errors): each is one line, control characters visible."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        message = record.message
+        record.message = console.visible(message)
+        try:
+            return super().formatMessage(record)
+        finally:
+            record.message = message
 
 
 @app.callback()
@@ -61,8 +73,9 @@ def _root(
                                  help="Show the version and exit."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Log diagnostics to stderr."),
 ) -> None:
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING,
-                        format="%(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler()
+    handler.setFormatter(_OneLineFormatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler])
 
 
 def main() -> None:
@@ -74,7 +87,7 @@ def main() -> None:
     except SedimentError as exc:
         if os.environ.get("SEDIMENT_RAISE_ERRORS"):
             raise
-        console.error(escape(str(exc)))
+        console.error(str(exc))
         raise SystemExit(int(exc.exit_code)) from None
     except typer.Exit as exc:
         raise SystemExit(exc.exit_code) from None
@@ -82,5 +95,5 @@ def main() -> None:
         console.error("aborted")
         raise SystemExit(130) from None
     except typer.TyperException as exc:  # usage errors carry their own exit code
-        console.error(escape(exc.format_message()))
+        console.error(exc.format_message())
         raise SystemExit(exc.exit_code) from None

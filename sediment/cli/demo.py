@@ -36,8 +36,9 @@ def demo(
     for summary in [*result["exports"].values(), *result["profiles"].values()]:
         render_summary(summary)
     ingested = result["ingested"]
-    console.err.print(f"ingested {ingested['calls']['records']} model calls, {ingested['webhooks']['records']} "
-                      f"GitHub deliveries, {ingested['test_results']} JUnit test results and "
-                      f"{ingested['observations']} git-note edges into {result['home']}")
-    console.err.print(f"inputs: {result['inputs']}\nbundle: {result['bundle']}")
-    console.err.print(f"try: sediment schema validate {out}/exports/*/*.jsonl {out}/profiles/*/evidence*.jsonl")
+    console.say(f"ingested {ingested['calls']['records']} model calls, {ingested['webhooks']['records']} "
+                f"GitHub deliveries, {ingested['test_results']} JUnit test results and "
+                f"{ingested['observations']} git-note edges into {result['home']}")
+    console.say(f"inputs: {result['inputs']}")
+    console.say(f"bundle: {result['bundle']}")
+    console.say(f"try: sediment schema validate {out}/exports/*/*.jsonl {out}/profiles/*/evidence*.jsonl")

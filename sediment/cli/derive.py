@@ -30,9 +30,9 @@ def derive(
     if as_json:
         typer.echo(json.dumps(manifest))
         return
-    console.err.print(f"derived {manifest['counts']['rollouts']} rollout(s) into {path}")
+    console.say(f"derived {manifest['counts']['rollouts']} rollout(s) into {path}")
     fragmented = {k: v for k, v in manifest["fragmented"].items() if v}
     if fragmented:
-        console.err.print(f"fragmented (not skipped): {fragmented}")
+        console.say(f"fragmented (not skipped): {fragmented}")
     if manifest["skipped"]:
-        console.err.print(f"skipped: {manifest['skipped']}")
+        console.say(f"skipped: {manifest['skipped']}")

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
+from rich.text import Text
 
 from sediment.cli import console, settings
 from sediment.errors import ConfigurationError, UsageError
@@ -43,20 +44,24 @@ def _progress(enabled: bool) -> Iterator[ProgressCallback | None]:
         yield update
 
 
-def _counts(counts: dict[str, int]) -> str:
-    return ", ".join(f"{k}: {v}" for k, v in counts.items()) or "-"
+_TICK = ("✓", "green")
+
+
+def _counts(counts: dict[str, int]) -> Text:
+    """Skip or fragment counts as one cell; the reasons are plugin-supplied text."""
+    return console.cell(", ".join(f"{k}: {v}" for k, v in counts.items()) or "-")
 
 
 def _render_files(summary: dict[str, Any]) -> None:
     if not summary["written"]:
-        console.err.print("nothing written (empty projections leave existing files untouched)")
+        console.say("nothing written (empty projections leave existing files untouched)")
     for path, rows in summary["written"].items():
-        console.err.print(f"[green]✓[/]wrote {path} ([bold]{rows}[/] rows)")
+        console.say(_TICK, f"wrote {path} (", (str(rows), "bold"), " rows)")
     if summary.get("compatibility"):
-        console.err.print(f"[green]✓[/]wrote {summary['compatibility']} (profile, consumer versions, tallies)")
+        console.say(_TICK, f"wrote {summary['compatibility']} (profile, consumer versions, tallies)")
     for plugin, paths in summary["manifests"].items():
         for path in paths:
-            console.err.print(f"[green]✓[/]wrote {path} (manifest from {plugin})")
+            console.say(_TICK, f"wrote {path} (manifest from {plugin})")
 
 
 def render_summary(summary: dict[str, Any]) -> None:
@@ -64,16 +69,16 @@ def render_summary(summary: dict[str, Any]) -> None:
     if "profile" in summary:
         _render_profile_summary(summary)
         return
-    table = Table(title=f"RLVR export · target {summary['target']}", title_justify="left")
+    table = Table(title=console.cell(f"RLVR export · target {summary['target']}"), title_justify="left")
     table.add_column("population")
     table.add_column("rows", justify="right")
     table.add_column("skipped")
-    table.add_row("rollouts derived", str(summary["rollouts"]), "")
+    table.add_row("rollouts derived", console.cell(summary["rollouts"]), "")
     for label, rows, skipped in (("task rows", "task_rows", "task_skipped"),
                                  ("rollout rows", "rollout_rows", "rollout_skipped")):
         if not summary[rows] and not summary[skipped]:
             continue  # a population this target does not write
-        table.add_row(label, str(summary[rows]), _counts(summary[skipped]))
+        table.add_row(label, console.cell(summary[rows]), _counts(summary[skipped]))
     fragmented = {k: v for k, v in summary["fragmented"].items() if v}
     if fragmented:
         table.add_row("fragmented (not skipped)", "", _counts(fragmented))
@@ -82,13 +87,14 @@ def render_summary(summary: dict[str, Any]) -> None:
 
 
 def _render_profile_summary(summary: dict[str, Any]) -> None:
-    table = Table(title=f"Profile export · {summary['profile']} (target {summary['target']})", title_justify="left")
+    table = Table(title=console.cell(f"Profile export · {summary['profile']} (target {summary['target']})"),
+                  title_justify="left")
     table.add_column("population")
     table.add_column("rows", justify="right")
     table.add_column("skipped")
-    table.add_row("rollouts derived", str(summary["rollouts"]), "")
-    table.add_row("canonical rows", str(summary["canonical_rows"]), _counts(summary["canonical_skipped"]))
-    table.add_row("consumer rows", str(summary["rows"]), _counts(summary["skipped"]))
+    table.add_row("rollouts derived", console.cell(summary["rollouts"]), "")
+    table.add_row("canonical rows", console.cell(summary["canonical_rows"]), _counts(summary["canonical_skipped"]))
+    table.add_row("consumer rows", console.cell(summary["rows"]), _counts(summary["skipped"]))
     fragmented = {k: v for k, v in summary["fragmented"].items() if v}
     if fragmented:
         table.add_row("fragmented (not skipped)", "", _counts(fragmented))

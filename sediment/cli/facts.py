@@ -25,14 +25,14 @@ def facts(
                                "quarantine_revision": store.quarantine_revision(org_id),
                                "stored_bytes": store.stored_bytes()}))
         return
-    table = Table(title=f"Facts of {org_id} ({store.backend})", title_justify="left")
+    table = Table(title=console.cell(f"Facts of {org_id} ({store.backend})"), title_justify="left")
     table.add_column("table")
     table.add_column("stored", justify="right")
     table.add_column("quarantined", justify="right")
     for name, row in counts.items():
-        table.add_row(name, str(row["stored"]), str(row["quarantined"]))
+        table.add_row(console.cell(name), console.cell(row["stored"]), console.cell(row["quarantined"]))
     console.out.print(table)
-    console.out.print(f"quarantine revision: {store.quarantine_revision(org_id)}")
+    console.show(f"quarantine revision: {store.quarantine_revision(org_id)}")
 
 
 def quarantine(
@@ -43,7 +43,7 @@ def quarantine(
 ) -> None:
     """Exclude a Fact from every derivation and export (nothing is deleted)."""
     revision = settings.store().quarantine(settings.org_id(org), table, fact_id, reason)
-    console.err.print(f"quarantined {table}/{fact_id} (revision {revision})")
+    console.say(f"quarantined {table}/{fact_id} (revision {revision})")
 
 
 def release(
@@ -54,4 +54,4 @@ def release(
 ) -> None:
     """Undo a quarantine; the log keeps both actions."""
     revision = settings.store().release(settings.org_id(org), table, fact_id, reason)
-    console.err.print(f"released {table}/{fact_id} (revision {revision})")
+    console.say(f"released {table}/{fact_id} (revision {revision})")

@@ -14,7 +14,6 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.markup import escape
 
 from sediment.cli import console, settings
 from sediment.ingest import IngestError, Translation
@@ -72,20 +71,20 @@ def _report_problems(report: IngestReport, unit: str = "record") -> None:
 
 def _render(report: IngestReport, as_json: bool) -> None:
     for problem in report.problems[:50]:
-        console.err.print(f"[red]error:[/] {escape(str(problem))}")
+        console.say(("error:", "red"), " ", str(problem))
     if len(report.problems) > 50:
-        console.err.print(f"… and {len(report.problems) - 50} more")
+        console.say(f"… and {len(report.problems) - 50} more")
     if as_json:
         typer.echo(json.dumps(report.as_json()))
         return
     stored = ", ".join(f"{k}: {v}" for k, v in sorted(report.stored.items())) or "nothing new"
-    console.err.print(f"{report.records} record(s) read; stored {stored}")
+    console.say(f"{report.records} record(s) read; stored {stored}")
     if report.duplicates:
-        console.err.print(f"already stored: {dict(sorted(report.duplicates.items()))}")
-    if report.skipped:
-        console.err.print(f"skipped on purpose: {dict(sorted(report.skipped.items()))}")
+        console.say(f"already stored: {dict(sorted(report.duplicates.items()))}")
+    if report.skipped:  # reasons can name input (an unsupported event's name)
+        console.say(f"skipped on purpose: {dict(sorted(report.skipped.items()))}")
     if report.warnings:
-        console.err.print(f"warnings: {dict(sorted(report.warnings.items()))}")
+        console.say(f"warnings: {dict(sorted(report.warnings.items()))}")
 
 
 @ingest_app.command("facts")

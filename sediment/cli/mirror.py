@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import typer
-from rich.markup import escape
 
 from sediment.cli import console, settings
 
@@ -21,9 +20,8 @@ def _report(repo: str, mirrors: MirrorRoot, org: str) -> None:
 
     result = observe_notes(mirrors, settings.store(), org, repo, settings.capture_time())
     for problem in result.problems:
-        console.err.print(f"[yellow]warning:[/] {escape(problem)}")
-    console.err.print(f"{repo}: {result.stored} new session-commit observation(s), "
-                      f"{result.already_seen} already seen")
+        console.warning(problem)
+    console.say(f"{repo}: {result.stored} new session-commit observation(s), {result.already_seen} already seen")
 
 
 @mirror_app.command("add")
@@ -32,20 +30,30 @@ def add(
     source: str = typer.Argument(..., help="Path or URL to fetch from."),
     org: str | None = typer.Option(None, "--org", help="Org id (default: SEDIMENT_ORG_ID)."),
 ) -> None:
-    """Create a bare mirror, fetch branches and refs/notes/sediment, record new note edges."""
+    """Create a bare mirror, fetch branches and refs/notes/sediment, record new note edges.
+
+    Atomic: the mirror is built in a private directory and moved into place only when its
+    fetch succeeded; a failed add leaves nothing behind and can simply be retried.
+    """
+    org_id = settings.org_id(org)
+    slug = _slug(repo)
+    mirrors = settings.mirror_root(create=True)
+    path = mirrors.add(org_id, slug, source)
+    console.say(f"mirrored {slug} into {path}")
+    _report(slug, mirrors, org_id)
+
+
+def _slug(repo: str) -> str:
+    from sediment.errors import UsageError
     from sediment.identifiers import normalize_repo_slug
 
-    org_id = settings.org_id(org)
     try:
         slug = normalize_repo_slug(repo)
     except ValueError as exc:
-        from sediment.errors import UsageError
-
         raise UsageError(str(exc)) from None
-    mirrors = settings.mirror_root(create=True)
-    path = mirrors.add(org_id, slug, source)
-    console.err.print(f"mirrored {slug} into {path}")
-    _report(slug, mirrors, org_id)
+    if not slug:
+        raise UsageError(f"repository must be 'owner/repo': {repo!r}")
+    return slug
 
 
 @mirror_app.command("fetch")
@@ -62,10 +70,22 @@ def fetch(
         _report(slug, mirrors, org_id)
 
 
+@mirror_app.command("remove")
+def remove(
+    repo: str = typer.Argument(..., metavar="OWNER/REPO", help="Repository slug of the mirror."),
+    org: str | None = typer.Option(None, "--org", help="Org id (default: SEDIMENT_ORG_ID)."),
+) -> None:
+    """Delete a mirror (also a half-made one) so it can be added again; stored Facts are kept."""
+    org_id = settings.org_id(org)
+    slug = _slug(repo)
+    path = settings.mirror_root().remove(org_id, slug)
+    console.say(f"removed the mirror of {slug} ({path})")
+
+
 @mirror_app.command("list")
 def list_mirrors(org: str | None = typer.Option(None, "--org", help="Org id (default: SEDIMENT_ORG_ID).")) -> None:
     """List the org's mirrors and where they live."""
     org_id = settings.org_id(org)
     mirrors = settings.mirror_root()
     for slug in mirrors.legacy_mirrors(org_id):
-        typer.echo(f"{slug}\t{mirrors.mirror_path(org_id, slug)}")
+        typer.echo(f"{console.visible(slug)}\t{console.visible(mirrors.mirror_path(org_id, slug))}")

@@ -29,11 +29,11 @@ def validate(
         for problem in schemas.validate_file(path):
             total += 1
             if shown < limit:
-                console.err.print(str(problem), markup=False)
+                console.say(str(problem))
                 shown += 1
     if total:
         raise SchemaValidationError(f"{total} schema problem(s) in {len(paths)} file(s)")
-    console.err.print(f"all rows valid ({len(paths)} file(s))")
+    console.say(f"all rows valid ({len(paths)} file(s))")
 
 
 @schema_app.command("list")
@@ -42,4 +42,4 @@ def list_schemas() -> None:
     from sediment.export.registry import load_registry
 
     for schema_id in load_registry().schemas.ids():
-        typer.echo(schema_id)
+        typer.echo(console.visible(schema_id))  # plugin-supplied: one id per line

@@ -26,19 +26,19 @@ def targets(
     table = Table(title="Installed RLVR targets", title_justify="left", show_lines=True)
     for column in ("target", "files", "skip vocabulary", "schema ids", "from"):
         table.add_column(column)
-    for item in described:
+    for item in described:  # every cell is plugin-supplied text
         table.add_row(
-            item["name"],
-            "\n".join(f for files in item["files"].values() for f in files[:1]),
-            "\n".join(f"{p}: {', '.join(v)}" for p, v in item["skip_reasons"].items()),
-            "\n".join(item["schema_ids"].values()),
-            f"{item['origin']['distribution']} {item['origin']['version']}",
+            console.cell(item["name"]),
+            console.cells(f for files in item["files"].values() for f in files[:1]),
+            console.cells(f"{p}: {', '.join(v)}" for p, v in item["skip_reasons"].items()),
+            console.cells(item["schema_ids"].values()),
+            console.cell(f"{item['origin']['distribution']} {item['origin']['version']}"),
         )
     console.out.print(table)
     for item in manifests:
-        console.out.print(f"manifest plugin {item['name']}: {', '.join(item['files'])} — {item['description']}")
+        console.show(f"manifest plugin {item['name']}: {', '.join(item['files'])} — {item['description']}")
     if not manifests:
-        console.out.print("manifest plugins: none")
+        console.show("manifest plugins: none")
 
 
 def profiles(
@@ -57,11 +57,11 @@ def profiles(
         typer.echo(json.dumps({"profiles": described, "retired": dict(sorted(registry.retired.items()))}))
         return
     if not described:
-        console.out.print("no consumer profiles installed")
+        console.show("no consumer profiles installed")
     for item in described:
         settings = ", ".join(f"{name}={'(required)' if s['required'] else json.dumps(s['default'])} (${s['env']})"
                              for name, s in item["settings"].items()) or "none"
-        console.out.print(f"[bold]{item['id']}[/]  {item['description']}", highlight=False)
+        console.show((item["id"], "bold"), f"  {item['description']}")  # plugin-supplied: never markup
         for label, value in (
             ("adapts", f"target {item['target']} {item['population']} ({item['canonical_schema']})"),
             ("consumer", f"{item['consumer']}, validated with "
@@ -71,6 +71,6 @@ def profiles(
             ("settings", settings),
             ("from", f"{item['origin']['distribution']} {item['origin']['version']}"),
         ):
-            console.out.print(f"  {label:<13}{value}", markup=False, highlight=False)
+            console.show(f"  {label:<13}{value}")
     for old, new in sorted(registry.retired.items()):
-        console.out.print(f"retired: {old} (use {new})")
+        console.show(f"retired: {old} (use {new})")

@@ -1,0 +1,192 @@
+"""What the CLI prints is the project's own styling plus input shown literally, one line per message.
+
+Every test runs the real command in a subprocess (``python -m sediment`` with ``SEDIMENT_HOME`` and
+``SEDIMENT_ORG_ID=acme``). Input — payload values and keys, file names, paths, option values,
+plugin metadata — must never be read as rich markup (``[red]``, ``[/bold]``, ``[link=…]``, emoji
+codes), and a control character in it (newline, CR, ESC, NUL, Unicode line separators) is written
+visibly, so a payload cannot forge an ``error:`` line or send a terminal escape sequence.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from sediment.bundle import write_bundle
+from sediment.testing import ORG, POLICY, outcome, rollout
+
+ROOT = Path(__file__).parents[1]
+#: a line a payload would like to print on its own, styled and with terminal escapes
+FORGED = "x\nerror: forged line\r\x1b[2J\x1b[31m[red]R[/red][link=mailto:x@evil.example]L[/link]\x00\u2028\x85:smile:"
+#: how it must appear instead: literally, on the line of the message that carries it
+SHOWN = "x\\nerror: forged line\\r\\x1b[2J\\x1b[31m[red]R[/red][link=mailto:x@evil.example]L[/link]\\x00\\u2028\\x85:smile:"
+#: the same for command-line arguments, paths and environment values (which cannot hold NUL)
+FORGED_ARG, SHOWN_ARG = FORGED.replace("\x00", ""), SHOWN.replace("\\x00", "")
+
+
+def sediment(home: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("SEDIMENT_") or k == "SEDIMENT_LOAD_PLUGINS"}
+    environ |= {"SEDIMENT_HOME": str(home), "SEDIMENT_ORG_ID": "acme", **(env or {})}
+    return subprocess.run([sys.executable, "-m", "sediment", *args], capture_output=True, text=True,
+                          env=environ, timeout=120, check=False)
+
+
+def lines(stream: str) -> list[str]:
+    """Lines as a terminal or a log reader would split them (every Unicode line boundary)."""
+    return stream.splitlines()
+
+
+def assert_clean(stream: str) -> None:
+    """No traceback, no forged line, no raw control character, no rendered emoji."""
+    assert "Traceback" not in stream, stream
+    assert not any(line.startswith("error: forged") for line in lines(stream)), stream
+    assert not any(ch in stream for ch in "\r\x1b\x00\u2028\x85"), repr(stream)
+    assert "😄" not in stream
+
+
+def test_markup_in_an_event_name_is_printed_not_parsed(tmp_path: Path) -> None:
+    """The reported crash: a rich MarkupError after storing, from a skip reason naming the event."""
+    delivery = tmp_path / "m.json"
+    delivery.write_text(json.dumps({"headers": {"X-GitHub-Event": "[/bold]"}, "payload": {}}))
+    result = sediment(tmp_path / "home", "ingest", "github", str(delivery))
+    assert result.returncode == 0, result.stderr
+    assert_clean(result.stderr)
+    assert "skipped on purpose: {'unsupported_event:[/bold]': 1}" in lines(result.stderr)
+
+    styled = tmp_path / "styled.json"
+    styled.write_text(json.dumps({"headers": {"X-GitHub-Event": "[red]x[/red][link=https://evil.example]y[/link]:smile:"},
+                                  "payload": {}}))
+    result = sediment(tmp_path / "home", "ingest", "github", str(styled))
+    assert result.returncode == 0, result.stderr
+    assert_clean(result.stderr)
+    assert "{'unsupported_event:[red]x[/red][link=https://evil.example]y[/link]:smile:': 1}" in result.stderr
+
+
+def test_a_skip_reason_cannot_forge_summary_lines(tmp_path: Path) -> None:
+    delivery = tmp_path / "forged.json"
+    delivery.write_text(json.dumps({"headers": {"X-GitHub-Event": FORGED}, "payload": {}}))
+    result = sediment(tmp_path / "home", "ingest", "github", str(delivery))
+    assert result.returncode == 0, result.stderr
+    assert_clean(result.stderr)
+    assert len(lines(result.stderr)) == 2, result.stderr  # records read, skipped on purpose
+    [skipped] = [line for line in lines(result.stderr) if line.startswith("skipped on purpose: ")]
+    assert "[red]r[/red]" in skipped and "\\x1b[2j" in skipped  # the reason as stored (lowercased), escaped
+
+
+def test_a_payload_cannot_forge_ingest_problem_lines(tmp_path: Path) -> None:
+    """A field name chosen by the sender is named in the problem line; it stays on that line."""
+    record = tmp_path / "outcomes.jsonl"
+    record.write_text(json.dumps({FORGED: 1}) + "\n")
+    result = sediment(tmp_path / "home", "ingest", "ci", str(record))
+    assert result.returncode == 8, result.stderr
+    assert_clean(result.stderr)
+    shown = lines(result.stderr)
+    assert len(shown) == 3, result.stderr  # the problem, the counts, the one-line failure
+    assert shown[0].startswith(f"error: {record}:1: ") and f"{SHOWN}: Extra inputs are not permitted" in shown[0]
+    assert shown[2] == "error: 1 record(s) failed to ingest; every other record was ingested"
+
+
+def test_file_names_are_shown_literally_on_one_line(tmp_path: Path) -> None:
+    missing = str(tmp_path / f"[bold]{FORGED_ARG}")
+    bad = tmp_path / "[bold] \x1b[31m\n.json"
+    bad.write_text("{not json\n")
+    result = sediment(tmp_path / "home", "ingest", "github", missing, str(bad))
+    assert result.returncode == 8, result.stderr
+    assert_clean(result.stderr)
+    shown = lines(result.stderr)
+    assert len(shown) == 4, result.stderr
+    assert shown[0] == f"error: {tmp_path}/[bold]{SHOWN_ARG}:0: cannot read: No such file or directory"
+    assert shown[1].startswith(f"error: {tmp_path}/[bold] \\x1b[31m\\n.json:1: not JSON")
+
+
+def test_the_error_boundary_prints_one_line(tmp_path: Path) -> None:
+    """A SedimentError whose message carries input: `sediment/cli/__init__.py` main."""
+    result = sediment(tmp_path / "home", "export", "rlvr", "--target", FORGED_ARG, "--out", str(tmp_path / "o"))
+    assert result.returncode == 2, result.stderr
+    assert_clean(result.stderr)
+    assert lines(result.stderr) == [
+        f"error: unsupported RLVR target: {SHOWN_ARG}; installed targets: nemo-gym, sediment, swe-bench"]
+
+    mirror = sediment(tmp_path / "home", "mirror", "add", "acme/calc", str(tmp_path / FORGED_ARG))
+    assert mirror.returncode == 1, mirror.stderr
+    assert_clean(mirror.stderr)
+    [line] = lines(mirror.stderr)
+    assert line.startswith(f"error: cannot fetch acme/calc from {tmp_path}/{SHOWN_ARG}: ")
+
+
+def test_usage_errors_print_one_line(tmp_path: Path) -> None:
+    """Errors the command-line parser raises go through the same boundary."""
+    result = sediment(tmp_path / "home", "facts", FORGED_ARG)
+    assert result.returncode == 2, result.stderr
+    assert_clean(result.stderr)
+    [line] = lines(result.stderr)
+    assert line.startswith("error: ") and "[red]R[/red]" in line
+
+
+def test_export_summaries_show_paths_literally(tmp_path: Path) -> None:
+    """`✓wrote PATH (N rows)`: the output directory is the operator's; keep the project's ✓."""
+    sha = "a" * 40
+    bundle = write_bundle([rollout("s1", commits=[sha], outcomes=[outcome("o1", sha)])], tmp_path / "bundle",
+                          org_id=ORG, policy=POLICY, quarantine_revision=0)
+    out = tmp_path / "x[" / f"bold]{FORGED_ARG}"  # "…/x[/bold]…": a closing tag that matches nothing
+    result = sediment(tmp_path / "home", "export", "rlvr", "--target", "nemo-gym", "--from", str(bundle),
+                      "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert_clean(result.stderr)
+    assert f"✓wrote {tmp_path}/x[/bold]{SHOWN_ARG}/rollouts.train.jsonl (1 rows)" in lines(result.stderr)
+    assert (out / "rollouts.train.jsonl").is_file()
+
+
+def test_derive_summary_shows_the_path_literally(tmp_path: Path) -> None:
+    out = tmp_path / "x[" / f"bold]{FORGED_ARG}"
+    out.parent.mkdir(parents=True)  # the bundle's parent must exist
+    result = sediment(tmp_path / "home", "derive", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert_clean(result.stderr)
+    assert lines(result.stderr) == [f"derived 0 rollout(s) into {tmp_path}/x[/bold]{SHOWN_ARG}"]
+
+
+def test_log_messages_are_one_line(tmp_path: Path) -> None:
+    """`-v` diagnostics carry paths and parse errors from the operator's files."""
+    bundle = write_bundle([], tmp_path / "bundle", org_id=ORG, policy=POLICY, quarantine_revision=0)
+    result = sediment(tmp_path / "home", "-v", "export", "rlvr", "--target", "sediment", "--from", str(bundle),
+                      "--out", str(tmp_path / "o"), "--mirrors", str(tmp_path),
+                      env={"SEDIMENT_VERIFIER_COMMANDS_FILE": str(tmp_path / FORGED_ARG)})
+    assert result.returncode == 0, result.stderr
+    assert_clean(result.stderr)
+    assert f"verifier_commands_file_absent path={tmp_path}/{SHOWN_ARG}" in result.stderr
+
+
+@pytest.fixture
+def odd_plugins(tmp_path: Path) -> dict[str, str]:
+    """The example target and profile, installed as distributions whose metadata is hostile."""
+    site = tmp_path / "site"
+    paths = [str(site)]
+    for example, name in (("third_party_target", "sediment-verdicts"), ("third_party_profile", "sediment-plain-chat")):
+        dist = site / f"{name.replace('-', '_')}-0.1.0.dist-info"
+        dist.mkdir(parents=True)
+        (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\n"
+                                       "Version: 0.1.0[/bold][red]R[/red]\x1b[2J\x00\n")
+        project = tomllib.loads((ROOT / "examples" / example / "pyproject.toml").read_text())["project"]
+        entries = "".join(f"{k} = {v}\n" for k, v in project["entry-points"]["sediment"].items())
+        (dist / "entry_points.txt").write_text(f"[sediment]\n{entries}")
+        paths.append(str(ROOT / "examples" / example / "src"))
+    return {"PYTHONPATH": os.pathsep.join(paths)}
+
+
+@pytest.mark.sediment_installed_plugins
+def test_plugin_supplied_text_is_never_markup(tmp_path: Path, odd_plugins: dict[str, str]) -> None:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("SEDIMENT_")}
+    environ |= odd_plugins | {"COLUMNS": "1000"}  # the whole table: nothing cut short
+    for command in ("targets", "profiles"):
+        result = subprocess.run([sys.executable, "-m", "sediment", command], capture_output=True, text=True,
+                                env=environ, timeout=120, check=False)
+        assert result.returncode == 0, result.stderr
+        assert_clean(result.stdout + result.stderr)
+        assert "0.1.0[/bold][red]R[/red]\\x1b[2J\\x00" in result.stdout, result.stdout
