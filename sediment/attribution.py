@@ -2,9 +2,14 @@
 
 Git notes (``refs/notes/sediment``, stored as SessionCommitObservation Facts when a mirror is
 fetched) bind a Session to commits and win. A Session without notes falls back to Jaccard
-similarity between the tokens of its completion text and the tokens each commit's diff adds,
-for commits made within the policy's lookback window after the Session's calls. Commits are
-ordered by committer time, ties by their qualified sort key.
+similarity, scored **per call and per code file**: the lowercased tokens of one call's
+completion text against the lowercased tokens one code file of a commit adds (its
+first-parent diff); a commit matches when any (call, code file) pair reaches the policy's
+``min_similarity``. Candidates are the commits made within the lookback window after the
+Session's calls (by committer time: see docs/operate.md for why not by push arrival). Files
+that are not code (documentation, data, lock files, binaries) are not scored. Sessions not
+bound are counted by why: no candidate commit, no code file among the candidates, no match.
+Commits are ordered by committer time, ties by their qualified sort key.
 """
 
 from __future__ import annotations
@@ -19,10 +24,24 @@ from sediment.mirrors import Mirror, MirrorReadError, MirrorRoot
 from sediment.policy import AttributionPolicy
 from sediment.rollout import AttributionSource, CommitRef, scoring_text
 
-_TOKEN = re.compile(r"[A-Za-z0-9_]+")
+_TOKEN = re.compile(r"[a-z0-9_]+")
+#: Suffixes of files that are not code: never scored by the Jaccard fallback.
+NOT_CODE_SUFFIXES = frozenset({
+    ".md", ".markdown", ".rst", ".txt", ".adoc", ".json", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".csv",
+    ".tsv", ".lock", ".svg", ".xml", ".html", ".css", ".log",
+})
+#: Why a Session without git notes was not bound (counted as ``attribution.<reason>``).
+JACCARD_UNBOUND: tuple[str, ...] = ("jaccard_no_candidate_commit", "jaccard_no_code_diff", "jaccard_no_match")
+
 
 def tokens(text: str) -> frozenset[str]:
-    return frozenset(_TOKEN.findall(text))
+    """Lowercased word tokens (letters, digits, underscores)."""
+    return frozenset(_TOKEN.findall(text.lower()))
+
+
+def is_code_file(path: str) -> bool:
+    name = path.rsplit("/", 1)[-1].lower()
+    return not any(name.endswith(suffix) for suffix in NOT_CODE_SUFFIXES) and name not in {"license", "copying"}
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     union = a | b
@@ -33,7 +52,8 @@ class IndexedCommit:
     repo: str
     sha: str
     committer_time: int
-    added_tokens: frozenset[str]
+    #: the added tokens of each code file of the commit
+    code_file_tokens: tuple[frozenset[str], ...]
 
 class CommitIndex:
     """Commits of every mirrored repository of one org, read once per derivation."""
@@ -54,7 +74,9 @@ class CommitIndex:
                     if mirror is None:
                         continue
                     for info in mirror.commits():
-                        commits.append(IndexedCommit(repo, info.sha, info.committer_time, tokens(info.added_text)))
+                        files = tuple(tokens(text) for path, text in info.added_by_file if is_code_file(path))
+                        commits.append(IndexedCommit(repo, info.sha, info.committer_time,
+                                                     tuple(f for f in files if f)))
             self._commits = commits
             self._times = {(c.repo, c.sha): c.committer_time for c in commits}
         return self._commits
@@ -87,6 +109,8 @@ class CommitIndex:
 class Attribution:
     commits: tuple[CommitRef, ...]
     source: AttributionSource
+    #: why a Session without notes was not bound (one of JACCARD_UNBOUND), else None
+    unbound: str | None = None
 
 def trajectory_order(refs: Iterable[CommitRef], org_id: str, index: CommitIndex) -> tuple[CommitRef, ...]:
     """Ascending committer time, ties by ``(org, "legacy", repo, sha)``."""
@@ -106,14 +130,20 @@ def attribute(
     if noted:
         return Attribution(trajectory_order(noted, org_id, index), "git_notes")
     if not calls:
-        return Attribution((), "jaccard")
-    session_tokens = tokens("\n".join(scoring_text(c.output_messages) for c in calls))
+        return Attribution((), "jaccard", "jaccard_no_candidate_commit")
+    call_tokens = [t for c in calls if (t := tokens(scoring_text(c.output_messages)))]
     start = min(c.observed_at for c in calls)
-
     end = max(c.observed_at for c in calls) + timedelta(minutes=policy.jaccard.lookback_window_minutes)
+    candidates = index.candidates(start, end)
+    threshold = policy.jaccard.min_similarity
     matched = [
         CommitRef(repo=c.repo, commit_sha=c.sha)
-        for c in index.candidates(start, end)
-        if jaccard(session_tokens, c.added_tokens) >= policy.jaccard.min_similarity
+        for c in candidates
+        if any(jaccard(call, file) >= threshold for file in c.code_file_tokens for call in call_tokens)
     ]
-    return Attribution(trajectory_order(matched, org_id, index), "jaccard")
+    unbound = None
+    if not matched:
+        unbound = ("jaccard_no_candidate_commit" if not candidates
+                   else "jaccard_no_code_diff" if not any(c.code_file_tokens for c in candidates)
+                   else "jaccard_no_match")
+    return Attribution(trajectory_order(matched, org_id, index), "jaccard", unbound)

@@ -111,6 +111,8 @@ def derive_session(
         key=lambda o: (o.repo, o.commit_sha, o.session_id, o.captured_at, o.observation_id),
     )
     skipped: Counter[str] = Counter({f"decision.{k}": v for k, v in losses.items()})
+    if attribution.unbound is not None:
+        skipped[f"attribution.{attribution.unbound}"] += 1
     skipped.update({f"rollout.{k}": v for k, v in resolution.skipped.items()})
     rollout = Rollout(
         org_id=org_id,

@@ -65,11 +65,13 @@ class NoteEdge:
 
 @dataclass(frozen=True)
 class CommitInfo:
-    """A commit as attribution sees it: time and the text its diff adds."""
+    """A commit as attribution sees it: time and the text its first-parent diff adds, in all
+    and per text file (``(path, added text)``, binary files left out)."""
 
     sha: str
     committer_time: int
     added_text: str
+    added_by_file: tuple[tuple[str, str], ...] = ()
 
 
 def _encode(text: str) -> str:
@@ -355,11 +357,13 @@ class Mirror:
                     diff = commit.parents[0].tree.diff_to_tree(commit.tree)
                 else:
                     diff = commit.tree.diff_to_tree(swap=True)
-                added = [
-                    line.content for patch in diff if patch is not None for hunk in patch.hunks
-                    for line in hunk.lines if line.origin == "+"
-                ]
-                yield CommitInfo(sha, int(commit.commit_time), "".join(added))
+                by_file: list[tuple[str, str]] = []
+                for patch in diff:
+                    if patch is None or patch.delta.is_binary:
+                        continue
+                    added = "".join(line.content for hunk in patch.hunks for line in hunk.lines if line.origin == "+")
+                    by_file.append((patch.delta.new_file.path, added))
+                yield CommitInfo(sha, int(commit.commit_time), "".join(text for _, text in by_file), tuple(by_file))
 
     def committer_time(self, sha: str) -> int:
         """Committer time in seconds since the epoch, or 0 if unreadable."""

@@ -85,7 +85,7 @@ def test_rollouts_trace_to_recorded_ci(world: dict[str, Any], store_url: str) ->
     assert s3.attribution_source == "jaccard" and [c.commit_sha for c in s3.commits] == [c3]
     s2 = by_session["s2"]
     assert s2.commits == () and s2.terminal_outcomes == ()
-    assert rollouts.skipped == {"rollout.conflicting_run_identity": 1}
+    assert rollouts.skipped == {"attribution.jaccard_no_match": 1, "rollout.conflicting_run_identity": 1}
 
     out = world["tmp"] / "out"
     export_rlvr_from_rollouts(rollouts, world["mirrors"], out, target="sediment", split_enabled=False,
@@ -168,7 +168,7 @@ def test_direct_export_with_workers_matches_one_worker(world: dict[str, Any], tm
                                             fragmented=direct.fragmented_counter, workers=workers)
         outputs.append(snapshot(out))
         fragmented.append(summary["fragmented"])
-        assert direct.skipped == {"rollout.conflicting_run_identity": 1}
+        assert direct.skipped == {"attribution.jaccard_no_match": 1, "rollout.conflicting_run_identity": 1}
     assert outputs[0] == outputs[1] and fragmented[0] == fragmented[1]
 
 
@@ -179,6 +179,37 @@ def test_derive_with_workers_writes_the_same_bundle(world: dict[str, Any], tmp_p
         path, rollouts = derive_bundle(store, ORG, tmp_path / f"b{workers}", policy=DerivationPolicy(),
                                        mirrors=world["mirrors"], workers=workers)
         bundles.append(snapshot(path))
-        assert rollouts.skipped == {"rollout.conflicting_run_identity": 1}
+        assert rollouts.skipped == {"attribution.jaccard_no_match": 1, "rollout.conflicting_run_identity": 1}
     assert bundles[0] == bundles[1] == bundles[2]
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_jaccard_scores_each_call_against_each_code_file(tmp_path: Path) -> None:
+    """Lowercased tokens; one matching (call, code file) pair binds the commit; a README never
+    scores; every unbound Session is counted by why."""
+    origin = MirrorWriter(tmp_path / "origin.git")
+    origin.commit({"base.py": "x = 1\n"}, "base", when=at(-60))
+    mixed = origin.commit({"Calc.py": "def Add(A, B):\n    return A + B\n", "NOTES.md": "unrelated words " * 40},
+                          "mixed", when=at(5))
+    docs = origin.commit({"README.md": "def only(docs): pass\n"}, "docs", when=at(200))
+    (tmp_path / "mirrors").mkdir()
+    mirrors = MirrorRoot(tmp_path / "mirrors")
+    mirrors.add(ORG, REPO, str(tmp_path / "origin.git"))
+    store = FactStore(f"sqlite:///{tmp_path / 'facts.db'}")
+    noisy = [message("assistant", "let me look around first, reading many unrelated files and notes")]
+    edit = [message("assistant", ToolCallPart(id="t1", name="write_file",
+                                              arguments={"path": "calc.py", "content": "def add(a, b):\n    return a + b\n"}))]
+    store.append([
+        call("bound", 0, [message("user", "fix add")], noisy),       # scores low against every file
+        call("bound", 1, [message("user", "fix add")], edit),        # matches Calc.py, whatever the case
+        # (a call's index is its second after T0)
+        call("docs-only", 190 * 60, [message("user", "docs")], [message("assistant", "def only(docs): pass")]),
+        call("far", 9 * 86400, [message("user", "later")], [message("assistant", "x")]),
+        call("mismatch", 0, [message("user", "y")], [message("assistant", "nothing alike here at all")]),
+    ])
+    rollouts = StoreRollouts(store, ORG, policy=DerivationPolicy(), mirrors=mirrors)
+    derived = {r.session_id: r for r in rollouts}
+    assert [c.commit_sha for c in derived["bound"].commits] == [mixed]
+    assert derived["docs-only"].commits == () and docs not in [c.commit_sha for r in derived.values() for c in r.commits]
+    assert rollouts.skipped == {"attribution.jaccard_no_candidate_commit": 1, "attribution.jaccard_no_code_diff": 1,
+                                "attribution.jaccard_no_match": 1}
