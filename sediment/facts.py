@@ -3,6 +3,16 @@
 Field names, order and vocabularies follow the export contract (§1.1). Models are
 frozen and reject unknown fields; ``raw`` payloads and free-form values are kept
 losslessly (NaN, infinities, lone surrogates and NUL survive; only export declines them).
+
+Scalar fields are strict where the wire format is: an integer is an integer (never ``true``,
+``1.0`` or ``"1"``), a float is a number (never a bool or a string), a bool is ``true`` or
+``false`` (never ``0`` / ``1``), a time is an RFC 3339 string with an offset or an aware
+datetime (never unix seconds; see :data:`~sediment.identifiers.UtcDatetime`). Containers stay
+as JSON gives them (a list for a tuple), so canonical records and bundles still validate
+from parsed JSON.
+
+Fact ids are at most :data:`~sediment.identifiers.FACT_ID_MAX_LENGTH` characters (the store's
+key column), and a test result's run attempt fits the store's 32-bit integer column.
 """
 
 from __future__ import annotations
@@ -10,17 +20,22 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, model_validator
 
 from sediment.identifiers import (
     BranchName,
     CommitSha,
+    ExactInt,
+    FactId,
     NonEmptyId,
     NonEmptyRepoSlug,
     OrgId,
     RepoSlug,
     UtcDatetime,
 )
+
+INT32_MAX = 2**31 - 1
+"""The largest value of the store's ``INTEGER`` columns (PostgreSQL's is 32-bit)."""
 
 
 class FactModel(BaseModel):
@@ -80,7 +95,7 @@ class ToolDefinition(FactModel):
     name: str
     description: str | None = None
     parameters: dict[str, Any] | None = None
-    strict: bool | None = None
+    strict: StrictBool | None = None
 
 
 # --- Facts ---------------------------------------------------------------------------
@@ -97,8 +112,8 @@ AgentHarness = Literal["claude-code", "copilot", "codex", "cursor", "pi"]
 class InferenceCall(FactModel):
     """One model call of an agent Session; one Turn of a Rollout comes from one call."""
 
-    schema_version: Literal[1] = 1
-    inference_call_id: NonEmptyId
+    schema_version: Annotated[Literal[1], ExactInt] = 1
+    inference_call_id: FactId
     org_id: OrgId
     session_id: NonEmptyId
     user_id: NonEmptyId | None = None
@@ -109,9 +124,9 @@ class InferenceCall(FactModel):
     output_messages: tuple[InferenceMessage, ...] = ()
     #: The tools the request declared, in request order; ``None`` when it declared none.
     tools: tuple[ToolDefinition, ...] | None = None
-    input_tokens: int | None = Field(default=None, ge=0)
-    output_tokens: int | None = Field(default=None, ge=0)
-    duration_ms: int | None = Field(default=None, ge=0, le=2**63 - 1)
+    input_tokens: StrictInt | None = Field(default=None, ge=0)
+    output_tokens: StrictInt | None = Field(default=None, ge=0)
+    duration_ms: StrictInt | None = Field(default=None, ge=0, le=2**63 - 1)
     model_call_id: NonEmptyId | None = None
     observed_at: UtcDatetime
     raw: dict[str, Any] = Field(default_factory=dict)
@@ -139,7 +154,7 @@ def check_identity_triple(provider: str | None, host: str | None, repository_id:
 class _Identified(FactModel):
     """A Fact scoped to a repository that may carry the identity triple."""
 
-    schema_version: Literal[1, 2] = 2
+    schema_version: Annotated[Literal[1, 2], ExactInt] = 2
     repository_provider: Literal["github"] | None = None
     repository_host: str | None = None
     repository_id: str | None = None
@@ -159,11 +174,11 @@ class _Identified(FactModel):
 class CIOutcome(_Identified):
     """One provider pipeline-run attempt (repository-scoped). Field order is the JSON order."""
 
-    outcome_id: NonEmptyId
+    outcome_id: FactId
     org_id: OrgId
     provider: CIProvider
     run_id: NonEmptyId
-    run_attempt: int | None = Field(default=None, ge=1)
+    run_attempt: StrictInt | None = Field(default=None, ge=1)
     repo: NonEmptyRepoSlug
     commit_sha: CommitSha
     branch: BranchName
@@ -178,7 +193,7 @@ class CIOutcome(_Identified):
     source_event_type: str | None = None
     source_spec_version: str | None = None
     source_event_id: str | None = None
-    pr_number: int | None = Field(default=None, ge=1)
+    pr_number: StrictInt | None = Field(default=None, ge=1)
     captured_at: UtcDatetime
     raw: dict[str, Any] = Field(default_factory=dict)
 
@@ -208,12 +223,12 @@ class TestCaseResult(FactModel):
 
     __test__ = False  # not a pytest test class
 
-    schema_version: Literal[1] = 1
-    test_result_id: NonEmptyId
+    schema_version: Annotated[Literal[1], ExactInt] = 1
+    test_result_id: FactId
     org_id: OrgId
     provider: CIProvider
     run_id: NonEmptyId
-    run_attempt: int = Field(ge=1)
+    run_attempt: StrictInt = Field(ge=1, le=INT32_MAX)
     repo: NonEmptyRepoSlug
     commit_sha: CommitSha
     runner: TestRunner
@@ -223,8 +238,8 @@ class TestCaseResult(FactModel):
     name: str
     suite: str | None = None
     test_file: str | None = None
-    duration_ms: int | None = Field(default=None, ge=0)
-    flaky_reruns: int = Field(default=0, ge=0)
+    duration_ms: StrictInt | None = Field(default=None, ge=0)
+    flaky_reruns: StrictInt = Field(default=0, ge=0)
     report_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     locator: NonEmptyId
     captured_at: UtcDatetime
@@ -234,7 +249,7 @@ class TestCaseResult(FactModel):
 class SessionCommitObservation(_Identified):
     """The first time a mirror refresh exposed a git-note Session→commit edge."""
 
-    observation_id: NonEmptyId
+    observation_id: FactId
     org_id: OrgId
     repo: NonEmptyRepoSlug
     commit_sha: CommitSha
@@ -246,19 +261,19 @@ class SessionCommitObservation(_Identified):
 class DeveloperDecision(FactModel):
     """A developer's accept/reject of an agent edit."""
 
-    decision_id: NonEmptyId
+    decision_id: FactId
     org_id: OrgId
     session_id: NonEmptyId
     user_id: NonEmptyId | None = None
     agent_harness: AgentHarness
     file_path: str = ""
-    accepted: bool
-    explicit: bool
+    accepted: StrictBool
+    explicit: StrictBool
     interaction_mode: Literal["agent", "inline"]
     commit_sha: CommitSha | None = None
     call_id: NonEmptyId | None = None
-    edit_retention_score: float | None = Field(default=None, ge=0.0, le=1.0)
-    observation_delay_ms: int | None = Field(default=None, ge=0)
+    edit_retention_score: StrictFloat | None = Field(default=None, ge=0.0, le=1.0)
+    observation_delay_ms: StrictInt | None = Field(default=None, ge=0)
     occurred_at: UtcDatetime
     captured_at: UtcDatetime
     raw: dict[str, Any] = Field(default_factory=dict)
@@ -267,7 +282,7 @@ class DeveloperDecision(FactModel):
 class Push(_Identified):
     """A branch push seen by the forge (drives mirror refresh; commits newest last)."""
 
-    push_id: NonEmptyId
+    push_id: FactId
     org_id: OrgId
     provider: Literal["github"] = "github"
     repo: RepoSlug
@@ -285,11 +300,11 @@ class Push(_Identified):
 class PullRequestMerge(_Identified):
     """A merged pull request (diagnostic reports only; never read by a training recipe)."""
 
-    merge_id: NonEmptyId
+    merge_id: FactId
     org_id: OrgId
     provider: Literal["github"] = "github"
     repo: NonEmptyRepoSlug
-    pr_number: int = Field(ge=1)
+    pr_number: StrictInt = Field(ge=1)
     head_repo: RepoSlug = ""
     head_repository_provider: Literal["github"] | None = None
     head_repository_host: str | None = None
@@ -307,7 +322,7 @@ class PullRequestMerge(_Identified):
 class RepositoryRename(FactModel):
     """A repository's name changed (stored; not yet applied to identity)."""
 
-    rename_id: NonEmptyId
+    rename_id: FactId
     org_id: OrgId
     provider: Literal["github"] = "github"
     repository_host: str | None = None

@@ -73,5 +73,7 @@ def decode_record(text: str) -> Any:
 
 
 def sortable_time(value: datetime) -> str:
-    """Fixed-width UTC text (microseconds always present), so text order is time order."""
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """Fixed-width UTC text (four-digit year, microseconds always present), so text order is
+    time order (``strftime("%Y")`` would not pad the years before 1000)."""
+    moment = value.astimezone(UTC)
+    return f"{moment.year:04d}-" + moment.strftime("%m-%dT%H:%M:%S.%fZ")

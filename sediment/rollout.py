@@ -203,8 +203,11 @@ def _canonical_part(part: Any) -> tuple[Any, ...]:
 
 
 def canonical_messages(messages: Iterable[InferenceMessage]) -> list[tuple[Any, ...]]:
-    """Messages as ``(role, parts)``; ``finish_reason`` is excluded."""
-    return [(m.role, tuple(_canonical_part(p) for p in m.parts)) for m in messages]
+    """Messages as ``(role, parts)``; ``finish_reason`` is excluded, and so are empty text parts:
+    a client replaying an answer may leave out an empty text block (Anthropic's API refuses
+    them), and that is still the same conversation."""
+    return [(m.role, tuple(_canonical_part(p) for p in m.parts if not (isinstance(p, TextPart) and not p.content)))
+            for m in messages]
 
 
 def _is_substantive(part: Any) -> bool:

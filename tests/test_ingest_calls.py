@@ -1,21 +1,27 @@
 """Recorded model calls → InferenceCall (sediment.ingest.calls and its four format modules).
 
-The cassette tests run every VCR cassette in ``fixtures/inputs/llm_calls`` (pydantic-ai,
-recorded against the real APIs). Each interaction whose URI is a model-call API becomes the
-request/response envelope with ``session_id`` ``s-<cassette stem>``. Streamed (SSE)
-responses are passed as their raw SSE text: the translator assembles the stream into the
-response object (Chat chunks concatenated per choice and tool-call index, the Responses
-``response.completed`` event, Anthropic ``message_start`` + block deltas + ``message_delta``),
-so streamed calls are asserted on content like the others.
+The cassette tests run every VCR cassette of the shared fixtures beside the repository,
+``<root>/../shared/fixtures/inputs/llm_calls`` (pydantic-ai, recorded against the real APIs;
+``SEDIMENT_INPUT_FIXTURES`` names another ``inputs`` directory). Without them the cassette
+tests skip, saying why, except under CI (``CI=true``), where they fail: CI must run them.
+Each interaction whose URI is a model-call API becomes the request/response envelope with
+``session_id`` ``s-<cassette stem>``. Streamed (SSE) responses are passed as their raw SSE
+text: the translator assembles the stream into the response object (Chat chunks concatenated
+per choice and tool-call index, the Responses ``response.completed`` event, Anthropic
+``message_start`` + block deltas + ``message_delta``), so streamed calls are asserted on
+content like the others.
 """
 
 from __future__ import annotations
 
+import ast
+import copy
+import hashlib
 import json
 import math
 import os
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -34,11 +40,36 @@ from sediment.facts import (
     ToolDefinition,
 )
 from sediment.ingest import Translation, TranslationError
-from sediment.ingest.calls import CALL_FORMATS, CALL_SKIP_REASONS, CALL_WARNINGS, ReplayMemo, translate_call
+from sediment.ingest.calls import CALL_FORMATS, CALL_SKIP_REASONS, CALL_WARNINGS, ReplayMemo, toolkit, translate_call
 from sediment.ingest.ids import fact_id
+from sediment.ingest.redaction import marker
 from sediment.rollout import canonical_messages, segment_calls
 
-FIXTURES = Path(os.environ.get("SEDIMENT_INPUT_FIXTURES", "/work/shared/fixtures/inputs")) / "llm_calls"
+REPOSITORY_ROOT = Path(__file__).resolve().parents[1]
+
+
+def fixtures_dir(environ: Mapping[str, str]) -> Path:
+    """The cassette directory: ``$SEDIMENT_INPUT_FIXTURES/llm_calls``, else the shared fixtures
+    beside the repository (``<root>/../shared/fixtures/inputs/llm_calls``)."""
+    inputs = environ.get("SEDIMENT_INPUT_FIXTURES") or REPOSITORY_ROOT.parent / "shared" / "fixtures" / "inputs"
+    return Path(inputs) / "llm_calls"
+
+
+def under_ci(environ: Mapping[str, str]) -> bool:
+    return environ.get("CI", "").strip().lower() in ("true", "1")
+
+
+def require_fixtures(directory: Path, environ: Mapping[str, str]) -> None:
+    """Skip (with the reason) when the cassettes are absent, or fail under CI."""
+    if directory.is_dir():
+        return
+    reason = f"shared cassettes not found at {directory} (set SEDIMENT_INPUT_FIXTURES to their inputs directory)"
+    if under_ci(environ):
+        pytest.fail(f"{reason}; under CI the cassette tests must run", pytrace=False)
+    pytest.skip(reason)
+
+
+FIXTURES = fixtures_dir(os.environ)  # read at import: the test kit clears SEDIMENT_* for each test
 CAPTURED = datetime(2025, 6, 1, 12, 0, tzinfo=UTC)
 ORG = "acme"
 
@@ -131,7 +162,7 @@ def cassette_calls(stem: str) -> list[InferenceCall]:
         assert call.org_id == ORG
         assert call.observed_at == CAPTURED + timedelta(seconds=index)
         assert call.model_call_id is not None
-        assert call.inference_call_id == fact_id("call", ORG, "unknown", call.model_call_id)
+        assert call.inference_call_id == fact_id("call", ORG, "unknown", call.session_id, call.model_call_id)
         assert call.raw == envelope
         calls.append(call)
     return calls
@@ -525,9 +556,33 @@ CASSETTE_TOOLS: dict[str, tuple[ToolDefinition, ...] | None] = {
     ),
 }
 
-if not FIXTURES.is_dir() and os.environ.get("CI") == "true":
-    raise RuntimeError(f"cassettes not found at {FIXTURES}: under CI the cassette tests must run")
-needs_fixtures = pytest.mark.skipif(not FIXTURES.is_dir(), reason=f"cassettes not found at {FIXTURES}")
+@pytest.fixture
+def cassettes() -> Path:
+    """The cassette directory; a test using it skips without it (fails under CI)."""
+    require_fixtures(FIXTURES, os.environ)
+    return FIXTURES
+
+
+needs_fixtures = pytest.mark.usefixtures("cassettes")
+
+
+def test_fixtures_resolve_beside_the_repository_not_on_this_machine() -> None:
+    assert fixtures_dir({}) == REPOSITORY_ROOT.parent / "shared" / "fixtures" / "inputs" / "llm_calls"
+    assert (REPOSITORY_ROOT / "pyproject.toml").is_file()  # the root is the checkout this file is in
+    assert fixtures_dir({"SEDIMENT_INPUT_FIXTURES": "/elsewhere/inputs"}) == Path("/elsewhere/inputs/llm_calls")
+
+
+def test_absent_fixtures_skip_with_the_reason_and_fail_under_ci(tmp_path: Path) -> None:
+    absent = tmp_path / "llm_calls"
+    with pytest.raises(pytest.skip.Exception, match="shared cassettes not found at .*llm_calls"):
+        require_fixtures(absent, {})
+    with pytest.raises(pytest.skip.Exception):
+        require_fixtures(absent, {"CI": "false"})
+    for value in ("true", "TRUE", "1"):
+        with pytest.raises(pytest.fail.Exception, match="under CI the cassette tests must run"):
+            require_fixtures(absent, {"CI": value})
+    absent.mkdir()
+    require_fixtures(absent, {"CI": "true"})  # present: neither skips nor fails
 
 
 @needs_fixtures
@@ -1394,7 +1449,8 @@ def test_malformed_litellm_tool_definitions_name_the_field(tools: Any, message: 
 def test_same_record_twice_gives_the_same_call() -> None:
     first, second = translate(chat_record()), translate(chat_record())
     assert first == second
-    assert the_call(first).inference_call_id == fact_id("call", ORG, "unknown", "chatcmpl-1")
+    assert the_call(first).inference_call_id == fact_id("call", ORG, "unknown", the_call(first).session_id,
+                                                         "chatcmpl-1")
 
 
 def test_call_id_follows_the_provider_id_not_the_envelope() -> None:
@@ -1538,7 +1594,7 @@ def test_litellm_chat_payload() -> None:
     assert call.model_provider == "anthropic"
     assert call.model == "claude-sonnet-4-5-20250929"
     assert call.model_call_id == LITELLM_CALL_ID
-    assert call.inference_call_id == fact_id("call", ORG, "litellm", LITELLM_CALL_ID)
+    assert call.inference_call_id == fact_id("call", ORG, "litellm", "sess-lite", LITELLM_CALL_ID)
     assert (call.session_id, call.user_id) == ("sess-lite", "dev-1")
     assert (call.input_tokens, call.output_tokens) == (1200, 80)  # the payload's own counts
     assert call.duration_ms == 2250
@@ -1558,7 +1614,9 @@ def test_litellm_chat_payload() -> None:
         ("tool_call", "toolu_b", "Edit", {}),
     ]
     assert translation.warnings == ("malformed_tool_arguments",)
-    assert call.raw == litellm_payload()
+    redacted = litellm_payload()
+    redacted["metadata"]["user_api_key_hash"] = marker("hash")  # the virtual key's hash is a credential
+    assert call.raw == redacted
 
 
 def test_litellm_falls_back_to_response_id_usage_and_timestamps() -> None:
@@ -1567,7 +1625,7 @@ def test_litellm_falls_back_to_response_id_usage_and_timestamps() -> None:
         del payload[key]
     call = the_call(translate(payload, "litellm"))
     assert call.model_call_id == "chatcmpl-abc"
-    assert call.inference_call_id == fact_id("call", ORG, "litellm", "chatcmpl-abc")
+    assert call.inference_call_id == fact_id("call", ORG, "litellm", call.session_id, "chatcmpl-abc")
     assert (call.input_tokens, call.output_tokens) == (900, 60)
     assert call.duration_ms == 2250  # endTime - startTime
 
@@ -1719,16 +1777,473 @@ def test_litellm_text_completion_and_string_messages() -> None:
     ]
 
 
-def test_warning_vocabulary_is_closed() -> None:
-    assert set(CALL_WARNINGS) == {
-        "malformed_tool_arguments",
-        "tool_call_without_id",
-        "tool_result_without_id",
-        "non_text_part_dropped",
-        "opaque_reasoning",
-        "unsupported_item_dropped",
-        "extra_choices_dropped",
-    }
+# --- the closed vocabularies --------------------------------------------------------------
+
+CALLS_PACKAGE = REPOSITORY_ROOT / "sediment" / "ingest" / "calls"
+
+
+def emission_sites(method: str) -> list[tuple[str, int, object]]:
+    """``(module, line, argument)`` of every ``<x>.<method>(argument)`` call in the calls package
+    (``warn`` on the translation's notes, ``skip`` on ``Translation``)."""
+    sites = []
+    for module in sorted(CALLS_PACKAGE.glob("*.py")):
+        for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == method:
+                (argument,) = node.args
+                value = argument.value if isinstance(argument, ast.Constant) else ast.dump(argument)
+                sites.append((module.name, node.lineno, value))
+    return sites
+
+
+def test_every_emitted_code_is_in_the_vocabulary() -> None:
+    # Every place a translation raises a warning or skips a record names a vocabulary code as a
+    # literal, so no code can be emitted that the vocabulary lacks.
+    warns, skips = emission_sites("warn"), emission_sites("skip")
+    assert len(warns) >= len(CALL_WARNINGS) and len(skips) >= len(CALL_SKIP_REASONS)
+    assert [site for site in warns if site[2] not in CALL_WARNINGS] == []
+    assert [site for site in skips if site[2] not in CALL_SKIP_REASONS] == []
+    # …and every vocabulary code has a place that emits it.
+    assert {site[2] for site in warns} == set(CALL_WARNINGS)
+    assert {site[2] for site in skips} == set(CALL_SKIP_REASONS)
+
+
+def _two_choices() -> dict[str, Any]:
     record = chat_record()
     record["response"]["choices"].append({"index": 1, "finish_reason": "stop", "message": {"role": "assistant"}})
-    assert translate(record).warnings == ("extra_choices_dropped",)
+    return record
+
+
+def _tool_result_without_id() -> dict[str, Any]:
+    record = chat_record()
+    record["request"]["messages"].append({"role": "tool", "content": "orphan"})
+    return record
+
+
+def _image_in_the_prompt() -> dict[str, Any]:
+    record = chat_record()
+    record["request"]["messages"][0]["content"] = [{"type": "image_url", "image_url": {"url": "data:,"}}]
+    return record
+
+
+def _redacted_thinking() -> dict[str, Any]:
+    record = anthropic_record(session_id="s")
+    record["response"]["content"].insert(0, {"type": "redacted_thinking", "data": "cipher=="})
+    return record
+
+
+def _built_in_tool_item() -> dict[str, Any]:
+    record = responses_record(session_id="s")
+    record["response"]["output"].append({"type": "web_search_call", "id": "ws_1", "status": "completed"})
+    return record
+
+
+# One real translation per code: (format, record, the warnings it raises, the skip reason).
+VOCABULARY_CASES: dict[str, tuple[str, Callable[[], Any], tuple[str, ...], str | None]] = {
+    "malformed_tool_arguments": (
+        "openai-chat", lambda: chat_with_tool_calls(function_call("c", '{"path":')), ("malformed_tool_arguments",), None,
+    ),
+    "tool_call_without_id": (
+        "openai-chat", lambda: chat_with_tool_calls(function_call(None, "{}")), ("tool_call_without_id",), None,
+    ),
+    "tool_result_without_id": ("openai-chat", _tool_result_without_id, ("tool_result_without_id",), None),
+    "non_text_part_dropped": ("openai-chat", _image_in_the_prompt, ("non_text_part_dropped",), None),
+    "opaque_reasoning": ("anthropic", _redacted_thinking, ("opaque_reasoning",), None),
+    "unsupported_item_dropped": ("openai-responses", _built_in_tool_item, ("unsupported_item_dropped",), None),
+    "extra_choices_dropped": ("openai-chat", _two_choices, ("extra_choices_dropped",), None),
+    "no_session": ("openai-chat", lambda: without_session(chat_record()), (), "no_session"),
+    "error_response": (
+        "anthropic", lambda: anthropic_record(session_id="s", response={"type": "error", "error": {}}), (), "error_response",
+    ),
+    "not_a_model_call": ("litellm", lambda: litellm_payload(call_type="aembedding"), (), "not_a_model_call"),
+}
+
+
+@pytest.mark.parametrize("code", sorted(VOCABULARY_CASES))
+def test_vocabulary_case(code: str) -> None:
+    call_format, make, warnings, skipped = VOCABULARY_CASES[code]
+    translation = translate(make(), call_format)
+    assert (translation.warnings, translation.skipped) == (warnings, skipped)
+    assert code in (*translation.warnings, translation.skipped)
+
+
+def test_every_vocabulary_code_is_emitted_by_a_case() -> None:
+    assert sorted(VOCABULARY_CASES) == sorted((*CALL_WARNINGS, *CALL_SKIP_REASONS))
+    emitted = Counter[str]()
+    for call_format, make, _, _ in VOCABULARY_CASES.values():
+        translation = translate(make(), call_format)
+        emitted.update((*translation.warnings, *([translation.skipped] if translation.skipped else [])))
+    assert set(emitted) == {*CALL_WARNINGS, *CALL_SKIP_REASONS}
+
+
+# --- credentials are redacted from raw at capture ----------------------------------------
+
+BEARER = "Bearer sk-proj-0123456789abcdef"
+ANTHROPIC_KEY = "sk-ant-api03-0123456789abcdef"
+COOKIE = "__cf_bm=x.H2GlMeh.t_Q; _cfuvid=VlHcJdsIsxGEt2lddKu"
+
+
+@pytest.mark.parametrize(
+    ("call_format", "make"),
+    [("openai-chat", chat_record), ("openai-responses", responses_record), ("anthropic", anthropic_record)],
+)
+def test_credential_headers_are_redacted_in_raw_and_nothing_else(call_format: str, make: Callable[..., dict[str, Any]]) -> None:
+    headers = {
+        "Authorization": BEARER,
+        "X-API-Key": ANTHROPIC_KEY,
+        "cookie": [COOKIE, "second=1"],
+        "x-sediment-session": "s-1",
+        "User-Agent": "codex_cli_rs/0.104.0",
+        "content-type": "application/json",
+    }
+    record = make(headers=headers)
+    received = copy.deepcopy(record)
+    call = the_call(translate(record, call_format))
+    assert call.raw == {
+        **received,
+        "headers": {
+            "Authorization": marker(BEARER),
+            "X-API-Key": marker(ANTHROPIC_KEY),
+            "cookie": [marker(COOKIE), marker("second=1")],
+            "x-sediment-session": "s-1",
+            "User-Agent": "codex_cli_rs/0.104.0",
+            "content-type": "application/json",
+        },
+    }
+    assert marker(BEARER) == "[redacted sha256:" + hashlib.sha256(BEARER.encode()).hexdigest() + "]"
+    assert record == received  # the caller's record is not mutated
+    assert BEARER not in json.dumps(call.model_dump(mode="json"))
+    # Everything but raw is what the call without credential headers translates to.
+    plain = the_call(translate(make(headers={"x-sediment-session": "s-1"}), call_format))
+    assert call.model_dump(exclude={"raw"}) == plain.model_dump(exclude={"raw"})
+
+
+def test_litellm_credentials_are_redacted_where_litellm_logs_them() -> None:
+    virtual_key_hash = "88dc28d0f030c55ed4ab77ed8faf098196cb1c05df778539800c9f1243fe6b4b"
+    payload = litellm_payload()
+    payload["metadata"].update(
+        {
+            "user_api_key_hash": virtual_key_hash,
+            "user_api_key_alias": "ci-bot",
+            # LiteLLM copies every x-* request header here: a client's x-api-key included.
+            "requester_custom_headers": {
+                "x-api-key": ANTHROPIC_KEY,
+                "x-litellm-api-key": "sk-1234",
+                "x-goog-api-key": "AIzaSy-example",
+                "x-stainless-lang": "python",
+            },
+        }
+    )
+    payload["litellm_params"] = {
+        "api_key": "sk-provider-key",
+        "api_base": "https://api.anthropic.com",
+        "metadata": {"user_api_key": virtual_key_hash, "headers": {"authorization": BEARER, "accept": "*/*"}},
+    }
+    gemini = "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-pro:generateContent?key=*****yA1b"
+    payload["hidden_params"] = {
+        "api_base": gemini,
+        "additional_headers": {"llm_provider-set-cookie": COOKIE, "x_ratelimit_remaining_requests": 99},
+    }
+    received = copy.deepcopy(payload)
+    call = the_call(translate(payload, "litellm"))
+    expected = copy.deepcopy(received)
+    expected["metadata"]["user_api_key_hash"] = marker(virtual_key_hash)
+    expected["metadata"]["requester_custom_headers"].update(
+        {"x-api-key": marker(ANTHROPIC_KEY), "x-litellm-api-key": marker("sk-1234"),
+         "x-goog-api-key": marker("AIzaSy-example")}
+    )
+    expected["litellm_params"]["api_key"] = marker("sk-provider-key")
+    expected["litellm_params"]["metadata"]["user_api_key"] = marker(virtual_key_hash)
+    expected["litellm_params"]["metadata"]["headers"]["authorization"] = marker(BEARER)
+    expected["hidden_params"]["additional_headers"]["llm_provider-set-cookie"] = marker(COOKIE)
+    expected["hidden_params"]["api_base"] = gemini.replace("*****yA1b", marker("*****yA1b"))
+    assert call.raw == expected
+    assert call.raw["metadata"]["user_api_key_user_id"] == "default_user_id"  # ids of the key's owner stay
+    assert (call.session_id, call.user_id) == ("sess-lite", "dev-1")
+    assert payload == received
+
+
+def test_litellm_session_header_still_read_beside_redacted_ones() -> None:
+    payload = litellm_payload()
+    del payload["metadata"]["requester_metadata"]["session_id"]
+    payload["metadata"]["requester_custom_headers"] = {"x-api-key": ANTHROPIC_KEY, "x-sediment-session": "pi-7"}
+    call = the_call(translate(payload, "litellm"))
+    assert call.session_id == "pi-7"
+    assert call.raw["metadata"]["requester_custom_headers"] == {"x-api-key": marker(ANTHROPIC_KEY),
+                                                                "x-sediment-session": "pi-7"}
+
+
+def test_redaction_never_touches_the_conversation() -> None:
+    # Names on the list inside what the model saw or said (tool arguments, results, schemas)
+    # are content, kept byte for byte in raw as in the parts.
+    schema = {"type": "object", "properties": {"api_key": {"type": "string"}, "authorization": {"type": "string"}}}
+    record = anthropic_record(session_id="s", headers={"x-api-key": ANTHROPIC_KEY})
+    record["request"]["tools"] = [{"name": "http", "input_schema": schema}]
+    record["request"]["messages"] = [
+        {"role": "user", "content": "call it"},
+        {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": "http", "input": {"api_key": "k", "cookie": "c=1"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": "authorization: ok"}]},
+    ]
+    record["request"]["output_config"] = {"format": {"type": "json_schema", "schema": schema}}
+    received = copy.deepcopy(record)
+    call = the_call(translate(record, "anthropic"))
+    assert call.raw == {**received, "headers": {"x-api-key": marker(ANTHROPIC_KEY)}}
+    assert call.raw["request"] is record["request"]  # nothing to redact there: not even copied
+    assert tool_calls(call.input_messages[2]) == [("toolu_1", "http", {"api_key": "k", "cookie": "c=1"})]
+    assert call.tools == (ToolDefinition(name="http", parameters=schema),)
+
+
+def test_redaction_leaves_every_id_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A keyless call is keyed by its record's digest: of the record as received, so the same
+    # record ingested before redaction existed and after it is one Fact (one id).
+    keyless_pair = chat_record(headers={"authorization": BEARER})
+    del keyless_pair["response"]["id"]
+    keyless_litellm = litellm_payload(metadata={"user_api_key_hash": "0" * 64, "session_id": "sess-lite",
+                                                "requester_custom_headers": {"x-api-key": ANTHROPIC_KEY}})
+    for key in ("litellm_call_id", "id"):
+        del keyless_litellm[key]
+    del keyless_litellm["response"]["id"]
+    keyed = chat_record(headers={"authorization": BEARER})
+    records = [("openai-chat", keyless_pair), ("litellm", keyless_litellm), ("openai-chat", keyed)]
+    after = [the_call(translate(copy.deepcopy(r), f)) for f, r in records]
+    assert [c.model_call_id is None for c in after] == [True, True, False]
+    assert all(c.raw != r for c, (_, r) in zip(after, records, strict=True))  # each had a credential redacted
+    monkeypatch.setattr(toolkit, "redact_record", lambda record: record)  # as before redaction existed
+    before = [the_call(translate(copy.deepcopy(r), f)) for f, r in records]
+    assert [c.raw for c in before] == [r for _, r in records]
+    assert [c.inference_call_id for c in after] == [c.inference_call_id for c in before]
+
+
+@needs_fixtures
+def test_cassette_request_headers_keep_everything_but_the_cookie() -> None:
+    # The recorder kept the Cloudflare cookie OpenAI's client sends back; recorded as the
+    # envelope's headers, it is the one value redacted.
+    stem = "pydantic-ai.test_openai.test_openai_instructions_with_tool_calls_keep_instructions"
+    cassette = yaml.safe_load((FIXTURES / f"{stem}.yaml").read_text(encoding="utf-8"))
+    redacted = 0
+    for index, fmt, envelope in envelopes(stem):
+        headers = cassette["interactions"][index]["request"]["headers"]
+        call = the_call(translate({**envelope, "headers": headers}, fmt))
+        expected = {k: [marker(v) for v in values] if k == "cookie" else values for k, values in headers.items()}
+        assert call.raw == {**envelope, "headers": expected}
+        assert call.model_dump(exclude={"raw"}) == the_call(translate(envelope, fmt)).model_dump(exclude={"raw"})
+        redacted += "cookie" in headers
+    assert redacted == 1
+
+
+# --- empty assistant text is an empty text part ---------------------------------------------
+
+
+def _chat_content(content: Any, *, with_calls: bool) -> dict[str, Any]:
+    record = chat_record()
+    message = record["response"]["choices"][0]["message"]
+    message["content"] = content
+    if not with_calls:
+        del message["tool_calls"]
+    return record
+
+
+def _anthropic_content(*blocks: dict[str, Any]) -> dict[str, Any]:
+    record = anthropic_record(session_id="s")
+    record["response"]["content"] = list(blocks)
+    return record
+
+
+def _anthropic_stream_with_an_empty_text_block() -> dict[str, Any]:
+    stream = sse(
+        ("message_start", {"type": "message_start", "message": {"id": "msg_e", "role": "assistant", "content": []}}),
+        ("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("content_block_start", {"type": "content_block_start", "index": 1,
+                                 "content_block": {"type": "tool_use", "id": "toolu_e", "name": "Read", "input": {}}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 1,
+                                 "delta": {"type": "input_json_delta", "partial_json": '{"file": "a.py"}'}}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}}),
+    )
+    return {"request": {"messages": [{"role": "user", "content": "read"}]}, "response": stream, "session_id": "s"}
+
+
+def _responses_output(*items: dict[str, Any]) -> dict[str, Any]:
+    record = responses_record(session_id="s")
+    record["response"]["output"] = list(items)
+    return record
+
+
+EMPTY_OUTPUT_TEXT = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "", "annotations": []}]}
+SHELL_CALL = {"type": "function_call", "call_id": "call_r", "name": "shell", "arguments": '{"cmd":"ls"}'}
+TOOL_USE = {"type": "tool_use", "id": "toolu_e", "name": "Read", "input": {"file": "a.py"}}
+LS = ("tool_call", "call_1", "ls", {"path": "."})
+READ = ("tool_call", "toolu_e", "Read", {"file": "a.py"})
+SHELL = ("tool_call", "call_r", "shell", {"cmd": "ls"})
+
+
+def _litellm_response(response: dict[str, Any]) -> dict[str, Any]:
+    return litellm_payload(response=response)
+
+
+@pytest.mark.parametrize(
+    ("call_format", "make", "parts"),
+    [
+        ("openai-chat", lambda: _chat_content("", with_calls=True), [("text", ""), LS]),
+        ("openai-chat", lambda: _chat_content("", with_calls=False), [("text", "")]),
+        ("openai-chat", lambda: _chat_content([{"type": "text", "text": ""}], with_calls=True), [("text", ""), LS]),
+        ("anthropic", lambda: _anthropic_content({"type": "text", "text": ""}, TOOL_USE), [("text", ""), READ]),
+        ("anthropic", lambda: _anthropic_content({"type": "text", "text": ""}), [("text", "")]),
+        ("anthropic", _anthropic_stream_with_an_empty_text_block, [("text", ""), READ]),
+        ("openai-responses", lambda: _responses_output(EMPTY_OUTPUT_TEXT, SHELL_CALL), [("text", ""), SHELL]),
+        ("openai-responses", lambda: _responses_output(EMPTY_OUTPUT_TEXT), [("text", "")]),
+        ("litellm", lambda: _litellm_response({"id": "r", "choices": [{"finish_reason": "stop", "message": {
+            "role": "assistant", "content": "", "tool_calls": [function_call("call_1", '{"path":"."}', "ls")]}}]}),
+         [("text", ""), LS]),
+        ("litellm", lambda: _litellm_response({"id": "r", "content": [{"type": "text", "text": ""}, TOOL_USE]}),
+         [("text", ""), READ]),
+        ("litellm", lambda: _litellm_response({"id": "r", "output": [EMPTY_OUTPUT_TEXT, SHELL_CALL]}),
+         [("text", ""), SHELL]),
+    ],
+)
+def test_an_empty_assistant_text_is_kept_as_an_empty_text_part(
+    call_format: str, make: Callable[[], dict[str, Any]], parts: list[tuple[Any, ...]]
+) -> None:
+    translation = translate(make(), call_format)
+    (out,) = the_call(translation).output_messages
+    assert (out.role, parts_of(out)) == ("assistant", parts)
+    assert translation.warnings == ()
+
+
+def test_an_empty_refusal_or_null_content_gives_no_part() -> None:
+    record = _chat_content(None, with_calls=True)
+    record["response"]["choices"][0]["message"]["refusal"] = ""
+    assert parts_of(the_call(translate(record)).output_messages[0]) == [LS]
+
+
+def test_an_empty_system_prompt_gives_no_system_message() -> None:
+    for system in ("", [{"type": "text", "text": ""}]):
+        record = anthropic_record(session_id="s")
+        record["request"]["system"] = system
+        assert shape(the_call(translate(record, "anthropic")).input_messages) == [("user", ["text"])]
+
+
+def chat_session(first_message: dict[str, Any], replayed: dict[str, Any], *, then: dict[str, Any]) -> list[InferenceCall]:
+    """Two Chat calls of one Session: the first answers with ``first_message``, the second
+    replays it as ``replayed`` and adds ``then``."""
+    first = chat_record()
+    first["response"]["choices"][0]["message"] = first_message
+    second = chat_record()
+    second["response"]["id"] = "chatcmpl-2"
+    second["request"]["messages"] = [*first["request"]["messages"], replayed, then]
+    second["observed_at"] = "2025-06-01T12:00:01Z"
+    return [the_call(translate(first)), the_call(translate(second))]
+
+
+def test_a_replayed_empty_text_part_still_matches() -> None:
+    message = {"role": "assistant", "content": "", "tool_calls": [function_call("call_1", '{"path":"."}', "ls")]}
+    tool = {"role": "tool", "tool_call_id": "call_1", "content": "a.py"}
+    calls = chat_session(message, copy.deepcopy(message), then=tool)
+    assert parts_of(calls[1].input_messages[1]) == [("text", ""), LS]
+    segments, counts = segment_calls(calls)
+    assert counts == Counter()
+    (segment,) = segments
+    # The second Turn adds the replayed output (its empty text part included) and the result.
+    assert [parts_of(m) for m in segment[1].new_messages] == [[("text", ""), LS], [("tool_call_response", "call_1", "a.py")]]
+
+
+def test_a_replayed_empty_output_text_item_still_matches() -> None:
+    first = _responses_output(EMPTY_OUTPUT_TEXT, SHELL_CALL)
+    second = responses_record(session_id="s", observed_at="2025-06-01T12:00:01Z")
+    second["response"]["id"] = "resp_2"
+    first["request"]["input"] = [{"role": "user", "content": "fix the bug"}]
+    second["request"]["input"] = [*first["request"]["input"], EMPTY_OUTPUT_TEXT, SHELL_CALL,
+                                  {"type": "function_call_output", "call_id": "call_r", "output": "a.py"}]
+    calls = [the_call(translate(first, "openai-responses")), the_call(translate(second, "openai-responses"))]
+    assert fragmented(calls) == Counter()
+
+
+def test_an_output_of_only_empty_text_is_prior_output_absent() -> None:
+    message = {"role": "assistant", "content": ""}
+    calls = chat_session(message, copy.deepcopy(message), then={"role": "user", "content": "and?"})
+    assert parts_of(calls[0].output_messages[0]) == [("text", "")]
+    assert fragmented(calls) == Counter({"prior_output_absent": 1})
+
+
+def test_an_empty_text_block_the_client_dropped_from_its_replay_still_matches() -> None:
+    first = _anthropic_content({"type": "text", "text": ""}, TOOL_USE)
+    second = anthropic_record(session_id="s", observed_at="2025-06-01T12:00:01Z")
+    second["response"]["id"] = "msg_2"
+    second["request"]["messages"] = [
+        *first["request"]["messages"],
+        {"role": "assistant", "content": [TOOL_USE]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_e", "content": "x = 1"}]},
+    ]
+    calls = [the_call(translate(first, "anthropic")), the_call(translate(second, "anthropic"))]
+    assert fragmented(calls) == Counter()
+
+
+# --- tool results that are JSON text stay strings --------------------------------------------
+
+JSON_RESULTS = ['{"ok": true, "files": ["a.py"]}', "[1, 2.50]", "42", "null", "true", '"quoted"', ' {"padded": 1}\n']
+
+
+def _chat_tool_result(result: str) -> tuple[str, dict[str, Any]]:
+    record = chat_record()
+    record["request"]["messages"].append({"role": "tool", "tool_call_id": "call_0", "content": result})
+    return "openai-chat", record
+
+
+def _responses_tool_result(result: str) -> tuple[str, dict[str, Any]]:
+    record = responses_record(session_id="s")
+    record["request"]["input"] = [{"type": "function_call_output", "call_id": "call_0", "output": result}]
+    return "openai-responses", record
+
+
+def _responses_custom_tool_result(result: str) -> tuple[str, dict[str, Any]]:
+    record = responses_record(session_id="s")
+    record["request"]["input"] = [{"type": "custom_tool_call_output", "call_id": "call_0", "output": result}]
+    return "openai-responses", record
+
+
+def _anthropic_tool_result(result: str) -> tuple[str, dict[str, Any]]:
+    record = anthropic_record(session_id="s")
+    record["request"]["messages"] = [
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_0", "content": result}]}
+    ]
+    return "anthropic", record
+
+
+def _litellm_tool_result(shape: str) -> Callable[[str], tuple[str, dict[str, Any]]]:
+    def make(result: str) -> tuple[str, dict[str, Any]]:
+        message = {
+            "chat": {"role": "tool", "tool_call_id": "call_0", "content": result},
+            "responses": {"type": "function_call_output", "call_id": "call_0", "output": result},
+            "anthropic": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "call_0", "content": result}]},
+        }[shape]
+        return "litellm", litellm_payload(messages=[message])
+    return make
+
+
+TOOL_RESULT_FORMS: dict[str, Callable[[str], tuple[str, dict[str, Any]]]] = {
+    "openai-chat tool message": _chat_tool_result,
+    "openai-responses function_call_output": _responses_tool_result,
+    "openai-responses custom_tool_call_output": _responses_custom_tool_result,
+    "anthropic tool_result": _anthropic_tool_result,
+    "litellm chat": _litellm_tool_result("chat"),
+    "litellm responses": _litellm_tool_result("responses"),
+    "litellm anthropic": _litellm_tool_result("anthropic"),
+}
+
+
+@pytest.mark.parametrize("result", JSON_RESULTS)
+@pytest.mark.parametrize("form", sorted(TOOL_RESULT_FORMS))
+def test_a_tool_result_that_is_json_text_stays_that_string(form: str, result: str) -> None:
+    call_format, record = TOOL_RESULT_FORMS[form](result)
+    call = the_call(translate(record, call_format))
+    (found,) = [p for m in call.input_messages for p in m.parts if isinstance(p, ToolCallResponsePart)]
+    assert found.id == "call_0"
+    assert type(found.result) is str and found.result == result  # never parsed, never re-encoded
+
+
+def test_an_anthropic_tool_result_of_blocks_keeps_its_json_text_blocks() -> None:
+    blocks = [{"type": "text", "text": '{"ok": true}'}, {"type": "text", "text": "[1]"}]
+    _, record = _anthropic_tool_result("")
+    record["request"]["messages"][0]["content"][0]["content"] = copy.deepcopy(blocks)
+    (part,) = the_call(translate(record, "anthropic")).input_messages[-1].parts
+    assert isinstance(part, ToolCallResponsePart) and part.result == blocks

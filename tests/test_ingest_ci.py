@@ -17,6 +17,7 @@ import pytest
 from sediment.facts import CIOutcome
 from sediment.ingest import TranslationError
 from sediment.ingest.ci import translate_ci
+from sediment.ingest.facts_jsonl import json_copy
 from sediment.ingest.ids import fact_id
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ci"
@@ -261,7 +262,17 @@ def test_raw_is_copied_from_the_record() -> None:
         ({"pr_number": 0}, r"^pr_number: Input should be greater than or equal to 1"),
         ({"reason": "x" * 4097}, r"^reason: String should have at most 4096 characters"),
         ({"raw": ["not", "an", "object"]}, r"^raw: Input should be a valid dictionary"),
-        ({"captured_at": "2024-05-01T12:00:00"}, r"^captured_at: Input should have timezone info"),
+        ({"captured_at": "2024-05-01T12:00:00"}, r"^captured_at: timestamp must carry a UTC offset"),
+        ({"captured_at": "2"}, r"^captured_at: expected an RFC 3339 timestamp, got '2'$"),
+        ({"captured_at": 1714564800}, r"^captured_at: expected an RFC 3339 timestamp string, got number$"),
+        ({"captured_at": "0001-01-01T00:00:00+14:00"}, r"^captured_at: timestamp out of range$"),
+        ({"run_attempt": True}, r"^run_attempt: Input should be a valid integer"),
+        ({"run_attempt": "1"}, r"^run_attempt: Input should be a valid integer"),
+        ({"run_attempt": 1.0}, r"^run_attempt: Input should be a valid integer"),
+        ({"pr_number": "42"}, r"^pr_number: Input should be a valid integer"),
+        ({"schema_version": True}, r"^schema_version: Input should be a valid integer, got boolean$"),
+        ({"schema_version": "2"}, r"^schema_version: Input should be a valid integer, got str"),
+        ({"outcome_id": "o" * 201}, r"^outcome_id: String should have at most 200 characters"),
         ({"pipeline_status": "success"}, r"^pipeline_status: Extra inputs are not permitted"),
         ({"repository_provider": "github"}, r"repository_provider, repository_host and repository_id are all present"),
     ],
@@ -277,6 +288,29 @@ def test_missing_required_fields_are_all_named() -> None:
     message = str(caught.value)
     for name in ("run_id", "repo", "commit_sha", "branch", "result"):
         assert f"{name}: Field required" in message
+
+
+def test_a_record_without_a_version_is_the_current_identity_capable_version() -> None:
+    """schema_version 2 is the current CIOutcome payload, with or without a repository identity;
+    a sender may still declare the legacy 1 (as the Buildkite sender does)."""
+    assert outcome_of(dict(MINIMAL)).schema_version == 2
+    assert outcome_of({**MINIMAL, "schema_version": 1}).schema_version == 1
+
+
+def test_raw_is_copied_without_recursion() -> None:
+    """The record is copied into ``raw`` iteratively: a copy as deep as the interpreter's
+    recursion limit (deeper than the reader ever passes on) neither fails nor shares a node."""
+    deep: Any = {"leaf": [1.5, None, "x"]}
+    for _ in range(5000):
+        deep = [deep, 1]
+    copied = json_copy({"deep": deep, "k": "v"})
+    assert copied["k"] == "v"
+    node, original, levels = copied["deep"], deep, 0
+    while isinstance(node, list):
+        assert node is not original and node[1] == 1
+        node, original, levels = node[0], original[0], levels + 1
+    assert levels == 5000 and node == {"leaf": [1.5, None, "x"]} and node is not original
+    assert list(json_copy({"b": 1, "a": 2})) == ["b", "a"]  # key order kept
 
 
 def test_identity_on_schema_version_1_is_refused() -> None:

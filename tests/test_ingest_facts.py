@@ -111,7 +111,8 @@ ID_FIELDS = {
 }
 T = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 EXPECTED_IDS = {
-    "inference_call": fact_id("call", ORG, "litellm", "chatcmpl-7f1c2d"),
+    # (org, gateway, session, response id): a response id is unique only within a Session
+    "inference_call": fact_id("call", ORG, "litellm", SESSION, "chatcmpl-7f1c2d"),
     "ci_outcome": fact_id("ci", ORG, "github_actions", "30433642", 2),
     "session_commit_observation": fact_id("obs", ORG, "octo-org/octo-repo", SHA_A, SESSION),
     "developer_decision": fact_id("decision", ORG, "claude-code", SESSION, "toolu_01", "src/app.py", 420,
@@ -301,7 +302,10 @@ def test_a_missing_fact_type_is_named() -> None:
         ("session_commit_observation", {"commit_sha": "3484a3f"}, r"^commit_sha: Value error, commit SHA"),
         ("developer_decision", {"edit_retention_score": 1.5}, r"^edit_retention_score: Input should be less than"),
         ("pull_request_merge", {"pr_number": 0}, r"^pr_number: Input should be greater than or equal to 1"),
-        ("repository_rename", {"renamed_at": "2024-05-01 12:00"}, r"^renamed_at: Input should have timezone info"),
+        ("repository_rename", {"renamed_at": "2024-05-01 12:00"},
+         r"^renamed_at: expected an RFC 3339 timestamp, got '2024-05-01 12:00'$"),
+        ("repository_rename", {"renamed_at": "2024-05-01T12:00:00"},
+         r"^renamed_at: timestamp must carry a UTC offset, got '2024-05-01T12:00:00'$"),
         ("push", {"commit_shas": [SHA_A, "nope"]}, r"^commit_shas\[1\]: Value error, commit SHA"),
         ("push", {"branch": "main"}, r"^branch: Extra inputs are not permitted"),
     ],
@@ -314,6 +318,76 @@ def test_validation_errors_name_the_field(fact_type: str, changes: dict[str, Any
 def test_a_record_must_be_an_object() -> None:
     with pytest.raises(TranslationError, match=r"^record: expected a JSON object"):
         translate_fact("{}", org_id=ORG)  # type: ignore[arg-type]
+
+
+# --- no coercion: the wire format's types, exactly ----------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fact_type", "changes", "message"),
+    [
+        # times: RFC 3339 strings with an offset, never numbers (unix seconds) or other strings
+        ("ci_outcome", {"captured_at": "2"}, r"^captured_at: expected an RFC 3339 timestamp, got '2'$"),
+        ("ci_outcome", {"captured_at": 2}, r"^captured_at: expected an RFC 3339 timestamp string, got number$"),
+        ("ci_outcome", {"captured_at": 1714564800.5}, r"^captured_at: expected an RFC 3339 timestamp string, got number$"),
+        ("ci_outcome", {"captured_at": True}, r"^captured_at: expected an RFC 3339 timestamp string, got boolean$"),
+        ("ci_outcome", {"captured_at": "2024-05-01"}, r"^captured_at: expected an RFC 3339 timestamp, got '2024-05-01'$"),
+        ("ci_outcome", {"captured_at": "20240501T120000Z"}, r"^captured_at: expected an RFC 3339 timestamp, got "),
+        ("ci_outcome", {"captured_at": "2024-05-01T12:00:00.1234567Z"},
+         r"^captured_at: timestamp has more than microsecond precision, got "),
+        ("ci_outcome", {"captured_at": "2024-02-30T12:00:00Z"},
+         r"^captured_at: expected an RFC 3339 timestamp: day is out of range for month, got "),
+        ("ci_outcome", {"captured_at": "0001-01-01T00:00:00+14:00"}, r"^captured_at: timestamp out of range$"),
+        ("push", {"pushed_at": "9999-12-31T23:59:59-10:00"}, r"^pushed_at: timestamp out of range$"),
+        ("inference_call", {"observed_at": 0}, r"^observed_at: expected an RFC 3339 timestamp string, got number$"),
+        # integers: never bools, floats or strings
+        ("ci_outcome", {"run_attempt": True}, r"^run_attempt: Input should be a valid integer"),
+        ("ci_outcome", {"run_attempt": "3"}, r"^run_attempt: Input should be a valid integer"),
+        ("ci_outcome", {"run_attempt": 2.0}, r"^run_attempt: Input should be a valid integer"),
+        ("ci_outcome", {"pr_number": "7"}, r"^pr_number: Input should be a valid integer"),
+        ("ci_outcome", {"schema_version": True}, r"^schema_version: Input should be a valid integer, got boolean$"),
+        ("ci_outcome", {"schema_version": 2.0}, r"^schema_version: Input should be a valid integer, got number$"),
+        ("inference_call", {"schema_version": True}, r"^schema_version: Input should be a valid integer, got boolean$"),
+        ("inference_call", {"input_tokens": "12"}, r"^input_tokens: Input should be a valid integer"),
+        ("inference_call", {"duration_ms": 1.5}, r"^duration_ms: Input should be a valid integer"),
+        ("developer_decision", {"observation_delay_ms": True}, r"^observation_delay_ms: Input should be a valid integer"),
+        ("pull_request_merge", {"pr_number": "2"}, r"^pr_number: Input should be a valid integer"),
+        ("test_case_result", {"run_attempt": "2"}, r"^run_attempt: Input should be a valid integer"),
+        ("test_case_result", {"flaky_reruns": False}, r"^flaky_reruns: Input should be a valid integer"),
+        ("test_case_result", {"run_attempt": 2**31}, r"^run_attempt: Input should be less than or equal to 2147483647"),
+        # floats: never bools or strings
+        ("developer_decision", {"edit_retention_score": False}, r"^edit_retention_score: Input should be a valid number"),
+        ("developer_decision", {"edit_retention_score": "0.5"}, r"^edit_retention_score: Input should be a valid number"),
+        ("developer_decision", {"edit_retention_score": float("nan")}, r"^edit_retention_score: Input should be"),
+        # bools: never 0 / 1 or strings
+        ("developer_decision", {"accepted": 1}, r"^accepted: Input should be a valid boolean"),
+        ("developer_decision", {"explicit": "true"}, r"^explicit: Input should be a valid boolean"),
+        ("inference_call", {"tools": [{"name": "Bash", "strict": 0}]}, r"^tools\[0\]\.strict: Input should be a valid boolean"),
+        # ids fit the store's key column
+        ("push", {"push_id": "p" * 201}, r"^push_id: String should have at most 200 characters"),
+    ],
+)
+def test_values_are_never_coerced(fact_type: str, changes: dict[str, Any], message: str) -> None:
+    with pytest.raises(TranslationError, match=message):
+        translate_fact(record(fact_type, **changes), org_id=ORG)
+
+
+@pytest.mark.parametrize(
+    ("fact_type", "changes", "expected"),
+    [
+        ("ci_outcome", {"captured_at": "2024-05-01t14:05:00.5+02:00"}, {"captured_at": datetime(2024, 5, 1, 12, 5, 0,
+                                                                                                  500000, tzinfo=UTC)}),
+        ("ci_outcome", {"captured_at": "2024-05-01 12:05:00z"}, {"captured_at": datetime(2024, 5, 1, 12, 5, tzinfo=UTC)}),
+        ("ci_outcome", {"captured_at": "0001-01-01T00:00:00-14:00"}, {"captured_at": datetime(1, 1, 1, 14, tzinfo=UTC)}),
+        ("ci_outcome", {"run_attempt": 2**64}, {"run_attempt": 2**64}),
+        ("developer_decision", {"edit_retention_score": 1}, {"edit_retention_score": 1.0}),
+        ("developer_decision", {"accepted": False}, {"accepted": False}),
+        ("test_case_result", {"run_attempt": 2**31 - 1}, {"run_attempt": 2**31 - 1}),
+    ],
+)
+def test_values_of_the_right_type_are_kept(fact_type: str, changes: dict[str, Any], expected: dict[str, Any]) -> None:
+    fact = fact_of(record(fact_type, **changes))
+    assert {name: getattr(fact, name) for name in expected} == expected
 
 
 # --- lossless raw ------------------------------------------------------------------------

@@ -67,7 +67,7 @@ def test_workflow_run_completed_success_maps_every_field() -> None:
     outcome = only_fact(translation)
     assert isinstance(outcome, CIOutcome)
     assert outcome.model_dump() == {
-        "schema_version": 1,
+        "schema_version": 2,  # the current identity-capable payload, identity absent
         "repository_provider": None,
         "repository_host": None,
         "repository_id": None,
@@ -245,7 +245,7 @@ def test_push_maps_every_field() -> None:
     assert isinstance(push, Push)
     before, after = "6113728f27ae82c7b1a177c8d03f9e96e0adf246", "ec26c3e57ca3a959ca5aad62de7213c562f8c821"
     assert push.model_dump() == {
-        "schema_version": 1,
+        "schema_version": 2,  # the current identity-capable payload, identity absent
         "repository_provider": None,
         "repository_host": None,
         "repository_id": None,
@@ -304,7 +304,7 @@ def test_merged_pull_request_maps_every_field() -> None:
     assert isinstance(merge, PullRequestMerge)
     assert translation.warnings == ()
     assert merge.model_dump() == {
-        "schema_version": 1,
+        "schema_version": 2,  # the current identity-capable payload, identity absent
         "repository_provider": None,
         "repository_host": None,
         "repository_id": None,
@@ -568,6 +568,44 @@ def _with(name: str, value: Any, *path: str | int) -> dict[str, Any]:
 def test_malformed_payloads_name_the_field(delivery: dict[str, Any], message: str) -> None:
     with pytest.raises(TranslationError, match=message):
         translate(delivery)
+
+
+@pytest.mark.parametrize(
+    ("delivery", "message"),
+    [
+        (_with("workflow_run.completed.success.json", "1", "workflow_run", "run_attempt"),
+         r"^workflow_run\.run_attempt: expected a positive integer, got '1'$"),
+        (_with("workflow_run.completed.success.json", True, "workflow_run", "run_attempt"),
+         r"^workflow_run\.run_attempt: expected a positive integer, got True$"),
+        (_with("workflow_run.completed.success.json", 1.0, "workflow_run", "run_attempt"),
+         r"^workflow_run\.run_attempt: expected a positive integer, got 1\.0$"),
+        (_with("push.json", 1557933630, "head_commit", "timestamp"),
+         r"^head_commit\.timestamp: expected a string, got int$"),
+        (_with("push.json", "1557933630", "head_commit", "timestamp"),
+         r"^head_commit\.timestamp: expected an RFC 3339 timestamp, got '1557933630'$"),
+        (_with("push.json", "2019-05-15T15:20:30", "head_commit", "timestamp"),
+         r"^head_commit\.timestamp: timestamp must carry a UTC offset"),
+        (_with("push.json", "0001-01-01T00:00:00+14:00", "head_commit", "timestamp"),
+         r"^head_commit\.timestamp: timestamp out of range$"),
+        (_with("pull_request.closed.merged.json", "9999-12-31T23:59:59-10:00", "pull_request", "merged_at"),
+         r"^pull_request\.merged_at: timestamp out of range$"),
+        (_with("pull_request.closed.merged.json", "2", "pull_request", "number"),
+         r"^pull_request\.number: expected a positive integer, got '2'$"),
+    ],
+)
+def test_values_are_never_coerced(delivery: dict[str, Any], message: str) -> None:
+    with pytest.raises(TranslationError, match=message):
+        translate(delivery)
+
+
+def test_identity_capable_facts_carry_the_current_schema_version() -> None:
+    """Version 2 is the current payload of CIOutcome, Push and PullRequestMerge, also without a
+    repository identity (contract §1.1; version 1 is the legacy payload)."""
+    for name, model in [("workflow_run.completed.success.json", CIOutcome), ("push.json", Push),
+                        ("pull_request.closed.merged.json", PullRequestMerge)]:
+        fact = only_fact(translate(load(name)))
+        assert isinstance(fact, model)
+        assert fact.schema_version == 2 and not fact.is_identified, name
 
 
 def test_a_naive_capture_time_is_refused() -> None:

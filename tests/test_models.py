@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -15,12 +16,16 @@ from sediment.facts import (
     InferenceCall,
     InferenceMessage,
     PullRequestMerge,
+    Push,
     ReasoningPart,
     RepositoryIdentity,
+    RepositoryRename,
     SessionCommitObservation,
+    TestCaseResult,
     TextPart,
     ToolCallPart,
     ToolCallResponsePart,
+    ToolDefinition,
 )
 from sediment.identifiers import has_unpaired_surrogate, normalize_repo_slug
 
@@ -86,6 +91,17 @@ INFERENCE_CALL_FIELDS = [
 # --- factories -----------------------------------------------------------------------
 
 
+def invalid(field: str, message: str = "") -> str:
+    """The ``match`` pattern of a ValidationError on ``field`` (pydantic prints each error's
+    location on its own line, the message indented below it), optionally with ``message``."""
+    return rf"\n{re.escape(field)}\n  {message}"
+
+
+def model_error(message: str) -> str:
+    """The ``match`` pattern of a model-level error (no location line), by its message."""
+    return rf"validation error for \w+\n  Value error, {message}"
+
+
 def ci_outcome(**overrides: Any) -> CIOutcome:
     return CIOutcome(**{"outcome_id": "out-1", "org_id": "acme", "provider": "github_actions", "run_id": "run-1",
                         "repo": "acme/widget", "commit_sha": SHA40, "branch": "main", "result": "passed",
@@ -139,9 +155,9 @@ def test_org_id_is_normalized_to_lowercase(raw: str, normalized: str) -> None:
     "raw", ["", "   ", "-acme", ".acme", "_acme", "acme corp", "acme/x", "a" * 65, "ácme", "acme\x00"]
 )
 def test_invalid_org_ids_are_rejected(raw: str) -> None:
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match=invalid("org_id", "Value error, org id must match")):
         ci_outcome(org_id=raw)
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match=invalid("org_id", "Value error, org id must match")):
         inference_call(org_id=raw)
 
 
@@ -168,18 +184,18 @@ def test_ids_are_stripped() -> None:
     ],
 )
 def test_non_empty_ids_reject_empty_nul_and_lone_surrogates(bad: str) -> None:
-    for build in (
-        lambda: ci_outcome(outcome_id=bad),
-        lambda: ci_outcome(run_id=bad),
-        lambda: inference_call(inference_call_id=bad),
-        lambda: inference_call(session_id=bad),
-        lambda: inference_call(user_id=bad),
-        lambda: decision(call_id=bad),
-        lambda: observation(session_id=bad),
-        lambda: ToolCallPart(id=bad, name="x", arguments={}),
-        lambda: ToolCallResponsePart(id=bad, result=None),
+    for field, build in (
+        ("outcome_id", lambda: ci_outcome(outcome_id=bad)),
+        ("run_id", lambda: ci_outcome(run_id=bad)),
+        ("inference_call_id", lambda: inference_call(inference_call_id=bad)),
+        ("session_id", lambda: inference_call(session_id=bad)),
+        ("user_id", lambda: inference_call(user_id=bad)),
+        ("call_id", lambda: decision(call_id=bad)),
+        ("session_id", lambda: observation(session_id=bad)),
+        ("id", lambda: ToolCallPart(id=bad, name="x", arguments={})),
+        ("id", lambda: ToolCallResponsePart(id=bad, result=None)),
     ):
-        with pytest.raises(ValidationError):
+        with pytest.raises(ValidationError, match=invalid(field, "Value error, identifier must not")):
             build()
 
 
@@ -213,9 +229,9 @@ def test_commit_shas_are_full_length_and_lowercased(raw: str, normalized: str) -
     ["", SHA40[:7], SHA40[:39], SHA40 + "0", SHA64[:63], SHA64 + "0", "g" * 40, SHA40[:39] + " "],
 )
 def test_invalid_commit_shas_are_rejected(raw: str) -> None:
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match=invalid("commit_sha", "Value error, commit SHA must be 40 or 64 hex")):
         ci_outcome(commit_sha=raw)
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match=invalid("commit_sha", "Value error, commit SHA must be 40 or 64 hex")):
         decision(commit_sha=raw)
 
 
@@ -245,7 +261,7 @@ def test_repo_slug_is_stripped_and_lowercased(raw: str, normalized: str) -> None
     "raw", ["", "   ", "acme", "acme/", "/widget", "a/b/c", "acme/..", "../widget", "ac me/widget"]
 )
 def test_invalid_repo_slugs_are_rejected(raw: str) -> None:
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match=invalid("repo", "Value error, repository must ")):
         ci_outcome(repo=raw)
 
 
@@ -254,7 +270,7 @@ def test_empty_repo_slug_is_the_absent_sentinel_where_allowed() -> None:
     assert normalize_repo_slug("   ") == ""
     assert merge(head_repo="").head_repo == ""
     assert merge(head_repo="Fork/Widget").head_repo == "fork/widget"
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match=invalid("head_repo", "Value error, repository must be 'owner/repo'")):
         merge(head_repo="not-a-slug")
 
 
@@ -306,32 +322,34 @@ def test_identity_triple_wholly_present_is_accepted() -> None:
     ],
 )
 def test_partial_identity_triple_is_rejected(partial: dict[str, str]) -> None:
-    with pytest.raises(ValidationError):
+    message = model_error("repository_provider, repository_host and repository_id are all present or all absent")
+    with pytest.raises(ValidationError, match=message):
         ci_outcome(**partial)
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match=message):
         observation(**partial)
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match=message):
         merge(**partial)
 
 
 @pytest.mark.parametrize("repository_id", ["0", "007", "-1", "12a", "", " 12", "1.0", "１２"])
 def test_repository_id_must_be_canonical_positive_decimal(repository_id: str) -> None:
-    with pytest.raises(ValidationError):
+    message = model_error("repository_id must be canonical positive decimal text")
+    with pytest.raises(ValidationError, match=message):
         ci_outcome(**{**IDENTITY, "repository_id": repository_id})
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match=message):
         RepositoryIdentity(provider="github", host="github.com", repository_id=repository_id)
 
 
 @pytest.mark.parametrize("host", ["", "GitHub.com", " github.com"])
 def test_repository_host_must_be_lowercase(host: str) -> None:
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match=model_error("repository_host must be a lowercase DNS host")):
         ci_outcome(**{**IDENTITY, "repository_host": host})
 
 
 def test_repository_provider_vocabulary() -> None:
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match=invalid("repository_provider", "Input should be 'github'")):
         ci_outcome(**{**IDENTITY, "repository_provider": "gitlab"})
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match=invalid("provider", "Input should be 'github'")):
         RepositoryIdentity(provider="gitlab", host="gitlab.com", repository_id="1")  # type: ignore[arg-type]
 
 
@@ -339,22 +357,35 @@ def test_schema_version_one_forbids_identity() -> None:
     legacy = ci_outcome(schema_version=1)
     assert legacy.schema_version == 1
     assert not legacy.is_identified
-    with pytest.raises(ValidationError):
+    message = model_error("repository identity is forbidden on schema_version 1 Facts")
+    with pytest.raises(ValidationError, match=message):
         ci_outcome(schema_version=1, **IDENTITY)
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match=message):
         observation(schema_version=1, **IDENTITY)
 
 
-@pytest.mark.parametrize("version", [0, 3, "2.0"])
-def test_unknown_schema_versions_are_rejected(version: Any) -> None:
-    with pytest.raises(ValidationError):
+@pytest.mark.parametrize(
+    ("version", "message"),
+    [
+        (0, "Input should be 1 or 2"),
+        (3, "Input should be 1 or 2"),
+        ("2.0", "Input should be a valid integer, got str"),
+        ("2", "Input should be a valid integer, got str"),
+        (2.0, "Input should be a valid integer, got number"),
+        (True, "Input should be a valid integer, got boolean"),
+    ],
+)
+def test_unknown_schema_versions_are_rejected(version: Any, message: str) -> None:
+    with pytest.raises(ValidationError, match=invalid("schema_version", message)):
         ci_outcome(schema_version=version)
 
 
 def test_inference_call_schema_version_is_one_only() -> None:
     assert inference_call().schema_version == 1
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match=invalid("schema_version", "Input should be 1")):
         inference_call(schema_version=2)
+    with pytest.raises(ValidationError, match=invalid("schema_version", "Input should be a valid integer, got boolean")):
+        inference_call(schema_version=True)
 
 
 # --- CIOutcome field rules -----------------------------------------------------------
@@ -404,20 +435,35 @@ def test_ci_result_vocabulary(result: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "overrides",
+    ("overrides", "field", "message"),
     [
-        pytest.param({"result": "success"}, id="result"),
-        pytest.param({"provider": "travis"}, id="provider"),
-        pytest.param({"run_attempt": 0}, id="attempt-zero"),
-        pytest.param({"run_attempt": -1}, id="attempt-negative"),
-        pytest.param({"pr_number": 0}, id="pr-zero"),
-        pytest.param({"reason": "x" * 4097}, id="reason-too-long"),
-        pytest.param({"captured_at": datetime(2024, 5, 1, 12, 0)}, id="naive-datetime"),
-        pytest.param({"unexpected": 1}, id="unknown-field"),
+        pytest.param({"result": "success"}, "result", "Input should be 'passed'", id="result"),
+        pytest.param({"provider": "travis"}, "provider", "Input should be 'github_actions'", id="provider"),
+        pytest.param({"run_attempt": 0}, "run_attempt", "Input should be greater than or equal to 1", id="attempt-zero"),
+        pytest.param({"run_attempt": -1}, "run_attempt", "Input should be greater than or equal to 1",
+                     id="attempt-negative"),
+        pytest.param({"run_attempt": True}, "run_attempt", "Input should be a valid integer", id="attempt-bool"),
+        pytest.param({"run_attempt": "3"}, "run_attempt", "Input should be a valid integer", id="attempt-string"),
+        pytest.param({"run_attempt": 3.0}, "run_attempt", "Input should be a valid integer", id="attempt-float"),
+        pytest.param({"pr_number": 0}, "pr_number", "Input should be greater than or equal to 1", id="pr-zero"),
+        pytest.param({"pr_number": "7"}, "pr_number", "Input should be a valid integer", id="pr-string"),
+        pytest.param({"reason": "x" * 4097}, "reason", "String should have at most 4096 characters",
+                     id="reason-too-long"),
+        pytest.param({"outcome_id": "x" * 201}, "outcome_id", "String should have at most 200 characters",
+                     id="id-too-long"),
+        pytest.param({"captured_at": datetime(2024, 5, 1, 12, 0)}, "captured_at", "Input should have timezone info",
+                     id="naive-datetime"),
+        pytest.param({"captured_at": "2"}, "captured_at", "expected an RFC 3339 timestamp, got '2'",
+                     id="time-digit-string"),
+        pytest.param({"captured_at": 2}, "captured_at", "expected an RFC 3339 timestamp string, got number",
+                     id="time-unix-seconds"),
+        pytest.param({"captured_at": "0001-01-01T00:00:00+14:00"}, "captured_at", "timestamp out of range",
+                     id="time-out-of-range"),
+        pytest.param({"unexpected": 1}, "unexpected", "Extra inputs are not permitted", id="unknown-field"),
     ],
 )
-def test_ci_outcome_rejects_invalid_values(overrides: dict[str, Any]) -> None:
-    with pytest.raises(ValidationError):
+def test_ci_outcome_rejects_invalid_values(overrides: dict[str, Any], field: str, message: str) -> None:
+    with pytest.raises(ValidationError, match=invalid(field, re.escape(message))):
         ci_outcome(**overrides)
 
 
@@ -438,7 +484,7 @@ def test_aware_datetimes_are_normalized_to_utc() -> None:
 
 def test_models_are_frozen() -> None:
     outcome = ci_outcome()
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match=invalid("result", "Instance is frozen")):
         outcome.result = "failed"  # type: ignore[misc]
 
 
@@ -528,7 +574,7 @@ def test_parts_are_a_discriminated_union_on_type() -> None:
         ToolCallResponsePart,
     ]
     assert message.finish_reason == "tool_calls"
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match=invalid("parts.0", "Input tag 'image' found using 'type' does not match")):
         InferenceMessage.model_validate({"role": "user", "parts": [{"type": "image", "url": "x"}]})
 
 
@@ -536,17 +582,22 @@ def test_inference_call_vocabularies_and_bounds() -> None:
     for gateway in ("litellm", "portkey", "helicone", "unknown"):
         assert inference_call(gateway_provider=gateway).gateway_provider == gateway
     assert inference_call().gateway_provider == "unknown"
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match=invalid("gateway_provider", "Input should be 'litellm'")):
         inference_call(gateway_provider="openrouter")
     assert inference_call(duration_ms=2**63 - 1).duration_ms == 2**63 - 1
-    for bad in (
-        {"duration_ms": 2**63},
-        {"duration_ms": -1},
-        {"input_tokens": -1},
-        {"model": "  "},
-        {"observed_at": datetime(2024, 1, 1)},
+    for bad, message in (
+        ({"duration_ms": 2**63}, "Input should be less than or equal to 9223372036854775807"),
+        ({"duration_ms": -1}, "Input should be greater than or equal to 0"),
+        ({"duration_ms": 1.0}, "Input should be a valid integer"),
+        ({"input_tokens": -1}, "Input should be greater than or equal to 0"),
+        ({"input_tokens": True}, "Input should be a valid integer"),
+        ({"output_tokens": "5"}, "Input should be a valid integer"),
+        ({"model": "  "}, "Value error, identifier must not be empty"),
+        ({"observed_at": datetime(2024, 1, 1)}, "Input should have timezone info"),
+        ({"observed_at": 1704067200}, "expected an RFC 3339 timestamp string, got number"),
     ):
-        with pytest.raises(ValidationError):
+        (field,) = bad
+        with pytest.raises(ValidationError, match=invalid(field, re.escape(message))):
             inference_call(**bad)
 
 
@@ -556,14 +607,22 @@ def test_decision_vocabularies_and_ranges() -> None:
         assert decision(agent_harness=harness).agent_harness == harness
     assert decision(edit_retention_score=0.0).edit_retention_score == 0.0
     assert decision(edit_retention_score=1.0).edit_retention_score == 1.0
-    for bad in (
-        {"agent_harness": "vim"},
-        {"interaction_mode": "chat"},
-        {"edit_retention_score": 1.5},
-        {"edit_retention_score": -0.1},
-        {"observation_delay_ms": -1},
+    assert decision(edit_retention_score=1).edit_retention_score == 1.0  # a JSON number, integral or not
+    for bad, message in (
+        ({"agent_harness": "vim"}, "Input should be 'claude-code'"),
+        ({"interaction_mode": "chat"}, "Input should be 'agent' or 'inline'"),
+        ({"edit_retention_score": 1.5}, "Input should be less than or equal to 1"),
+        ({"edit_retention_score": -0.1}, "Input should be greater than or equal to 0"),
+        ({"edit_retention_score": False}, "Input should be a valid number"),
+        ({"edit_retention_score": "0.5"}, "Input should be a valid number"),
+        ({"observation_delay_ms": -1}, "Input should be greater than or equal to 0"),
+        ({"observation_delay_ms": "3"}, "Input should be a valid integer"),
+        ({"accepted": 1}, "Input should be a valid boolean"),
+        ({"explicit": "yes"}, "Input should be a valid boolean"),
+        ({"occurred_at": "2024-05-01T12:00:00"}, "timestamp must carry a UTC offset"),
     ):
-        with pytest.raises(ValidationError):
+        (field,) = bad
+        with pytest.raises(ValidationError, match=invalid(field, re.escape(message))):
             decision(**bad)
 
 
@@ -571,5 +630,123 @@ def test_decision_vocabularies_and_ranges() -> None:
 def test_repository_host_must_be_a_dns_host(host: str) -> None:
     from sediment.facts import RepositoryIdentity
 
-    with pytest.raises(ValidationError):
+    with pytest.raises(ValidationError, match=model_error("repository_host must be a lowercase DNS host")):
         RepositoryIdentity(provider="github", host=host, repository_id="1")
+
+
+# --- strictness where the wire format is strict -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2024-05-01T12:00:00Z", T0),
+        ("2024-05-01T12:00:00z", T0),
+        ("2024-05-01t14:00:00+02:00", T0),
+        ("2024-05-01 12:00:00+00:00", T0),  # the space RFC 3339 allows in place of T
+        ("2024-05-01T12:00:00-00:00", T0),
+        ("2024-05-01T12:00:00.5Z", T0 + timedelta(microseconds=500000)),
+        ("2024-05-01T12:00:00.000001Z", T0 + timedelta(microseconds=1)),
+        ("0001-01-01T00:00:00Z", datetime(1, 1, 1, tzinfo=UTC)),
+        ("9999-12-31T23:59:59.999999Z", datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)),
+    ],
+)
+def test_rfc3339_times_are_read(text: str, expected: datetime) -> None:
+    assert ci_outcome(captured_at=text).captured_at == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("2024-05-01T12:00:00", "timestamp must carry a UTC offset, got '2024-05-01T12:00:00'"),
+        ("2024-05-01", "expected an RFC 3339 timestamp, got '2024-05-01'"),
+        ("2024-05-01T12:00Z", "expected an RFC 3339 timestamp, got '2024-05-01T12:00Z'"),
+        ("20240501T120000Z", "expected an RFC 3339 timestamp, got '20240501T120000Z'"),
+        (" 2024-05-01T12:00:00Z", "expected an RFC 3339 timestamp, got ' 2024-05-01T12:00:00Z'"),
+        ("2024-05-01T12:00:00+0200", "expected an RFC 3339 timestamp, got '2024-05-01T12:00:00+0200'"),
+        ("2024-05-01T12:00:00.1234567Z", "timestamp has more than microsecond precision"),
+        ("2024-13-01T12:00:00Z", "expected an RFC 3339 timestamp: month must be in 1..12"),
+        ("2024-05-01T23:59:60Z", "expected an RFC 3339 timestamp: second must be in 0..59"),
+        ("2024-05-01T12:00:00+24:00", "expected an RFC 3339 timestamp: offset +24:00 out of range"),
+        ("0000-01-01T00:00:00Z", "timestamp out of range"),
+        ("0001-01-01T00:00:00+14:00", "timestamp out of range"),
+        ("9999-12-31T23:59:59-10:00", "timestamp out of range"),
+        ("2", "expected an RFC 3339 timestamp, got '2'"),
+        ("١٩٧٠-01-01T00:00:00Z", "expected an RFC 3339 timestamp"),  # only ASCII digits
+        (1714564800, "expected an RFC 3339 timestamp string, got number"),
+        (1714564800.5, "expected an RFC 3339 timestamp string, got number"),
+        (True, "expected an RFC 3339 timestamp string, got boolean"),
+        (None, "expected an RFC 3339 timestamp string, got null"),
+        ([2024, 5, 1], "expected an RFC 3339 timestamp string, got array"),
+    ],
+)
+def test_times_are_never_coerced(value: Any, message: str) -> None:
+    with pytest.raises(ValidationError, match=invalid("captured_at", re.escape(message))):
+        ci_outcome(captured_at=value)
+
+
+def test_a_datetime_that_has_no_utc_equivalent_is_out_of_range() -> None:
+    far_east = datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=14)))
+    with pytest.raises(ValidationError, match=invalid("captured_at", "timestamp out of range")):
+        ci_outcome(captured_at=far_east)
+
+
+@pytest.mark.parametrize(
+    ("build", "field", "value", "message"),
+    [
+        (lambda v: ci_outcome(run_attempt=v), "run_attempt", True, "Input should be a valid integer"),
+        (lambda v: ci_outcome(pr_number=v), "pr_number", False, "Input should be a valid integer"),
+        (lambda v: merge(pr_number=v), "pr_number", "7", "Input should be a valid integer"),
+        (lambda v: merge(pr_number=v), "pr_number", 7.0, "Input should be a valid integer"),
+        (lambda v: decision(observation_delay_ms=v), "observation_delay_ms", True, "Input should be a valid integer"),
+        (lambda v: decision(edit_retention_score=v), "edit_retention_score", True, "Input should be a valid number"),
+        (lambda v: decision(accepted=v), "accepted", 0, "Input should be a valid boolean"),
+        (lambda v: decision(explicit=v), "explicit", "true", "Input should be a valid boolean"),
+        (lambda v: ToolDefinition(name="t", strict=v), "strict", 1, "Input should be a valid boolean"),
+        (lambda v: observation(schema_version=v), "schema_version", True, "Input should be a valid integer, got boolean"),
+    ],
+)
+def test_numbers_and_flags_are_never_coerced(build: Any, field: str, value: Any, message: str) -> None:
+    with pytest.raises(ValidationError, match=invalid(field, re.escape(message))):
+        build(value)
+
+
+def test_canonical_records_still_validate_from_parsed_json() -> None:
+    """Strict scalars, lax containers: what the store and bundles hold reads back."""
+    from sediment.records import decode_record, encode_record
+
+    for fact in (ci_outcome(run_attempt=2, pr_number=3, raw={"n": 2**64}), inference_call(tools=(ToolDefinition(name="t", strict=True),)),
+                 decision(edit_retention_score=0.5, observation_delay_ms=3), merge(), observation()):
+        assert type(fact).model_validate(decode_record(encode_record(fact))) == fact
+
+
+def _test_result(**overrides: Any) -> TestCaseResult:
+    return TestCaseResult(**{"test_result_id": "t-1", "org_id": "acme", "provider": "github_actions", "run_id": "1",
+                             "run_attempt": 1, "repo": "acme/widget", "commit_sha": SHA40, "runner": "pytest",
+                             "test_id": "t.py::a", "outcome": "passed", "name": "a", "report_sha256": "a" * 64,
+                             "locator": "testsuite/testcase[0]", "captured_at": T0} | overrides)
+
+
+def test_a_test_results_run_attempt_fits_the_store_column() -> None:
+    assert _test_result(run_attempt=2**31 - 1).run_attempt == 2**31 - 1
+    with pytest.raises(ValidationError, match=invalid("run_attempt", "Input should be less than or equal to 2147483647")):
+        _test_result(run_attempt=2**31)
+
+
+def test_every_fact_model_carries_its_current_schema_version() -> None:
+    """The version a new Fact is written with (contract §1.1): InferenceCall and
+    TestCaseResult know only 1; the repository-scoped Facts that may carry the identity triple
+    are at 2 (1 is the legacy payload), identity or not; DeveloperDecision and RepositoryRename
+    have no version field."""
+    assert inference_call().schema_version == 1
+    assert _test_result().schema_version == 1
+    assert ci_outcome().schema_version == 2
+    assert observation().schema_version == 2
+    assert merge().schema_version == 2
+    push = Push(push_id="p-1", org_id="acme", repo="acme/widget", ref="main", after_sha=SHA40, captured_at=T0)
+    assert push.schema_version == 2
+    for model, version in ((InferenceCall, 1), (TestCaseResult, 1), (CIOutcome, 2), (SessionCommitObservation, 2),
+                           (Push, 2), (PullRequestMerge, 2)):
+        assert model.model_fields["schema_version"].default == version, model.__name__
+    assert "schema_version" not in DeveloperDecision.model_fields
+    assert "schema_version" not in RepositoryRename.model_fields

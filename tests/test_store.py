@@ -7,6 +7,7 @@ import json
 import math
 import random
 import zlib
+from collections import Counter
 from datetime import timedelta
 
 import pytest
@@ -183,7 +184,7 @@ def test_version_1_store_migrates_forward(store_url: str) -> None:
         conn.execute(update(schema.meta).where(schema.meta.c.key == "schema_version").values(value="1"))
     store.close()
     migrated = FactStore(store_url)
-    assert migrated.schema_version() == schema.SCHEMA_VERSION == 4
+    assert migrated.schema_version() == schema.SCHEMA_VERSION == 5
     with migrated.engine.connect() as conn:
         [(content,)] = conn.execute(select(schema.blobs.c.content).where(schema.blobs.c.blob_hash == digest)).all()
     assert zlib.decompress(content).decode() == record
@@ -330,7 +331,7 @@ def test_version_2_store_migrates_forward(store_url: str) -> None:
         conn.execute(update(schema.meta).where(schema.meta.c.key == "schema_version").values(value="2"))
     store.close()
     migrated = FactStore(store_url)
-    assert migrated.schema_version() == 4
+    assert migrated.schema_version() == schema.SCHEMA_VERSION
     assert migrated.calls_for_session(ORG, "s1") == calls
     assert [c.tools for c in calls] == [None, None, None]
     assert migrated.calls_for_session(ORG, "s2") == [inline]
@@ -468,7 +469,7 @@ def test_test_results_quarantine_and_release(store_url: str) -> None:
 
 
 def test_version_3_store_migrates_forward(store_url: str) -> None:
-    """A version 3 store (no test_case_results) opens as version 4: its Facts read back unchanged,
+    """A version 3 store (no test_case_results) opens as the current version: its Facts read back unchanged,
     and per-test results can be stored and read, with their indexes in place."""
     from sqlalchemy import inspect
 
@@ -482,7 +483,7 @@ def test_version_3_store_migrates_forward(store_url: str) -> None:
         assert not inspect(conn).has_table("test_case_results")
     store.close()
     migrated = FactStore(store_url)
-    assert migrated.schema_version() == 4
+    assert migrated.schema_version() == schema.SCHEMA_VERSION
     with migrated.engine.connect() as conn:
         indexes = {index["name"] for index in inspect(conn).get_indexes("test_case_results")}
     assert {"ix_test_case_results_org_id_repo_commit_sha",
@@ -495,3 +496,88 @@ def test_version_3_store_migrates_forward(store_url: str) -> None:
     assert migrated.test_results_for_commits(ORG, [("owner/repo", SHA_A)]) == results
     migrated.close()
     assert FactStore(store_url).append(results).duplicates == {"test_case_results": 2}
+
+
+# --- replay deltas are computed only against stored calls -------------------------------
+
+
+def _replaying(session_id: str, index: int, model_call_id: str, inputs: list[InferenceMessage]) -> InferenceCall:
+    """A gateway call whose raw request replays its input messages too (both lists are delta-encoded)."""
+    raw = {"request": {"messages": [plain(m) for m in inputs]}, "response": {"id": model_call_id}}
+    return call(session_id, index, inputs, [message("assistant", f"reply {index}")], model_call_id=model_call_id,
+                raw=raw).model_copy(update={"inference_call_id": f"{session_id}-{model_call_id}"})
+
+
+def redelivery_case(session_id: str = "s1") -> tuple[InferenceCall, InferenceCall, InferenceCall]:
+    """id1 with [m1, m2]; id1 redelivered with [m1, m3] (a duplicate); id2 with [m1, m3, m4]."""
+    m1, m2, m3, m4 = (message("user", f"m{n}") for n in range(1, 5))
+    return (_replaying(session_id, 0, "id1", [m1, m2]), _replaying(session_id, 1, "id1", [m1, m3]),
+            _replaying(session_id, 2, "id2", [m1, m3, m4]))
+
+
+@pytest.mark.parametrize("batches", ["one_batch", "one_call_per_append", "prepared_elsewhere"])
+def test_a_redelivered_call_id_does_not_rewrite_the_next_call(store_url: str, batches: str) -> None:
+    """The replay delta of id2 must be computed against what the store holds for id1 ([m1, m2]),
+    never against the redelivery that collapsed onto it, in one batch and across batches alike."""
+    first, redelivered, second = redelivery_case()
+    store = FactStore(store_url)
+    if batches == "one_batch":
+        results = [store.append([first, redelivered, second])]
+    elif batches == "one_call_per_append":
+        results = [store.append([fact]) for fact in (first, redelivered, second)]
+    else:  # ingest --workers: another process encodes the batches, this one writes them in order
+        worker = FactStore(store_url)
+        prepared = [worker.prepare([fact]) for fact in (first, redelivered, second)]
+        results = [store.write(p) for p in prepared]
+    assert sum((r.stored for r in results), Counter()) == {"inference_calls": 2}
+    assert sum((r.duplicates for r in results), Counter()) == {"inference_calls": 1}
+    back = store.calls_for_session(ORG, "s1")
+    assert back == [first, second]
+    assert [[m.parts[0].content for m in c.input_messages] for c in back] == [  # type: ignore[union-attr]
+        ["m1", "m2"], ["m1", "m3", "m4"]]
+    assert [len(c.raw["request"]["messages"]) for c in back] == [2, 3]
+    assert FactStore(store_url).calls_for_session(ORG, "s1") == [first, second]
+
+
+def _stored_rows(store: FactStore) -> list[tuple[str, ...]]:
+    with store.engine.connect() as conn:
+        rows = conn.execute(select(schema.inference_calls).order_by(schema.inference_calls.c.fact_id)).all()
+        blobs = sorted(d for (d,) in conn.execute(select(schema.blobs.c.blob_hash)))
+    return [(r.fact_id, r.natural_key, r.input_hashes, r.output_hashes, r.raw_refs, r.record) for r in rows] + [
+        tuple(blobs)]
+
+
+def test_the_store_holds_the_same_bytes_however_the_calls_were_batched(store_url: str,
+                                                                        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Two replaying Sessions with redeliveries, appended in one batch, one call at a time, or
+    prepared by two workers taking alternate batches (``ingest --workers 2``) and written in
+    order: the same rows and blobs, no orphaned body, every call read back as appended."""
+    first, redelivered, second = redelivery_case("s1")
+    m5 = message("user", "m5")
+    third = _replaying("s1", 3, "id3", [*second.input_messages, m5])
+    other = [_replaying("s2", n, f"x{n}", [message("user", f"q{k}") for k in range(n + 1)]) for n in range(4)]
+    facts = [first, other[0], redelivered, other[1], second, other[1], other[2], third, other[3], first]
+    expected = {"s1": [first, second, third], "s2": other}
+
+    reference = FactStore(f"sqlite:///{tmp_path_factory.mktemp('ref') / 'f.db'}")
+    reference.append(facts)
+    one_by_one = FactStore(store_url)
+    for fact in facts:
+        one_by_one.append([fact])
+    assert _stored_rows(one_by_one) == _stored_rows(reference)
+
+    workers = [FactStore(f"sqlite:///{tmp_path_factory.mktemp(f'w{n}') / 'f.db'}") for n in range(2)]
+    batches = [facts[start:start + 3] for start in range(0, len(facts), 3)]
+    prepared = [workers[n % 2].prepare(batch) for n, batch in enumerate(batches)]
+    parent = FactStore(f"sqlite:///{tmp_path_factory.mktemp('parent') / 'f.db'}")
+    for batch in prepared:
+        parent.write(batch)
+    assert _stored_rows(parent) == _stored_rows(reference)
+    for store in (reference, one_by_one, parent):
+        for session, calls in expected.items():
+            assert store.calls_for_session(ORG, session) == calls
+        with store.engine.connect() as conn:
+            records = {r for (r,) in conn.execute(select(schema.inference_calls.c.record))}
+            bodies = {d for (d, c) in conn.execute(select(schema.blobs.c.blob_hash, schema.blobs.c.content))
+                      if "inference_call_id" in zlib.decompress(c).decode()}
+        assert bodies == records

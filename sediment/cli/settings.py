@@ -40,13 +40,13 @@ def store() -> FactStore:
 
 def mirror_root(create: bool = False) -> MirrorRoot:
     """``SEDIMENT_MIRROR_PATH``, else ``$SEDIMENT_HOME/mirrors``."""
-    from sediment.home import sediment_home
+    from sediment.home import ensure_directory, sediment_home
     from sediment.mirrors import MirrorRoot
 
     value = os.environ.get(MIRROR_ENV, "").strip()
     path = Path(value) if value else sediment_home() / "mirrors"
     if create:
-        path.mkdir(parents=True, exist_ok=True)
+        ensure_directory(path, MIRROR_ENV)
     return MirrorRoot(path)
 
 

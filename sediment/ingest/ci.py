@@ -13,13 +13,12 @@ different org is refused), the capture time is the ingest's.
 
 from __future__ import annotations
 
-import copy
 from datetime import datetime
 from typing import Any
 
 from sediment.facts import CIOutcome
 from sediment.ingest import Translation, TranslationError
-from sediment.ingest.facts_jsonl import PENDING_ID, acting_org, build_fact, resolve_org, with_natural_id
+from sediment.ingest.facts_jsonl import PENDING_ID, acting_org, build_fact, json_copy, resolve_org, with_natural_id
 
 
 def translate_ci(record: dict[str, Any], *, org_id: str, captured_at: datetime) -> Translation:
@@ -31,7 +30,7 @@ def translate_ci(record: dict[str, Any], *, org_id: str, captured_at: datetime) 
     if fields.get("captured_at") is None:
         fields["captured_at"] = captured_at
     if fields.get("raw") is None:
-        fields["raw"] = copy.deepcopy(record)
+        fields["raw"] = json_copy(record)
     derive = fields.get("outcome_id") is None
     if derive:
         fields["outcome_id"] = PENDING_ID

@@ -13,6 +13,7 @@ the same Fact.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, Final, TypeVar
@@ -32,7 +33,7 @@ from sediment.facts import (
 )
 from sediment.identifiers import OrgId, render_datetime
 from sediment.ingest import Translation, TranslationError
-from sediment.ingest.ids import fact_id
+from sediment.ingest.ids import fact_id, inference_call_id
 from sediment.records import canonical_digest
 
 FACT_TYPES: Final[Mapping[str, tuple[type[FactModel], str]]] = MappingProxyType({
@@ -57,6 +58,31 @@ _F = TypeVar("_F", bound=FactModel)
 
 
 # --- shared helpers ---------------------------------------------------------------------
+
+
+def json_copy(value: Any) -> Any:
+    """A deep copy of a parsed JSON value, made without recursion (so a payload as deep as the
+    reader allows is copied whatever the interpreter's recursion limit); values that JSON does
+    not produce are deep-copied as they are."""
+    if not isinstance(value, dict | list):
+        return value if isinstance(value, str | int | float | None) else copy.deepcopy(value)
+    root: dict[Any, Any] | list[Any] = {} if isinstance(value, dict) else []
+    stack: list[tuple[dict[Any, Any] | list[Any], dict[Any, Any] | list[Any]]] = [(value, root)]
+    while stack:
+        source, target = stack.pop()
+        items = source.items() if isinstance(source, dict) else enumerate(source)
+        for key, item in items:
+            child: Any
+            if isinstance(item, dict | list):
+                child = {} if isinstance(item, dict) else []
+                stack.append((item, child))
+            else:
+                child = item if isinstance(item, str | int | float | None) else copy.deepcopy(item)
+            if isinstance(target, dict):
+                target[key] = child
+            else:
+                target.append(child)
+    return root
 
 
 def content_hash(value: Any) -> str:
@@ -160,9 +186,8 @@ def natural_id(fact: FactModel, *, event_hash: str | None = None) -> str:
     hash of the delivery payload); without it the Fact's own content hash is used.
     """
     if isinstance(fact, InferenceCall):
-        if fact.model_call_id is not None:
-            return fact_id("call", fact.org_id, fact.gateway_provider, fact.model_call_id)
-        return fact_id("call", fact.org_id, fact.session_id, fact_content_hash(fact, "inference_call_id"))
+        return inference_call_id(fact.org_id, fact.session_id, fact.gateway_provider, fact.model_call_id,
+                                 lambda: fact_content_hash(fact, "inference_call_id"))
     if isinstance(fact, CIOutcome):
         return ci_outcome_id(fact.org_id, fact.provider, fact.run_id, fact.run_attempt)
     if isinstance(fact, SessionCommitObservation):

@@ -3,12 +3,21 @@
 A file is one JSON document (an object is one record, an array holds records) or JSON
 Lines. A bad record is reported with its file and line (or array index) and ingests
 nothing; every other record still ingests.
+
+Every record is read exactly or refused, never coerced: integers of any size stay integers,
+``NaN`` / ``Infinity`` tokens and lone surrogate escapes are kept, a number that overflows a
+double (``1e400``) is refused instead of becoming infinity, and a key given twice in one object
+is an error (``duplicate key 'conclusion'``) instead of keeping the last value. The limits
+(docs/operate.md): a line is at most :data:`MAX_LINE_BYTES` (a longer one is one problem, and
+the reader goes on with the next line without holding it in memory), a document spanning
+several lines at most :data:`MAX_DOCUMENT_BYTES`, and values nest at most :data:`MAX_DEPTH`
+levels deep.
 """
 
 from __future__ import annotations
 
-import json
 import pickle
+import re
 import shutil
 import sys
 import tempfile
@@ -16,18 +25,28 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, Final
 
-import orjson
 from pydantic import ValidationError
 
 from sediment.facts import FactModel
 from sediment.ingest import Translation, TranslationError
+from sediment.ingest.json_text import _NUMBER, _TOKEN, JsonReader, RecordProblem, _skip_ws, _utf8
+from sediment.ingest.json_text import MAX_DEPTH as MAX_DEPTH
+from sediment.ingest.json_text import parse_line as parse_line
+from sediment.ingest.json_text import too_deep as too_deep
 from sediment.parallel import ordered_chunks
 from sediment.store import AppendResult, FactStore
 
 BATCH = 100
 READ_BUFFER = 4 * 1024 * 1024  # agent call logs have lines of megabytes
+MIB: Final = 1024 * 1024
+MAX_LINE_BYTES: Final = 64 * MIB
+"""The longest line (JSON Lines record) read, newline excluded."""
+MAX_DOCUMENT_BYTES: Final = 64 * MIB
+"""The largest JSON document spanning several lines (it is read whole); larger input must be JSON Lines."""
+SKIP_CHUNK: Final = MIB  # how much of an over-long line is read at a time while skipping it
+_BOM: Final = b"\xef\xbb\xbf"
 
 
 @dataclass(frozen=True)
@@ -64,56 +83,193 @@ class IngestReport:
         }
 
 
-def records(path: str) -> Iterator[tuple[int, Any | Exception]]:
-    """``(line or index, record)`` pairs, streamed; an unparseable line yields its exception.
+def _skip_value(text: str, index: int) -> int | None:
+    """Where the value at ``index`` ends, found without building it (for a value the parser
+    gave up on: too deep, or a number out of range); None when no end is found."""
+    if text.startswith(("[", "{"), index):
+        depth = 0
+        for match in _TOKEN.finditer(text, index):
+            token = match.group()
+            if token[0] == '"':
+                continue
+            depth += 1 if token in "[{" else -1
+            if depth == 0:
+                return match.end()
+        return None
+    number = _NUMBER.match(text, index)
+    return number.end() if number else None
+
+
+# --- files: JSON Lines or one document ---------------------------------------------------
+
+Line = tuple[int, bytes | None]
+"""A line's number and its bytes (None: longer than the limit, skipped unread)."""
+
+
+def _lines(handle: IO[bytes], limit: int) -> Iterator[Line]:
+    """Numbered lines of at most ``limit`` bytes; a longer line is read past in chunks."""
+    number = 0
+    while True:
+        line = handle.readline(limit + 1)
+        if not line:
+            return
+        number += 1
+        if number == 1 and line.startswith(_BOM):
+            line = line[len(_BOM):]
+        if len(line) > limit and not line.endswith(b"\n"):
+            while True:
+                chunk = handle.readline(SKIP_CHUNK)
+                if not chunk or chunk.endswith(b"\n"):
+                    break
+            yield number, None
+            continue
+        yield number, line
+
+
+_BLANK: Final = re.compile(rb"[ \t\n\r]*")
+
+
+def _blank(line: bytes) -> bool:
+    """Only JSON whitespace (the match stops at the first other byte, so a long line costs nothing)."""
+    return _BLANK.fullmatch(line) is not None
+
+
+def _size(limit: int) -> str:
+    return f"{limit // MIB} MiB" if limit % MIB == 0 else f"{limit} bytes"
+
+
+def records(path: str, *, max_line: int = MAX_LINE_BYTES,
+            max_document: int = MAX_DOCUMENT_BYTES) -> Iterator[tuple[int, Any | Exception]]:
+    """``(line or index, record)`` pairs, streamed; an unreadable record yields its problem.
 
     JSON Lines are read one line at a time (memory holds one record); a file whose first line
-    is not a complete JSON value is read as one JSON document (an object, or an array of them).
+    is not a complete JSON value (or is an array followed by nothing) is read as one JSON
+    document of at most ``max_document`` bytes: an object, or an array whose elements are the
+    records (numbered by position). A file that is not one document is read as JSON Lines.
     """
     handle = sys.stdin.buffer if path == "-" else open(path, "rb", buffering=READ_BUFFER)  # noqa: SIM115
     try:
-        first = handle.readline()
-        while first and not first.strip():
-            first = handle.readline()
-        if not first:
-            return
-        parsed = parse_line(first)
-        rest = handle.readline()
-        if isinstance(parsed, Exception) or (not rest.strip() and isinstance(parsed, list)):
-            text = first + rest + handle.read()
-            document = parse_line(text)
-            if isinstance(document, list):
-                yield from enumerate(document, start=1)
-            elif not isinstance(document, Exception):
-                yield 1, document
-            else:  # neither one document nor a clean first line: report line by line
-                for number, line in enumerate(text.splitlines(), start=1):
-                    if line.strip():
-                        yield number, parse_line(line)
-            return
-        yield 1, parsed
-        number = 1
-        line = rest
-        while line:
-            number += 1
-            if line.strip():
-                yield number, parse_line(line)
-            line = handle.readline()
+        yield from _records(_lines(handle, max_line), max_line, max_document)
     finally:
         if handle is not sys.stdin.buffer:
             handle.close()
 
 
-def parse_line(line: str | bytes) -> Any | Exception:
-    """One JSON value: orjson when it can, the standard parser for what orjson refuses
-    (NaN / Infinity tokens, lone surrogate escapes), so nothing is lost."""
+def _records(lines: Iterator[Line], max_line: int, max_document: int) -> Iterator[tuple[int, Any | Exception]]:
+    reader = JsonReader()
+    too_long = f"line longer than {_size(max_line)}"
+
+    def one(number: int, line: bytes | None) -> Iterator[tuple[int, Any | Exception]]:
+        if line is None:
+            yield number, RecordProblem(too_long)
+        elif not _blank(line):
+            yield number, _parsed(reader, line)
+
+    first: Line | None = next((item for item in lines if item[1] is None or not _blank(item[1])), None)
+    if first is None:
+        return
+    number, line = first
+    if line is None:
+        yield number, RecordProblem(too_long)
+        for item in lines:
+            yield from one(*item)
+        return
+    parsed = _parsed(reader, line)
+    following = next(lines, None)
+    is_syntax = isinstance(parsed, RecordProblem) and parsed.syntax
+    array_alone = isinstance(parsed, list) and (following is None or (following[1] is not None
+                                                                      and _blank(following[1])))
+    if not (is_syntax or array_alone):
+        yield number, parsed
+        if following is not None:
+            yield from one(*following)
+        for item in lines:
+            yield from one(*item)
+        return
+    # Perhaps one document spanning lines: gather it (up to the cap) and read it whole.
+    held: list[Line] = [first] if following is None else [first, following]
+    size = sum(len(held_line) for _, held_line in held if held_line is not None)
+    fits = all(held_line is not None for _, held_line in held) and size <= max_document
+    if fits:
+        for item in lines:
+            held.append(item)
+            if item[1] is None or size + len(item[1]) > max_document:
+                fits = False
+                break
+            size += len(item[1])
+    if fits:
+        document = _document(reader, b"".join(held_line for _, held_line in held if held_line is not None))
+        if document is not None:
+            yield from document
+            return
+    # Not one document: every line is a record.
+    if isinstance(parsed, RecordProblem) and parsed.syntax and not fits:
+        parsed = RecordProblem(f"{parsed} (a JSON document spanning lines is read whole, up to "
+                               f"{_size(max_document)}; larger input must be JSON Lines)", syntax=True)
+    yield number, parsed
+    for item in held[1:]:
+        yield from one(*item)
+    for item in lines:
+        yield from one(*item)
+
+
+def _parsed(reader: JsonReader, line: bytes) -> Any | RecordProblem:
     try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError:
-        try:
-            return json.loads(line)
-        except ValueError as exc:
-            return exc
+        return reader.parse(line)
+    except RecordProblem as exc:
+        return exc
+
+
+def _document(reader: JsonReader, data: bytes) -> list[tuple[int, Any | Exception]] | None:
+    """The records of one JSON document (an array's elements, by position, or one value),
+    each element read on its own so a bad one fails alone; None when it is not one document."""
+    try:
+        text = _utf8(data)
+    except RecordProblem:
+        return None
+    index = _skip_ws(text, 0)
+    found: list[tuple[int, Any | Exception]] = []
+    if not text.startswith("[", index):
+        element = _element(reader, text, index)
+        if element is None:
+            return None
+        value, index = element
+        found.append((1, value))
+    else:
+        index = _skip_ws(text, index + 1)
+        if text.startswith("]", index):
+            index += 1
+        else:
+            while True:
+                element = _element(reader, text, index)
+                if element is None:
+                    return None
+                value, index = element
+                found.append((len(found) + 1, value))
+                index = _skip_ws(text, index)
+                if text.startswith(",", index):
+                    index = _skip_ws(text, index + 1)
+                    continue
+                if not text.startswith("]", index):
+                    return None
+                index += 1
+                break
+    if _skip_ws(text, index) != len(text):
+        return None
+    return found
+
+
+def _element(reader: JsonReader, text: str, index: int) -> tuple[Any | Exception, int] | None:
+    try:
+        return reader.value_at(text, index)
+    except RecordProblem as exc:
+        if exc.syntax:
+            return None
+        end = _skip_value(text, index)
+        return None if end is None else (exc, end)
+
+
+# --- ingest -------------------------------------------------------------------------------
 
 
 def _describe(exc: Exception) -> str:
@@ -121,8 +277,6 @@ def _describe(exc: Exception) -> str:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(record)"
         return f"{where}: {first['msg']}"
-    if isinstance(exc, json.JSONDecodeError):
-        return f"not JSON: {exc.msg} (column {exc.colno})"
     return str(exc)
 
 
@@ -191,6 +345,9 @@ def _ingest_file(path: str, translate: Callable[[Any], Translation], sink: Calla
 
 def _ingest_stream(path: str, stream: Iterable[tuple[int, Any]], translate: Callable[[Any], Translation],
                    sink: Callable[[list[FactModel]], None], report: IngestReport, pending: list[FactModel]) -> None:
+    """Translate each record; only the input's faults are problems. A translator's
+    TranslationError (or a model's ValidationError) names the input field; any other exception
+    is a bug in Sediment and propagates with its traceback."""
     for number, record in stream:
         report.records += 1
         try:
@@ -199,7 +356,7 @@ def _ingest_stream(path: str, stream: Iterable[tuple[int, Any]], translate: Call
             if not isinstance(record, dict):
                 raise TranslationError(f"a record must be a JSON object, not {type(record).__name__}")
             translation = translate(record)
-        except (TranslationError, ValidationError, ValueError, TypeError, KeyError) as exc:
+        except (TranslationError, ValidationError) as exc:
             report.problems.append(InputProblem(path, number, _describe(exc)))
             continue
         if translation.skipped:
@@ -209,5 +366,3 @@ def _ingest_stream(path: str, stream: Iterable[tuple[int, Any]], translate: Call
         if len(pending) >= BATCH:
             sink(list(pending))
             pending.clear()
-
-

@@ -14,13 +14,14 @@ Other actions of those events are skipped with a reason from :data:`SKIP_REASONS
 event is skipped as ``unsupported_event:<name>``, never an error. A malformed payload (missing
 ``head_sha``, a short SHA, no ``repository``) raises TranslationError naming the payload path.
 
-Repository identity is out of scope here: identity-capable Facts are written as
-``schema_version`` 1 with the identity triple absent.
+Repository identity is out of scope here: the identity-capable Facts (CIOutcome, Push,
+PullRequestMerge) are written as :data:`IDENTITY_CAPABLE_VERSION` (2, the current payload
+version; 1 is the legacy payload written before identity existed) with the identity triple
+absent.
 """
 
 from __future__ import annotations
 
-import copy
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -39,6 +40,7 @@ from sediment.ingest.facts_jsonl import (
     build_fact,
     content_hash,
     describe_validation_error,
+    json_copy,
     with_natural_id,
 )
 
@@ -46,6 +48,9 @@ GITHUB_HOST: Final = "github.com"
 """The forge host of every GitHub delivery (GitHub Enterprise Server is not supported yet)."""
 
 CI_PROVIDER: Final = "github_actions"
+
+IDENTITY_CAPABLE_VERSION: Final = 2
+"""``schema_version`` of the identity-capable Facts written here (the models' current version)."""
 
 CONCLUSION_RESULTS: Final[Mapping[str, CIResult]] = MappingProxyType({
     "success": "passed",
@@ -267,7 +272,7 @@ def _workflow_run(delivery: _Delivery) -> Translation:
     if status is not None and status != "completed":
         delivery.warnings.append("workflow_run_status_not_completed")
     fields = {
-        "schema_version": 1,
+        "schema_version": IDENTITY_CAPABLE_VERSION,
         "outcome_id": PENDING_ID,
         "org_id": delivery.org_id,
         "provider": CI_PROVIDER,
@@ -289,7 +294,7 @@ def _workflow_run(delivery: _Delivery) -> Translation:
         "source_event_id": delivery.delivery_id,
         "pr_number": _pr_number(payload, delivery),
         "captured_at": delivery.captured_at,
-        "raw": copy.deepcopy(dict(run)),
+        "raw": json_copy(dict(run)),
     }
     outcome = build_fact(CIOutcome, fields, _CI_PATHS)
     return delivery.done(with_natural_id(outcome, "outcome_id"))
@@ -334,7 +339,7 @@ def _push(delivery: _Delivery) -> Translation:
             raise TranslationError(f"commits[{index}].id: expected a commit SHA, got {sha!r}")
         commit_shas.append(_sha(sha, f"commits[{index}].id"))
     fields = {
-        "schema_version": 1,
+        "schema_version": IDENTITY_CAPABLE_VERSION,
         "push_id": PENDING_ID,
         "org_id": delivery.org_id,
         "repo": _text(payload, "repository.full_name"),
@@ -346,7 +351,7 @@ def _push(delivery: _Delivery) -> Translation:
         "source_event_id": delivery.delivery_id,
         "pushed_at": _optional_text(payload, "head_commit.timestamp"),
         "captured_at": delivery.captured_at,
-        "raw": copy.deepcopy(dict(payload)),
+        "raw": json_copy(dict(payload)),
     }
     push = build_fact(Push, fields, _PUSH_PATHS)
     return delivery.done(with_natural_id(push, "push_id"))
@@ -380,7 +385,7 @@ def _pull_request(delivery: _Delivery) -> Translation:
     else:
         head_repo = _text(payload, "pull_request.head.repo.full_name")
     fields = {
-        "schema_version": 1,
+        "schema_version": IDENTITY_CAPABLE_VERSION,
         "merge_id": PENDING_ID,
         "org_id": delivery.org_id,
         "repo": _text(payload, "repository.full_name"),

@@ -20,12 +20,23 @@ def _key(*parts: str | int | None) -> str:
     return canonical_json(list(parts))
 
 
+def call_key(fact: InferenceCall) -> str:
+    """An inference call's natural key (schema version 5).
+
+    A provider's response id is unique only within a Session: test servers and local models
+    reuse ``chatcmpl-1`` in every Session. A call with a ``model_call_id`` is therefore the same
+    call as another only in the same org, gateway *and Session*; a call without one is keyed by
+    its id (which the translators derive from the Session and the recorded content).
+    """
+    if fact.model_call_id:
+        return _key("call", fact.org_id, fact.gateway_provider, fact.session_id, fact.model_call_id)
+    return _key("id", fact.inference_call_id)
+
+
 def table_and_key(fact: FactModel) -> tuple[str, str, str]:
     """``(table name, fact id, natural key)`` of a Fact."""
     if isinstance(fact, InferenceCall):
-        key = (_key("call", fact.org_id, fact.gateway_provider, fact.model_call_id) if fact.model_call_id
-               else _key("id", fact.inference_call_id))
-        return "inference_calls", fact.inference_call_id, key
+        return "inference_calls", fact.inference_call_id, call_key(fact)
     if isinstance(fact, CIOutcome):
         forge = (fact.repository_provider, fact.repository_host) if fact.is_identified else ("", "")
         return "ci_outcomes", fact.outcome_id, _key(fact.org_id, fact.provider, *forge, fact.run_id,

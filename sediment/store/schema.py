@@ -8,7 +8,8 @@ the uncompressed text. So is a call's tool list, one blob per distinct list
 (``inference_calls.tools_hash``; NULL when the call declared none).
 Per-test results (``test_case_results``) are queried by ``(org_id, repo, commit_sha)`` and carry
 their run attempt (``provider``, ``run_id``, ``run_attempt``) and ``test_id`` as columns too.
-Each Fact table has a ``natural_key`` with a UNIQUE index, so a redelivered Fact collapses.
+Each Fact table has a ``natural_key`` with a UNIQUE index, so a redelivered Fact collapses
+(an inference call with a provider response id is keyed by its Session too, from version 5).
 Times are UTC ISO-8601 text with a fixed width, so they sort as text.
 """
 
@@ -18,7 +19,7 @@ from typing import Any
 
 from sqlalchemy import Column, Index, Integer, LargeBinary, MetaData, String, Table, Text
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 metadata = MetaData()
 
 meta = Table(

@@ -13,7 +13,9 @@ assembles its own stream into the response object the API would have returned.
 
 What the formats share (the envelope, field access, parts, streams, Sessions, tool
 definitions, building the Fact) is in ``toolkit``; the format modules import from it, and this
-module only picks the module for a format.
+module only picks the module for a format. Every call's ``raw`` is the record with its
+credentials redacted (:mod:`sediment.ingest.redaction`); ids and parts are read from the
+record as received.
 """
 
 from __future__ import annotations

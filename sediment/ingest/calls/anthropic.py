@@ -2,10 +2,12 @@
 
 Inputs are the top-level ``system`` (a string or text blocks, as a leading ``system``
 message) then ``request.messages``; the output is one message of the response ``content``
-blocks with ``stop_reason`` as its finish reason. Blocks: ``text`` → text, ``thinking`` →
-reasoning (the ``signature`` stays only in ``raw``), ``redacted_thinking`` → dropped with
+blocks with ``stop_reason`` as its finish reason. Blocks: ``text`` → text (an empty
+``{"type": "text", "text": ""}``, which a stream can end with, is an empty text part),
+``thinking`` → reasoning (the ``signature`` stays only in ``raw``), ``redacted_thinking`` → dropped with
 ``opaque_reasoning``, ``tool_use`` → tool call (``input`` object), ``tool_result`` → tool
-result keyed by ``tool_use_id`` (``content`` kept as given; ``is_error`` only in ``raw``).
+result keyed by ``tool_use_id`` (``content`` kept as given, a string or a list of blocks, JSON
+text never parsed; ``is_error`` only in ``raw``).
 
 ``input_tokens`` is the whole prompt: Anthropic's ``input_tokens`` excludes cached tokens,
 so ``cache_creation_input_tokens`` and ``cache_read_input_tokens`` are added (the count
@@ -23,11 +25,10 @@ their parameters, or server tools (``{"type": "web_search_20250305", "name": "we
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
-from sediment.facts import InferenceMessage, ToolDefinition
+from sediment.facts import InferenceMessage, TextPart, ToolDefinition
 from sediment.ingest.calls.toolkit import (
     CallContent,
     Notes,
@@ -49,6 +50,7 @@ from sediment.ingest.calls.toolkit import (
     tool_definitions,
     tool_kind,
 )
+from sediment.ingest.json_text import JsonReader, RecordProblem
 
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 _SESSION_SUFFIX = re.compile(rf"(?:^|_)session_({_UUID})$")
@@ -68,8 +70,8 @@ def claude_code_session(identity: Any) -> str | None:
     if match:
         return match.group(1)
     try:
-        parsed = json.loads(identity)
-    except ValueError:
+        parsed = JsonReader().parse(identity)
+    except RecordProblem:
         return None
     session = parsed.get("session_id") if isinstance(parsed, dict) else None
     return session if isinstance(session, str) and _UUID_ONLY.match(session) else None
@@ -81,8 +83,12 @@ def strip_session_suffix(identity: str) -> str:
 
 
 def system_message(system: Any, path: str, notes: Notes) -> list[InferenceMessage]:
+    """The top-level ``system`` as a leading system message; an empty system prompt (``""``,
+    or only empty text blocks) gives none, as an empty Responses ``instructions`` does."""
     parts = content_parts(system, path, notes)
-    return [message("system", parts)] if parts else []
+    if all(isinstance(part, TextPart) and not part.content for part in parts):
+        return []
+    return [message("system", parts)]
 
 
 def anthropic_messages(items: Any, path: str, notes: Notes) -> list[InferenceMessage]:
@@ -148,8 +154,8 @@ def _finish_input(block: dict[str, Any], partial: str) -> None:
     if not partial.strip():
         return
     try:
-        block["input"] = json.loads(partial)
-    except ValueError:
+        block["input"] = JsonReader().parse(partial)
+    except RecordProblem:
         block["input"] = partial
 
 

@@ -2,9 +2,12 @@
 
 Input messages are ``request.messages``; the output message is ``choices[0].message`` with
 ``choices[0].finish_reason``. An assistant message's parts are, in order: its reasoning
-(``thinking_blocks``, else the flattened ``reasoning_content``), its content, its refusal,
-then one tool-call part per ``tool_calls[]`` entry (``function.arguments`` parsed from its
-JSON string). A ``tool`` message becomes one tool-result part keyed by ``tool_call_id``.
+(``thinking_blocks``, else the flattened ``reasoning_content``), its content (``""`` is an
+empty text part, as when a server sends it beside tool calls; null is none), its refusal
+(an empty one is none), then one tool-call part per ``tool_calls[]`` entry
+(``function.arguments`` parsed from its JSON string). A ``tool`` message becomes one
+tool-result part keyed by ``tool_call_id``, its ``content`` kept as sent (JSON text stays a
+string).
 The same message reader serves LiteLLM, whose payloads are Chat-shaped whatever the provider.
 
 ``request.tools`` entries are ``{"type": "function", "function": {"name", "description",
@@ -34,9 +37,9 @@ from sediment.ingest.calls.toolkit import (
     optional_object,
     optional_text,
     reasoning_part,
+    refusal_part,
     required,
     role_of,
-    text_part,
     token_count,
     tool_call,
     tool_definitions,
@@ -87,7 +90,7 @@ def chat_message(item: Any, path: str, notes: Notes, finish_reason: str | None =
     parts = _reasoning(obj, path, notes)
     parts.extend(content_parts(obj.get("content"), child(path, "content"), notes))
     if obj.get("refusal") is not None:
-        refusal = text_part(obj["refusal"], child(path, "refusal"))
+        refusal = refusal_part(obj["refusal"], child(path, "refusal"))
         if refusal is not None and refusal not in parts:
             parts.append(refusal)
     if obj.get("tool_calls") is not None:

@@ -4,11 +4,12 @@ Inputs are ``request.instructions`` (a leading ``system`` message) then ``reques
 (a string is one user message; a list holds typed items); outputs are ``response.output``.
 Items become messages:
 
-* ``message`` (or an untyped item with a ``role``): its role and content parts;
+* ``message`` (or an untyped item with a ``role``): its role and content parts (an
+  ``output_text`` of ``""`` is an empty text part);
 * ``function_call`` / ``custom_tool_call``: a tool-call part keyed by ``call_id`` (a custom
   tool's free-form ``input`` string becomes the arguments ``{"input": ...}``);
 * ``function_call_output`` / ``custom_tool_call_output``: a ``tool`` message with one
-  tool-result part keyed by ``call_id``;
+  tool-result part keyed by ``call_id``, its ``output`` kept as sent (JSON text stays a string);
 * ``reasoning``: readable ``content`` (``reasoning_text``), else ``summary`` texts, as
   reasoning parts; an item with only ``encrypted_content`` warns ``opaque_reasoning``;
 * any other item (built-in tools, item references, compaction): dropped with

@@ -8,12 +8,15 @@ rules every format shares: the envelope, the Session lookup (absent, never
 guessed: no session means ``Translation.skip("no_session")``), deterministic ids, the part
 helpers and the tool-definition readers. Content that a part cannot carry (images, encrypted
 reasoning, signatures, unknown items) is dropped from the parts with a warning; the whole
-record stays in ``raw``.
+record stays in ``raw``, its credentials redacted (:mod:`sediment.ingest.redaction`).
+
+Parts keep what the model saw and said: an empty text (``content: ""`` beside tool calls, an
+empty ``text`` or ``output_text`` block) is an empty text part, and a tool result is kept as
+given, so a result that is JSON text stays that string, byte for byte.
 """
 
 from __future__ import annotations
 
-import json
 import math
 from collections import OrderedDict
 from collections.abc import Callable
@@ -35,7 +38,9 @@ from sediment.facts import (
 )
 from sediment.identifiers import OrgId
 from sediment.ingest import Translation, TranslationError
-from sediment.ingest.ids import fact_id
+from sediment.ingest.ids import inference_call_id
+from sediment.ingest.json_text import JsonReader, RecordProblem
+from sediment.ingest.redaction import redact_record
 from sediment.records import canonical_digest
 
 CallSkipReason = Literal["no_session", "error_response", "not_a_model_call"]
@@ -232,9 +237,9 @@ def body_object(value: Any, path: str) -> dict[str, Any]:
     """A body that is an object, or the JSON text of one."""
     if isinstance(value, str) and value.lstrip().startswith("{"):
         try:
-            value = json.loads(value)
-        except ValueError:
-            fail(path, "invalid JSON")
+            value = JsonReader().parse(value)
+        except RecordProblem as exc:
+            fail(path, "invalid JSON" if exc.syntax else str(exc))
     return as_object(value, path)
 
 
@@ -253,8 +258,8 @@ def parse_arguments(value: Any, notes: Notes) -> dict[str, Any]:
     """Tool-call arguments as an object; malformed JSON or a non-object gives ``{}`` and a warning."""
     if isinstance(value, str):
         try:
-            value = json.loads(value)
-        except (ValueError, RecursionError):
+            value = JsonReader().parse(value)
+        except RecordProblem:  # not JSON, a key given twice, nested too deep: not one argument object
             value = None
     if isinstance(value, dict):
         return value
@@ -278,7 +283,8 @@ def tool_call(call_id: Any, name: Any, arguments: Any, *, path: str, id_key: str
 
 
 def tool_result(call_id: Any, result: Any, *, path: str, id_key: str, notes: Notes) -> ToolCallResponsePart | None:
-    """A tool-result part (the result kept as given); without an id it is dropped with a warning."""
+    """A tool-result part, the result kept exactly as given: JSON text stays a string, never
+    parsed (the model saw those bytes); without an id it is dropped with a warning."""
     ident = _tool_id(call_id, child(path, id_key))
     if ident is None:
         notes.warn("tool_result_without_id")
@@ -289,11 +295,17 @@ def tool_result(call_id: Any, result: Any, *, path: str, id_key: str, notes: Not
         fail(child(path, id_key), exc.errors()[0]["msg"])
 
 
-def text_part(value: Any, path: str) -> TextPart | None:
-    """A text part; empty text carries nothing and gives no part."""
+def text_part(value: Any, path: str) -> TextPart:
+    """A text part, empty text included: the call had that part."""
     if not isinstance(value, str):
         fail(path, "expected a string")
-    return TextPart(content=value) if value else None
+    return TextPart(content=value)
+
+
+def refusal_part(value: Any, path: str) -> TextPart | None:
+    """A refusal as a text part; an empty refusal is no refusal and gives no part."""
+    part = text_part(value, path)
+    return part if part.content else None
 
 
 def reasoning_part(value: Any, path: str, notes: Notes) -> ReasoningPart | None:
@@ -316,7 +328,7 @@ def block_part(block: Any, path: str, notes: Notes) -> AnyPart | None:
     types) are dropped with ``non_text_part_dropped``.
     """
     if isinstance(block, str):
-        return TextPart(content=block) if block else None
+        return TextPart(content=block)
     obj = as_object(block, path)
     kind = obj.get("type")
     if not isinstance(kind, str):
@@ -324,7 +336,7 @@ def block_part(block: Any, path: str, notes: Notes) -> AnyPart | None:
     if kind in _TEXT_BLOCKS:
         return text_part(obj.get("text"), child(path, "text"))
     if kind == "refusal":
-        return text_part(obj.get("refusal"), child(path, "refusal"))
+        return refusal_part(obj.get("refusal"), child(path, "refusal"))
     if kind == "thinking":
         return reasoning_part(obj.get("thinking"), child(path, "thinking"), notes)
     if kind == "reasoning":
@@ -341,11 +353,12 @@ def block_part(block: Any, path: str, notes: Notes) -> AnyPart | None:
 
 
 def content_parts(content: Any, path: str, notes: Notes) -> list[AnyPart]:
-    """Message content (null, a string, or a list of blocks) as parts, in order."""
+    """Message content (null, a string, or a list of blocks) as parts, in order; ``""`` is one
+    empty text part (null is none)."""
     if content is None:
         return []
     if isinstance(content, str):
-        return [TextPart(content=content)] if content else []
+        return [TextPart(content=content)]
     blocks = as_list(content, path)
     parts = (block_part(block, f"{path}[{i}]", notes) for i, block in enumerate(blocks))
     return [part for part in parts if part is not None]
@@ -487,9 +500,9 @@ def event_payloads(text: str) -> list[tuple[str | None, dict[str, Any]]]:
         if data.strip() == "[DONE]":
             break
         try:
-            payload = json.loads(data)
-        except ValueError:
-            fail(f"response(event {position})", "invalid JSON in SSE data")
+            payload = JsonReader().parse(data)
+        except RecordProblem as exc:
+            fail(f"response(event {position})", "invalid JSON in SSE data" if exc.syntax else str(exc))
         payloads.append((name, as_object(payload, f"response(event {position})")))
     if not payloads:
         fail("response", "empty SSE stream")
@@ -518,8 +531,8 @@ def codex_session(turn_metadata: str | None) -> str | None:
     if turn_metadata is None:
         return None
     try:
-        parsed = json.loads(turn_metadata)
-    except ValueError:
+        parsed = JsonReader().parse(turn_metadata)
+    except RecordProblem:
         return None
     value = parsed.get("session_id") if isinstance(parsed, dict) else None
     return (value.strip() or None) if isinstance(value, str) else None
@@ -557,15 +570,18 @@ def build_call(
     model_provider: str | None = None,
     duration_ms: int | None = None,
 ) -> Translation:
-    """The InferenceCall with its deterministic id; ``raw`` is the whole record."""
+    """The InferenceCall with its deterministic id; ``raw`` is the whole record, credentials
+    redacted (:func:`~sediment.ingest.redaction.redact_record`).
+
+    The id is derived from the record as received, before redaction: a keyless call's record
+    digest is the digest it always had, so a record stored before redaction existed and the
+    same record ingested now are one Fact.
+    """
     try:
         org = _ORG_ID.validate_python(org_id)
     except ValidationError as exc:
         raise ValueError(f"org_id: {exc.errors()[0]['msg']}") from None
-    if content.model_call_id is not None:
-        call_id = fact_id("call", org, gateway_provider, content.model_call_id)
-    else:
-        call_id = fact_id("call", org, session_id, record_digest(record))
+    call_id = inference_call_id(org, session_id, gateway_provider, content.model_call_id, lambda: record_digest(record))
     try:
         call = InferenceCall(
             inference_call_id=call_id,
@@ -583,7 +599,7 @@ def build_call(
             duration_ms=duration_ms,
             model_call_id=content.model_call_id,
             observed_at=observed_at,
-            raw=record,
+            raw=redact_record(record),
         )
     except ValidationError as exc:
         raise TranslationError(_error_path(exc)) from None
@@ -591,18 +607,24 @@ def build_call(
 
 
 def parse_timestamp(value: Any, path: str) -> datetime | None:
-    """An RFC 3339 timestamp with an offset, or absent."""
+    """An RFC 3339 timestamp with an offset, in UTC, or absent: read as the Fact models read
+    times (:func:`sediment.identifiers.parse_rfc3339`: never a number, a date alone or more
+    than microsecond precision); a time with no UTC equivalent (``9999-12-31T23:59:59-10:00``)
+    is ``timestamp out of range``."""
+    from sediment.identifiers import TIMESTAMP_OUT_OF_RANGE, TimestampError, parse_rfc3339
+
     if value is None:
         return None
     if not isinstance(value, str):
         fail(path, "expected an RFC 3339 timestamp string")
     try:
-        parsed = datetime.fromisoformat(value.strip())
-    except ValueError:
-        fail(path, "expected an RFC 3339 timestamp")
-    if parsed.utcoffset() is None:
-        fail(path, "timestamp must carry a UTC offset")
-    return parsed.astimezone(UTC)
+        parsed = parse_rfc3339(value.strip())
+    except TimestampError as exc:
+        fail(path, str(exc))
+    try:
+        return parsed.astimezone(UTC)
+    except OverflowError:
+        fail(path, TIMESTAMP_OUT_OF_RANGE)
 
 
 # --- the request/response envelope ----------------------------------------------------

@@ -1,0 +1,133 @@
+"""Reading one JSON value exactly: the standard parser with a duplicate-key hook, a float
+check and a depth limit, for every place Sediment parses JSON it did not write (input
+records, bodies sent as JSON text, SSE event data). Imports nothing heavy."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from typing import Any, Final
+
+from sediment.ingest import TranslationError
+
+MAX_DEPTH: Final = 256
+"""The deepest nesting of arrays and objects in one record (the record's own object is level 1)."""
+
+class RecordProblem(TranslationError):
+    """A record's text is not one JSON value within the limits (``syntax``: not JSON at all)."""
+
+    def __init__(self, message: str, *, syntax: bool = False) -> None:
+        super().__init__(message)
+        self.syntax = syntax
+
+
+# --- one JSON value, exactly --------------------------------------------------------------
+
+_WHITESPACE: Final = re.compile(r"[ \t\n\r]*")
+#: A string literal or a bracket: enough to find where a value ends without building it.
+_TOKEN: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[][{}]', re.DOTALL)
+_NUMBER: Final = re.compile(r"-?[0-9]+(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise RecordProblem(f"number out of range: {text}")
+    return value
+
+
+def _first_duplicate(pairs: list[tuple[str, Any]]) -> str:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            return key
+        seen.add(key)
+    raise AssertionError("no duplicate key")  # pragma: no cover - only called when one exists
+
+
+def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
+    """True when arrays and objects nest more than ``limit`` levels in ``value`` (breadth first,
+    so no recursion however deep it is)."""
+    level = [value] if isinstance(value, dict | list) else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > limit:
+            return True
+        children: list[Any] = []
+        for node in level:
+            children.extend(node.values() if type(node) is dict else node)
+        level = [child for child in children if type(child) is dict or type(child) is list]
+    return False
+
+
+class JsonReader:
+    """Parses JSON text exactly with the standard parser (orjson would turn integers beyond 64
+    bits into floats and cannot see a key given twice): duplicate keys, numbers that overflow,
+    integers beyond Python's digit limit and nesting beyond :data:`MAX_DEPTH` are
+    :class:`RecordProblem` s."""
+
+    def __init__(self) -> None:
+        self._duplicates: list[str] = []
+        self._decoder = json.JSONDecoder(object_pairs_hook=self._object, parse_float=_finite_float)
+
+    def _object(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        result = dict(pairs)
+        if len(result) != len(pairs):
+            self._duplicates.append(_first_duplicate(pairs))
+        return result
+
+    def parse(self, data: bytes | str) -> Any:
+        """One JSON value (surrounding whitespace allowed); a RecordProblem names what is wrong."""
+        text = _utf8(data)
+        value, end = self.value_at(text, _skip_ws(text, 0))
+        end = _skip_ws(text, end)
+        if end != len(text):
+            raise RecordProblem(f"not JSON: Extra data (column {end + 1})", syntax=True)
+        return value
+
+    def value_at(self, text: str, index: int) -> tuple[Any, int]:
+        """The JSON value starting at ``index`` and the index after it."""
+        self._duplicates.clear()
+        try:
+            value, end = self._decoder.raw_decode(text, index)
+        except json.JSONDecodeError as exc:
+            raise RecordProblem(f"not JSON: {exc.msg} (column {exc.colno})", syntax=True) from None
+        except RecursionError:
+            raise RecordProblem(f"nested deeper than {MAX_DEPTH} levels") from None
+        except RecordProblem:
+            raise
+        except ValueError as exc:  # an integer beyond the interpreter's digit limit
+            message = str(exc)
+            if "integer string conversion" in message:
+                message = f"integer has more than {sys.get_int_max_str_digits()} digits"
+            raise RecordProblem(f"not JSON: {message}") from None
+        if self._duplicates:
+            raise RecordProblem(f"duplicate key {self._duplicates[0]!r}")
+        if len(text) > 2 * MAX_DEPTH and too_deep(value):
+            raise RecordProblem(f"nested deeper than {MAX_DEPTH} levels")
+        return value, end
+
+
+def _skip_ws(text: str, index: int) -> int:
+    match = _WHITESPACE.match(text, index)
+    assert match is not None  # the pattern matches the empty string
+    return match.end()
+
+
+def _utf8(data: bytes | str) -> str:
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RecordProblem(f"not UTF-8: invalid byte at column {exc.start + 1}", syntax=True) from None
+
+
+def parse_line(line: str | bytes) -> Any | Exception:
+    """One JSON value read exactly (see :class:`JsonReader`), or the problem with it."""
+    try:
+        return JsonReader().parse(line)
+    except RecordProblem as exc:
+        return exc
