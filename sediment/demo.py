@@ -10,7 +10,8 @@ Sessions: a clean pass over two commits; a fail-then-pass retry (a suspected fla
 failure; a context compaction whose only run was cancelled; a Session bound by Jaccard
 similarity (no git note); a Session that never committed; then, on top of a human commit that
 adds a test suite whose division test fails, a red-to-green fix whose run passes on its second
-attempt (one test flipped), and a README change where no test changed state. CI runs upload
+attempt (one test flipped), a README change where no test changed state, and a change that
+only adds a test. CI runs upload
 JUnit reports (in the shape pytest writes), so SWE-bench tasks get FAIL_TO_PASS and
 PASS_TO_PASS from recorded per-test results; the demo's operator settings (``demo_inputs/``)
 give the evaluation environment.
@@ -48,6 +49,7 @@ OPS_TESTS = (
     "def test_clock():\n    assert sum(range(10)) == 45\n"
 )
 OPS_TESTS_V2 = OPS_TESTS + "\n\ndef test_div_quarter():\n    assert div(1, 4) == 0.25\n"
+OPS_TESTS_V3 = OPS_TESTS_V2 + "\n\ndef test_sub_negative():\n    assert sub(-1, -2) == 1\n"
 TRUE_DIV = "\n\ndef div(a, b):\n    return a / b\n"
 README_V2 = README + "\nRun the tests with `python -m pytest`.\n"
 
@@ -272,6 +274,16 @@ def write_inputs(directory: Path) -> DemoInputs:
     c9 = commit({"README.md": README_V2}, "Document the tests", when(8, 10), "sess-docs")
     deliveries.append(workflow_run(108, 1, c9, "success", when(8, 20)))
     reports.append((108, 1, c9, suite(test_div_quarter="passed"), when(8, 20)))
+
+    # 10. tests only: a new test passes, but with no source change there is nothing to grade
+    calls += session_calls("sess-more-tests", "Add a test that sub() handles negatives.", [
+        Step("write_file", {"path": "tests/test_ops.py", "content": OPS_TESTS_V3}, "ok"),
+        Step(text="test_sub_negative covers negatives."),
+    ], when(9))
+    c10 = commit({"tests/test_ops.py": OPS_TESTS_V3}, "Test sub() with negatives", when(9, 10), "sess-more-tests")
+    deliveries.append(workflow_run(109, 1, c10, "success", when(9, 20)))
+    reports.append((109, 1, c10, [*suite(test_div_quarter="passed"), ("tests.test_ops", "test_sub_negative", "passed")],
+                    when(9, 20)))
 
     call_log = directory / "calls.jsonl"
     call_log.write_text("".join(json.dumps(r) + "\n" for r in calls), encoding="utf-8")
