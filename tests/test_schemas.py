@@ -48,6 +48,7 @@ EXPECTED_FILES = {
     "ci-resolution.v1.json",
     "ci-workflow-resolution.v1.json",
     "provenance.v1.json",
+    "training-provenance.v1.json",
     "repository-identity.v1.json",
     "message-part.v1.json",
     # trainer messages (the SFT / DPO message components)
