@@ -566,3 +566,11 @@ def test_pair_confidence_properties(chosen: float, rejected: float) -> None:
     assert 0.0 <= pair.label_confidence <= 1.0
     assert -1.0 <= pair.confidence_margin <= 1.0
     assert pair.confidence_margin == chosen - rejected
+
+
+def test_the_docs_name_every_setting_and_the_reference_values() -> None:
+    text = (Path(__file__).parents[1] / "docs" / "confidence.md").read_text(encoding="utf-8")
+    for name in LABEL_CONFIDENCE_SETTINGS:
+        assert f"`SEDIMENT_LABEL_CONFIDENCE_{name.upper()}`" in text, name
+    for value in ("0.66", "0.726", "0.636", "0.54", "0.594", "0.42"):
+        assert f" {value}" in text

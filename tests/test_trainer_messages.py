@@ -10,6 +10,7 @@ import json
 import math
 import os
 import random
+import re
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -575,3 +576,9 @@ def test_mapped_rows_load_and_render_in_datasets_and_trl(consumer_python: Callab
     # objects of different shapes (keys a row never had come back as null).
     assert facts["load_json"] == "equal"
     assert facts["plain_from_list"] == "changed"
+
+
+def test_the_docs_list_the_vocabulary_in_order() -> None:
+    text = (REPOSITORY_ROOT / "docs" / "trainer-messages.md").read_text(encoding="utf-8")
+    listed = text.split("`TRAINER_SKIP_REASONS`, in this order")[1].split("`TrainerDecline")[0]
+    assert tuple(re.findall(r"`([a-z_]+)`", listed)) == TRAINER_SKIP_REASONS
