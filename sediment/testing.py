@@ -5,7 +5,8 @@ entry point ``sediment``): installing Sediment makes it available to every test 
   Facts and Rollouts (:func:`message`, :func:`call`, :func:`conversation`, :func:`outcome`,
   :func:`rollout`).
 - :func:`plugin_registry` registers plugins inline for one test (hookimpl modules, classes or
-  objects, under a name), beside the built-ins; nothing global changes.
+  objects, under a name), beside the built-ins (or only beside the built-in objectives);
+  nothing global changes.
 - :func:`run_export` runs a target or profile export into a temporary directory and returns
   the summary and the rows of every file, each validated against its schema.
 - :func:`read_rows` reads one JSONL file and validates every row against the registered
@@ -139,16 +140,23 @@ def rollout(session_id: str, *, calls: Sequence[InferenceCall] | None = None,
 
 
 def plugin_registry(*plugins: tuple[str, object], builtins: bool = True) -> PluginRegistry:
-    """A registry of Sediment's built-in plugins (unless ``builtins=False``) plus ``plugins``,
-    each a ``(name, plugin)`` pair: a module, class or object carrying ``@hookimpl`` functions.
+    """A registry of Sediment's built-in plugins plus ``plugins``, each a ``(name, plugin)``
+    pair: a module, class or object carrying ``@hookimpl`` functions. With ``builtins=False``
+    only the built-in objectives (``rlvr``) stay: every target belongs to an objective.
 
     The registry is a fresh value: registering here changes nothing for other tests. Pass it
     to :func:`run_export` (or to the export functions' ``registry=``).
     """
-    from sediment.export.plugins import BUILTIN_PLUGINS, PluginOrigin, PluginSource, discover_entry_points
+    from sediment.export.plugins import (
+        BUILTIN_OBJECTIVES,
+        BUILTIN_PLUGINS,
+        PluginOrigin,
+        PluginSource,
+        discover_entry_points,
+    )
     from sediment.export.registry import load_registry
 
-    sources = discover_entry_points(blocked=(), only=BUILTIN_PLUGINS) if builtins else []
+    sources = discover_entry_points(blocked=(), only=BUILTIN_PLUGINS if builtins else BUILTIN_OBJECTIVES)
     for name, plugin in plugins:
         sources.append(PluginSource(plugin, PluginOrigin(name, "inline (test)", "0", repr(plugin)[:60])))
     return load_registry(sources)
