@@ -31,18 +31,16 @@ def objectives(
         console.show("no export objectives installed")
     for item in described:  # every value is plugin-supplied text: never markup
         console.show((item["name"], "bold"), f"  {item['description']}")
-        recipes = ", ".join(f"{r['name']} v{r['version']}" for r in item["recipes"])
+        recipes = ", ".join(f"{r['name']} v{r['version']}" + (" (default)" if r["name"] == item["default_recipe"]
+                                                             else "") for r in item["recipes"])
         mirrors = ", ".join(what for what, needed in (("direct export", item["direct_needs_mirrors"]),
                                                        ("--from", item["from_needs_mirrors"])) if needed)
-        details = [
-            ("unit", f"{item['unit']} (counted as {item['units']})"),
-            ("recipes", f"{recipes} (default {item['default_recipe']})"),
-        ]
+        details = [("unit", f"{item['unit']} (counted as {item['units']})"), ("recipes", recipes)]
         for population, declared in item["populations"].items():
-            line = f"{', '.join(declared['files'])}; counted as {declared['label']}"
+            details.append((population, f"{', '.join(declared['files'])} (rows counted as {declared['label']})"))
             if "schema_id" in declared:
-                line += f"; {declared['schema_id']}; skip reasons: {', '.join(declared['skip_reasons'])}"
-            details.append((f"{population}", line))
+                details += [("  schema", declared["schema_id"]),
+                            ("  skip reasons", ", ".join(declared["skip_reasons"]))]
         if item["has_targets"]:
             details.append(("targets", ", ".join(item["targets"]) or "none installed"))
         details += [
@@ -51,7 +49,7 @@ def objectives(
             ("from", f"{item['origin']['distribution']} {item['origin']['version']}"),
         ]
         for label, value in details:
-            console.show(f"  {label:<13}{value}")
+            console.show(f"  {label:<15}{value}")
 
 
 def targets(
