@@ -86,9 +86,9 @@ export_app = typer.Typer(
     cls=ObjectiveCommands,
     rich_markup_mode=None,
     help="Export training rows for one objective: `sediment export OBJECTIVE --out DIR [--from BUNDLE]`. "
-         "Each installed objective is a subcommand, with its recipes as `--recipe` choices; "
-         "`sediment objectives` lists them in full. RLVR, for example, is "
-         "`sediment export rlvr --target NAME --out DIR --from BUNDLE`.",
+         "Each installed objective is a subcommand (below, with its unit of evidence and recipes; "
+         "`sediment objectives` lists them in full); its recipes are the `--recipe` choices, and an "
+         "objective with targets takes `--target NAME` (see `sediment targets`).",
     no_args_is_help=True,
 )
 
