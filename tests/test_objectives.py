@@ -471,3 +471,21 @@ def test_the_core_never_names_an_objective() -> None:
         for match in names.finditer(text):
             offenders.append(f"{relative}:{text[: match.start()].count(chr(10)) + 1}: {match.group()}")
     assert offenders == [], offenders
+
+
+def test_an_objective_reading_ci_counts_the_resolver_reasons_it_yields(tmp_path: Path) -> None:
+    sha = "a" * 40
+    ambiguous = rollout("s1", commits=[sha], outcomes=[
+        outcome("o1", sha, "passed", run_id="1"),
+        outcome("o2", sha, "failed", run_id="2", workflow_name="lint", workflow_id="78",
+                workflow_path=".github/workflows/lint.yml")])
+
+    def produce(context: ExportContext) -> Iterator[Declined]:
+        for evidence in context.rollouts():
+            for reason, count in evidence.ci.skipped.items():
+                yield Declined(reason, count)
+
+    registry = registry_with(("notes", make_objective(produce=produce)))
+    summary = export(registry, tmp_path / "out", [ambiguous, rollout("s2")])
+    assert summary["note_skipped"] == {"ambiguous_workflow_verdicts": 1}
+    assert summary["written"] == {}

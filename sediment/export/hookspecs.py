@@ -143,7 +143,9 @@ def project_evidence(context: ExportContext,  # type: ignore[empty-body]
     The pipeline checks every row for representability (a bad row is declined with one count),
     counts every :class:`~sediment.plugin.Declined` against the population's closed vocabulary
     (a reason outside it is a plugin bug), routes each row to the file of its population and
-    ``split``, and publishes nothing if the iteration raises.
+    ``split``, and publishes nothing if the iteration raises. The core's reasons are in every
+    vocabulary: an objective that reads ``evidence.ci`` yields its resolver counts itself
+    (``Declined(reason, count)`` for each of ``evidence.ci.skipped``), in the unit it documents.
 
     :param context: the export's evidence, recipe, split and mirrors (``ExportContext``).
     :param settings: this plugin's settings.

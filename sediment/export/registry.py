@@ -487,7 +487,7 @@ class PluginRegistry:
     def get(self, name: str | None, *, objective: str | None = None) -> Target:
         """The target called ``name`` of ``objective`` (default: the default objective); an
         unknown or missing name lists that objective's installed targets."""
-        chosen = self.objectives.get(objective) if objective is not None else self.default_objective
+        chosen = self.objective(objective) if objective is not None else self.default_objective
         mine = {n: t for n, t in self.targets.items() if chosen is None or t.objective == chosen.name}
         if name is None or name not in mine:
             installed = ", ".join(sorted(mine)) or "none"
