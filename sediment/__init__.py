@@ -1,7 +1,8 @@
 """Sediment: recorded agent sessions plus CI outcomes, exported as auditable RLVR rows.
 
-The public Python surface: :func:`export_rlvr_from_rollouts`, :func:`export_rlvr_from_bundle`,
-the models, and the plugin marker :data:`hookimpl`.
+The public Python surface: :func:`export_objective` (any installed objective),
+:func:`export_rlvr_from_rollouts`, :func:`export_rlvr_from_bundle`, the models, and the plugin
+marker :data:`hookimpl`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,13 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from sediment.mirrors import MirrorRoot
+
+
+def export_objective(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    """See :func:`sediment.export.pipeline.export_objective`."""
+    from sediment.export.pipeline import export_objective as run
+
+    return run(*args, **kwargs)
 
 
 def export_rlvr_from_rollouts(*args: Any, **kwargs: Any) -> dict[str, Any]:
@@ -41,4 +49,4 @@ def export_rlvr_from_bundle(
     )
 
 
-__all__ = ["__version__", "export_rlvr_from_bundle", "export_rlvr_from_rollouts"]
+__all__ = ["__version__", "export_objective", "export_rlvr_from_bundle", "export_rlvr_from_rollouts"]

@@ -318,11 +318,12 @@ def write_settings(directory: Path) -> Path:
 
 def run_demo(out: Path) -> dict[str, Any]:
     """The whole path under ``out``: inputs, store, mirror, bundle, then an export for every
-    installed target (``exports/<target>/``) and every installed consumer profile
-    (``profiles/<profile-id>/``), with the demo operator's settings file (``inputs/settings.toml``)."""
+    installed target (``exports/<target>/``), every installed objective without targets
+    (``exports/<objective>/``) and every installed consumer profile (``profiles/<profile-id>/``),
+    with the demo operator's settings file (``inputs/settings.toml``)."""
     from sediment.bundle import open_bundle
     from sediment.derive import derive_bundle
-    from sediment.export.pipeline import export_rlvr_from_rollouts
+    from sediment.export.pipeline import Evidence, export_objective, export_rlvr_from_rollouts
     from sediment.export.registry import load_registry
     from sediment.export.settings import SettingsSources
     from sediment.ingest.calls import translate_call
@@ -356,7 +357,7 @@ def run_demo(out: Path) -> dict[str, Any]:
     bundle = open_bundle(bundle_path)
     registry = load_registry()
     loaded = SettingsSources.load(config_file=inputs.settings, environ={})
-    installed = set(registry.targets) | set(registry.profiles) | set(registry.manifests)
+    installed = set(registry.objectives) | set(registry.targets) | set(registry.profiles) | set(registry.manifests)
     settings = SettingsSources(config={k: v for k, v in loaded.config.items() if k in installed},
                                config_path=loaded.config_path)
 
@@ -366,6 +367,11 @@ def run_demo(out: Path) -> dict[str, Any]:
                                          settings=settings, fragmented=bundle.manifest.fragmented)
 
     exports = {name: export(out / "exports" / name, name) for name in sorted(registry.targets)}
+    evidence = Evidence(bundle, bundle.split_enabled, mirrors, bundle.manifest.fragmented)
+    for name, objective in sorted(registry.objectives.items()):
+        if not objective.has_targets:
+            exports[name] = export_objective(evidence, out / "exports" / name, objective=name, registry=registry,
+                                             settings=settings)
     profiles = {name: export(out / "profiles" / name, p.info.target, name)
                 for name, p in sorted(registry.profiles.items())}
     return {

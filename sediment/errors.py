@@ -14,8 +14,8 @@ class ExitCode(IntEnum):
 
     OK = 0
     ERROR = 1  #: configuration, missing mirror root, invalid input values
-    USAGE = 2  #: bad command line: missing or unknown ``--target``
-    OUTPUT_DIRECTORY = 3  #: output directory claimed by another target, locked, or stale
+    USAGE = 2  #: bad command line: missing or unknown ``--target``, unknown objective or recipe
+    OUTPUT_DIRECTORY = 3  #: output directory claimed by another export, locked, or holding artifacts
     BUNDLE = 4  #: bundle missing, unreadable or invalid
     PLUGIN = 5  #: a plugin is broken: duplicate name, bad vocabulary, unknown hook
     VALIDATION = 6  #: ``sediment schema validate`` found invalid rows
@@ -42,6 +42,10 @@ class UsageError(SedimentError):
 
 class UnknownTargetError(UsageError):
     """No installed export target has the requested name."""
+
+
+class UnknownObjectiveError(UsageError):
+    """No installed export objective (or recipe of it) has the requested name."""
 
 
 class UnknownProfileError(UsageError):

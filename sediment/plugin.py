@@ -1,8 +1,8 @@
 """The one module a Sediment plugin imports (plugin contract version 2).
 
-Everything a target, a consumer profile or a manifest writer needs is here: the hook marker,
-the declarations, the evidence types and the helpers for building rows. Plugins import
-nothing else from ``sediment``; tests use :mod:`sediment.testing` as well. See
+Everything an objective, a target, a consumer profile or a manifest writer needs is here: the
+hook marker, the declarations, the evidence types and the helpers for building rows. Plugins
+import nothing else from ``sediment``; tests use :mod:`sediment.testing` as well. See
 ``docs/plugins.md``.
 
 A target::
@@ -18,19 +18,23 @@ A target::
 from __future__ import annotations
 
 from sediment.ci_resolution import CIResolution
+from sediment.export.context import ExportContext
 from sediment.export.evidence import RECIPE_ID, RECIPE_VERSION, RolloutEvidence, put_optional, reward_source
 from sediment.export.hookspecs import CONTRACT_VERSION, hookimpl
 from sediment.export.reference_patch import PATCH_SKIP_REASONS, ReferencePatch
 from sediment.export.rows import (
     SPLIT_ORDER,
     AdaptedRow,
+    Declined,
     Dependency,
     ManifestInfo,
+    ObjectiveInfo,
     Population,
     PopulationInfo,
     ProfileInfo,
     ProjectedRow,
     PublishedExport,
+    Recipe,
     TargetInfo,
 )
 from sediment.export.settings import PluginSettings
@@ -66,9 +70,12 @@ __all__ = [
     "AdaptedRow",
     "CIOutcome",
     "CIResolution",
+    "Declined",
     "Dependency",
+    "ExportContext",
     "InferenceMessage",
     "ManifestInfo",
+    "ObjectiveInfo",
     "Part",
     "PluginSettings",
     "Population",
@@ -77,6 +84,7 @@ __all__ = [
     "ProjectedRow",
     "PublishedExport",
     "ReasoningPart",
+    "Recipe",
     "ReferencePatch",
     "Rollout",
     "RolloutEvidence",

@@ -5,9 +5,11 @@ entry point ``sediment``): installing Sediment makes it available to every test 
   Facts and Rollouts (:func:`message`, :func:`call`, :func:`conversation`, :func:`outcome`,
   :func:`rollout`).
 - :func:`plugin_registry` registers plugins inline for one test (hookimpl modules, classes or
-  objects, under a name), beside the built-ins; nothing global changes.
+  objects, under a name), beside the built-ins (or only beside the built-in objectives);
+  nothing global changes.
 - :func:`run_export` runs a target or profile export into a temporary directory and returns
-  the summary and the rows of every file, each validated against its schema.
+  the summary and the rows of every file, each validated against its schema;
+  :func:`run_objective` does the same for an objective without targets.
 - :func:`read_rows` reads one JSONL file and validates every row against the registered
   schemas (the core's and every plugin's).
 
@@ -139,16 +141,23 @@ def rollout(session_id: str, *, calls: Sequence[InferenceCall] | None = None,
 
 
 def plugin_registry(*plugins: tuple[str, object], builtins: bool = True) -> PluginRegistry:
-    """A registry of Sediment's built-in plugins (unless ``builtins=False``) plus ``plugins``,
-    each a ``(name, plugin)`` pair: a module, class or object carrying ``@hookimpl`` functions.
+    """A registry of Sediment's built-in plugins plus ``plugins``, each a ``(name, plugin)``
+    pair: a module, class or object carrying ``@hookimpl`` functions. With ``builtins=False``
+    only the built-in objectives (``rlvr``) stay: every target belongs to an objective.
 
     The registry is a fresh value: registering here changes nothing for other tests. Pass it
     to :func:`run_export` (or to the export functions' ``registry=``).
     """
-    from sediment.export.plugins import BUILTIN_PLUGINS, PluginOrigin, PluginSource, discover_entry_points
+    from sediment.export.plugins import (
+        BUILTIN_OBJECTIVES,
+        BUILTIN_PLUGINS,
+        PluginOrigin,
+        PluginSource,
+        discover_entry_points,
+    )
     from sediment.export.registry import load_registry
 
-    sources = discover_entry_points(blocked=(), only=BUILTIN_PLUGINS) if builtins else []
+    sources = discover_entry_points(blocked=(), only=BUILTIN_PLUGINS if builtins else BUILTIN_OBJECTIVES)
     for name, plugin in plugins:
         sources.append(PluginSource(plugin, PluginOrigin(name, "inline (test)", "0", repr(plugin)[:60])))
     return load_registry(sources)
@@ -224,6 +233,29 @@ def run_export(rollouts: Sequence[Rollout], out_dir: Path, *, target: str, profi
             rows[path.name] = [json.loads(line) for line in path.read_text(encoding="ascii").splitlines()]
         else:
             rows[path.name] = read_rows(path, registry)
+    return ExportResult(summary, Path(out_dir), rows)
+
+
+def run_objective(rollouts: Sequence[Rollout], out_dir: Path, *, objective: str, recipe: str | None = None,
+                  registry: PluginRegistry | None = None, mirrors: MirrorRoot | None = None,
+                  split_enabled: bool = False, settings: dict[str, dict[str, Any]] | None = None) -> ExportResult:
+    """Export ``rollouts`` as ``objective`` (one without targets) into ``out_dir`` and read back
+    every published JSONL file, validating each row against the schema it names.
+
+    :param settings: plugin settings, ``{plugin name: {field: value}}``.
+    """
+    from sediment.export.pipeline import Evidence, export_objective
+    from sediment.export.registry import load_registry
+    from sediment.export.settings import SettingsSources
+    from sediment.export.verifier_commands import VerifierCommands
+
+    registry = registry or load_registry()
+    summary = export_objective(
+        Evidence(list(rollouts), split_enabled, mirrors), out_dir, objective=objective, recipe=recipe,
+        registry=registry, settings=SettingsSources(config=settings or {}, config_path="test settings"),
+        verifier_commands=VerifierCommands.empty(),
+    )
+    rows = {Path(written).name: read_rows(Path(written), registry) for written in summary["written"]}
     return ExportResult(summary, Path(out_dir), rows)
 
 

@@ -22,7 +22,7 @@ from sediment.cli.facts import facts, quarantine, release
 from sediment.cli.ingest import ingest_app
 from sediment.cli.mirror import mirror_app
 from sediment.cli.schema import schema_app
-from sediment.cli.targets import profiles, targets
+from sediment.cli.targets import objectives, profiles, targets
 from sediment.errors import SedimentError
 
 app = typer.Typer(
@@ -30,7 +30,8 @@ app = typer.Typer(
     help=(
         "Turn recorded AI coding-agent sessions and the CI results of their commits into "
         "training rows whose every reward traces back to recorded CI attempts.\n\n"
-        "Start with `sediment demo`, then `sediment targets` and `sediment profiles` to see what you can export."
+        "Start with `sediment demo`, then `sediment objectives`, `sediment targets` and `sediment profiles` "
+        "to see what you can export."
     ),
     no_args_is_help=True,
     pretty_exceptions_enable=False,
@@ -41,6 +42,7 @@ app.add_typer(ingest_app, name="ingest")
 app.add_typer(mirror_app, name="mirror")
 app.command()(derive)
 app.add_typer(export_app, name="export")
+app.command()(objectives)
 app.command()(targets)
 app.command()(profiles)
 app.add_typer(schema_app, name="schema")

@@ -16,12 +16,12 @@ def demo(
                                     help="Fresh directory for the demo (default: a new temp dir)."),
 ) -> None:
     """Run the whole path on generated data: git repository with notes, agent call logs,
-    GitHub webhooks → mirror, embedded store, derived bundle, every export target and every
-    consumer profile.
+    GitHub webhooks → mirror, embedded store, derived bundle, every export target, every
+    objective without targets and every consumer profile.
 
     Writes inputs/ (the files an operator would have), home/ (the SQLite fact store and the
-    mirror), bundle/, exports/<target>/ and profiles/<profile-id>/ under --out, and prints
-    each export's summary.
+    mirror), bundle/, exports/<target>/ (and exports/<objective>/), profiles/<profile-id>/
+    under --out, and prints each export's summary.
     """
     if out is None:
         out = Path(tempfile.mkdtemp(prefix="sediment-demo-"))

@@ -22,7 +22,7 @@ from typing import Any
 from sediment.errors import PluginError, ProfileError
 from sediment.export.evidence import RolloutEvidence
 from sediment.export.projection import Tally, ordered_counts, project_population
-from sediment.export.registry import COMPATIBILITY_FILE, Profile, Target
+from sediment.export.registry import COMPATIBILITY_FILE, Objective, Profile, Target
 from sediment.export.representation import representation_problem
 from sediment.export.rows import AdaptedRow, PublishedExport
 from sediment.export.settings import PluginSettings
@@ -68,8 +68,9 @@ class ProfileProjection:
     stems: tuple[str, ...] = ("data", "evidence")
 
     def __init__(self, target: Target, target_settings: PluginSettings, profile: Profile,
-                 settings: PluginSettings, schemas: SchemaSet, *, split_enabled: bool) -> None:
+                 settings: PluginSettings, schemas: SchemaSet, *, split_enabled: bool, objective: Objective) -> None:
         self.target = target
+        self.objective = objective
         self.target_settings = target_settings
         self.profile = profile
         self.settings = settings
@@ -119,7 +120,7 @@ class ProfileProjection:
         summary: dict[str, Any] = {
             "profile": self.profile.name,
             "target": self.target.name,
-            "rollouts": rollouts,
+            self.objective.info.units: rollouts,
             "rows": tally.emitted["data"],
             "skipped": ordered_counts(tally.skips(PROFILE), self.profile.vocabulary),
             "canonical_rows": tally.emitted[CANONICAL],
@@ -154,7 +155,7 @@ def write_compatibility(published: PublishedExport, profile: Profile, settings: 
     files = {path.name: _file_record(path, rows)
              for sides in published.files.values() for path, rows in sides.values()}
     document = {
-        "profile": profile.info.record(profile.name),
+        "profile": profile.record(),
         "settings": settings.model_dump(mode="json"),
         "target": profile.info.target,
         "rows": summary["rows"],

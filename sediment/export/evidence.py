@@ -22,6 +22,7 @@ from sediment.ci_resolution import (
     select_reward_resolution,
 )
 from sediment.export.reference_patch import ReferencePatch, resolve_reference_patch
+from sediment.export.rows import Recipe
 from sediment.export.verifier_commands import VerifierCommands
 from sediment.facts import CIOutcome, TextPart, ToolDefinition
 from sediment.mirrors import MirrorRoot
@@ -36,7 +37,8 @@ REWARD_SOURCES = {"passed": "resolved_ci_pass", "failed": "resolved_ci_fail"}
 
 
 class RolloutEvidence:
-    """One Rollout plus the configuration projection reads (mirrors, verifier commands)."""
+    """One Rollout plus the configuration projection reads (mirrors, verifier commands) and the
+    recipe the export was asked for (``None`` when the caller named none)."""
 
     def __init__(
         self,
@@ -45,8 +47,10 @@ class RolloutEvidence:
         mirrors: MirrorRoot | None,
         verifier_commands: VerifierCommands,
         ci_policy: CIResolutionPolicy = DEFAULT_CI_POLICY,
+        recipe: Recipe | None = None,
     ) -> None:
         self.rollout = rollout
+        self.recipe = recipe
         self.mirrors = mirrors
         self.verifier_commands = verifier_commands
         self._ci_policy = ci_policy

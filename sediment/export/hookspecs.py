@@ -4,25 +4,29 @@ Each docstring is the reference for its hook; ``docs/plugins.md`` is generated f
 Every hook is called on **one plugin at a time**: the registry dispatches through a subset
 hook caller that reaches that plugin's implementation only, so each hook returns that
 plugin's answer (``firstresult``). A plugin's kind follows from the ``describe_*`` hook it
-implements: a **target** projects Rollouts into canonical rows, a **profile** adapts one
-target's rows to one consumer release, a **manifest** writer adds a file beside published
-rows. Implementations are marked with :data:`sediment.plugin.hookimpl` and may accept any
-subset of a hook's arguments.
+implements: an **objective** is what ``sediment export NAME`` exports (its unit of evidence,
+recipes, populations and vocabularies), a **target** projects Rollouts into one canonical row
+contract of an objective, a **profile** adapts one target's rows to one consumer release, a
+**manifest** writer adds a file beside published rows. Implementations are marked with
+:data:`sediment.plugin.hookimpl` and may accept any subset of a hook's arguments.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 if TYPE_CHECKING:
+    from sediment.export.context import ExportContext
     from sediment.export.evidence import RolloutEvidence
     from sediment.export.rows import (
         AdaptedRow,
+        Declined,
         ManifestInfo,
+        ObjectiveInfo,
         Population,
         ProfileInfo,
         ProjectedRow,
@@ -40,6 +44,22 @@ hookimpl = pluggy.HookimplMarker(PROJECT_NAME)
 
 
 # --- declarations (called once per plugin when the registry is built) --------------------
+
+
+@hookspec(firstresult=True)
+def describe_objective() -> ObjectiveInfo | None:
+    """Declare that this plugin is an export objective: its unit of evidence, its recipes (the
+    default first), its row populations with their schema ids and skip reasons, or the
+    populations its targets write, and what an export of it reads (mirrors, ``--from``).
+
+    Called once when the registry is built. The objective's name is its plugin (entry-point)
+    name; ``sediment export NAME`` runs it, with its recipes as the ``--recipe`` choices. The
+    registry prefixes each population's vocabulary with the core's reasons, as for targets. An
+    objective without targets implements ``project_evidence``; one with targets does not (its
+    chosen target projects).
+
+    :return: an :class:`~sediment.plugin.ObjectiveInfo`; only objectives implement this hook.
+    """
 
 
 @hookspec(firstresult=True)
@@ -105,6 +125,31 @@ def register_schemas() -> Sequence[Mapping[str, Any]] | None:
     :func:`sediment.plugin.schemas_in` loads a package folder of ``*.json`` files.
 
     :return: the schemas, each a JSON object.
+    """
+
+
+# --- objectives (called for the chosen objective, once per export) -----------------------
+
+
+@hookspec(firstresult=True)
+def project_evidence(context: ExportContext,  # type: ignore[empty-body]
+                     settings: PluginSettings) -> Iterable[ProjectedRow | Declined]:
+    """Project the export's evidence into rows of this objective's own populations.
+
+    Called once per export on the chosen objective only (objectives without targets), inside
+    the claimed and locked output directory. The implementation pulls what it reads from
+    ``context`` (for example ``context.rollouts()``, streamed one unit at a time, which also
+    drives the progress bar) and should yield as it goes: rows are staged as they arrive.
+    The pipeline checks every row for representability (a bad row is declined with one count),
+    counts every :class:`~sediment.plugin.Declined` against the population's closed vocabulary
+    (a reason outside it is a plugin bug), routes each row to the file of its population and
+    ``split``, and publishes nothing if the iteration raises. The core's reasons are in every
+    vocabulary: an objective that reads ``evidence.ci`` yields its resolver counts itself
+    (``Declined(reason, count)`` for each of ``evidence.ci.skipped``), in the unit it documents.
+
+    :param context: the export's evidence, recipe, split and mirrors (``ExportContext``).
+    :param settings: this plugin's settings.
+    :return: an iterable (usually a generator) of rows and declines, in emission order.
     """
 
 

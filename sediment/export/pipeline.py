@@ -1,28 +1,39 @@
-"""RLVR export orchestration: one Rollout at a time, through the chosen target (and, for a
-consumer profile, through that profile), into the writer.
+"""Export orchestration, for every objective: one claimed output directory, a generation lock,
+private staging, atomic per-file publication, then manifests and the summary.
 
-``eligible → project_row → representation check → stage``, per Rollout and population
-(:class:`~sediment.export.projection.TargetProjection`); with a profile, each canonical row is
-then validated against its schema and adapted
-(:class:`~sediment.export.adaptation.ProfileProjection`). Then publish,
-then manifests. Rollouts are ordered by ``(org_id, session_id, input index)``, so shuffled
-input gives identical bytes.
+An objective with targets exports through the chosen target: ``eligible → project_row →
+representation check → stage``, per Rollout and population
+(:class:`~sediment.export.projection.TargetProjection`, in parallel chunks with workers); with a
+profile, each canonical row is then validated against its schema and adapted
+(:class:`~sediment.export.adaptation.ProfileProjection`). An objective without targets
+projects its own populations from the :class:`~sediment.export.context.ExportContext`
+(:class:`~sediment.export.projection.ObjectiveProjection`). Rollouts are ordered by
+``(org_id, session_id, input index)``, so shuffled input gives identical bytes.
 """
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from sediment.ci_resolution import DEFAULT_CI_POLICY, CIResolutionPolicy
-from sediment.errors import ConfigurationError
+from sediment.errors import ConfigurationError, UsageError
 from sediment.export.adaptation import ProfileProjection
+from sediment.export.context import (
+    Evidence,
+    ExportContext,
+    OrderedRollouts,
+    ProgressCallback,
+    RolloutSource,
+    export_order,
+)
 from sediment.export.evidence import RolloutEvidence
-from sediment.export.projection import Projection, Tally, TargetProjection
+from sediment.export.projection import ObjectiveProjection, Projection, Tally, TargetProjection
 from sediment.export.registry import PluginRegistry, load_registry
+from sediment.export.rows import Recipe
 from sediment.export.settings import SettingsSources
 from sediment.export.verifier_commands import VerifierCommands
 from sediment.export.writer import (
@@ -34,35 +45,15 @@ from sediment.export.writer import (
 )
 from sediment.mirrors import MirrorRoot
 from sediment.parallel import ordered_chunks
-from sediment.rollout import Rollout
 
-ProgressCallback = Callable[[int, int], None]
-
-
-class OrderedRollouts(Protocol):
-    """A lazily indexable Rollout sequence that knows its order keys without parsing rows."""
-
-    def __len__(self) -> int: ...
-    def __getitem__(self, index: int) -> Rollout: ...
-    def order_keys(self) -> Sequence[tuple[str, str]]: ...
-
-
-RolloutSource = Sequence[Rollout] | OrderedRollouts
+__all__ = ["Budgets", "Evidence", "OrderedRollouts", "ProgressCallback", "RolloutSource", "export_objective",
+           "export_rlvr_from_rollouts"]
 
 
 @dataclass(frozen=True)
 class Budgets:
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES
     max_stage_bytes: int = DEFAULT_MAX_STAGE_BYTES
-
-
-def _export_order(rollouts: RolloutSource) -> list[int]:
-    order_keys = getattr(rollouts, "order_keys", None)
-    if callable(order_keys):
-        keys: Sequence[tuple[str, str]] = order_keys()
-    else:
-        keys = [(rollouts[i].org_id, rollouts[i].session_id) for i in range(len(rollouts))]
-    return sorted(range(len(keys)), key=lambda i: (keys[i][0], keys[i][1], i))
 
 
 @dataclass
@@ -75,6 +66,106 @@ class _ChunkResult:
     counts: dict[Any, int] = field(default_factory=dict)
     bytes: int = 0
     stats: Any = None
+
+
+def export_objective(
+    evidence: Evidence,
+    out_dir: str | Path,
+    *,
+    objective: str,
+    target: str | None = None,
+    profile: str | None = None,
+    recipe: str | None = None,
+    registry: PluginRegistry | None = None,
+    settings: SettingsSources | None = None,
+    verifier_commands: VerifierCommands | None = None,
+    ci_policy: CIResolutionPolicy = DEFAULT_CI_POLICY,
+    progress: ProgressCallback | None = None,
+    budgets: Budgets = Budgets(),
+    workers: int = 1,
+) -> dict[str, Any]:
+    """Export ``evidence`` as ``objective`` (through ``target`` and ``profile`` when it has
+    targets) into ``out_dir``; the summary.
+
+    :param evidence: the Rollouts (a lazily indexable sequence is read one at a time), the split,
+        the mirror root (``None`` for exports that read no mirror) and the derivation's counts.
+    :param target: the target to project for (required for an objective with targets, refused
+        for one without).
+    :param profile: a consumer profile adapting the target's rows; the output directory then
+        holds ``data``/``evidence`` files and ``compatibility.json`` instead of canonical rows.
+    :param recipe: one of the objective's recipes (default: its first).
+    :param settings: where plugin settings come from (default: their defaults only).
+    :param verifier_commands: defaults to the file named by ``SEDIMENT_VERIFIER_COMMANDS_FILE``.
+    :param progress: called with ``(done, total)`` after each unit of evidence (after each chunk
+        with workers).
+    :param workers: processes projecting contiguous chunks of the ordered Rollouts through a
+        target, merged in order while later chunks are projected; the files are byte-identical
+        to a single-process export. A profile export, and an objective without targets, project
+        in one process.
+    """
+    registry = registry or load_registry()
+    sources = settings or SettingsSources.empty()
+    registry.check_settings_sources(sources)
+    chosen_objective = registry.objective(objective)
+    chosen_recipe = chosen_objective.recipe(recipe)
+    mirrors = evidence.mirrors
+    projection: Projection | ObjectiveProjection
+    owner_name = chosen_objective.name
+    if chosen_objective.has_targets:
+        chosen = registry.get(target, objective=chosen_objective.name)
+        owner_name = chosen.name
+        if mirrors is None and chosen.info.needs_mirrors:
+            mirrorless = sorted(n for n in chosen_objective.targets if not registry.targets[n].info.needs_mirrors)
+            raise ConfigurationError(
+                f"mirrors must be supplied for target={chosen.name!r}; only "
+                f"{', '.join(repr(n) for n in mirrorless) or 'no target'} projects without a mirror"
+            )
+        if profile is None:
+            projection = TargetProjection(chosen, registry.settings(chosen.name, sources), chosen_objective)
+        else:
+            adapter = registry.profile(profile, target=chosen.name)
+            projection = ProfileProjection(chosen, registry.settings(chosen.name, sources), adapter,
+                                           registry.settings(adapter.name, sources), registry.schemas,
+                                           split_enabled=evidence.split_enabled, objective=chosen_objective)
+            workers = 1
+    else:
+        if target is not None or profile is not None:
+            raise UsageError(f"objective {chosen_objective.name} has no targets or profiles; it writes "
+                             f"{', '.join(chosen_objective.populations)} rows itself")
+        if mirrors is None and chosen_objective.info.from_needs_mirrors:
+            raise ConfigurationError(f"mirrors must be supplied for objective {chosen_objective.name!r}")
+        projection = ObjectiveProjection(chosen_objective, registry.settings(chosen_objective.name, sources))
+    if verifier_commands is None:
+        verifier_commands = VerifierCommands.from_environment()
+    owner = registry.ownership(chosen_objective)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tally = Tally()
+    with generation_lock(out, owner):
+        claim_directory(out, projection.claim, owner)
+        stage = StagingStore(out, split_enabled=evidence.split_enabled, max_record_bytes=budgets.max_record_bytes,
+                             max_stage_bytes=budgets.max_stage_bytes)
+        try:
+            if isinstance(projection, ObjectiveProjection):
+                context = ExportContext(evidence, recipe=chosen_recipe, verifier_commands=verifier_commands,
+                                        ci_policy=ci_policy, progress=progress)
+                projection.run(context, stage.prepared, tally)
+                units = context.read
+            else:
+                for result in _project_chunks(evidence, projection, stage, verifier_commands, ci_policy,
+                                              chosen_recipe, progress, workers):
+                    tally.update(result.tally)
+                units = len(evidence.rollouts)
+            projection.before_publish(tally)
+            published = stage.publish(projection.stems, target=owner_name, profile=profile,
+                                      objective=chosen_objective.name)
+        finally:
+            stage.close()
+        summary = projection.summary(units, tally, published)
+        summary["fragmented"] = dict(evidence.fragmented or {})
+        summary["written"] = published.written
+        summary["manifests"] = registry.write_manifests(published, sources)
+    return summary
 
 
 def export_rlvr_from_rollouts(
@@ -96,78 +187,42 @@ def export_rlvr_from_rollouts(
 ) -> dict[str, Any]:
     """Project ``rollouts`` through ``target`` (and ``profile``) into ``out_dir``; the summary.
 
+    The contract-v2 entry point: :func:`export_objective` for ``target``'s objective (an
+    unknown target is refused as a target of the default objective).
+
     :param rollouts: trusted canonical Rollouts; a lazily indexable sequence is read one at a time.
     :param mirrors: the mirror root, or ``None`` for targets that project without mirrors.
     :param split_enabled: write ``.train``/``.eval`` files instead of one file per stem.
-    :param profile: a consumer profile adapting the target's rows; the output directory then
-        holds ``data``/``evidence`` files and ``compatibility.json`` instead of canonical rows.
-    :param settings: where plugin settings come from (default: their defaults only).
-    :param verifier_commands: defaults to the file named by ``SEDIMENT_VERIFIER_COMMANDS_FILE``.
     :param fragmented: segmentation counts of the derivation, reported in the summary.
-    :param progress: called with ``(done, total)`` after each Rollout (after each chunk with workers).
-    :param workers: processes projecting contiguous chunks of the ordered Rollouts, merged in
-        order while later chunks are projected; the files are byte-identical to a
-        single-process export. A profile export adapts in one process (its rows carry their
-        position in their file).
     """
     registry = registry or load_registry()
-    sources = settings or SettingsSources.empty()
-    registry.check_settings_sources(sources)
-    chosen = registry.get(target)
-    if mirrors is None and chosen.info.needs_mirrors:
-        mirrorless = sorted(n for n, t in registry.targets.items() if not t.info.needs_mirrors)
-        raise ConfigurationError(
-            f"mirrors must be supplied for target={target!r}; only "
-            f"{', '.join(repr(n) for n in mirrorless) or 'no target'} projects without a mirror"
-        )
-    projection: Projection
-    if profile is None:
-        projection = TargetProjection(chosen, registry.settings(chosen.name, sources))
-    else:
-        adapter = registry.profile(profile, target=chosen.name)
-        projection = ProfileProjection(chosen, registry.settings(chosen.name, sources), adapter,
-                                       registry.settings(adapter.name, sources), registry.schemas,
-                                       split_enabled=split_enabled)
-        workers = 1
-    if verifier_commands is None:
-        verifier_commands = VerifierCommands.from_environment()
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    tally = Tally()
-    with generation_lock(out):
-        claim_directory(out, projection.claim, registry.artifact_names)
-        stage = StagingStore(out, split_enabled=split_enabled, max_record_bytes=budgets.max_record_bytes,
-                             max_stage_bytes=budgets.max_stage_bytes)
-        try:
-            for result in _project_chunks(rollouts, projection, stage, mirrors, verifier_commands, ci_policy,
-                                          progress, workers):
-                tally.update(result.tally)
-            projection.before_publish(tally)
-            published = stage.publish(projection.stems, target=chosen.name, profile=profile)
-        finally:
-            stage.close()
-        summary = projection.summary(len(rollouts), tally, published)
-        summary["fragmented"] = dict(fragmented or {})
-        summary["written"] = published.written
-        summary["manifests"] = registry.write_manifests(published, sources)
-    return summary
+    default = registry.default_objective
+    objective = registry.objective_of(target) or (default.name if default is not None else "")
+    if not objective:
+        registry.get(target)  # no objective owns it: the one-line unknown-target error
+    return export_objective(
+        Evidence(rollouts, split_enabled, mirrors, fragmented or {}), out_dir, objective=objective, target=target,
+        profile=profile, registry=registry, settings=settings, verifier_commands=verifier_commands,
+        ci_policy=ci_policy, progress=progress, budgets=budgets, workers=workers,
+    )
 
 
-def _project_chunks(rollouts: RolloutSource, projection: Projection, stage: StagingStore,
-                    mirrors: MirrorRoot | None, verifier_commands: VerifierCommands,
-                    ci_policy: CIResolutionPolicy, progress: ProgressCallback | None, workers: int) -> Any:
+def _project_chunks(evidence: Evidence, projection: Projection, stage: StagingStore,
+                    verifier_commands: VerifierCommands, ci_policy: CIResolutionPolicy, recipe: Recipe,
+                    progress: ProgressCallback | None, workers: int) -> Any:
     """Project every Rollout in export order, in chunks; yield each chunk's result in order
     after merging its files into the stage."""
-    order = _export_order(rollouts)
+    rollouts, mirrors = evidence.rollouts, evidence.mirrors
+    order = export_order(rollouts)
     parallel = workers > 1 and len(order) > 1 and projection.parallel_safe
 
     def project_chunk(chunk: range) -> _ChunkResult:
         files = stage.row_files(f"chunk-{chunk.start:09d}") if parallel else stage.prepared
         result = _ChunkResult(files.directory, Tally(), positions=len(chunk))
         for position in chunk:
-            evidence = RolloutEvidence(rollouts[order[position]], mirrors=mirrors,
-                                       verifier_commands=verifier_commands, ci_policy=ci_policy)
-            projection.project(evidence, files, result.tally)
+            unit = RolloutEvidence(rollouts[order[position]], mirrors=mirrors,
+                                   verifier_commands=verifier_commands, ci_policy=ci_policy, recipe=recipe)
+            projection.project(unit, files, result.tally)
             if progress is not None and not parallel:
                 progress(position + 1, len(order))
         if parallel:  # the parent appends these files to its own, then fsyncs those

@@ -24,6 +24,8 @@ ENTRY_POINT_GROUP = "sediment"
 BLOCK_ENV_VAR = "SEDIMENT_BLOCK_PLUGINS"
 LOAD_ENV_VAR = "SEDIMENT_LOAD_PLUGINS"
 
+#: The export objectives shipped with Sediment (``sediment export NAME``).
+BUILTIN_OBJECTIVES: tuple[str, ...] = ("rlvr",)
 #: The targets shipped with Sediment; a test pins discovery to exactly these plus third parties.
 BUILTIN_TARGETS: tuple[str, ...] = ("sediment", "swe-bench", "nemo-gym")
 #: The consumer profiles shipped with Sediment.
@@ -34,7 +36,8 @@ BUILTIN_PROFILES: tuple[str, ...] = (
 #: The manifest plugins shipped with Sediment (the HF profiles write their dataset cards).
 BUILTIN_MANIFEST_PLUGINS: tuple[str, ...] = ("hf-chat-messages-v1", "hf-chat-prompts-v1", "openenv")
 #: Every plugin shipped with Sediment (what the test kit loads by default).
-BUILTIN_PLUGINS: tuple[str, ...] = tuple(sorted({*BUILTIN_TARGETS, *BUILTIN_PROFILES, *BUILTIN_MANIFEST_PLUGINS}))
+BUILTIN_PLUGINS: tuple[str, ...] = tuple(sorted({*BUILTIN_OBJECTIVES, *BUILTIN_TARGETS, *BUILTIN_PROFILES,
+                                                  *BUILTIN_MANIFEST_PLUGINS}))
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,20 @@
-"""How an export turns one Rollout into staged rows: the :class:`Projection` protocol, the
-per-population projection every export shares, and :class:`TargetProjection`."""
+"""How an export turns its evidence into staged rows: the :class:`Projection` protocol, the
+per-population projection every target export shares, :class:`TargetProjection`, and
+:class:`ObjectiveProjection` for objectives that project their own populations."""
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from sediment.errors import PluginError
+from sediment.export.context import ExportContext
 from sediment.export.evidence import RolloutEvidence
-from sediment.export.registry import Target
+from sediment.export.registry import Objective, Target
 from sediment.export.representation import representation_problem
-from sediment.export.rows import ProjectedRow, PublishedExport
+from sediment.export.rows import Declined, ProjectedRow, PublishedExport
 from sediment.export.settings import PluginSettings
 from sediment.export.writer import RowFiles
 
@@ -40,7 +44,6 @@ class Tally:
 class Projection(Protocol):
     """How one export turns a Rollout into staged rows (a target's, or a profile's)."""
 
-    target: Target
     #: the claim written to the output directory
     claim: str
     #: the file stems published, in publication order
@@ -53,6 +56,18 @@ class Projection(Protocol):
     def before_publish(self, tally: Tally) -> None: ...
 
     def summary(self, rollouts: int, tally: Tally, published: PublishedExport) -> dict[str, Any]: ...
+
+
+def population_summary(objective: Objective, tally: Tally, vocabularies: dict[str, tuple[str, ...]] | Any
+                       ) -> dict[str, Any]:
+    """``<label>_rows`` and ``<label>_skipped`` for every population the objective (or its
+    targets) may write, in its order: ``task_rows``, ``task_skipped``, ``rollout_rows``, …"""
+    summary: dict[str, Any] = {}
+    for population in objective.info.population_names:
+        label = objective.info.label(population)
+        summary[f"{label}_rows"] = tally.emitted[population]
+        summary[f"{label}_skipped"] = ordered_counts(tally.skips(population), vocabularies.get(population, ()))
+    return summary
 
 
 def ordered_counts(tally: Counter[str], vocabulary: tuple[str, ...]) -> dict[str, int]:
@@ -86,9 +101,10 @@ class TargetProjection:
 
     parallel_safe = True
 
-    def __init__(self, target: Target, settings: PluginSettings) -> None:
+    def __init__(self, target: Target, settings: PluginSettings, objective: Objective) -> None:
         self.target = target
         self.settings = settings
+        self.objective = objective
         self.claim = target.name
         self.stems: tuple[str, ...] = target.populations
 
@@ -102,12 +118,59 @@ class TargetProjection:
         return None
 
     def summary(self, rollouts: int, tally: Tally, published: PublishedExport) -> dict[str, Any]:
-        vocabularies = self.target.vocabularies
-        return {
-            "target": self.target.name,
-            "rollouts": rollouts,
-            "task_rows": tally.emitted["tasks"],
-            "task_skipped": ordered_counts(tally.skips("tasks"), vocabularies.get("tasks", ())),
-            "rollout_rows": tally.emitted["rollouts"],
-            "rollout_skipped": ordered_counts(tally.skips("rollouts"), vocabularies.get("rollouts", ())),
-        }
+        return {"target": self.target.name, self.objective.info.units: rollouts,
+                **population_summary(self.objective, tally, self.target.vocabularies)}
+
+
+class ObjectiveProjection:
+    """An export of an objective without targets: the objective projects its own populations
+    from the :class:`~sediment.export.context.ExportContext`, the core checks and stages what it
+    yields."""
+
+    parallel_safe = False
+
+    def __init__(self, objective: Objective, settings: PluginSettings) -> None:
+        self.objective = objective
+        self.settings = settings
+        self.claim = objective.name
+        self.stems: tuple[str, ...] = objective.populations
+
+    def _population(self, named: str | None, what: str) -> str:
+        if named is None:
+            if len(self.stems) != 1:
+                raise PluginError(f"objective {self.objective.name!r} yielded a {what} without a population; it "
+                                  f"declares {list(self.stems)}")
+            return self.stems[0]
+        if named not in self.stems:
+            raise PluginError(f"objective {self.objective.name!r} yielded a {what} for population {named!r}, which "
+                              f"it does not declare ({list(self.stems)})")
+        return named
+
+    def run(self, context: ExportContext, files: RowFiles, tally: Tally) -> None:
+        """Stage every representable row the objective yields; count every decline."""
+        produced: Iterable[Any] = self.objective.project(context, self.settings)
+        for item in produced:
+            if isinstance(item, ProjectedRow):
+                population = self._population(item.population, "row")
+                if item.split not in ("train", "eval") or not isinstance(item.body, dict):
+                    raise PluginError(f"objective {self.objective.name!r} yielded a {population} row without a "
+                                      "train/eval split or a JSON object body")
+                problem = representation_problem(item.body)
+                if problem is not None:
+                    self.objective.count(tally.skips(population), population, [problem])
+                    continue
+                files.add(population, item.split, item.body)
+                tally.emitted[population] += 1
+            elif isinstance(item, Declined):
+                population = self._population(item.population, "decline")
+                self.objective.count(tally.skips(population), population, [item.reason] * item.count)
+            else:
+                raise PluginError(f"objective {self.objective.name!r} project_evidence must yield ProjectedRow or "
+                                  f"Declined values, got {type(item).__name__}")
+
+    def before_publish(self, tally: Tally) -> None:
+        return None
+
+    def summary(self, units: int, tally: Tally, published: PublishedExport) -> dict[str, Any]:
+        return {"objective": self.objective.name, self.objective.info.units: units,
+                **population_summary(self.objective, tally, self.objective.vocabularies)}

@@ -1,43 +1,52 @@
-"""The plugin registry: targets, profiles and manifest writers, validated once at start-up.
+"""The plugin registry: objectives, targets, profiles and manifest writers, validated once at
+start-up.
 
-Every plugin is dispatched one at a time through a subset hook caller. The registry owns
-the core's vocabularies: a target's population vocabulary is the CI resolver's reasons, then
-the representation reasons, then the target's own (in that documented order); a profile's is
-the representation reasons, then its own. It owns the row schemas too: the core's component
-schemas plus every plugin's ``register_schemas``, one ``$id`` each.
+Every plugin is dispatched one at a time through a subset hook caller. Every target belongs to
+one objective (the one it names, else the default objective), and every profile to its
+target's. The registry owns the core's vocabularies: a population's vocabulary (a target's, or
+an objective's own) is the CI resolver's reasons, then the representation reasons, then the
+plugin's own (in that documented order); a profile's is the representation reasons, then its
+own. It owns the row schemas too: the core's component schemas plus every plugin's
+``register_schemas``, one ``$id`` each.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
 from sediment.ci_resolution import RESOLVER_SKIP_REASONS
-from sediment.errors import PluginError, UnknownProfileError, UnknownTargetError
+from sediment.errors import PluginError, UnknownObjectiveError, UnknownProfileError, UnknownTargetError
 from sediment.export.evidence import RolloutEvidence
 from sediment.export.plugins import PluginOrigin, PluginSource, build_plugin_manager, discover_entry_points
 from sediment.export.representation import REPRESENTATION_REASONS
 from sediment.export.rows import (
-    POPULATIONS,
     AdaptedRow,
     ManifestInfo,
+    ObjectiveInfo,
     Population,
     ProfileInfo,
     ProjectedRow,
     PublishedExport,
+    Recipe,
     TargetInfo,
     jsonl_names,
 )
 from sediment.export.settings import NoSettings, PluginSettings, SettingsSources, env_names
+from sediment.export.writer import Ownership, claim_file_name
 from sediment.validation import SchemaSet, core_schemas
 
-#: The core's reasons at the head of every target vocabulary, in this order.
+if TYPE_CHECKING:
+    from sediment.export.context import ExportContext
+
+#: The core's reasons at the head of every population vocabulary (a target's or an
+#: objective's own), in this order.
 TARGET_CORE_REASONS: tuple[str, ...] = (*RESOLVER_SKIP_REASONS, *REPRESENTATION_REASONS)
 #: The core's reasons at the head of every profile vocabulary.
 PROFILE_CORE_REASONS: tuple[str, ...] = REPRESENTATION_REASONS
@@ -46,7 +55,7 @@ COMPATIBILITY_FILE = "compatibility.json"
 
 _TARGET_HOOKS = ("eligible", "project_row")
 _KIND_HOOKS = {"describe_target": _TARGET_HOOKS, "describe_profile": ("adapt_row",),
-               "describe_manifest": ("write_manifest",)}
+               "describe_manifest": ("write_manifest",), "describe_objective": ()}
 
 
 def _composed(core: tuple[str, ...], own: tuple[str, ...], where: str) -> tuple[str, ...]:
@@ -75,15 +84,102 @@ class _Plugin:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Target(_Plugin):
-    """A registered target: its declaration, composed vocabularies and where it came from."""
+class Objective(_Plugin):
+    """A registered export objective: its declaration, the composed vocabularies of its own
+    populations, and where it came from. ``targets`` names its targets (none for an objective
+    with a single canonical row contract)."""
 
-    info: TargetInfo
+    info: ObjectiveInfo
     vocabularies: Mapping[Population, tuple[str, ...]] = field(default_factory=dict)
+    targets: tuple[str, ...] = ()
+
+    @property
+    def title(self) -> str:
+        return self.info.title
+
+    @property
+    def has_targets(self) -> bool:
+        return self.info.has_targets
 
     @property
     def populations(self) -> tuple[Population, ...]:
-        return tuple(p for p in POPULATIONS if p in self.info.populations)
+        """Its own populations, in publication order (none for an objective with targets)."""
+        return tuple(self.info.populations)
+
+    def file_names(self, population: Population) -> tuple[str, ...]:
+        return jsonl_names(population)
+
+    def schema_id(self, population: Population) -> str:
+        return self.info.populations[population].schema_id
+
+    @property
+    def claim_file(self) -> str:
+        return claim_file_name(self.name)
+
+    def recipe(self, name: str | None) -> Recipe:
+        """The recipe called ``name`` (the default for ``None``); another name is a usage error."""
+        try:
+            return self.info.recipe(name)
+        except KeyError:
+            choices = ", ".join(r.name for r in self.info.recipes)
+            raise UnknownObjectiveError(f"unsupported {self.title} recipe: {name}; recipes: {choices}") from None
+
+    def project(self, context: ExportContext, settings: PluginSettings) -> Iterable[Any]:
+        """What ``project_evidence`` yields for this export (rows and declines, checked by the caller)."""
+        result = self._callers["project_evidence"](context=context, settings=settings)
+        if result is None:
+            raise PluginError(f"objective {self.name!r} returned nothing from project_evidence")
+        return result  # type: ignore[no-any-return]
+
+    def count(self, tally: Counter[str], population: Population, reasons: Iterable[str]) -> None:
+        """Add ``reasons`` to ``tally``; a reason outside the vocabulary is a plugin bug."""
+        _count(tally, self.vocabularies[population], reasons, f"the {population} vocabulary of objective "
+               f"{self.name!r} (plugin from {self.origin.distribution})")
+
+    def as_json(self) -> dict[str, Any]:
+        info = self.info
+        populations = self.populations or info.population_names
+        described: dict[str, Any] = {
+            "name": self.name,
+            "title": info.title,
+            "description": info.description,
+            "unit": info.unit,
+            "units": info.units,
+            "recipes": [{"name": r.name, "version": r.version, "description": r.description} for r in info.recipes],
+            "default_recipe": info.default_recipe.name,
+            "populations": {p: {"label": info.label(p), "files": list(jsonl_names(p))} for p in populations},
+            "has_targets": self.has_targets,
+            "targets": list(self.targets),
+        }
+        if not self.has_targets:
+            for p in populations:
+                described["populations"][p] |= {"schema_id": self.schema_id(p),
+                                                "skip_reasons": list(self.vocabularies[p])}
+        described |= {
+            "direct_needs_mirrors": info.direct_needs_mirrors,
+            "from_needs_mirrors": info.from_needs_mirrors,
+            "supports_from": info.supports_from,
+            "default_objective": info.default_objective,
+            "settings": self.settings_json(),
+            "origin": self.origin_json(),
+        }
+        return described
+
+
+@dataclass(frozen=True, kw_only=True)
+class Target(_Plugin):
+    """A registered target: its declaration, its objective, composed vocabularies and where it
+    came from."""
+
+    info: TargetInfo
+    vocabularies: Mapping[Population, tuple[str, ...]] = field(default_factory=dict)
+    objective: str = ""
+    order: tuple[Population, ...] = ()
+
+    @property
+    def populations(self) -> tuple[Population, ...]:
+        """Its populations, in its objective's publication order."""
+        return tuple(p for p in self.order if p in self.info.populations)
 
     def file_names(self, population: Population) -> tuple[str, ...]:
         return jsonl_names(population)
@@ -110,6 +206,7 @@ class Target(_Plugin):
     def as_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
+            "objective": self.objective,
             "description": self.info.description,
             "files": {p: list(self.file_names(p)) for p in self.populations},
             "skip_reasons": {p: list(self.vocabularies[p]) for p in self.populations},
@@ -126,6 +223,12 @@ class Profile(_Plugin):
 
     info: ProfileInfo
     vocabulary: tuple[str, ...] = ()
+    #: the objective whose rows it adapts: the one it names, else its target's
+    objective: str = ""
+
+    def record(self) -> dict[str, Any]:
+        """The profile record published in ``compatibility.json``."""
+        return self.info.record(self.name, self.objective)
 
     @property
     def file_names(self) -> tuple[str, ...]:
@@ -145,7 +248,7 @@ class Profile(_Plugin):
 
     def as_json(self) -> dict[str, Any]:
         return {
-            **self.info.record(self.name),
+            **self.record(),
             "description": self.info.description,
             "files": list(self.file_names),
             "skip_reasons": list(self.vocabulary),
@@ -188,12 +291,14 @@ class PluginRegistry:
 
     def __init__(self, pm: pluggy.PluginManager, origins: Mapping[str, PluginOrigin]) -> None:
         self._pm = pm
+        self.objectives: dict[str, Objective] = {}
         self.targets: dict[str, Target] = {}
         self.profiles: dict[str, Profile] = {}
         self.manifests: dict[str, Manifest] = {}
         self.retired: dict[str, str] = {}
         schemas = dict(core_schemas())
         schema_origin = dict.fromkeys(schemas, "the Sediment core")
+        declared: list[tuple[dict[str, Any], set[str]]] = []
         for name, plugin in sorted(pm.list_name_plugin()):
             origin = origins[name]
             implemented = {impl.name for impl in pm.get_hookcallers(plugin) or ()}
@@ -209,16 +314,25 @@ class PluginRegistry:
                 schemas[sid], schema_origin[sid] = schema, f"plugin {name!r} ({origin.distribution})"
             base: dict[str, Any] = {"name": name, "origin": origin, "settings_model": settings_model,
                                     "_callers": callers}
-            if "describe_target" in implemented:
-                self.targets[name] = self._target(base, callers)
-            if "describe_profile" in implemented:
-                self.profiles[name] = self._profile(base, callers)
+            declared.append((base, implemented))
+            if "describe_objective" in implemented:
+                self.objectives[name] = self._objective(base, callers)
             if "describe_manifest" in implemented:
                 info = callers["describe_manifest"]()
                 if not isinstance(info, ManifestInfo):
                     raise PluginError(f"manifest plugin {name!r} ({origin.distribution}): describe_manifest "
                                       "must return ManifestInfo")
                 self.manifests[name] = Manifest(**base, info=info)
+        self._check_objectives()
+        for base, implemented in declared:  # targets need their objective, profiles their target
+            if "describe_target" in implemented:
+                self.targets[base["name"]] = self._target(base, base["_callers"])
+        for name, objective in self.objectives.items():
+            self.objectives[name] = replace(objective, targets=tuple(
+                sorted(n for n, t in self.targets.items() if t.objective == name)))
+        for base, implemented in declared:
+            if "describe_profile" in implemented:
+                self.profiles[base["name"]] = self._profile(base, base["_callers"])
         self.schemas = SchemaSet(schemas)
         self._check_references()
 
@@ -233,6 +347,9 @@ class PluginRegistry:
                                   f"{[h for h in hooks if h not in implemented]}")
             if has and describe not in implemented:
                 raise PluginError(f"plugin {name!r} ({origin.distribution}) implements {has} but not {describe}")
+        if "project_evidence" in implemented and "describe_objective" not in implemented:
+            raise PluginError(f"plugin {name!r} ({origin.distribution}) implements ['project_evidence'] but not "
+                              "describe_objective")
 
     @staticmethod
     def _settings_model(name: str, origin: PluginOrigin, callers: Mapping[str, Any]) -> type[PluginSettings]:
@@ -255,29 +372,89 @@ class PluginRegistry:
         return [dict(s) for s in schemas]
 
     @staticmethod
-    def _target(base: dict[str, Any], callers: Mapping[str, Any]) -> Target:
+    def _objective(base: dict[str, Any], callers: Mapping[str, Any]) -> Objective:
+        name, origin = base["name"], base["origin"]
+        where = f"objective {name!r} ({origin.distribution})"
+        info = callers["describe_objective"]()
+        if not isinstance(info, ObjectiveInfo):
+            raise PluginError(f"{where}: describe_objective must return ObjectiveInfo")
+        projects = "project_evidence" in callers
+        if info.has_targets and projects:
+            raise PluginError(f"{where} declares target populations, so its targets project; it must not "
+                              "implement project_evidence")
+        if not info.has_targets and not projects:
+            raise PluginError(f"{where} declares its own populations but does not implement project_evidence")
+        vocabularies = {
+            population: _composed(TARGET_CORE_REASONS, declared.skip_reasons, f"{where} population {population}")
+            for population, declared in info.populations.items()
+        }
+        return Objective(**base, info=info, vocabularies=vocabularies)
+
+    def _check_objectives(self) -> None:
+        """One default objective at most; no population (file name) is written by two objectives."""
+        defaults = [o for o in self.objectives.values() if o.info.default_objective]
+        if len(defaults) > 1:
+            first, second = defaults[0], defaults[1]
+            raise PluginError(f"objectives {first.name!r} ({first.origin.distribution}) and {second.name!r} "
+                              f"({second.origin.distribution}) both declare themselves the default objective")
+        owner: dict[str, Objective] = {}
+        for objective in self.objectives.values():
+            for population in objective.info.population_names:
+                if population in owner:
+                    first = owner[population]
+                    raise PluginError(f"population {population} ({population}.jsonl) is declared by objective "
+                                      f"{first.name!r} ({first.origin.distribution}) and by objective "
+                                      f"{objective.name!r} ({objective.origin.distribution})")
+                owner[population] = objective
+
+    @property
+    def default_objective(self) -> Objective | None:
+        """The objective of targets and profiles that name none (contract v2 plugins), if installed."""
+        return next((o for o in self.objectives.values() if o.info.default_objective), None)
+
+    def _target(self, base: dict[str, Any], callers: Mapping[str, Any]) -> Target:
         name, origin = base["name"], base["origin"]
         info = callers["describe_target"]()
         if not isinstance(info, TargetInfo):
             raise PluginError(f"target {name!r} ({origin.distribution}): describe_target must return TargetInfo")
+        where = f"target {name!r} ({origin.distribution})"
+        default = self.default_objective
+        objective = self.objectives.get(info.objective) if info.objective is not None else default
+        if objective is None:
+            said = (f"belongs to objective {info.objective!r}, which is not installed" if info.objective is not None
+                    else "names no objective, and no installed objective is the default")
+            raise PluginError(f"{where} {said}; see `sediment objectives`")
+        if not objective.has_targets:
+            raise PluginError(f"{where} belongs to objective {objective.name!r}, which has no targets")
+        unknown = [p for p in info.populations if p not in objective.info.target_populations]
+        if unknown:
+            raise PluginError(f"{where} writes populations {unknown}; objective {objective.name!r} targets write "
+                              f"{list(objective.info.target_populations)}")
         vocabularies = {
-            population: _composed(TARGET_CORE_REASONS, declared.skip_reasons,
-                                  f"target {name!r} ({origin.distribution}) population {population}")
+            population: _composed(TARGET_CORE_REASONS, declared.skip_reasons, f"{where} population {population}")
             for population, declared in info.populations.items()
         }
-        return Target(**base, info=info, vocabularies=vocabularies)
+        return Target(**base, info=info, vocabularies=vocabularies, objective=objective.name,
+                      order=tuple(objective.info.target_populations))
 
-    @staticmethod
-    def _profile(base: dict[str, Any], callers: Mapping[str, Any]) -> Profile:
+    def _profile(self, base: dict[str, Any], callers: Mapping[str, Any]) -> Profile:
         name, origin = base["name"], base["origin"]
         info = callers["describe_profile"]()
         if not isinstance(info, ProfileInfo):
             raise PluginError(f"profile {name!r} ({origin.distribution}): describe_profile must return ProfileInfo")
         vocabulary = _composed(PROFILE_CORE_REASONS, info.skip_reasons, f"profile {name!r} ({origin.distribution})")
-        return Profile(**base, info=info, vocabulary=vocabulary)
+        adapted = self.targets.get(info.target)
+        objective = info.objective or (adapted.objective if adapted is not None else "")
+        return Profile(**base, info=info, vocabulary=vocabulary, objective=objective)
 
     def _check_references(self) -> None:
         """Declared schemas exist, profiles name a real target population, retirements are unique."""
+        for objective in self.objectives.values():
+            for population in objective.populations:
+                if objective.schema_id(population) not in self.schemas:
+                    raise PluginError(f"objective {objective.name!r} ({objective.origin.distribution}) declares "
+                                      f"schema {objective.schema_id(population)} for {population}, but no plugin "
+                                      "registers it")
         for target in self.targets.values():
             for population in target.populations:
                 if target.schema_id(population) not in self.schemas:
@@ -299,41 +476,67 @@ class PluginRegistry:
 
     # --- lookup -------------------------------------------------------------------------
 
-    def get(self, name: str | None) -> Target:
-        """The target called ``name``; an unknown or missing name lists the installed ones."""
-        if name is None or name not in self.targets:
-            installed = ", ".join(sorted(self.targets)) or "none"
-            said = "no --target given" if name is None else f"unsupported RLVR target: {name}"
-            raise UnknownTargetError(f"{said}; installed targets: {installed}")
-        return self.targets[name]
+    def objective(self, name: str) -> Objective:
+        """The objective called ``name``; an unknown name lists the installed ones."""
+        if name not in self.objectives:
+            installed = ", ".join(sorted(self.objectives)) or "none"
+            raise UnknownObjectiveError(f"unsupported export objective: {name}; installed objectives: {installed}")
+        return self.objectives[name]
 
-    def profile(self, name: str, *, target: str | None = None, objective: str = "rlvr") -> Profile:
-        """The profile called ``name``, checked against ``objective`` and ``target``; retired and
-        unknown names are one-line usage errors."""
+    def objective_of(self, target: str) -> str | None:
+        """The objective target ``target`` belongs to (``None`` for an unknown target)."""
+        found = self.targets.get(target)
+        return None if found is None else found.objective
+
+    def get(self, name: str | None, *, objective: str | None = None) -> Target:
+        """The target called ``name`` of ``objective`` (default: the default objective); an
+        unknown or missing name lists that objective's installed targets."""
+        chosen = self.objective(objective) if objective is not None else self.default_objective
+        mine = {n: t for n, t in self.targets.items() if chosen is None or t.objective == chosen.name}
+        if name is None or name not in mine:
+            installed = ", ".join(sorted(mine)) or "none"
+            title = f"{chosen.title} " if chosen is not None else ""
+            said = "no --target given" if name is None else f"unsupported {title}target: {name}"
+            elsewhere = self.targets.get(name) if name is not None else None
+            hint = "" if elsewhere is None else f" ({name} is a target of objective {elsewhere.objective})"
+            raise UnknownTargetError(f"{said}; installed targets: {installed}{hint}")
+        return mine[name]
+
+    def profile(self, name: str, *, target: str | None = None, objective: str | None = None) -> Profile:
+        """The profile called ``name``, checked against ``objective`` (default: ``target``'s, else
+        the default objective) and ``target``; retired and unknown names are one-line usage errors."""
         if name in self.retired:
             raise UnknownProfileError(f"profile {name} is retired; use {self.retired[name]}")
         if name not in self.profiles:
             installed = ", ".join(sorted(self.profiles)) or "none"
             raise UnknownProfileError(f"unsupported profile: {name}; installed profiles: {installed}")
         profile = self.profiles[name]
-        if profile.info.objective != objective:
+        if objective is None:
+            default = self.default_objective
+            objective = (self.objective_of(target) if target is not None else None) or (
+                default.name if default is not None else profile.objective)
+        if profile.objective != objective:
             raise UnknownProfileError(f"profile {name} does not support objective {objective}; "
-                                      f"it adapts {profile.info.objective} rows")
+                                      f"it adapts {profile.objective} rows")
         if target is not None and profile.info.target != target:
             raise UnknownProfileError(f"profile {name} adapts rows of target {profile.info.target}, not {target}; "
                                       f"use --target {profile.info.target}")
         return profile
 
+    def _plugin(self, name: str) -> _Plugin | None:
+        return (self.objectives.get(name) or self.targets.get(name) or self.profiles.get(name)
+                or self.manifests.get(name))
+
     def settings(self, name: str, sources: SettingsSources) -> PluginSettings:
         """The validated settings of plugin ``name`` from ``sources``."""
-        plugin: _Plugin | None = self.targets.get(name) or self.profiles.get(name) or self.manifests.get(name)
+        plugin = self._plugin(name)
         if plugin is None:
             raise KeyError(name)
         return sources.build(name, plugin.settings_model)
 
     def check_settings_sources(self, sources: SettingsSources) -> None:
         """Every plugin a config table or a ``--set`` flag names is installed."""
-        known = set(self.targets) | set(self.profiles) | set(self.manifests)
+        known = set(self.objectives) | set(self.targets) | set(self.profiles) | set(self.manifests)
         unknown = sorted(sources.plugin_names() - known)
         if unknown:
             from sediment.errors import ConfigurationError
@@ -341,13 +544,33 @@ class PluginRegistry:
             raise ConfigurationError(f"settings name plugins that are not installed: {', '.join(unknown)}; "
                                      "see `sediment targets` and `sediment profiles`")
 
+    def _objective_files(self, objective: Objective) -> set[str]:
+        """The row files an export of ``objective`` (its own, or its targets') may publish."""
+        return {n for p in objective.info.population_names for n in jsonl_names(p)}
+
     @cached_property
     def artifact_names(self) -> frozenset[str]:
-        """Every file name an export may publish: rows of every target and profile, and manifests."""
+        """Every file name an export may publish: rows of every objective, target and profile,
+        and manifests."""
         names = {n for t in self.targets.values() for p in t.populations for n in t.file_names(p)}
+        names |= {n for o in self.objectives.values() for n in self._objective_files(o)}
         names |= {n for p in self.profiles.values() for n in p.file_names}
         names |= {n for m in self.manifests.values() for n in m.info.files}
         return frozenset(names)
+
+    def ownership(self, objective: Objective) -> Ownership:
+        """How ``objective``'s exports own an output directory (claim, lock, the names that make a
+        directory an export's, and how other owners read in messages)."""
+        labels: dict[str, str] = {}
+        for target in self.targets.values():
+            labels[target.name] = f"{self.objectives[target.objective].title} target {target.name}"
+        for other in self.objectives.values():
+            if not other.has_targets:
+                labels[other.name] = f"{other.title} objective {other.name}"
+        foreign = set().union(*(self._objective_files(o) for o in self.objectives.values() if o is not objective))
+        return Ownership(objective=objective.name, title=objective.title, artifact_names=self.artifact_names,
+                         foreign_artifacts=frozenset(foreign - self._objective_files(objective)),
+                         labels=labels, titles={o.name: o.title for o in self.objectives.values()})
 
     def write_manifests(self, published: PublishedExport, sources: SettingsSources) -> dict[str, list[str]]:
         """Call each manifest plugin, in name order, after publication; the paths each wrote."""

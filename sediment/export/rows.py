@@ -1,7 +1,9 @@
 """The values that cross the plugin boundary: what plugins declare, and what they return.
 
-Targets declare a :class:`TargetInfo`, profiles a :class:`ProfileInfo`, manifest writers a
-:class:`ManifestInfo`. Targets return :class:`ProjectedRow` lists; profiles return an
+Objectives declare an :class:`ObjectiveInfo` (with its :class:`Recipe` list), targets a
+:class:`TargetInfo`, profiles a :class:`ProfileInfo`, manifest writers a
+:class:`ManifestInfo`. Targets return :class:`ProjectedRow` lists; an objective without
+targets yields :class:`ProjectedRow` and :class:`Declined` values; profiles return an
 :class:`AdaptedRow` or a skip reason. Published files are described by
 :class:`PublishedExport`.
 """
@@ -12,16 +14,19 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from sediment.split import Split
 
-#: RLVR row populations. Each is published as ``<population>.jsonl`` (or its split files).
-Population = Literal["tasks", "rollouts"]
-POPULATIONS: tuple[Population, ...] = ("tasks", "rollouts")
+#: A row population: the base name of its files (``<population>.jsonl``, or its split files).
+#: An objective declares the populations it, or its targets, may write.
+Population = str
 SPLIT_ORDER: tuple[Split, ...] = ("train", "eval")
+#: The file stems of a profile export; no objective may name a population after them.
+PROFILE_STEMS: tuple[str, ...] = ("data", "evidence")
 
 _REASON = re.compile(r"^[a-z][a-z0-9_]*$")
+_WORD = _REASON
 
 
 def jsonl_names(stem: str) -> tuple[str, str, str]:
@@ -37,52 +42,204 @@ def _check_reasons(reasons: tuple[str, ...], where: str) -> None:
                          f"duplicated {duplicated}")
 
 
+def _check_word(value: object, what: str) -> None:
+    if not isinstance(value, str) or not _WORD.fullmatch(value):
+        raise ValueError(f"{what} must be a snake_case word, got {value!r}")
+
+
 @dataclass(frozen=True)
 class PopulationInfo:
     """One population a target writes.
 
     :param schema_id: the ``$id`` of the JSON Schema every row of it validates against; the
         schema is registered by a plugin (``register_schemas``), usually the target itself.
-    :param skip_reasons: the target's own reasons for declining a Rollout, in a fixed order.
-        The registry puts the core's reasons first (CI resolver, then representation).
+    :param skip_reasons: the target's (or objective's) own reasons for declining evidence, in a
+        fixed order. The registry puts the core's reasons first (CI resolver, then representation).
+    :param label: for an objective's own population, the singular noun its rows are counted by
+        in summaries (``sample`` gives ``sample_rows`` and ``sample_skipped``); default: the
+        population name. A target's populations take the label their objective declares.
     """
 
     schema_id: str
     skip_reasons: tuple[str, ...] = ()
+    label: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "skip_reasons", tuple(self.skip_reasons))
         _check_reasons(self.skip_reasons, f"population {self.schema_id}")
+        if self.label:
+            _check_word(self.label, f"population {self.schema_id} label")
 
 
 @dataclass(frozen=True)
 class TargetInfo:
     """What a target declares about itself (``describe_target``).
 
-    :param populations: the row populations it writes, in publication order (``tasks``
-        before ``rollouts``).
+    :param populations: the row populations it writes: a non-empty subset of the populations
+        its objective declares for targets (RLVR: ``tasks``, ``rollouts``), published in the
+        objective's order.
     :param needs_mirrors: whether projection reads repository mirrors (reference patches).
     :param description: one line for ``sediment targets``.
+    :param objective: the objective whose canonical row contract this is (``sediment export
+        OBJECTIVE --target NAME``). Contract v2 targets name none: they belong to the installed
+        objective that declares itself the default (RLVR).
     """
 
     populations: Mapping[Population, PopulationInfo]
     needs_mirrors: bool
     description: str = ""
+    objective: str | None = None
 
     def __post_init__(self) -> None:
-        unknown = set(self.populations) - set(POPULATIONS)
-        if unknown or not self.populations:
-            raise ValueError(f"populations must be a non-empty subset of {POPULATIONS}, got {sorted(unknown)}")
+        if not self.populations:
+            raise ValueError("a target writes at least one population")
         if any(not isinstance(p, PopulationInfo) for p in self.populations.values()):
             raise ValueError("each population is declared with a PopulationInfo")
 
 
 @dataclass(frozen=True)
+class Recipe:
+    """One recipe of an objective: the rule that decides which evidence becomes which rows.
+
+    Rows name it (``recipe_id``, ``recipe_version``); a different rule is a new version.
+
+    :param name: the recipe id, a snake_case word (``rlvr_ci``, ``sft_curated``).
+    :param version: its integer version (independent of schema and policy versions).
+    :param description: one line for ``--help`` and ``sediment objectives``.
+    """
+
+    name: str
+    version: int
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        _check_word(self.name, "a recipe name")
+        if isinstance(self.version, bool) or not isinstance(self.version, int) or self.version < 1:
+            raise ValueError(f"recipe {self.name} version must be a positive integer, got {self.version!r}")
+
+
+@dataclass(frozen=True)
+class ObjectiveInfo:
+    """What an export objective declares (``describe_objective``). Its name is its plugin
+    (entry-point) name, and ``sediment export NAME`` runs it.
+
+    An objective either has **targets** (``target_populations``): each target is one canonical
+    row contract of it, and the chosen target projects every unit of evidence (a Rollout) through
+    ``eligible`` / ``project_row``; or it has **its own populations** (``populations``) and
+    projects them itself in ``project_evidence``, pulling what it reads from the
+    :class:`~sediment.plugin.ExportContext`. Either way the core writes the rows: one claimed
+    output directory, a generation lock, private staging, atomic per-file publication.
+
+    :param title: how messages and tables name it (``RLVR``, ``SFT``).
+    :param unit: its unit of evidence, in words (``Rollout``, ``attributed completion``).
+    :param units: the summary key counting the units it read (``rollouts``), a snake_case word.
+    :param recipes: its recipes, the default first (the ``--recipe`` choices).
+    :param populations: its own row populations (file base name → schema id, own skip reasons
+        and count label), in publication order; empty for an objective with targets.
+    :param target_populations: for an objective with targets, the populations a target may write
+        (name → count label, e.g. ``{"tasks": "task"}``), in publication order.
+    :param direct_needs_mirrors: a direct export (from the fact store) reads repository mirrors.
+    :param from_needs_mirrors: an export ``--from`` a bundle reads mirrors (a target that needs
+        them adds its own need).
+    :param supports_from: whether ``--from BUNDLE`` is offered.
+    :param default_objective: targets and profiles that name no objective belong to this one; at
+        most one installed objective may say so (RLVR, the objective of contract v2).
+    :param description: one line for ``sediment export --help`` and ``sediment objectives``.
+    :param help: the paragraphs of ``sediment export NAME --help`` after that line.
+    """
+
+    title: str
+    unit: str
+    units: str
+    recipes: tuple[Recipe, ...]
+    populations: Mapping[Population, PopulationInfo] = field(default_factory=dict)
+    target_populations: Mapping[Population, str] = field(default_factory=dict)
+    direct_needs_mirrors: bool = True
+    from_needs_mirrors: bool = False
+    supports_from: bool = True
+    default_objective: bool = False
+    description: str = ""
+    help: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "recipes", tuple(self.recipes))
+        object.__setattr__(self, "populations", dict(self.populations))
+        object.__setattr__(self, "target_populations", dict(self.target_populations))
+        if not self.title.strip() or not self.unit.strip():
+            raise ValueError("an objective declares its title and its unit of evidence")
+        _check_word(self.units, "units")
+        if not self.recipes or any(not isinstance(r, Recipe) for r in self.recipes):
+            raise ValueError("an objective declares at least one Recipe, the default first")
+        names = [r.name for r in self.recipes]
+        if len(set(names)) != len(names):
+            raise ValueError(f"recipe names must be unique, got {names}")
+        if bool(self.populations) == bool(self.target_populations):
+            raise ValueError("an objective declares either its own populations or the populations of its targets")
+        for name, info in self.populations.items():
+            _check_word(name, "a population name")
+            if not isinstance(info, PopulationInfo):
+                raise ValueError("each population is declared with a PopulationInfo")
+        for name, label in self.target_populations.items():
+            _check_word(name, "a population name")
+            _check_word(label, f"the label of population {name}")
+        reserved = sorted(set(self.population_names) & set(PROFILE_STEMS))
+        if reserved:
+            raise ValueError(f"populations {reserved} are the file stems of profile exports")
+
+    @property
+    def has_targets(self) -> bool:
+        return bool(self.target_populations)
+
+    @property
+    def population_names(self) -> tuple[Population, ...]:
+        """Every population it or its targets may write, in publication order."""
+        return tuple(self.populations or self.target_populations)
+
+    def label(self, population: Population) -> str:
+        """The noun a population's rows are counted by (``task`` → ``task_rows``)."""
+        if population in self.target_populations:
+            return self.target_populations[population]
+        return self.populations[population].label or population
+
+    @property
+    def default_recipe(self) -> Recipe:
+        return self.recipes[0]
+
+    def recipe(self, name: str | None) -> Recipe:
+        """The recipe called ``name`` (the default for ``None``)."""
+        if name is None:
+            return self.default_recipe
+        for recipe in self.recipes:
+            if recipe.name == name:
+                return recipe
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
 class ProjectedRow:
-    """One emitted row: its JSON body (keys in emitted order) and the side of the split it goes to."""
+    """One emitted row: its JSON body (keys in emitted order) and the side of the split it goes to.
+
+    An objective that projects its own populations names the row's ``population`` (it may leave
+    it out when it declares only one).
+    """
 
     split: Split
     body: dict[str, Any] = field(repr=False)
+    population: Population | None = None
+
+
+@dataclass(frozen=True)
+class Declined:
+    """Evidence an objective without targets declined: ``count`` times one skip reason of a
+    population's vocabulary (``population`` may be left out when the objective has one)."""
+
+    reason: str
+    count: int = 1
+    population: Population | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1:
+            raise ValueError(f"a Declined count is a positive integer, got {self.count!r}")
 
 
 @dataclass(frozen=True)
@@ -114,7 +271,7 @@ class ProfileInfo:
         registry adds the representation reasons).
     :param retires: ids of earlier profiles this one replaces; asking for one names this one.
     :param description: one line for ``sediment profiles``.
-    :param objective: the export objective whose rows it adapts (``rlvr``: ``sediment export rlvr``).
+    :param objective: the export objective whose rows it adapts; by default its target's.
     """
 
     consumer: str
@@ -128,21 +285,21 @@ class ProfileInfo:
     skip_reasons: tuple[str, ...] = ()
     retires: tuple[str, ...] = ()
     description: str = ""
-    objective: str = "rlvr"
+    objective: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("validated_with", "skip_reasons", "retires"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
-        if self.population not in POPULATIONS:
-            raise ValueError(f"population must be one of {POPULATIONS}, got {self.population!r}")
+        _check_word(self.population, "a profile's population")
         _check_reasons(self.skip_reasons, f"profile for {self.consumer}")
 
-    def record(self, profile_id: str) -> dict[str, Any]:
-        """The profile record published in ``compatibility.json``."""
+    def record(self, profile_id: str, objective: str | None = None) -> dict[str, Any]:
+        """The profile record published in ``compatibility.json`` (``objective``: the one the
+        registry resolved, when the profile names none)."""
         return {
             "id": profile_id,
             "consumer": self.consumer,
-            "objective": self.objective,
+            "objective": self.objective or objective,
             "version": self.version,
             "target": self.target,
             "population": self.population,
@@ -192,8 +349,9 @@ class ManifestInfo:
 class PublishedExport:
     """What an export published, per file stem and split side, with row counts.
 
-    ``target`` is the target whose rows were projected; ``profile`` the consumer profile that
-    adapted them, or ``None`` for a target export. Stems are populations for a target export
+    ``target`` is the target whose rows were projected (for an objective without targets, the
+    objective itself: its name); ``profile`` the consumer profile that adapted them, or
+    ``None``; ``objective`` the objective exported. Stems are populations for a canonical export
     and ``data`` / ``evidence`` for a profile export.
     """
 
@@ -202,6 +360,7 @@ class PublishedExport:
     target: str
     profile: str | None = None
     files: dict[str, dict[Split | None, tuple[Path, int]]] = field(default_factory=dict)
+    objective: str = ""
 
     def rows(self, stem: str) -> int:
         return sum(count for _, count in self.files.get(stem, {}).values())

@@ -1,10 +1,15 @@
-"""The RLVR output directory (contract §6): claim, generation lock, staging, atomic publish.
+"""The output directory of an export (contract §6, for every objective): claim, generation
+lock, staging, atomic publish.
 
-An output directory belongs to one target or one consumer profile (``.sediment-rlvr-target``
-holds ``<target>`` or ``profile:<id>``) and holds one generation of artifacts. Rows are
-staged privately inside it and published file by file with ``os.replace``; an empty
-partition never creates or truncates a file. Files are keyed by stem (a population, or
-``data`` / ``evidence`` for a profile) and split side.
+An output directory belongs to one export: one objective, and within it one target, one
+consumer profile or the objective's own rows. ``.sediment-<objective>-target`` holds
+``<target>``, ``profile:<id>`` or, for an objective without targets, its name (RLVR keeps its
+contract-v2 ``.sediment-rlvr-target``); a claim of another objective refuses the directory.
+The directory holds one generation of artifacts: a second export into a directory that holds
+any is refused, so no stale file of an earlier export (say a train file whose partition is
+now empty) can survive beside a new one. Rows are staged privately inside it and published
+file by file with ``os.replace``; an empty partition never creates or truncates a file. Files
+are keyed by stem (a population, or ``data`` / ``evidence`` for a profile) and split side.
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ import os
 import secrets
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
@@ -26,8 +32,7 @@ from sediment.errors import CapacityError, OutputDirectoryError
 from sediment.export.rows import SPLIT_ORDER, PublishedExport
 from sediment.split import Split
 
-CLAIM_NAME = ".sediment-rlvr-target"
-LOCK_NAME = ".sediment-rlvr-export.lock"
+CLAIM_GLOB = ".sediment-*-target"
 STAGE_PREFIX = ".sediment-training-"
 STAGE_LOCK_SUFFIX = ".sediment-stage-lock"
 DEFAULT_MAX_RECORD_BYTES = 512 * 1024 * 1024
@@ -35,6 +40,61 @@ DEFAULT_MAX_STAGE_BYTES = 8 * 1024 * 1024 * 1024
 PROFILE_CLAIM_PREFIX = "profile:"
 
 logger = logging.getLogger(__name__)
+
+
+def claim_file_name(objective: str) -> str:
+    """``.sediment-<objective>-target``: the claim of an output directory."""
+    return f".sediment-{objective}-target"
+
+
+def lock_file_name(objective: str) -> str:
+    """``.sediment-<objective>-export.lock``: held (a directory) while an export runs."""
+    return f".sediment-{objective}-export.lock"
+
+
+@dataclass(frozen=True)
+class Ownership:
+    """How exports of one objective own an output directory.
+
+    :param objective: the objective's name (its claim and lock file names derive from it).
+    :param title: how messages name it (``RLVR``).
+    :param artifact_names: every file name any installed export may publish; one of them in
+        a directory makes it an export's.
+    :param foreign_artifacts: the names only other objectives' exports publish.
+    :param labels: how a claimed plugin reads in messages (``sediment`` → ``RLVR target sediment``).
+    :param titles: every installed objective's title, by name.
+    """
+
+    objective: str
+    title: str
+    artifact_names: frozenset[str]
+    foreign_artifacts: frozenset[str] = frozenset()
+    labels: Mapping[str, str] = field(default_factory=dict)
+    titles: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def claim_file(self) -> str:
+        return claim_file_name(self.objective)
+
+    @property
+    def lock_file(self) -> str:
+        return lock_file_name(self.objective)
+
+    def label(self, claimed: str, claim_file: str | None = None) -> str:
+        """How a claim reads in messages: ``RLVR target sediment``, ``profile hf-chat-messages-v1``,
+        ``KTO objective kto``; ``claim_file`` names the claim it was read from (default: ours)."""
+        if claimed.startswith(PROFILE_CLAIM_PREFIX):
+            return f"profile {claimed[len(PROFILE_CLAIM_PREFIX):]}"
+        if claimed in self.labels:
+            return self.labels[claimed]
+        owner = self.objective if claim_file in (None, self.claim_file) else _claim_objective(claim_file or "")
+        if owner in self.titles:
+            return f"{self.titles[owner]} target {claimed or 'unknown'}"
+        return f"an export of objective {owner} ({claimed or 'unknown'}), which is not installed"
+
+
+def _claim_objective(claim_file: str) -> str:
+    return claim_file.removeprefix(".sediment-").removesuffix("-target")
 
 
 def encode_row(row: dict[str, Any]) -> bytes:
@@ -45,13 +105,6 @@ def encode_row(row: dict[str, Any]) -> bytes:
 def file_name(stem: str, split: Split | None) -> str:
     """``tasks.jsonl`` unsplit; ``tasks.train.jsonl`` / ``tasks.eval.jsonl`` when split."""
     return f"{stem}.jsonl" if split is None else f"{stem}.{split}.jsonl"
-
-
-def owner_label(claim: str) -> str:
-    """How a claim reads in messages: ``RLVR target sediment`` or ``profile hf-chat-messages-v1``."""
-    if claim.startswith(PROFILE_CLAIM_PREFIX):
-        return f"profile {claim[len(PROFILE_CLAIM_PREFIX):]}"
-    return f"RLVR target {claim or 'unknown'}"
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -70,15 +123,15 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 @contextlib.contextmanager
-def generation_lock(out_dir: Path) -> Iterator[None]:
-    """Hold ``<out>/.sediment-rlvr-export.lock`` for one export (a directory, made atomically)."""
-    lock = out_dir / LOCK_NAME
+def generation_lock(out_dir: Path, owner: Ownership) -> Iterator[None]:
+    """Hold ``<out>/.sediment-<objective>-export.lock`` for one export (a directory, made atomically)."""
+    lock = out_dir / owner.lock_file
     try:
         lock.mkdir()
     except FileExistsError:
         raise OutputDirectoryError(
-            f"RLVR export already in progress for output directory {out_dir} "
-            f"(if no export is running, a stopped one left {LOCK_NAME}; use a fresh directory)"
+            f"{owner.title} export already in progress for output directory {out_dir} "
+            f"(if no export is running, a stopped one left {owner.lock_file}; use a fresh directory)"
         ) from None
     try:
         yield
@@ -86,49 +139,76 @@ def generation_lock(out_dir: Path) -> Iterator[None]:
         try:
             lock.rmdir()
         except OSError as exc:
-            logger.warning("rlvr_export_lock_not_removed path=%s error=%s", lock, exc)
+            logger.warning("export_lock_not_removed path=%s error=%s", lock, exc)
 
 
-def claim_directory(out_dir: Path, target: str, artifact_names: frozenset[str]) -> None:
-    """Claim ``out_dir`` for ``target`` (a target name, or ``profile:<id>``), or refuse it
-    (contract §6 step 4)."""
-    claim = out_dir / CLAIM_NAME
-    present = sorted(n for n in artifact_names if (out_dir / n).exists())
+def _read_claim(path: Path, owner: Ownership) -> str:
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        title = owner.titles.get(_claim_objective(path.name), owner.title)
+        raise OutputDirectoryError(f"cannot read {title} target claim {path}: {exc}") from None
+
+
+def _refuse_foreign_claims(out_dir: Path, claim: str, owner: Ownership) -> None:
+    """A claim of another objective means the directory is another export's."""
+    for path in sorted(out_dir.glob(CLAIM_GLOB)):
+        if path.name != owner.claim_file:
+            raise OutputDirectoryError(
+                f"output directory already belongs to {owner.label(_read_claim(path, owner), path.name)}; "
+                f"use a different directory for {claim.removeprefix(PROFILE_CLAIM_PREFIX)}"
+            )
+
+
+def claim_directory(out_dir: Path, claim: str, owner: Ownership) -> None:
+    """Claim ``out_dir`` for ``claim`` (a target, ``profile:<id>`` or an objective without
+    targets) of ``owner``'s objective, or refuse it (contract §6 step 4).
+
+    Exports of two objectives take different locks, so after creating its claim an export checks
+    again for another objective's: of two racing claimants at most one proceeds (the other
+    removes its claim and refuses), and a directory never ends up holding two generations.
+    """
+    path = out_dir / owner.claim_file
+    name = claim.removeprefix(PROFILE_CLAIM_PREFIX)
+    _refuse_foreign_claims(out_dir, claim, owner)
+    present = sorted(n for n in owner.artifact_names if (out_dir / n).exists())
     for _ in range(2):
-        if claim.exists():
-            try:
-                claimed = claim.read_text(encoding="utf-8").strip()
-            except (OSError, UnicodeDecodeError) as exc:
-                raise OutputDirectoryError(f"cannot read RLVR target claim {claim}: {exc}") from None
-            if claimed != target:
+        if path.exists():
+            claimed = _read_claim(path, owner)
+            if claimed != claim:
                 raise OutputDirectoryError(
-                    f"output directory already belongs to {owner_label(claimed)}; "
-                    f"use a different directory for {target.removeprefix(PROFILE_CLAIM_PREFIX)}"
+                    f"output directory already belongs to {owner.label(claimed)}; use a different directory for {name}"
                 )
             if present:
                 raise OutputDirectoryError(
-                    f"output directory already contains {target.removeprefix(PROFILE_CLAIM_PREFIX)} artifacts "
+                    f"output directory already contains {name} artifacts "
                     f"({', '.join(present)}); use a new directory for each export"
                 )
             return
         if present:
+            whose = "export" if set(present) & owner.foreign_artifacts else owner.title
             raise OutputDirectoryError(
-                f"output directory contains RLVR artifacts without a target claim "
+                f"output directory contains {whose} artifacts without a target claim "
                 f"({', '.join(present)}); use a new directory"
             )
-        fd, tmp = tempfile.mkstemp(prefix=CLAIM_NAME, suffix=".tmp", dir=out_dir)
+        fd, tmp = tempfile.mkstemp(prefix=owner.claim_file, suffix=".tmp", dir=out_dir)
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(target + "\n")
+                handle.write(claim + "\n")
                 handle.flush()
                 os.fsync(handle.fileno())
             try:
-                os.link(tmp, claim)
-                return
+                os.link(tmp, path)
             except FileExistsError:
-                continue  # another export claimed it first: validate that claim
+                continue  # another export of this objective claimed it first: validate that claim
         finally:
             os.unlink(tmp)
+        try:
+            _refuse_foreign_claims(out_dir, claim, owner)
+        except OutputDirectoryError:
+            path.unlink()  # another objective claimed it at the same time: withdraw ours
+            raise
+        return
     raise OutputDirectoryError(f"cannot claim output directory {out_dir}")
 
 
@@ -248,11 +328,13 @@ class StagingStore:
     def add(self, stem: str, split: Split, row: dict[str, Any]) -> None:
         self.prepared.add(stem, split, row)
 
-    def publish(self, stems: tuple[str, ...], *, target: str, profile: str | None = None) -> PublishedExport:
+    def publish(self, stems: tuple[str, ...], *, target: str, profile: str | None = None,
+                objective: str = "") -> PublishedExport:
         """fsync every prepared file, then replace them into place: stem order, train first."""
         self.prepared.close(sync=True)
         counts = self.prepared.counts
-        published = PublishedExport(self.out_dir, self.split_enabled, target=target, profile=profile)
+        published = PublishedExport(self.out_dir, self.split_enabled, target=target, profile=profile,
+                                    objective=objective)
         sides: tuple[Split | None, ...] = SPLIT_ORDER if self.split_enabled else (None,)
         for stem in stems:
             for side in sides:

@@ -1,0 +1,107 @@
+"""What an export reads, and what the core offers an objective while it projects.
+
+:class:`Evidence` is where an export's evidence comes from: a derived bundle (``--from``) or
+the fact store directly (Rollouts derived one Session at a time), with the split it follows,
+the mirrors and the derivation's counts. The CLI builds it without knowing the objective.
+
+:class:`ExportContext` is the objective's view of it (``project_evidence``): the recipe asked
+for, the split, the mirrors, and the evidence itself, pulled lazily and streamed one unit at a
+time (reading the next unit reports progress on the one before). Objectives pull only what
+they need, so one whose unit is not a Rollout plugs in through a new accessor here, not
+through a change to the pipeline, the writer, the registry or the CLI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from sediment.ci_resolution import DEFAULT_CI_POLICY, CIResolutionPolicy
+from sediment.export.evidence import RolloutEvidence
+from sediment.export.rows import Recipe
+from sediment.export.verifier_commands import VerifierCommands
+from sediment.mirrors import MirrorRoot
+from sediment.rollout import Rollout
+
+ProgressCallback = Callable[[int, int], None]
+
+
+class OrderedRollouts(Protocol):
+    """A lazily indexable Rollout sequence that knows its order keys without parsing rows."""
+
+    def __len__(self) -> int: ...
+    def __getitem__(self, index: int) -> Rollout: ...
+    def order_keys(self) -> Sequence[tuple[str, str]]: ...
+
+
+RolloutSource = Sequence[Rollout] | OrderedRollouts
+
+
+def export_order(rollouts: RolloutSource) -> list[int]:
+    """Input indexes in export order: ``(org_id, session_id, input index)``, so shuffled input
+    gives identical bytes."""
+    order_keys = getattr(rollouts, "order_keys", None)
+    if callable(order_keys):
+        keys: Sequence[tuple[str, str]] = order_keys()
+    else:
+        keys = [(rollouts[i].org_id, rollouts[i].session_id) for i in range(len(rollouts))]
+    return sorted(range(len(keys)), key=lambda i: (keys[i][0], keys[i][1], i))
+
+
+@dataclass
+class Evidence:
+    """Where an export's evidence comes from.
+
+    :param rollouts: the canonical Rollouts (a bundle, or the store's lazily derived ones).
+    :param split_enabled: write ``.train``/``.eval`` files (the bundle policy's ``eval_fraction`` > 0).
+    :param mirrors: the mirror root, or ``None`` when the export reads no mirror.
+    :param fragmented: segmentation counts of the derivation, reported in the summary (read
+        after projection: a store's counts are complete once every Session was derived).
+    """
+
+    rollouts: RolloutSource
+    split_enabled: bool
+    mirrors: MirrorRoot | None = None
+    fragmented: Mapping[str, int] = field(default_factory=dict)
+
+
+class ExportContext:
+    """The export as an objective sees it (``project_evidence``): its recipe, split, mirrors and
+    evidence, pulled lazily.
+
+    :attr:`recipe` is the recipe asked for (``--recipe``, else the objective's default);
+    :attr:`split_enabled` whether rows go to ``.train``/``.eval`` files (each row names its
+    side); :attr:`mirrors` the mirror root or ``None``; :attr:`read` how many units of
+    evidence were pulled so far (the summary reports it under the objective's ``units`` key).
+    """
+
+    def __init__(self, evidence: Evidence, *, recipe: Recipe, verifier_commands: VerifierCommands | None = None,
+                 ci_policy: CIResolutionPolicy = DEFAULT_CI_POLICY, progress: ProgressCallback | None = None) -> None:
+        self._evidence = evidence
+        self.recipe = recipe
+        self.split_enabled = evidence.split_enabled
+        self.mirrors = evidence.mirrors
+        self._verifier_commands = verifier_commands or VerifierCommands.empty()
+        self._ci_policy = ci_policy
+        self._progress = progress
+        self.read = 0
+
+    @property
+    def rollout_count(self) -> int:
+        """How many Rollouts :meth:`rollouts` yields."""
+        return len(self._evidence.rollouts)
+
+    def rollouts(self) -> Iterator[RolloutEvidence]:
+        """Every Rollout of the export, in export order (``(org_id, session_id)``, then input
+        order), each as a :class:`~sediment.plugin.RolloutEvidence` (CI resolution, mirrors,
+        the calls' recorded context, computed lazily). One Rollout is resident at a time; asking
+        for the next one reports the previous one done."""
+        source = self._evidence.rollouts
+        order = export_order(source)
+        for position, index in enumerate(order):
+            self.read += 1
+            yield RolloutEvidence(source[index], mirrors=self.mirrors, verifier_commands=self._verifier_commands,
+                                  ci_policy=self._ci_policy, recipe=self.recipe)
+            if self._progress is not None:
+                self._progress(position + 1, len(order))
