@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sediment.facts import CIOutcome, FactModel, RepositoryIdentity
 from sediment.policy import Provenance
-from sediment.repositories import REPOSITORY_SKIP_REASONS, RepositoryResolver, repository_sort_key
+from sediment.repositories import REPOSITORY_SKIP_REASONS, RepositoryContext, repository_sort_key
 from sediment.rollout import CommitRef
 
 CI_POLICY_VERSION = "2"
@@ -136,7 +136,7 @@ class CIResolutionResult:
     outcomes_by_commit: dict[tuple[str, ...], tuple[CIOutcome, ...]] = field(default_factory=dict)
 
 
-def _outcome_commit_key(outcome: CIOutcome, repositories: RepositoryResolver | None
+def _outcome_commit_key(outcome: CIOutcome, repositories: RepositoryContext | None
                         ) -> tuple[CommitKey | None, str | None]:
     """The outcome's qualified commit, or the reason its repository is declined. Without a
     repository context only legacy outcomes resolve."""
@@ -144,7 +144,7 @@ def _outcome_commit_key(outcome: CIOutcome, repositories: RepositoryResolver | N
         if outcome.is_identified:
             return None, "repository_identity_unresolved"
         return CommitKey(outcome.org_id, outcome.repo, outcome.commit_sha), None
-    resolved = repositories.resolve_outcome(outcome)
+    resolved = repositories.resolve_fact(outcome)
     if resolved.reason is not None or resolved.repo is None:
         return None, resolved.reason or "repository_identity_unresolved"
     return CommitKey(outcome.org_id, resolved.repo, outcome.commit_sha, resolved.identity), None
@@ -220,7 +220,7 @@ def resolve_ci(
     *,
     quarantine_revision: int,
     policy: CIResolutionPolicy = DEFAULT_CI_POLICY,
-    repositories: RepositoryResolver | None = None,
+    repositories: RepositoryContext | None = None,
 ) -> CIResolutionResult:
     """Resolve recorded CI attempts into per-commit verdicts (contract §2).
 

@@ -34,6 +34,7 @@ from sediment.export.writer import (
 )
 from sediment.mirrors import MirrorRoot
 from sediment.parallel import ordered_chunks
+from sediment.repositories import RepositoryContext
 from sediment.rollout import Rollout
 
 ProgressCallback = Callable[[int, int], None]
@@ -93,6 +94,7 @@ def export_rlvr_from_rollouts(
     progress: ProgressCallback | None = None,
     budgets: Budgets = Budgets(),
     workers: int = 1,
+    repositories: RepositoryContext | None = None,
 ) -> dict[str, Any]:
     """Project ``rollouts`` through ``target`` (and ``profile``) into ``out_dir``; the summary.
 
@@ -109,7 +111,12 @@ def export_rlvr_from_rollouts(
         order while later chunks are projected; the files are byte-identical to a
         single-process export. A profile export adapts in one process (its rows carry their
         position in their file).
+    :param repositories: the repository context CI resolves with; by default the source's own
+        (``rollouts.repositories``: a bundle's population, the store's for a direct export).
+        Without one only legacy (identity-less) CI outcomes resolve.
     """
+    if repositories is None:
+        repositories = getattr(rollouts, "repositories", None)
     registry = registry or load_registry()
     sources = settings or SettingsSources.empty()
     registry.check_settings_sources(sources)
@@ -140,7 +147,7 @@ def export_rlvr_from_rollouts(
                              max_stage_bytes=budgets.max_stage_bytes)
         try:
             for result in _project_chunks(rollouts, projection, stage, mirrors, verifier_commands, ci_policy,
-                                          progress, workers):
+                                          progress, workers, repositories):
                 tally.update(result.tally)
             projection.before_publish(tally)
             published = stage.publish(projection.stems, target=chosen.name, profile=profile)
@@ -155,7 +162,8 @@ def export_rlvr_from_rollouts(
 
 def _project_chunks(rollouts: RolloutSource, projection: Projection, stage: StagingStore,
                     mirrors: MirrorRoot | None, verifier_commands: VerifierCommands,
-                    ci_policy: CIResolutionPolicy, progress: ProgressCallback | None, workers: int) -> Any:
+                    ci_policy: CIResolutionPolicy, progress: ProgressCallback | None, workers: int,
+                    repositories: RepositoryContext | None) -> Any:
     """Project every Rollout in export order, in chunks; yield each chunk's result in order
     after merging its files into the stage."""
     order = _export_order(rollouts)
@@ -166,7 +174,8 @@ def _project_chunks(rollouts: RolloutSource, projection: Projection, stage: Stag
         result = _ChunkResult(files.directory, Tally(), positions=len(chunk))
         for position in chunk:
             evidence = RolloutEvidence(rollouts[order[position]], mirrors=mirrors,
-                                       verifier_commands=verifier_commands, ci_policy=ci_policy)
+                                       verifier_commands=verifier_commands, ci_policy=ci_policy,
+                                       repositories=repositories)
             projection.project(evidence, files, result.tally)
             if progress is not None and not parallel:
                 progress(position + 1, len(order))

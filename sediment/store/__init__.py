@@ -50,7 +50,7 @@ from sediment.facts import (
 )
 from sediment.home import ensure_home, sediment_home
 from sediment.records import decode_record, encode_record, plain, sha256_hex, sortable_time
-from sediment.repositories import EVIDENCE_TABLES, Evidence, evidence_of_all
+from sediment.repositories import EVIDENCE_TABLES, RepositoryEvidence, evidence_of_all
 from sediment.store import schema
 from sediment.store.interning import expand, intern, references
 from sediment.store.keys import MODELS, fact_org, table_and_key
@@ -769,8 +769,8 @@ class FactStore:
                                     r.report_sha256, r.locator))
         return results
 
-    def repository_evidence(self, org_id: str) -> Iterator[Evidence]:
-        """The repository reference of every visible identity-capable Fact of the org (CI
+    def repository_evidence(self, org_id: str) -> Iterator[RepositoryEvidence]:
+        """The repository references of every visible identity-capable Fact of the org (CI
         outcomes, pushes, merges with their head repository, session-commit observations), in
         table then fact id order, read a batch at a time (what a repository context is built from)."""
         for table_name in EVIDENCE_TABLES:
