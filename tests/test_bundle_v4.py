@@ -438,6 +438,64 @@ def test_exports_are_byte_identical_for_any_worker_count(tmp_path: Path, bundles
     assert snapshots[0] == snapshots[1] and snapshots[0]
 
 
+IDENTITY = {"repository_provider": "github", "repository_host": "github.com", "repository_id": "7"}
+
+
+def identified_loop(session: str, sha: str, result: str = "passed") -> Rollout:
+    """A tool loop whose commit and CI are of GitHub repository 7 (``owner/repo``)."""
+    from sediment.facts import RepositoryIdentity
+    from sediment.rollout import CommitRef
+
+    identity = RepositoryIdentity(provider="github", host="github.com", repository_id="7")
+    ci = outcome(f"{session}-o", sha, result, run_id=session, **IDENTITY)
+    return tool_loop(session, sha, commits=[CommitRef(repo="owner/repo", commit_sha=sha, repository_identity=identity)],
+                     outcomes=[ci])
+
+
+def rename_line(rename_id: str, old: str, new: str, *, repository_id: str = "7", delivery: str = "d1") -> bytes:
+    return record_line({"schema_version": 1, "rename_id": rename_id, "org_id": ORG, "repository_provider": "github",
+                        "repository_host": "github.com", "repository_id": repository_id, "old_repo": old,
+                        "new_repo": new, "source_event_id": delivery, "occurred_at": None,
+                        "captured_at": "2026-01-05T11:00:00+00:00"})
+
+
+def nemo_rows(bundle: Path, out: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    summary = export(bundle, out, "nemo-gym", None)
+    rows = [json.loads(line) for path in sorted(out.glob("rollouts*.jsonl")) for line in path.read_text().splitlines()]
+    return summary, rows
+
+
+def test_a_v4_bundles_repository_population_resolves_its_identified_ci(tmp_path: Path) -> None:
+    """Upstream Rollouts of an identified repository resolve with the bundle's population (as
+    from our own bundle of them); its renames apply (the label is the smallest name); without
+    the outcome in the population, or with two copies of one rename delivery that disagree, the
+    outcome is declined with its reason, per source outcome."""
+    sha = "e" * 40
+    loops = [identified_loop("s1", sha), identified_loop("s2", sha, "failed")]
+    ours_summary, ours = nemo_rows(write_bundle(loops, tmp_path / "ours", org_id=ORG, policy=POLICY,
+                                                quarantine_revision=0), tmp_path / "a")
+    summary, rows = nemo_rows(write_v4_bundle(loops, tmp_path / "v4"), tmp_path / "b")
+    assert rows == ours and comparable(summary)["rollout_skipped"] == comparable(ours_summary)["rollout_skipped"] == {}
+    assert {r["metadata"]["repository_identity"]["repository_id"] for r in rows} == {"7"}
+    assert sorted(r.get("reward") for r in rows if r["metadata"]["segment_index"] == 0) == [0.0, 1.0]
+
+    renamed = write_v4_bundle(loops, tmp_path / "renamed", populations={
+        "repository_renames": [rename_line("r1", "owner/aaa", "owner/repo")]})
+    _, rows = nemo_rows(renamed, tmp_path / "c")
+    assert {r["metadata"]["ci_resolution"]["repo"] for r in rows} == {"owner/aaa"}  # the smallest name
+
+    absent = write_v4_bundle(loops, tmp_path / "absent", populations={"repository_identities": []})
+    summary, rows = nemo_rows(absent, tmp_path / "d")
+    assert summary["rollout_skipped"] == {"repository_source_absent": 2} and all("reward" not in r for r in rows)
+
+    conflicting = write_v4_bundle(loops, tmp_path / "conflict", populations={"repository_renames": [
+        rename_line("r1", "owner/old", "owner/repo"), rename_line("r2", "owner/old", "owner/repo", repository_id="8")]})
+    opened = open_bundle(conflicting)
+    assert opened.repositories.rename_conflicts == 2
+    summary, _ = nemo_rows(conflicting, tmp_path / "e")
+    assert summary["rollout_skipped"] == {"repository_identity_conflict": 2}
+
+
 def test_the_demos_rollouts_export_identically_from_a_v4_bundle(tmp_path: Path) -> None:
     """The demo's Rollouts (derived from ingested calls, webhooks and JUnit reports), written as
     a v4 bundle, export every target byte for byte as the demo exported them from its own bundle
