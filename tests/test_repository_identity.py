@@ -476,3 +476,19 @@ def test_a_bundle_population_that_was_edited_is_refused(org: Org, tmp_path: Path
     (path / "manifest.json").write_text(json.dumps(manifest, sort_keys=True, separators=(",", ":")) + "\n")
     with pytest.raises(SedimentError, match=r"^repository_identities\.jsonl line 2: records are not in population"):
         open_bundle(path)
+
+
+def test_the_test_kit_exports_identified_rollouts_with_their_context(tmp_path: Path) -> None:
+    from sediment.testing import run_export
+
+    sha = "f" * 40
+    identified = outcome("o-1", sha, repo=APP, repository_provider="github", repository_host="github.com",
+                         repository_id="2")
+    built = [rollout("s1", commits=[_ref(APP, sha, APP2)], outcomes=[identified])]
+    without = run_export(built, tmp_path / "a", target="nemo-gym")
+    assert without.summary["rollout_skipped"] == {"repository_identity_unresolved": 1}
+    assert all("reward" not in row for row in without.rows["rollouts.jsonl"])
+    context = RepositoryContext.build(ORG, [identified])
+    exported = run_export(built, tmp_path / "b", target="nemo-gym", repositories=context)
+    assert exported.summary["rollout_skipped"] == {}
+    assert {row["reward"] for row in exported.rows["rollouts.jsonl"]} == {1.0}
