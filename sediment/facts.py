@@ -170,6 +170,13 @@ class _Identified(FactModel):
     def is_identified(self) -> bool:
         return self.repository_provider is not None
 
+    @property
+    def forge_key(self) -> tuple[str | None, ...]:
+        """``("identified", provider, host, repository_id)``: what keys an identified Fact's
+        repository in its id and natural key instead of its name, so two lifetimes of one name
+        never collapse into one Fact (pull request #1 of each, one history pushed to both)."""
+        return ("identified", self.repository_provider, self.repository_host, self.repository_id)
+
 
 class CIOutcome(_Identified):
     """One provider pipeline-run attempt (repository-scoped). Field order is the JSON order."""

@@ -22,6 +22,7 @@ from sediment.export.evidence import RolloutEvidence
 from sediment.export.rows import Recipe
 from sediment.export.verifier_commands import VerifierCommands
 from sediment.mirrors import MirrorRoot
+from sediment.repositories import RepositoryContext
 from sediment.rollout import Rollout
 
 ProgressCallback = Callable[[int, int], None]
@@ -58,12 +59,15 @@ class Evidence:
     :param mirrors: the mirror root, or ``None`` when the export reads no mirror.
     :param fragmented: segmentation counts of the derivation, reported in the summary (read
         after projection: a store's counts are complete once every Session was derived).
+    :param repositories: the repository context CI resolves with (default: the Rollout
+        source's own ``repositories``, if it has one).
     """
 
     rollouts: RolloutSource
     split_enabled: bool
     mirrors: MirrorRoot | None = None
     fragmented: Mapping[str, int] = field(default_factory=dict)
+    repositories: RepositoryContext | None = None
 
 
 class ExportContext:
@@ -77,8 +81,11 @@ class ExportContext:
     """
 
     def __init__(self, evidence: Evidence, *, recipe: Recipe, verifier_commands: VerifierCommands | None = None,
-                 ci_policy: CIResolutionPolicy = DEFAULT_CI_POLICY, progress: ProgressCallback | None = None) -> None:
+                 ci_policy: CIResolutionPolicy = DEFAULT_CI_POLICY, progress: ProgressCallback | None = None,
+                 repositories: RepositoryContext | None = None) -> None:
         self._evidence = evidence
+        #: The repository context CI resolves with (``None``: only legacy outcomes resolve).
+        self.repositories = repositories
         self.recipe = recipe
         self.split_enabled = evidence.split_enabled
         self.mirrors = evidence.mirrors
@@ -102,6 +109,6 @@ class ExportContext:
         for position, index in enumerate(order):
             self.read += 1
             yield RolloutEvidence(source[index], mirrors=self.mirrors, verifier_commands=self._verifier_commands,
-                                  ci_policy=self._ci_policy, recipe=self.recipe)
+                                  ci_policy=self._ci_policy, recipe=self.recipe, repositories=self.repositories)
             if self._progress is not None:
                 self._progress(position + 1, len(order))

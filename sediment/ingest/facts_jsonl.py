@@ -170,6 +170,7 @@ def test_case_result_id(org_id: str, provider: str, repo: str, run_id: str, run_
 test_case_result_id.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
 
 
+
 def fact_content_hash(fact: FactModel, id_field: str) -> str:
     """Hash of a Fact's canonical JSON without its id and org (the org is keyed separately).
 
@@ -191,17 +192,23 @@ def natural_id(fact: FactModel, *, event_hash: str | None = None) -> str:
     if isinstance(fact, CIOutcome):
         return ci_outcome_id(fact.org_id, fact.provider, fact.run_id, fact.run_attempt)
     if isinstance(fact, SessionCommitObservation):
+        if fact.is_identified:  # one repository lifetime: keyed by its identity, not by a name it had
+            return fact_id("obs", fact.org_id, *fact.forge_key, fact.commit_sha, fact.session_id)
         return fact_id("obs", fact.org_id, fact.repo, fact.commit_sha, fact.session_id)
     if isinstance(fact, DeveloperDecision):
         delay = fact.observation_delay_ms if fact.observation_delay_ms is not None else -1
         return fact_id("decision", fact.org_id, fact.agent_harness, fact.session_id, fact.call_id or "",
                        fact.file_path, delay, fact.accepted, fact.explicit, render_datetime(fact.occurred_at))
     if isinstance(fact, PullRequestMerge):
+        if fact.is_identified:
+            return fact_id("merge", fact.org_id, *fact.forge_key, fact.pr_number)
         return merge_id(fact.org_id, fact.provider, fact.repo, fact.pr_number)
     if isinstance(fact, RepositoryRename):
         key = fact.source_event_id or event_hash or fact_content_hash(fact, "rename_id")
         return rename_id(fact.org_id, fact.provider, fact.repository_host, key)
     if isinstance(fact, Push):
+        if fact.is_identified:
+            return fact_id("push", fact.org_id, *fact.forge_key, fact.ref, fact.before_sha, fact.after_sha)
         return push_id(fact.org_id, fact.repo, fact.ref, fact.before_sha, fact.after_sha)
     if isinstance(fact, TestCaseResult):
         return test_case_result_id(fact.org_id, fact.provider, fact.repo, fact.run_id, fact.run_attempt,

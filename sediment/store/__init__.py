@@ -43,12 +43,14 @@ from sediment.facts import (
     FactModel,
     InferenceCall,
     InferenceMessage,
+    RepositoryRename,
     SessionCommitObservation,
     TestCaseResult,
     ToolDefinition,
 )
 from sediment.home import ensure_home, sediment_home
 from sediment.records import decode_record, encode_record, plain, sha256_hex, sortable_time
+from sediment.repositories import EVIDENCE_TABLES, RepositoryEvidence, evidence_of_all
 from sediment.store import schema
 from sediment.store.interning import expand, intern, references
 from sediment.store.keys import MODELS, fact_org, table_and_key
@@ -766,6 +768,26 @@ class FactStore:
         results.sort(key=lambda r: (r.repo, r.commit_sha, r.provider, r.run_id, r.run_attempt, r.test_id,
                                     r.report_sha256, r.locator))
         return results
+
+    def repository_evidence(self, org_id: str) -> Iterator[RepositoryEvidence]:
+        """The repository references of every visible identity-capable Fact of the org (CI
+        outcomes, pushes, merges with their head repository, session-commit observations), in
+        table then fact id order, read a batch at a time (what a repository context is built from)."""
+        for table_name in EVIDENCE_TABLES:
+            table = schema.FACT_TABLES[table_name]
+            with self._reading() as conn:
+                hidden = self._quarantined(conn, org_id, table_name)
+                query = (select(table.c.fact_id, table.c.record).where(table.c.org_id == org_id)
+                         .order_by(table.c.fact_id).execution_options(yield_per=500))
+                for row in conn.execute(query):
+                    if row.fact_id not in hidden:
+                        yield from evidence_of_all((self._model(table_name, row.record),))
+
+    def repository_renames(self, org_id: str) -> list[RepositoryRename]:
+        """Every visible RepositoryRename of the org, by fact id."""
+        with self._reading() as conn:
+            return [self._model("repository_renames", r.record)
+                    for r in self._visible(conn, "repository_renames", org_id)]
 
     def facts(self, table_name: str, org_id: str) -> Iterator[FactModel]:
         """Every visible Fact of one table (inference calls without their messages rehydrated)."""

@@ -20,6 +20,7 @@ def _key(*parts: str | int | None) -> str:
     return canonical_json(list(parts))
 
 
+
 def call_key(fact: InferenceCall) -> str:
     """An inference call's natural key (schema version 5).
 
@@ -42,8 +43,9 @@ def table_and_key(fact: FactModel) -> tuple[str, str, str]:
         return "ci_outcomes", fact.outcome_id, _key(fact.org_id, fact.provider, *forge, fact.run_id,
                                                     fact.run_attempt or 0)
     if isinstance(fact, SessionCommitObservation):
+        repository = fact.forge_key if fact.is_identified else (fact.repo,)
         return ("session_commit_observations", fact.observation_id,
-                _key(fact.org_id, fact.repo, fact.commit_sha, fact.session_id))
+                _key(fact.org_id, *repository, fact.commit_sha, fact.session_id))
     if isinstance(fact, DeveloperDecision):
         if fact.agent_harness == "claude-code" and fact.call_id is not None:
             key = _key("keyed", fact.org_id, fact.agent_harness, fact.session_id, fact.call_id,
@@ -54,9 +56,11 @@ def table_and_key(fact: FactModel) -> tuple[str, str, str]:
                        fact.accepted, fact.explicit)
         return "developer_decisions", fact.decision_id, key
     if isinstance(fact, Push):
-        return "pushes", fact.push_id, _key(fact.org_id, fact.repo, fact.ref, fact.before_sha, fact.after_sha)
+        repository = fact.forge_key if fact.is_identified else (fact.repo,)
+        return "pushes", fact.push_id, _key(fact.org_id, *repository, fact.ref, fact.before_sha, fact.after_sha)
     if isinstance(fact, PullRequestMerge):
-        return "pull_request_merges", fact.merge_id, _key(fact.org_id, fact.provider, fact.repo, fact.pr_number)
+        repository = fact.forge_key if fact.is_identified else (fact.provider, fact.repo)
+        return "pull_request_merges", fact.merge_id, _key(fact.org_id, *repository, fact.pr_number)
     if isinstance(fact, RepositoryRename):
         key = (_key(fact.org_id, fact.provider, fact.repository_host, fact.source_event_id)
                if fact.source_event_id else _key("id", fact.rename_id))
