@@ -30,6 +30,10 @@ Each log record ends one of three ways, and every one is accounted for:
   (``resourceLogs[0].scopeLogs[0].logRecords[3]: attributes[session.id]: missing``). Nothing of
   it is stored; every other record of the batch still is.
 
+A batch's Facts are stored in event-time order, so the order of the records inside a batch never
+matters; of two Facts with one natural key (a redelivery) in different batches, the one stored
+first is kept, as on every ingest path.
+
 Values are never coerced (:mod:`.envelope`): a field of the wrong kind refuses its record, while
 a value of the right kind outside a client's vocabulary is a named skip.
 """
@@ -50,6 +54,7 @@ from sediment.ingest.facts_jsonl import acting_org
 from sediment.ingest.otlp import claude_code, codex, copilot, shims, transcripts
 from sediment.ingest.otlp.batch import Batch, Emitted, Skip
 from sediment.ingest.otlp.envelope import LogRecord, read_envelope
+from sediment.store.keys import table_and_key
 
 __all__ = ["EVENTS", "SKIP_REASONS", "translate_otlp"]
 
@@ -114,6 +119,13 @@ def route(record: LogRecord) -> Route:
     return Route(body if body is not None and _EVENT_LIKE.fullmatch(body) else "(unnamed)")
 
 
+def _stored_order(fact: FactModel) -> tuple[Any, ...]:
+    """Facts of a batch are stored in event-time order (then by table and key), so where a record
+    sits in its batch never decides which of two Facts with one key is kept."""
+    table, fact_id, key = table_and_key(fact)
+    return getattr(fact, "occurred_at"), table, key, fact_id  # noqa: B009
+
+
 def translate_otlp(batch: dict[str, Any], *, org_id: str, captured_at: datetime) -> Translation:
     """One OTLP/JSON logs export → the Facts of its log records, and the skips and problems of
     the others (see the module docstring). A batch that is not an OTLP logs export at all is a
@@ -148,5 +160,6 @@ def translate_otlp(batch: dict[str, Any], *, org_id: str, captured_at: datetime)
         facts.extend(emitted.facts)
         warnings.extend(emitted.warnings)
     skips.extend("tool_result_joined" if r.position in context.joined else "tool_result_unjoined" for r in results)
+    facts.sort(key=_stored_order)
     return Translation(facts=tuple(facts), warnings=tuple(warnings), skips=tuple(skips), problems=tuple(problems),
                        elements=envelope.elements)
