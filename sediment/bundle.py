@@ -19,7 +19,7 @@ import json
 import os
 import secrets
 import shutil
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -28,7 +28,7 @@ import orjson
 from pydantic import ValidationError
 
 from sediment.errors import BundleError
-from sediment.facts import RepositoryRename
+from sediment.facts import DeveloperDecision, EditObservation, RepositoryRename
 from sediment.parallel import ordered_chunks
 from sediment.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy
 from sediment.records import _no_duplicate_keys, decode_record, encode_record
@@ -43,6 +43,9 @@ from sediment.split import assign_split
 
 BUNDLE_FORMAT = "sediment-rollout-bundle"
 BUNDLE_SCHEMA_VERSION = 3
+READABLE_VERSIONS = (BUNDLE_SCHEMA_VERSION,)
+"""Version 3 carries the repository population and, in each Rollout, its Session's decisions and
+edit observations; earlier versions are refused (derive again)."""
 RECORD_ENCODING = "sediment-record-json-v1"
 MANIFEST = "manifest.json"
 ROLLOUTS = "rollouts.jsonl"
@@ -223,6 +226,14 @@ class BundleManifest:
     fragmented: dict[str, int]
     skipped: dict[str, int]
     rows: int
+    #: The bundle's format version (``bundle_schema_version``).
+    schema_version: int
+
+    @property
+    def carries_session_evidence(self) -> bool:
+        """Whether Rollouts carry their Session's decisions and edit observations: our version 3
+        (not version 2, nor the upstream layout, version 4)."""
+        return self.schema_version == BUNDLE_SCHEMA_VERSION
 
 
 class Bundle:
@@ -313,10 +324,11 @@ def _read_manifest(path: Path) -> tuple[dict[str, dict[str, Any]], BundleManifes
         raise BundleError("bundle manifest must be a JSON object")
     if raw.get("bundle_format") != BUNDLE_FORMAT:
         raise BundleError(f"not a {BUNDLE_FORMAT}: bundle_format is {raw.get('bundle_format')!r}")
-    if raw.get("bundle_schema_version") != BUNDLE_SCHEMA_VERSION:
+    version = raw.get("bundle_schema_version")
+    if type(version) is not int or version not in READABLE_VERSIONS:
         raise BundleError(
-            f"unsupported bundle_schema_version {raw.get('bundle_schema_version')!r} "
-            f"(this Sediment reads version {BUNDLE_SCHEMA_VERSION}; derive the bundle again)"
+            f"unsupported bundle_schema_version {version!r} "
+            f"(this Sediment reads versions {', '.join(map(str, READABLE_VERSIONS))}; derive the bundle again)"
         )
     if set(raw) != _MANIFEST_KEYS:
         raise BundleError(
@@ -347,6 +359,7 @@ def _read_manifest(path: Path) -> tuple[dict[str, dict[str, Any]], BundleManifes
         fragmented=dict(raw["fragmented"]),
         skipped=dict(raw["skipped"]),
         rows=raw["counts"]["rollouts"],
+        schema_version=version,
     )
 
 
@@ -371,6 +384,17 @@ def _check_record(line: bytes, number: int, manifest: BundleManifest) -> tuple[s
         manifest.policy.digest, manifest.quarantine_revision
     ):
         raise BundleError(f"{ROLLOUTS} line {number}: provenance differs from the manifest")
+    evidence = (*rollout.session_decisions, *rollout.edit_observations)
+    if evidence and not manifest.carries_session_evidence:
+        raise BundleError(f"{ROLLOUTS} line {number}: a version {manifest.schema_version} bundle carries no "
+                          "session_decisions or edit_observations")
+    populations: tuple[tuple[str, Sequence[DeveloperDecision | EditObservation]], ...] = (
+        ("session_decisions", rollout.session_decisions), ("edit_observations", rollout.edit_observations))
+    for name, facts in populations:
+        for index, fact in enumerate(facts):
+            if (fact.org_id, fact.session_id) != (rollout.org_id, rollout.session_id):
+                raise BundleError(f"{ROLLOUTS} line {number}: {name}[{index}] belongs to Session "
+                                  f"{fact.session_id!r} of org {fact.org_id!r}, not to the Rollout's")
     return rollout.org_id, rollout.session_id
 
 

@@ -297,7 +297,8 @@ def read_v4_manifest(path: Path) -> V4BundleManifest:
     return V4BundleManifest(
         org_id=org_id, policy=policy, quarantine_revision=revision,
         fragmented={reason: fragmented.get(reason, 0) for reason in FRAGMENT_REASONS},
-        skipped=skipped, rows=counts["rollouts"], policy_digest=digest, scope=scope, as_of=raw["as_of"],
+        skipped=skipped, rows=counts["rollouts"], schema_version=V4_SCHEMA_VERSION, policy_digest=digest,
+        scope=scope, as_of=raw["as_of"],
         excluded=excluded, mirror_revisions={k: dict(v) for k, v in mirrors.items()}, counts=counts,
         implementation_versions=dict(versions), files=files,
     )

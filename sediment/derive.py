@@ -3,7 +3,8 @@
 For each Session: its calls (ordered, segmented, version "4"), its decisions attached by
 call id (unique-or-drop), its attributed commits (git notes, else Jaccard), the CI outcomes
 of complete, identity-consistent runs on those commits, its observations, split and
-provenance. :class:`StoreRollouts` is a lazy sequence: the export pipeline and the bundle
+provenance, and the Session's whole decision and edit-observation populations (for the
+objectives that read them from a bundle). :class:`StoreRollouts` is a lazy sequence: the export pipeline and the bundle
 writer read one Session at a time, so memory does not grow with the number of Sessions.
 
 The org's repository context (:mod:`sediment.repositories`) is built once, before the first
@@ -109,7 +110,8 @@ def derive_session(
     calls = sorted(store.calls_for_session(org_id, session_id), key=call_order_key)
     if not calls:
         return SessionDerivation(None)
-    decisions_by_call, losses = attach_decisions(calls, store.decisions_for_session(org_id, session_id))
+    decisions = sorted(store.decisions_for_session(org_id, session_id), key=lambda d: (d.occurred_at, d.decision_id))
+    decisions_by_call, losses = attach_decisions(calls, decisions)
     segments, fragmented = segment_calls(calls, decisions_by_call)
     observations = store.observations_for_session(org_id, session_id)
     attribution = attribute(org_id, calls, observations, index, policy.attribution, repositories)
@@ -147,6 +149,8 @@ def derive_session(
         session_commit_observations=tuple(kept_observations),
         tool_sets=tool_sets(calls),
         test_results=tuple(test_results),
+        session_decisions=tuple(decisions),
+        edit_observations=tuple(store.edit_observations_for_session(org_id, session_id)),
     )
     return SessionDerivation(rollout, fragmented, skipped)
 

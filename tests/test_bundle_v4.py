@@ -44,7 +44,7 @@ from sediment.testing import ORG, POLICY, PROVENANCE, call, message, outcome, ro
 UPSTREAM_VERSIONS = {"abandonment": "6", "attribution": "3", "attributed_completion": "5", "rollout": "4",
                      "repository_identity": "1"}
 OURS_ONLY_TURN = ("output_messages", "model", "observed_at", "tools_digest")
-OURS_ONLY_ROLLOUT = ("tool_sets", "test_results")
+OURS_ONLY_ROLLOUT = ("tool_sets", "test_results", "session_decisions", "edit_observations")
 
 
 def upstream_value(value: Any) -> Any:
@@ -271,9 +271,11 @@ def rollouts(commit_history: dict[str, str]) -> list[Rollout]:
 
 
 def as_v4_reads_them(r: Rollout) -> Rollout:
-    """``r`` as a v4 bundle gives it back: no tool definitions, no test results."""
+    """``r`` as a v4 bundle gives it back: no tool definitions, no test results, no Session
+    decision or edit-observation populations."""
     segments = tuple(tuple(t.model_copy(update={"tools_digest": None}) for t in s) for s in r.segments)
-    return r.model_copy(update={"segments": segments, "tool_sets": (), "test_results": ()})
+    return r.model_copy(update={"segments": segments, "tool_sets": (), "test_results": (), "session_decisions": (),
+                                "edit_observations": ()})
 
 
 @pytest.fixture

@@ -40,6 +40,7 @@ from sediment.errors import ConfigurationError, SedimentError
 from sediment.facts import (
     CIOutcome,
     DeveloperDecision,
+    EditObservation,
     FactModel,
     InferenceCall,
     InferenceMessage,
@@ -734,6 +735,23 @@ class FactStore:
         with self._reading() as conn:
             return [self._model("developer_decisions", r.record)
                     for r in self._visible(conn, "developer_decisions", org_id, table.c.session_id == session_id)]
+
+    def session_facts(self, table_name: str, org_id: str, session_id: str) -> list[FactModel]:
+        """The visible Facts of one Session-scoped table (decisions, edit observations, rejected
+        edits, retry linkages, commit observations) in fact-id order."""
+        table = schema.FACT_TABLES[table_name]
+        if table_name == "inference_calls" or "session_id" not in table.c:
+            raise StoreError(f"{table_name} is not a table of Session-scoped Facts read this way")
+        with self._reading() as conn:
+            return [self._model(table_name, r.record)
+                    for r in self._visible(conn, table_name, org_id, table.c.session_id == session_id)]
+
+    def edit_observations_for_session(self, org_id: str, session_id: str) -> list[EditObservation]:
+        """The Session's visible edit observations, by ``(agent_harness, call_id, occurred_at,
+        observation_id)`` (compared in Python, so both backends give one order)."""
+        found = [fact for fact in self.session_facts("edit_observations", org_id, session_id)
+                 if isinstance(fact, EditObservation)]
+        return sorted(found, key=lambda o: (o.agent_harness, o.call_id, o.occurred_at, o.observation_id))
 
     def observations_for_session(self, org_id: str, session_id: str) -> list[SessionCommitObservation]:
         table = schema.session_commit_observations
