@@ -43,9 +43,6 @@ from sediment.split import assign_split
 
 BUNDLE_FORMAT = "sediment-rollout-bundle"
 BUNDLE_SCHEMA_VERSION = 3
-READABLE_VERSIONS = (BUNDLE_SCHEMA_VERSION,)
-"""Version 3 carries the repository population and, in each Rollout, its Session's decisions and
-edit observations; earlier versions are refused (derive again)."""
 RECORD_ENCODING = "sediment-record-json-v1"
 MANIFEST = "manifest.json"
 ROLLOUTS = "rollouts.jsonl"
@@ -229,12 +226,6 @@ class BundleManifest:
     #: The bundle's format version (``bundle_schema_version``).
     schema_version: int
 
-    @property
-    def carries_session_evidence(self) -> bool:
-        """Whether Rollouts carry their Session's decisions and edit observations: our version 3
-        (not version 2, nor the upstream layout, version 4)."""
-        return self.schema_version == BUNDLE_SCHEMA_VERSION
-
 
 class Bundle:
     """A validated bundle whose Rollouts are read lazily, one at a time, by index, with the
@@ -325,10 +316,10 @@ def _read_manifest(path: Path) -> tuple[dict[str, dict[str, Any]], BundleManifes
     if raw.get("bundle_format") != BUNDLE_FORMAT:
         raise BundleError(f"not a {BUNDLE_FORMAT}: bundle_format is {raw.get('bundle_format')!r}")
     version = raw.get("bundle_schema_version")
-    if type(version) is not int or version not in READABLE_VERSIONS:
+    if type(version) is not int or version != BUNDLE_SCHEMA_VERSION:
         raise BundleError(
             f"unsupported bundle_schema_version {version!r} "
-            f"(this Sediment reads versions {', '.join(map(str, READABLE_VERSIONS))}; derive the bundle again)"
+            f"(this Sediment reads version {BUNDLE_SCHEMA_VERSION}; derive the bundle again)"
         )
     if set(raw) != _MANIFEST_KEYS:
         raise BundleError(
@@ -384,10 +375,6 @@ def _check_record(line: bytes, number: int, manifest: BundleManifest) -> tuple[s
         manifest.policy.digest, manifest.quarantine_revision
     ):
         raise BundleError(f"{ROLLOUTS} line {number}: provenance differs from the manifest")
-    evidence = (*rollout.session_decisions, *rollout.edit_observations)
-    if evidence and not manifest.carries_session_evidence:
-        raise BundleError(f"{ROLLOUTS} line {number}: a version {manifest.schema_version} bundle carries no "
-                          "session_decisions or edit_observations")
     populations: tuple[tuple[str, Sequence[DeveloperDecision | EditObservation]], ...] = (
         ("session_decisions", rollout.session_decisions), ("edit_observations", rollout.edit_observations))
     for name, facts in populations:

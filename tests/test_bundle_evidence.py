@@ -1,6 +1,6 @@
 """Bundle version 3 carries each Session's decisions and edit observations (what SFT and DPO read
 from a bundle, objectives contract §1.4–§1.5), from ``sediment ingest otlp`` to ``open_bundle``;
-version 2 bundles stay readable."""
+other versions are refused."""
 
 from __future__ import annotations
 
@@ -72,7 +72,6 @@ def test_a_bundle_carries_every_decision_and_edit_observation_of_its_sessions(tm
     manifest = json.loads((bundle_path / "manifest.json").read_text())
     assert manifest["bundle_schema_version"] == 3
     bundle = open_bundle(bundle_path)
-    assert bundle.manifest.carries_session_evidence
     [session] = list(bundle)
     population = session.session_decisions
     assert [d.call_id for d in population] == ["toolu_99Elsewhere", "toolu_02EditCalc", "toolu_03WriteNotes",
@@ -119,18 +118,7 @@ def test_rlvr_rows_do_not_change(tmp_path: Path, mirror_root: MirrorRoot) -> Non
     store.close()
 
 
-# --- version 2 and damaged records ------------------------------------------------------------
-
-
-def as_version_2(path: Path) -> None:
-    """Rewrite a bundle as version 2 wrote it: the manifest's version, records without the populations."""
-    lines = []
-    for line in (path / "rollouts.jsonl").read_text().splitlines():
-        record = json.loads(json.loads(line)["record_json"])
-        del record["session_decisions"], record["edit_observations"]
-        lines.append(json.dumps({"record_json": json.dumps(record, sort_keys=True, separators=(",", ":"))},
-                                separators=(",", ":")))
-    _rewrite(path, lines, version=2)
+# --- other versions and damaged records ------------------------------------------------------------
 
 
 def _rewrite(path: Path, lines: list[str], *, version: int | None = None) -> None:
@@ -141,18 +129,6 @@ def _rewrite(path: Path, lines: list[str], *, version: int | None = None) -> Non
     if version is not None:
         manifest["bundle_schema_version"] = version
     (path / "manifest.json").write_text(json.dumps(manifest, sort_keys=True, separators=(",", ":")) + "\n")
-
-
-def test_a_version_2_bundle_is_still_read(tmp_path: Path, mirror_root: MirrorRoot) -> None:
-    sessions = [rollout(f"s{i}") for i in range(3)]
-    path = write_bundle(sessions, tmp_path / "b", org_id=ORG, policy=POLICY, quarantine_revision=0)
-    as_version_2(path)
-    bundle = open_bundle(path)
-    assert bundle.manifest.schema_version == 2 and not bundle.manifest.carries_session_evidence
-    assert list(bundle) == sessions
-    export_rlvr_from_bundle(path, mirror_root, tmp_path / "out", target="nemo-gym",
-                            verifier_commands=VerifierCommands.empty())
-    assert (tmp_path / "out" / "rollouts.train.jsonl").exists() or (tmp_path / "out" / "rollouts.eval.jsonl").exists()
 
 
 def decision(session: str, call_id: str = "t1") -> DeveloperDecision:
@@ -180,19 +156,11 @@ def test_a_population_fact_of_another_session_is_refused(tmp_path: Path, update:
         open_bundle(path)
 
 
-def test_a_version_2_bundle_with_populations_is_refused(tmp_path: Path) -> None:
-    path = write_bundle([rollout("s0").model_copy(update={"session_decisions": (decision("s0"),)})], tmp_path / "b",
-                        org_id=ORG, policy=POLICY, quarantine_revision=0)
-    _rewrite(path, (path / "rollouts.jsonl").read_text().splitlines(), version=2)
-    with pytest.raises(BundleError, match="rollouts.jsonl line 1: a version 2 bundle carries no session_decisions"):
-        open_bundle(path)
-
-
-@pytest.mark.parametrize("version", [1, 4, "3", True, None])
+@pytest.mark.parametrize("version", [1, 2, 4, "3", True, None])
 def test_other_versions_are_refused(tmp_path: Path, version: Any) -> None:
     path = write_bundle([rollout("s0")], tmp_path / "b", org_id=ORG, policy=POLICY, quarantine_revision=0)
     manifest = json.loads((path / "manifest.json").read_text())
     manifest["bundle_schema_version"] = version
     (path / "manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(BundleError, match=f"unsupported bundle_schema_version {version!r} .*reads versions 2, 3"):
+    with pytest.raises(BundleError, match=f"unsupported bundle_schema_version {version!r} .*reads version 3; derive the bundle again"):
         open_bundle(path)
