@@ -7,7 +7,7 @@ checks everything before any export starts and returns a :class:`V4Bundle`, read
 
 A v4 bundle is seven files: ``manifest.json`` and six JSONL populations, each line exactly
 ``{"record_json": "<canonical record>"}``. Its Rollout records carry no call context, so each
-Turn's ``output_messages``, ``model`` and ``observed_at`` are hydrated from the
+Turn's ``output_messages``, ``model``, ``observed_at`` and ``model_call_id`` are hydrated from the
 ``inference_calls.jsonl`` record its ``inference_call_id`` names (upstream records no tool
 definitions, so ``tools_digest`` stays ``None``, ``tool_sets`` and ``test_results`` empty).
 Memory stays bounded: the Rollouts and the calls are indexed by byte offset and read one at a
@@ -84,7 +84,7 @@ TURN_KEYS = frozenset({"new_messages", "completion", "decisions", "inference_cal
 #: An upstream InferenceCall record: ours without ``tools``.
 CALL_KEYS = frozenset(InferenceCall.model_fields) - {"tools"}
 #: What a Turn takes from its call.
-HYDRATED = ("output_messages", "model", "observed_at")
+HYDRATED = ("output_messages", "model", "observed_at", "model_call_id")
 
 _TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")

@@ -150,6 +150,12 @@ def _outcome_commit_key(outcome: CIOutcome, repositories: RepositoryContext | No
     return CommitKey(outcome.org_id, resolved.repo, outcome.commit_sha, resolved.identity), None
 
 
+def outcome_commit_key(outcome: CIOutcome, repositories: RepositoryContext | None) -> CommitKey | None:
+    """The qualified commit an outcome is on, as resolution keys it, or ``None`` when its
+    repository is declined (without a context only legacy outcomes qualify)."""
+    return _outcome_commit_key(outcome, repositories)[0]
+
+
 def _run_key(outcome: CIOutcome) -> tuple[str, ...]:
     if outcome.repository_provider is not None:
         return (outcome.org_id, outcome.provider, "identified", outcome.repository_provider,
@@ -332,6 +338,7 @@ __all__ = [
     "CIResolutionResult",
     "CIWorkflowResolution",
     "CommitKey",
+    "outcome_commit_key",
     "resolve_ci",
     "select_reward_resolution",
 ]

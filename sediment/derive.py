@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,7 +28,9 @@ from typing import Any
 from sediment.attribution import CommitIndex, attribute
 from sediment.bundle import check_destination, encode_line, write_bundle, write_bundle_lines
 from sediment.ci_resolution import commit_key_of, resolve_ci
-from sediment.facts import CIOutcome, DeveloperDecision, InferenceCall, ToolCallPart
+from sediment.decision_attachment import ATTACHMENT_SKIP_REASONS, CallTarget
+from sediment.decision_attachment import attach_decisions as attach_decisions_to
+from sediment.facts import CIOutcome, DeveloperDecision, InferenceCall
 from sediment.mirrors import MirrorRoot
 from sediment.parallel import ordered_chunks
 from sediment.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy, Provenance
@@ -37,48 +39,16 @@ from sediment.rollout import CommitRef, Rollout, call_order_key, segment_calls, 
 from sediment.split import assign_split
 from sediment.store import FactStore
 
-DECISION_LOSSES = ("missing_decision_call_id", "unmatched_decision_call_id", "ambiguous_decision_call_id")
+DECISION_LOSSES = ATTACHMENT_SKIP_REASONS
 
 
 def attach_decisions(
     calls: Sequence[InferenceCall], decisions: Sequence[DeveloperDecision]
 ) -> tuple[dict[str, tuple[DeveloperDecision, ...]], Counter[str]]:
-    """Decisions per inference call id, joined unique-or-drop on ``call_id``.
-
-    A call is reachable by its ``model_call_id`` and by the id of each tool call it made. A
-    decision whose ``call_id`` reaches no call, or more than one, is dropped and counted.
-    Codex rows with an empty ``file_path`` are dropped first when a keyed sibling (same
-    decision otherwise) names the file.
-    """
-    targets: dict[str, set[str]] = defaultdict(set)
-    for call in calls:
-        if call.model_call_id:
-            targets[call.model_call_id].add(call.inference_call_id)
-        for message in call.output_messages:
-            for part in message.parts:
-                if isinstance(part, ToolCallPart):
-                    targets[part.id].add(call.inference_call_id)
-
-    def sibling_key(d: DeveloperDecision) -> tuple[object, ...]:
-        return (d.org_id, d.session_id, d.agent_harness, d.call_id, d.accepted, d.explicit, d.occurred_at)
-
-    keyed = {sibling_key(d) for d in decisions if d.agent_harness == "codex" and d.file_path}
-    losses: Counter[str] = Counter()
-    attached: dict[str, list[DeveloperDecision]] = defaultdict(list)
-    for decision in sorted(decisions, key=lambda d: (d.occurred_at, d.decision_id)):
-        if decision.agent_harness == "codex" and not decision.file_path and sibling_key(decision) in keyed:
-            continue
-        if decision.call_id is None:
-            losses["missing_decision_call_id"] += 1
-            continue
-        matches = targets.get(decision.call_id, set())
-        if not matches:
-            losses["unmatched_decision_call_id"] += 1
-        elif len(matches) > 1:
-            losses["ambiguous_decision_call_id"] += 1
-        else:
-            attached[next(iter(matches))].append(decision)
-    return {k: tuple(v) for k, v in attached.items()}, losses
+    """Decisions per inference call id, joined unique-or-drop on ``call_id``
+    (:mod:`sediment.decision_attachment`), and the drop counts by reason."""
+    attachment = attach_decisions_to(map(CallTarget.of_call, calls), decisions)
+    return dict(attachment.by_call), attachment.skipped
 
 
 @dataclass

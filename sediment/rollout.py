@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
-from pydantic import field_validator
+from pydantic import Field, field_validator, model_validator
 
 from sediment.facts import (
     CIOutcome,
@@ -72,6 +72,32 @@ class Turn(FactModel):
     model: NonEmptyId | None = None
     observed_at: UtcDatetime | None = None
     tools_digest: str | None = None
+    #: The call's response id, one of the ids a developer decision may name it by
+    #: (:mod:`sediment.decision_attachment`). Bundle version 4.
+    model_call_id: NonEmptyId | None = None
+
+
+class FileAttribution(FactModel):
+    """One code file an attributed commit changed, bound to the Session's call whose completion
+    best matches the text the file's first-parent diff adds (:func:`sediment.attribution.attribute_files`).
+
+    ``similarity_score`` is that Jaccard similarity, in ``(0, 1]``; how the Session was bound to
+    the commit is the Rollout's :attr:`Rollout.attribution_source`.
+    """
+
+    inference_call_id: NonEmptyId
+    repo: NonEmptyRepoSlug
+    commit_sha: CommitSha
+    repository_identity: RepositoryIdentity | None = None
+    file_path: str = Field(min_length=1)
+    similarity_score: float
+
+    @field_validator("similarity_score")
+    @classmethod
+    def _similarity(cls, value: float) -> float:
+        if not 0.0 < value <= 1.0:
+            raise ValueError(f"similarity_score must be in (0, 1], got {value!r}")
+        return value
 
 
 class ToolSet(FactModel):
@@ -117,6 +143,10 @@ class Rollout(FactModel):
     #: observation_id)``: the evidence a decision's edit retention is filled from
     #: (:func:`sediment.edit_retention.fill_edit_retention`). Bundle version 3.
     edit_observations: tuple[EditObservation, ...] = ()
+    #: Each changed code file of the attributed commits with the call it is attributed to, by
+    #: (commit, file): the attributed completions SFT and DPO read. Bundle version 4; a version 3
+    #: bundle carries none.
+    file_attributions: tuple[FileAttribution, ...] = ()
 
     @field_validator("segments")
     @classmethod
@@ -124,6 +154,22 @@ class Rollout(FactModel):
         if any(not segment for segment in segments):
             raise ValueError("a segment holds at least one Turn")
         return segments
+
+    @model_validator(mode="after")
+    def _file_attributions_name_turns(self) -> Rollout:
+        if not self.file_attributions:
+            return self
+        calls = {turn.inference_call_id for segment in self.segments for turn in segment}
+        seen: set[tuple[object, ...]] = set()
+        for index, attribution in enumerate(self.file_attributions):
+            if attribution.inference_call_id not in calls:
+                raise ValueError(f"file_attributions[{index}] names call {attribution.inference_call_id!r}, "
+                                 "which no Turn of the Rollout holds")
+            key = (attribution.repo, attribution.repository_identity, attribution.commit_sha, attribution.file_path)
+            if key in seen:
+                raise ValueError(f"file_attributions[{index}] attributes a file twice")
+            seen.add(key)
+        return self
 
 
 # --- turn construction ---------------------------------------------------------------
@@ -176,6 +222,7 @@ def make_turn(
         model=call.model,
         observed_at=call.observed_at,
         tools_digest=None if call.tools is None else tools_digest(call.tools),
+        model_call_id=call.model_call_id,
     )
 
 

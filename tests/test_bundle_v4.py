@@ -43,8 +43,8 @@ from sediment.testing import ORG, POLICY, PROVENANCE, call, message, outcome, ro
 
 UPSTREAM_VERSIONS = {"abandonment": "6", "attribution": "3", "attributed_completion": "5", "rollout": "4",
                      "repository_identity": "1"}
-OURS_ONLY_TURN = ("output_messages", "model", "observed_at", "tools_digest")
-OURS_ONLY_ROLLOUT = ("tool_sets", "test_results", "session_decisions", "edit_observations")
+OURS_ONLY_TURN = ("output_messages", "model", "observed_at", "tools_digest", "model_call_id")
+OURS_ONLY_ROLLOUT = ("tool_sets", "test_results", "session_decisions", "edit_observations", "file_attributions")
 
 
 def upstream_value(value: Any) -> Any:
@@ -275,7 +275,7 @@ def as_v4_reads_them(r: Rollout) -> Rollout:
     decision or edit-observation populations."""
     segments = tuple(tuple(t.model_copy(update={"tools_digest": None}) for t in s) for s in r.segments)
     return r.model_copy(update={"segments": segments, "tool_sets": (), "test_results": (), "session_decisions": (),
-                                "edit_observations": ()})
+                                "edit_observations": (), "file_attributions": ()})
 
 
 @pytest.fixture
