@@ -17,7 +17,15 @@ A target::
 
 from __future__ import annotations
 
+from sediment.attributed_completions import (
+    AttributedCompletion,
+    CompletionCall,
+    CompletionResolution,
+    SessionAbandonment,
+    SessionCompletions,
+)
 from sediment.ci_resolution import CIResolution
+from sediment.confidence import LabelConfidencePolicy
 from sediment.export.context import ExportContext
 from sediment.export.evidence import RECIPE_ID, RECIPE_VERSION, RolloutEvidence, put_optional, reward_source
 from sediment.export.hookspecs import CONTRACT_VERSION, hookimpl
@@ -53,10 +61,12 @@ from sediment.facts import (
     ToolDefinition,
 )
 from sediment.identifiers import render_datetime
+from sediment.policy import Provenance, TrainingProvenance
 from sediment.records import canonical_digest, canonical_json, plain, sha256_hex
 from sediment.rollout import Rollout, Turn
 from sediment.split import Split
 from sediment.test_transitions import TRANSITION_SKIP_REASONS, TestTransitions
+from sediment.trainer_messages import TRAINER_SKIP_REASONS, TrainerConversation, TrainerDecline, map_conversation
 from sediment.validation import schemas_in
 
 __all__ = [
@@ -66,14 +76,19 @@ __all__ = [
     "RECIPE_VERSION",
     "ROLLOUT_SKIP_REASONS",
     "SPLIT_ORDER",
+    "TRAINER_SKIP_REASONS",
     "TRANSITION_SKIP_REASONS",
     "AdaptedRow",
+    "AttributedCompletion",
     "CIOutcome",
     "CIResolution",
+    "CompletionCall",
+    "CompletionResolution",
     "Declined",
     "Dependency",
     "ExportContext",
     "InferenceMessage",
+    "LabelConfidencePolicy",
     "ManifestInfo",
     "ObjectiveInfo",
     "Part",
@@ -82,12 +97,15 @@ __all__ = [
     "PopulationInfo",
     "ProfileInfo",
     "ProjectedRow",
+    "Provenance",
     "PublishedExport",
     "ReasoningPart",
     "Recipe",
     "ReferencePatch",
     "Rollout",
     "RolloutEvidence",
+    "SessionAbandonment",
+    "SessionCompletions",
     "Split",
     "TargetInfo",
     "TaskBasis",
@@ -97,12 +115,16 @@ __all__ = [
     "ToolCallPart",
     "ToolCallResponsePart",
     "ToolDefinition",
+    "TrainerConversation",
+    "TrainerDecline",
+    "TrainingProvenance",
     "Turn",
     "atomic_write_bytes",
     "canonical_digest",
     "canonical_json",
     "decision_row",
     "hookimpl",
+    "map_conversation",
     "message_row",
     "plain",
     "put_optional",
