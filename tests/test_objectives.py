@@ -109,7 +109,7 @@ def lines(path: Path) -> list[str]:
 
 def test_discovery_finds_the_builtin_objectives() -> None:
     registry = load_registry()
-    assert tuple(sorted(registry.objectives)) == BUILTIN_OBJECTIVES == ("rlvr",)
+    assert tuple(sorted(registry.objectives)) == BUILTIN_OBJECTIVES == ("rlvr", "sft")
     rlvr = registry.objectives["rlvr"]
     assert rlvr.origin.distribution == "sediment"
     assert registry.default_objective is rlvr
@@ -218,9 +218,9 @@ def test_every_target_belongs_to_an_installed_objective_with_targets() -> None:
     schemas = ("schemas", make_objective("schemas", populations=("unused",)))  # registers the row schema
     assert registry_with(("t", make_target(None)), schemas).targets["t"].objective == "rlvr"  # contract v2
     assert registry_with(("t", make_target("rlvr")), schemas).targets["t"].objective == "rlvr"
-    with pytest.raises(PluginError, match=r"target 't' \(inline \(test\)\) belongs to objective 'sft', which is not "
+    with pytest.raises(PluginError, match=r"target 't' \(inline \(test\)\) belongs to objective 'orpo', which is not "
                                           "installed; see `sediment objectives`"):
-        registry_with(("t", make_target("sft")), schemas)
+        registry_with(("t", make_target("orpo")), schemas)
     with pytest.raises(PluginError, match="belongs to objective 'schemas', which has no targets"):
         registry_with(("t", make_target("schemas")), schemas)
     with pytest.raises(PluginError, match=r"writes populations \['notes'\]; objective 'rlvr' targets write "
@@ -244,9 +244,9 @@ def test_an_export_reaches_the_chosen_objective_only(tmp_path: Path) -> None:
     assert calls == ["notes"]
     assert list(summary) == ["objective", "rollouts", "note_rows", "note_skipped", "fragmented", "written", "manifests"]
     assert (summary["objective"], summary["rollouts"], summary["note_rows"]) == ("notes", 2, 2)
-    with pytest.raises(UnknownObjectiveError, match="unsupported export objective: sft; installed objectives: "
-                                                    "notes, other, rlvr"):
-        export(registry, tmp_path / "o2", [], objective="sft")
+    with pytest.raises(UnknownObjectiveError, match="unsupported export objective: orpo; installed objectives: "
+                                                    "notes, other, rlvr, sft"):
+        export(registry, tmp_path / "o2", [], objective="orpo")
 
 
 def test_the_test_kit_exports_an_objective_and_validates_its_rows(tmp_path: Path) -> None:
@@ -421,8 +421,8 @@ def test_claims_of_other_objectives_refuse_the_directory(tmp_path: Path) -> None
         export_objective(Evidence([], False), mine, objective="rlvr", target="nemo-gym", registry=registry)
     uninstalled = tmp_path / "uninstalled"
     uninstalled.mkdir()
-    (uninstalled / ".sediment-sft-target").write_text("sft\n")
-    with pytest.raises(OutputDirectoryError, match=r"already belongs to an export of objective sft \(sft\), which is "
+    (uninstalled / ".sediment-orpo-target").write_text("orpo\n")
+    with pytest.raises(OutputDirectoryError, match=r"already belongs to an export of objective orpo \(orpo\), which is "
                                                    "not installed"):
         export(registry, uninstalled, [rollout("s1")])
     rlvr_rows = tmp_path / "rows"

@@ -1,0 +1,398 @@
+"""Objective sft on a real store and a real mirror: every eligibility, Confidence, dedupe and
+decline rule of objectives contract §4 (with the units docs/sft.md decides), the rows exactly
+per §4.4 and schema-valid, the same rows directly and from a bundle, the same bytes whatever the
+ingest order, and the writer's directory discipline."""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sediment.bundle import open_bundle
+from sediment.confidence import LabelConfidencePolicy
+from sediment.derive import StoreRollouts, derive_bundle
+from sediment.errors import BundleError, OutputDirectoryError
+from sediment.export.pipeline import Evidence, export_objective
+from sediment.export.registry import load_registry
+from sediment.export.settings import SettingsSources
+from sediment.facts import CIOutcome, DeveloperDecision, EditObservation, InferenceCall, ToolCallPart
+from sediment.mirrors import MirrorRoot, MirrorWriter
+from sediment.observations import observe_notes
+from sediment.policy import DerivationPolicy
+from sediment.split import assign_split
+from sediment.store import FactStore
+from sediment.testing import ORG, REPO, T0, message, read_rows, snapshot
+
+SCHEMA_ID = "https://sediment.so/schemas/training-rows/sft-sample/v3.json"
+METADATA_KEYS = ["org_id", "source_model", "completion_id", "recipe_id", "recipe_version", "eligibility_source",
+                 "label_confidence", "ci_reliability", "provenance", "split", "repository_identity",
+                 "attribution_source", "session_commit_observation_ids", "schema_id", "schema_version"]
+PROVENANCE_KEYS = ["policy_version", "quarantine_revision", "policy_digest", "label_confidence_policy_version",
+                   "label_confidence_policy_digest", "trainer_messages_version"]
+
+
+@dataclass
+class World:
+    """The Facts of an org (one Session per case) and the origin repository their commits are in."""
+
+    origin: Path
+    facts: list[Any] = field(default_factory=list)
+    hour: int = 0
+    commits: dict[str, str] = field(default_factory=dict)
+
+    def session(self, name: str, files: dict[str, str], *, note: bool = True, model: str | None = "gpt-x",
+                output_role: str = "assistant", nan: bool = False, one_call: bool = False) -> list[str]:
+        """One Session writing ``files`` (one call per file, or one call writing them all) and a
+        commit holding them; the tool call ids, in order."""
+        self.hour += 1
+        start = T0 + timedelta(hours=self.hour)
+        history = [message("system", "You are a coding agent."), message("user", f"task {name}")]
+        items = list(files.items())
+        groups = [items] if one_call else [[item] for item in items]
+        ids = []
+        for index, group in enumerate(groups):
+            parts = []
+            for path, content in group:
+                tool_id = f"{name}-t{len(ids)}"
+                ids.append(tool_id)
+                arguments: dict[str, Any] = {"path": path, "content": content}
+                if nan:
+                    arguments["weight"] = float("nan")
+                parts.append(ToolCallPart(id=tool_id, name="write_file", arguments=arguments))
+            output = message(output_role, *parts)
+            self.facts.append(InferenceCall(
+                inference_call_id=f"{name}-c{index}", org_id=ORG, session_id=name, model=model,
+                model_call_id=f"resp-{name}-{index}", input_messages=tuple(history), output_messages=(output,),
+                observed_at=start + timedelta(seconds=30 * index)))
+            history = [*history, output, message("user", "ok")]
+        writer = MirrorWriter(self.origin)
+        sha = writer.commit(files, f"work of {name}", when=int((start + timedelta(minutes=10)).timestamp()))
+        if note:
+            writer.add_note(sha, [{"tool": "claude-code", "session_id": name, "stamped_at": "2026-01-05T12:00:00Z"}])
+        self.commits[name] = sha
+        return ids
+
+    def decide(self, name: str, call_id: str, *, accepted: bool = True, explicit: bool = True,
+               harness: str = "claude-code", score: float | None = None) -> None:
+        self.facts.append(DeveloperDecision(
+            decision_id=f"d-{call_id}-{accepted}-{explicit}", org_id=ORG, session_id=name, agent_harness=harness,
+            file_path="", accepted=accepted, explicit=explicit, interaction_mode="agent", call_id=call_id,
+            edit_retention_score=score, occurred_at=T0 + timedelta(hours=self.hour, minutes=5),
+            captured_at=T0 + timedelta(days=2)))
+
+    def edit(self, name: str, call_id: str, applied: str, observed: str, harness: str = "claude-code") -> None:
+        self.facts.append(EditObservation(
+            observation_id=f"e-{call_id}", org_id=ORG, session_id=name, agent_harness=harness, file_path="x",
+            call_id=call_id, applied_text=applied, observed_file_text=observed, occurred_at=T0, captured_at=T0))
+
+    def ci(self, name: str, result: str, *, run: str, attempt: int = 1, workflow: str = "tests") -> None:
+        self.facts.append(CIOutcome(
+            outcome_id=f"o-{name}-{run}-{attempt}", org_id=ORG, provider="github_actions", run_id=run,
+            run_attempt=attempt, repo=REPO, commit_sha=self.commits[name], branch="main", result=result,
+            workflow_name=workflow, workflow_id=workflow, workflow_path=f".github/workflows/{workflow}.yml",
+            captured_at=T0 + timedelta(days=1, minutes=attempt)))
+
+
+def code(name: str, n: int = 0) -> str:
+    """A distinctive code file of a Session (its tokens match no other Session's)."""
+    return f"def {name.replace('-', '_')}_{n}(value):\n    return value + {n}\n"
+
+
+def build_world(tmp: Path) -> World:
+    world = World(tmp / "origin.git")
+    MirrorWriter(world.origin).commit({"README.md": "# demo\n"}, "base", when=int(T0.timestamp()))
+    # explicit accept, clean pass
+    [t] = world.session("accept", {"accept.py": code("accept")})
+    world.decide("accept", t)
+    world.ci("accept", "passed", run="1")
+    # an explicit reject wins over the accept
+    [t] = world.session("reject", {"reject.py": code("reject")})
+    world.decide("reject", t)
+    world.decide("reject", t, accepted=False)
+    # explicit accept, CI failed
+    [t] = world.session("failed", {"failed.py": code("failed")})
+    world.decide("failed", t)
+    world.ci("failed", "failed", run="2")
+    # an implicit accept whose edit survived whole (retention filled from the observation): 0.66
+    [t] = world.session("retained", {"retained.py": code("retained")})
+    world.decide("retained", t, explicit=False)
+    world.edit("retained", t, code("retained"), "# header\n" + code("retained"))
+    # an implicit accept half rewritten: no curated source
+    [t] = world.session("weak", {"weak.py": code("weak")})
+    world.decide("weak", t, explicit=False, score=0.5)
+    # no decision, a clean pass: verified only
+    world.session("passonly", {"passonly.py": code("passonly")})
+    world.ci("passonly", "passed", run="3")
+    # explicit accept, failed then passed on a retry: a suspected flake
+    [t] = world.session("flaky", {"flaky.py": code("flaky")})
+    world.decide("flaky", t)
+    world.ci("flaky", "failed", run="4", attempt=1)
+    world.ci("flaky", "passed", run="4", attempt=2)
+    # one call wrote two files: two attributed completions, one row
+    [t, _] = world.session("twofiles", {"one.py": code("twofiles", 1), "two.py": code("twofiles", 2)}, one_call=True)
+    world.decide("twofiles", t)
+    world.ci("twofiles", "passed", run="5")
+    # two workflows disagree: ambiguous, and a failure
+    [t] = world.session("ambiguous", {"ambiguous.py": code("ambiguous")})
+    world.decide("ambiguous", t)
+    world.ci("ambiguous", "passed", run="6", workflow="tests")
+    world.ci("ambiguous", "failed", run="7", workflow="lint")
+    # a call without a model; one whose output is not an assistant's; one holding a NaN
+    [t] = world.session("nomodel", {"nomodel.py": code("nomodel")}, model=None)
+    world.decide("nomodel", t)
+    world.session("userout", {"userout.py": code("userout")}, output_role="user")
+    world.decide("userout", "resp-userout-0")  # joined by the response id
+    [t] = world.session("nan", {"nan.py": code("nan")}, nan=True)
+    world.decide("nan", t)
+    # Codex, accept-only: an implicit accept retained strongly sits at the baseline 0.6, the floor
+    [t] = world.session("codex", {"codex.py": code("codex")})
+    world.decide("codex", t, explicit=False, harness="codex", score=0.9)
+    # no git note: bound by Jaccard similarity
+    [t] = world.session("guessed", {"guessed.py": code("guessed")}, note=False)
+    world.decide("guessed", t)
+    # two calls of one Session, each on its own file; the second (an eval-split Session) also
+    # carries a decision naming no call
+    [t0, t1] = world.session("s-05", {"first.py": code("s-05", 1), "second.py": code("s-05", 2)})
+    world.decide("s-05", t0)
+    world.decide("s-05", t1)
+    world.decide("s-05", "nowhere")
+    return world
+
+
+def load(world: World, tmp: Path, name: str = "facts.db", seed: int | None = None) -> tuple[FactStore, MirrorRoot]:
+    store = FactStore(f"sqlite:///{tmp / name}")
+    facts = list(world.facts)
+    if seed is not None:
+        random.Random(seed).shuffle(facts)
+        for start in range(0, len(facts), 7):
+            store.append(facts[start:start + 7])
+    else:
+        store.append(facts)
+    root = tmp / f"mirrors-{name}"
+    root.mkdir()
+    mirrors = MirrorRoot(root)
+    mirrors.add(ORG, REPO, str(world.origin))
+    result = observe_notes(mirrors, store, ORG, REPO, T0 + timedelta(days=3))
+    assert not result.problems
+    return store, mirrors
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> World:
+    return build_world(tmp_path)
+
+
+def export_direct(store: FactStore, mirrors: MirrorRoot, out: Path, recipe: str | None = None,
+                  settings: SettingsSources | None = None) -> dict[str, Any]:
+    policy = DerivationPolicy()
+    rollouts = StoreRollouts(store, ORG, policy=policy, mirrors=mirrors)
+    return export_objective(Evidence(rollouts, policy.split.eval_fraction > 0, mirrors, rollouts.fragmented_counter),
+                            out, objective="sft", recipe=recipe, settings=settings)
+
+
+def rows_of(out: Path) -> dict[str, dict[str, Any]]:
+    """Every row of ``out`` by completion id, each validated against its schema."""
+    registry = load_registry()
+    rows: dict[str, dict[str, Any]] = {}
+    for path in sorted(out.glob("sft*.jsonl")):
+        for row in read_rows(path, registry):
+            assert row["metadata"]["split"] == ("eval" if ".eval." in path.name else "train")
+            rows[row["metadata"]["completion_id"]] = row
+    return rows
+
+
+# --- sft_curated -----------------------------------------------------------------------------
+
+
+def test_curated_rows_and_skips(world: World, tmp_path: Path) -> None:
+    store, mirrors = load(world, tmp_path)
+    summary = export_direct(store, mirrors, tmp_path / "out")
+    assert summary["sample_skipped"] == {
+        "ambiguous_workflow_verdicts": 1, "non_finite_number": 1, "unsupported_completion_role": 1,
+        "explicit_reject": 1, "resolved_ci_failure": 2, "no_eligibility_source": 2, "below_confidence_floor": 1,
+        "model_absent": 1, "duplicate_completion": 1}
+    rows = rows_of(tmp_path / "out")
+    assert sorted(rows) == ["accept-c0", "codex-c0", "guessed-c0", "retained-c0", "s-05-c0", "s-05-c1",
+                            "twofiles-c0"]
+    assert summary["sample_rows"] == 7 and summary["attributed_completions"] == 17
+    assert list(summary) == ["objective", "attributed_completions", "sample_rows", "sample_skipped", "fragmented",
+                             "written", "manifests"]
+    got = {cid: (r["metadata"]["eligibility_source"], round(r["metadata"]["label_confidence"], 6),
+                 r["metadata"]["ci_reliability"], r["metadata"]["attribution_source"]) for cid, r in rows.items()}
+    assert got == {
+        "accept-c0": ("explicit_accept", 1.0, 1.0, "git_notes"),  # 1.0 × pass 1.1, clamped
+        "codex-c0": ("edit_retention", 0.6, None, "git_notes"),   # Codex: the baseline, at the floor
+        "guessed-c0": ("explicit_accept", round(rows["guessed-c0"]["metadata"]["label_confidence"], 6), None,
+                       "jaccard"),
+        "retained-c0": ("edit_retention", 0.66, None, "git_notes"),
+        "s-05-c0": ("explicit_accept", 1.0, None, "git_notes"),
+        "s-05-c1": ("explicit_accept", 1.0, None, "git_notes"),
+        "twofiles-c0": ("explicit_accept", 1.0, 1.0, "git_notes"),
+    }
+    # Jaccard: the explicit accept times the file's similarity (the call's tokens against the file's)
+    assert 0.7 <= rows["guessed-c0"]["metadata"]["label_confidence"] < 1.0
+    assert rows["guessed-c0"]["metadata"]["session_commit_observation_ids"] == []
+    assert len(rows["accept-c0"]["metadata"]["session_commit_observation_ids"]) == 1
+    assert (rows["s-05-c0"]["metadata"]["split"], rows["accept-c0"]["metadata"]["split"]) == ("eval", "train")
+    assert {r["metadata"]["split"] for r in rows.values()} == {"train", "eval"}
+    assert all(r["metadata"]["split"] == assign_split(cid.rsplit("-c", 1)[0], 0.1) for cid, r in rows.items())
+    store.close()
+
+
+def test_a_row_is_exactly_the_contract(world: World, tmp_path: Path) -> None:
+    store, mirrors = load(world, tmp_path)
+    export_direct(store, mirrors, tmp_path / "out")
+    row = rows_of(tmp_path / "out")["accept-c0"]
+    assert list(row) == ["prompt", "completion", "tools", "metadata"]
+    assert list(row["metadata"]) == METADATA_KEYS
+    assert list(row["metadata"]["provenance"]) == PROVENANCE_KEYS
+    meta = row["metadata"]
+    ladder = LabelConfidencePolicy()
+    assert meta["provenance"] == {"policy_version": "5", "quarantine_revision": 0,
+                                  "policy_digest": DerivationPolicy().digest, "label_confidence_policy_version": "4",
+                                  "label_confidence_policy_digest": ladder.digest, "trainer_messages_version": "1"}
+    assert (meta["org_id"], meta["source_model"], meta["recipe_id"], meta["recipe_version"], meta["schema_id"],
+            meta["schema_version"], meta["repository_identity"]) == (
+        ORG, "gpt-x", "sft_curated", 1, SCHEMA_ID, 3, None)
+    assert row["tools"] == []
+    assert row["prompt"] == [{"role": "system", "content": "You are a coding agent."},
+                             {"role": "user", "content": "task accept"}]
+    assert row["completion"] == [{"role": "assistant", "tool_calls": [{
+        "id": "accept-t0", "type": "function",
+        "function": {"name": "write_file", "arguments": {"content": code("accept"), "path": "accept.py"}}}]}]
+    # the second call's prompt is its whole input: the first call's exchange replayed
+    later = rows_of(tmp_path / "out")["s-05-c1"]
+    assert [m["role"] for m in later["prompt"]] == ["system", "user", "assistant", "user"]
+    store.close()
+
+
+def test_line_bytes_follow_the_writer(world: World, tmp_path: Path) -> None:
+    """ASCII-escaped JSON with the default separators, one row per line, rows of a Session by call id."""
+    store, mirrors = load(world, tmp_path)
+    export_direct(store, mirrors, tmp_path / "out")
+    text = (tmp_path / "out" / "sft.train.jsonl").read_bytes()
+    assert text.isascii() and text.endswith(b"\n")
+    lines = text.decode().splitlines()
+    assert lines[0].startswith('{"prompt": [{"role": "system", "content": ')
+    ids = [json.loads(line)["metadata"]["completion_id"] for line in lines]
+    assert ids == ["accept-c0", "codex-c0", "guessed-c0", "retained-c0", "twofiles-c0"]  # Session order
+    store.close()
+
+
+# --- sft_verified ----------------------------------------------------------------------------
+
+
+def test_verified_rows_and_skips(world: World, tmp_path: Path) -> None:
+    store, mirrors = load(world, tmp_path)
+    summary = export_direct(store, mirrors, tmp_path / "out", recipe="sft_verified")
+    assert summary["sample_skipped"] == {
+        "ambiguous_workflow_verdicts": 1, "explicit_reject": 1, "resolved_ci_failure": 2,
+        "no_eligibility_source": 9, "unreliable_ci_resolution": 1, "duplicate_completion": 1}
+    rows = rows_of(tmp_path / "out")
+    assert {cid: (r["metadata"]["eligibility_source"], round(r["metadata"]["label_confidence"], 6),
+                  r["metadata"]["recipe_id"]) for cid, r in rows.items()} == {
+        "accept-c0": ("resolved_ci_pass", 1.0, "sft_verified"),
+        "passonly-c0": ("resolved_ci_pass", 0.66, "sft_verified"),   # no decision + pass
+        "twofiles-c0": ("resolved_ci_pass", 1.0, "sft_verified"),
+    }
+    store.close()
+
+
+# --- the ladder's knobs reach the rows ---------------------------------------------------------
+
+
+def test_label_confidence_settings_change_rows_and_their_digest(world: World, tmp_path: Path) -> None:
+    store, mirrors = load(world, tmp_path)
+    sources = SettingsSources.load(environ={"SEDIMENT_LABEL_CONFIDENCE_BASELINE_CONFIDENCE": "0.5"})
+    summary = export_direct(store, mirrors, tmp_path / "out", settings=sources)
+    rows = rows_of(tmp_path / "out")
+    assert "retained-c0" not in rows and "codex-c0" not in rows  # 0.55 and 0.5: below the floor
+    assert summary["sample_skipped"]["below_confidence_floor"] == 3
+    digest = LabelConfidencePolicy(baseline_confidence=0.5).digest
+    assert {r["metadata"]["provenance"]["label_confidence_policy_digest"] for r in rows.values()} == {digest}
+    store.close()
+
+
+# --- direct and --from, determinism ------------------------------------------------------------
+
+
+def test_a_bundle_gives_the_direct_rows_and_reads_no_mirror(world: World, tmp_path: Path) -> None:
+    store, mirrors = load(world, tmp_path)
+    export_direct(store, mirrors, tmp_path / "direct")
+    path, _ = derive_bundle(store, ORG, tmp_path / "bundle", policy=DerivationPolicy(), mirrors=mirrors)
+    bundle = open_bundle(path)
+    export_objective(Evidence(bundle, bundle.split_enabled, None, bundle.manifest.fragmented), tmp_path / "from",
+                     objective="sft")
+    assert rows_of(tmp_path / "from") == rows_of(tmp_path / "direct")
+    assert snapshot(tmp_path / "from") == snapshot(tmp_path / "direct")
+    store.close()
+
+
+def test_shuffled_ingest_gives_the_same_bytes(world: World, tmp_path: Path) -> None:
+    outputs = []
+    for seed in (None, 1, 2):
+        store, mirrors = load(world, tmp_path, f"f{seed}.db", seed)
+        export_direct(store, mirrors, tmp_path / f"out{seed}")
+        path, _ = derive_bundle(store, ORG, tmp_path / f"b{seed}", policy=DerivationPolicy(), mirrors=mirrors)
+        bundle = open_bundle(path)
+        export_objective(Evidence(bundle, bundle.split_enabled, None, {}), tmp_path / f"from{seed}", objective="sft")
+        outputs.append((snapshot(tmp_path / f"out{seed}"), snapshot(tmp_path / f"from{seed}")))
+        store.close()
+    assert outputs[0] == outputs[1] == outputs[2]
+    assert outputs[0][0] == outputs[0][1]
+    assert any(name.endswith(".jsonl") for name in outputs[0][0])
+
+
+# --- the output directory ------------------------------------------------------------------------
+
+
+def test_the_directory_discipline(world: World, tmp_path: Path) -> None:
+    store, mirrors = load(world, tmp_path)
+    out = tmp_path / "out"
+    export_direct(store, mirrors, out)
+    assert sorted(p.name for p in out.iterdir()) == [".sediment-sft-target", "sft.eval.jsonl", "sft.train.jsonl"]
+    with pytest.raises(OutputDirectoryError, match="already contains sft artifacts"):
+        export_direct(store, mirrors, out)  # one generation per directory: no stale partition survives
+    rlvr = tmp_path / "rlvr"
+    export_objective(Evidence(StoreRollouts(store, ORG, policy=DerivationPolicy(), mirrors=mirrors), True, mirrors),
+                     rlvr, objective="rlvr", target="nemo-gym")
+    with pytest.raises(OutputDirectoryError, match="already belongs to RLVR target nemo-gym"):
+        export_direct(store, mirrors, rlvr)
+    stray = tmp_path / "stray"
+    stray.mkdir()
+    (stray / "sft.jsonl").write_text("{}\n")
+    with pytest.raises(OutputDirectoryError):
+        export_direct(store, mirrors, stray)
+    assert (stray / "sft.jsonl").read_text() == "{}\n"
+    store.close()
+
+
+def test_an_export_with_no_row_writes_nothing(tmp_path: Path) -> None:
+    world = World(tmp_path / "origin.git")
+    MirrorWriter(world.origin).commit({"README.md": "# demo\n"}, "base", when=int(T0.timestamp()))
+    world.session("silent", {"silent.py": code("silent")})
+    store, mirrors = load(world, tmp_path)
+    summary = export_direct(store, mirrors, tmp_path / "out")
+    assert (summary["sample_rows"], summary["written"], summary["sample_skipped"]) == (
+        0, {}, {"no_eligibility_source": 1})
+    assert not list((tmp_path / "out").glob("*.jsonl"))
+    store.close()
+
+
+def test_a_bundle_without_file_attributions_is_refused(world: World, tmp_path: Path) -> None:
+    store, mirrors = load(world, tmp_path)
+    path, _ = derive_bundle(store, ORG, tmp_path / "bundle", policy=DerivationPolicy(), mirrors=mirrors)
+    bundle = open_bundle(path)
+    old = bundle.manifest.__class__(**{**bundle.manifest.__dict__, "schema_version": 3})
+    bundle.manifest = old
+    with pytest.raises(BundleError, match="carry no file attributions"):
+        export_objective(Evidence(bundle, True, None), tmp_path / "out", objective="sft")
+    assert not list((tmp_path / "out").glob("*.jsonl"))
+    store.close()
+
