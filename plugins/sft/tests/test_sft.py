@@ -396,3 +396,78 @@ def test_a_bundle_without_file_attributions_is_refused(world: World, tmp_path: P
     assert not list((tmp_path / "out").glob("*.jsonl"))
     store.close()
 
+
+
+# --- the CLI, end to end ----------------------------------------------------------------------
+
+
+def cli(env: dict[str, str], *args: str) -> Any:
+    import os
+    import subprocess
+    import sys
+
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("SEDIMENT_") or k == "SEDIMENT_LOAD_PLUGINS"}
+    return subprocess.run([sys.executable, "-m", "sediment", *args], capture_output=True, text=True,
+                          env=environ | env, timeout=300, check=False)
+
+
+def test_cli_direct_and_from_a_bundle(world: World, tmp_path: Path) -> None:
+    store, mirrors = load(world, tmp_path)
+    store.close()
+    env = {"SEDIMENT_DATABASE_URL": f"sqlite:///{tmp_path / 'facts.db'}", "SEDIMENT_ORG_ID": ORG,
+           "SEDIMENT_HOME": str(tmp_path / "home")}
+    direct = cli(env | {"SEDIMENT_MIRROR_PATH": str(mirrors.path)}, "export", "sft", "--out",
+                 str(tmp_path / "direct"), "--json")
+    assert direct.returncode == 0, direct.stderr
+    summary = json.loads(direct.stdout)
+    assert (summary["objective"], summary["sample_rows"], summary["attributed_completions"]) == ("sft", 7, 17)
+    assert summary["written"] == {str(tmp_path / "direct" / "sft.train.jsonl"): 5,
+                                  str(tmp_path / "direct" / "sft.eval.jsonl"): 2}
+    derived = cli(env | {"SEDIMENT_MIRROR_PATH": str(mirrors.path)}, "derive", "--out", str(tmp_path / "bundle"))
+    assert derived.returncode == 0, derived.stderr
+    # --from reads no mirror and no store: neither is configured here
+    bundled = cli({"SEDIMENT_HOME": str(tmp_path / "nohome")}, "export", "sft", "--from", str(tmp_path / "bundle"),
+                  "--out", str(tmp_path / "from"))
+    assert bundled.returncode == 0, bundled.stderr
+    assert "wrote" in bundled.stderr and "sample rows" in bundled.stderr
+    assert rows_of(tmp_path / "from") == rows_of(tmp_path / "direct")
+    verified = cli({}, "export", "sft", "--recipe", "sft_verified", "--from", str(tmp_path / "bundle"), "--out",
+                   str(tmp_path / "verified"), "--json")
+    assert json.loads(verified.stdout)["sample_rows"] == 3
+    again = cli({}, "export", "sft", "--from", str(tmp_path / "bundle"), "--out", str(tmp_path / "from"))
+    assert again.returncode == 3 and again.stderr.count("\n") == 1, again.stderr
+    bad = cli({}, "export", "sft", "--recipe", "sft_loose", "--from", str(tmp_path / "bundle"), "--out",
+              str(tmp_path / "x"))
+    assert bad.returncode == 2
+    target = cli({}, "export", "sft", "--target", "nemo-gym", "--from", str(tmp_path / "bundle"), "--out",
+                 str(tmp_path / "y"))
+    assert target.returncode == 2
+
+
+def test_cli_refuses_a_version_3_bundle_in_one_line(world: World, tmp_path: Path) -> None:
+    import hashlib
+
+    store, mirrors = load(world, tmp_path)
+    path, _ = derive_bundle(store, ORG, tmp_path / "bundle", policy=DerivationPolicy(), mirrors=mirrors)
+    store.close()
+    lines = []
+    for line in (path / "rollouts.jsonl").read_text().splitlines():
+        record = json.loads(json.loads(line)["record_json"])
+        record.pop("file_attributions")
+        for segment in record["segments"]:
+            for turn in segment:
+                turn.pop("model_call_id")
+        lines.append(json.dumps({"record_json": json.dumps(record, sort_keys=True, separators=(",", ":"))},
+                                separators=(",", ":")) + "\n")
+    body = "".join(lines)
+    (path / "rollouts.jsonl").write_text(body)
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest["bundle_schema_version"] = 3
+    manifest["implementation_versions"] = {"repository_identity": "1", "rollout": "4"}
+    manifest["files"]["rollouts.jsonl"] |= {"bytes": len(body), "sha256": hashlib.sha256(body.encode()).hexdigest()}
+    (path / "manifest.json").write_text(json.dumps(manifest, sort_keys=True, separators=(",", ":")) + "\n")
+    result = cli({}, "export", "sft", "--from", str(path), "--out", str(tmp_path / "out"))
+    assert result.returncode == 4
+    assert result.stderr.strip().count("\n") == 0 and "carry no file attributions" in result.stderr
+    rlvr = cli({}, "export", "rlvr", "--target", "nemo-gym", "--from", str(path), "--out", str(tmp_path / "rlvr"))
+    assert rlvr.returncode == 0, rlvr.stderr
