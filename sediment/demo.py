@@ -1,10 +1,12 @@
 """The demo: the whole path on a generated repository, agent Sessions and CI webhooks.
 
 It writes real input files — an origin git repository with ``refs/notes/sediment``, a
-gateway call log (OpenAI Chat request/response pairs) and GitHub ``workflow_run`` webhook
-deliveries — then runs them through the same code the commands use: ingest into the embedded
-SQLite store, mirror add (keyed by the GitHub repository id the webhooks carry), derive a
-bundle, export every target. Everything is generated
+gateway call log (OpenAI Chat request/response pairs), GitHub ``workflow_run`` webhook
+deliveries and an OTLP/JSON logs export of the developer's decisions on the agent's edits
+(an agent shim's ``sediment.tool_decision`` records and the transcript extractor's
+``sediment.edit_observation``) — then runs them through the same code the commands use: ingest
+into the embedded SQLite store, mirror add (keyed by the GitHub repository id the webhooks
+carry), derive a bundle, export every target and objective. Everything is generated
 deterministically (fixed times and ids), so the rows are the same on every machine.
 
 Sessions: a clean pass over two commits; a fail-then-pass retry (a suspected flake); a
@@ -16,6 +18,12 @@ only adds a test. CI runs upload
 JUnit reports (in the shape pytest writes), so SWE-bench tasks get FAIL_TO_PASS and
 PASS_TO_PASS from recorded per-test results; the demo's operator settings (``demo_inputs/``)
 give the evaluation environment.
+
+Decisions: the developer explicitly accepts the clean pass's test and the Jaccard-bound
+``mul()``, implicitly accepts the clean pass's fix (its edit survives whole to the Session's end),
+explicitly accepts the flaky retry's edit and explicitly rejects the failure's: the SFT export
+keeps the first three and declines the last two (a flaky pass drives the Confidence to 0; a
+reject vetoes).
 """
 
 from __future__ import annotations
@@ -157,6 +165,40 @@ class JUnitUpload:
     commit: str
 
 
+def _otlp_attributes(values: dict[str, str | bool]) -> list[dict[str, Any]]:
+    return [{"key": key, "value": {"boolValue": value} if isinstance(value, bool) else {"stringValue": value}}
+            for key, value in values.items()]
+
+
+def decision_log(records: list[tuple[datetime, str, dict[str, str | bool]]]) -> dict[str, Any]:
+    """One OTLP/JSON logs export (``ExportLogsServiceRequest``) of an agent shim: each record
+    ``(time, event, attributes)``, its event in the body as the shim and the transcript
+    extractor send it (docs/evidence.md)."""
+    return {"resourceLogs": [{
+        "resource": {"attributes": _otlp_attributes({"service.name": "sediment-pi-shim", "user.id": "dev-1"})},
+        "scopeLogs": [{"scope": {"name": "sediment"}, "logRecords": [
+            {"timeUnixNano": str(int(moment.timestamp()) * 1_000_000_000), "body": {"stringValue": event},
+             "attributes": _otlp_attributes(attributes)}
+            for moment, event, attributes in records]}],
+    }]}
+
+
+def decision(at: datetime, session: str, tool_call: str, path: str, *, accept: bool, explicit: bool
+             ) -> tuple[datetime, str, dict[str, str | bool]]:
+    """A shim's record of the developer's decision on one tool call's edit."""
+    return (at, "sediment.tool_decision", {"agent": "pi", "session.id": session, "tool_use_id": tool_call,
+                                           "tool_name": "write", "decision": "accept" if accept else "reject",
+                                           "explicit": explicit, "file_path": path})
+
+
+def edit_observation(at: datetime, session: str, tool_call: str, path: str, applied: str, observed: str
+                     ) -> tuple[datetime, str, dict[str, str | bool]]:
+    """The transcript extractor's record of one applied edit and the file at the Session's end."""
+    return (at, "sediment.edit_observation", {"agent": "pi", "session.id": session, "tool_use_id": tool_call,
+                                              "file_path": path, "applied_text": applied,
+                                              "observed_file_text": observed})
+
+
 @dataclass(frozen=True)
 class DemoInputs:
     origin: Path
@@ -164,6 +206,7 @@ class DemoInputs:
     webhooks: list[Path]
     junit: list[JUnitUpload]
     settings: Path
+    decisions: Path
 
 
 def write_inputs(directory: Path) -> DemoInputs:
@@ -286,6 +329,19 @@ def write_inputs(directory: Path) -> DemoInputs:
     reports.append((109, 1, c10, [*suite(test_div_quarter="passed"), ("tests.test_ops", "test_sub_negative", "passed")],
                     when(9, 20)))
 
+    # the developer's decisions on the agents' edits, as an agent shim and the transcript extractor send them
+    decisions = [
+        decision(when(0, 1), "sess-fix", "call_sess-fix_1", "calc.py", accept=True, explicit=False),
+        edit_observation(when(0, 4), "sess-fix", "call_sess-fix_1", "calc.py", CALC_V2, CALC_V2),
+        decision(when(0, 2), "sess-fix", "call_sess-fix_2", "test_calc.py", accept=True, explicit=True),
+        decision(when(1, 1), "sess-retry", "call_sess-retry_0", "calc.py", accept=True, explicit=True),
+        decision(when(2, 1), "sess-fail", "call_sess-fail_0", "calc.py", accept=False, explicit=True),
+        decision(when(4, 1), "sess-mul", "call_sess-mul_0", "mul.py", accept=True, explicit=True),
+        decision(when(4, 2), "sess-mul", "chatcmpl-sess-mul-1", "mul.py", accept=True, explicit=True),
+    ]
+    decision_path = directory / "decisions.otlp.json"
+    decision_path.write_text(json.dumps(decision_log(decisions), indent=1) + "\n", encoding="utf-8")
+
     call_log = directory / "calls.jsonl"
     call_log.write_text("".join(json.dumps(r) + "\n" for r in calls), encoding="utf-8")
     hooks = directory / "webhooks"
@@ -303,7 +359,7 @@ def write_inputs(directory: Path) -> DemoInputs:
         path = junit_dir / f"run-{run_id}-{attempt}.xml"
         path.write_text(junit_report(cases, at), encoding="utf-8")
         uploads.append(JUnitUpload(path, run_id, attempt, sha))
-    return DemoInputs(origin, call_log, paths, uploads, write_settings(directory))
+    return DemoInputs(origin, call_log, paths, uploads, write_settings(directory), decision_path)
 
 
 def write_settings(directory: Path) -> Path:
@@ -331,6 +387,7 @@ def run_demo(out: Path) -> dict[str, Any]:
     from sediment.ingest.files import ingest_files
     from sediment.ingest.github import translate_github
     from sediment.ingest.junit import RunAttempt, ingest_junit_reports
+    from sediment.ingest.otlp import translate_otlp
     from sediment.mirrors import mirror_identity
     from sediment.observations import observe_notes
     from sediment.policy import DerivationPolicy
@@ -347,6 +404,8 @@ def run_demo(out: Path) -> dict[str, Any]:
         r, format="openai-chat", org_id=ORG, captured_at=captured), store)
     hooks = ingest_files([str(p) for p in inputs.webhooks], lambda r: translate_github(
         r, event=None, org_id=ORG, captured_at=captured), store)
+    decided = ingest_files([str(inputs.decisions)], lambda r: translate_otlp(r, org_id=ORG, captured_at=captured),
+                           store)
     # the webhooks named the repository's GitHub id: the mirror is keyed by it (docs/operate.md)
     identity = mirror_identity(RepositoryContext.from_store(store, ORG), REPO)
     mirrors.add(ORG, REPO, str(inputs.origin), identity)
@@ -354,7 +413,7 @@ def run_demo(out: Path) -> dict[str, Any]:
     reports = [ingest_junit_reports([str(u.path)], store, RunAttempt(ORG, "github_actions", str(u.run_id),
                                                                       u.attempt, REPO, u.commit), captured_at=captured)
                for u in inputs.junit]
-    problems = [str(p) for p in calls.problems + hooks.problems] + notes.problems
+    problems = [str(p) for p in calls.problems + hooks.problems + decided.problems] + notes.problems
     problems += [str(p) for r in reports for p in r.problems]
     if problems:
         raise RuntimeError(f"demo inputs failed to ingest: {problems}")
@@ -381,7 +440,7 @@ def run_demo(out: Path) -> dict[str, Any]:
                 for name, p in sorted(registry.profiles.items())}
     return {
         "inputs": str(inputs.calls.parent), "home": str(home), "bundle": str(bundle_path),
-        "ingested": {"calls": calls.as_json(), "webhooks": hooks.as_json(),
+        "ingested": {"calls": calls.as_json(), "webhooks": hooks.as_json(), "decisions": decided.as_json(),
                      "observations": notes.stored, "test_results": sum(r.records for r in reports)},
         "exports": exports,
         "profiles": profiles,
