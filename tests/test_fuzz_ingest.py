@@ -5,7 +5,8 @@ deliveries (``fixtures/github``), canonical Fact lines made from both, the recor
 of the shared cassettes (``<repository root>/../shared/fixtures/inputs/llm_calls``, or
 ``$SEDIMENT_INPUT_FIXTURES/llm_calls``: each format's envelopes, and LiteLLM payloads made from
 the Chat ones), the JUnit reports (``fixtures/junit``) and the agent OTLP log exports
-(``fixtures/otlp``: hand-built in each client's record shape). Each example writes one file of
+(``fixtures/otlp``: real Claude Code captures, and batches hand-built in each other client's
+record shape). Each example writes one file of
 several records, some of them mutated (values, types, keys, duplicate keys, nesting, numbers
 JSON cannot hold in a double, broken bytes and lines), ingests it as the command does, and
 asserts the ingest rule for every record:
@@ -723,7 +724,8 @@ OTLP_FIXTURES = HERE / "fixtures" / "otlp"
 
 def otlp_seeds() -> list[dict[str, Any]]:
     seeds = [_load(p) for p in sorted(OTLP_FIXTURES.glob("*.json"))]
-    seeds += [json.loads(line) for line in (OTLP_FIXTURES / "collector.jsonl").read_text(encoding="utf-8").splitlines()]
+    for path in sorted(OTLP_FIXTURES.glob("*.jsonl")):  # the collector's file and the real Claude Code captures
+        seeds += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
     return seeds
 
 
