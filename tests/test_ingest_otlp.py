@@ -645,3 +645,17 @@ def test_the_help_teaches_the_command(tmp_path: Path) -> None:
                    "OTEL_LOG_TOOL_DETAILS=1", "codex.tool_decision", "sediment.tool_decision",
                    "sediment.edit_observation", "unknown_event:NAME", "exits 8", "log_records"):
         assert phrase in text, phrase
+
+
+def test_nesting_past_the_limit_refuses_the_line_even_under_a_duplicate_key(tmp_path: Path) -> None:
+    """The depth limit holds inside a flawed object too: the whole line is one problem."""
+    deep = "[" * 300 + "]" * 300
+    line = ('{"resourceLogs": [{"scopeLogs": [{"logRecords": [{"body": {"stringValue": "x"}, "body": ' + deep +
+            '}]}]}]}')
+    path = tmp_path / "deep.jsonl"
+    path.write_text(json.dumps(load("copilot.json")) + "\n" + line + "\n")
+    store = FactStore(f"sqlite:///{tmp_path / 'facts.db'}")
+    report = ingest_files([str(path)], translate, store, keep_flaws=True)
+    assert [str(p) for p in report.problems] == [f"{path}:2: nested deeper than 256 levels"]
+    assert report.stored == {"developer_decisions": 6}
+    store.close()
