@@ -659,3 +659,15 @@ def test_nesting_past_the_limit_refuses_the_line_even_under_a_duplicate_key(tmp_
     assert [str(p) for p in report.problems] == [f"{path}:2: nested deeper than 256 levels"]
     assert report.stored == {"developer_decisions": 6}
     store.close()
+
+
+def test_workers_store_the_same_facts(tmp_path: Path) -> None:
+    files = [str(p) for p in every_fixture()]
+    one = sediment("ingest", "otlp", *files, "--json", home=tmp_path / "one")
+    two = sediment("ingest", "otlp", *files, "--json", "--workers", "2", home=tmp_path / "two")
+    assert one.returncode == two.returncode == 0, two.stderr
+    assert json.loads(one.stdout) == json.loads(two.stdout)
+    stores = [FactStore(f"sqlite:///{tmp_path / name / 'facts.db'}") for name in ("one", "two")]
+    assert stored(stores[0]) == stored(stores[1])
+    for store in stores:
+        store.close()
