@@ -1,6 +1,7 @@
 """``sediment ingest otlp``: OTLP/JSON log exports of agent clients → DeveloperDecision,
 EditObservation, RejectedEdit and RetryLinkage Facts (objectives contract §1.2, §1.3), on the
-payloads in ``fixtures/otlp`` (hand-built in each client's record shape: see their SOURCES.md)."""
+payloads in ``fixtures/otlp``: two real Claude Code 2.1.200 captures, and batches hand-built in
+each client's record shape (see their SOURCES.md)."""
 
 from __future__ import annotations
 
@@ -127,6 +128,46 @@ def test_a_claude_code_result_in_the_next_batch_leaves_the_path_empty() -> None:
     whole = by_call(translate(load("claude_code.json")).facts)["toolu_03WriteNotes"]
     assert table_and_key(alone[0])[2] == table_and_key(whole[0])[2]
     assert alone[0].decision_id != whole[0].decision_id  # the first one stored is kept (see the store test)
+
+
+def batches(name: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (FIXTURES / name).read_text(encoding="utf-8").splitlines()]
+
+
+def test_real_claude_code_auto_accepted_edits() -> None:
+    """Claude Code 2.1.200 with ``acceptEdits``: implicit accepts; the Edit's result fell into the next batch."""
+    first, second = (translate(batch) for batch in batches("claude-code-2.1.200-accept-edits.jsonl"))
+    assert first.problems == second.problems == () and first.warnings == second.warnings == ()
+    assert sorted(first.skips) == ["tool_result_joined", "unknown_event:api_request", "unknown_event:api_request",
+                                   "unknown_event:user_prompt"]
+    assert sorted(second.skips) == ["not_an_edit_tool:Read", "tool_result_unjoined", "tool_result_unjoined",
+                                    "unknown_event:api_request", "unknown_event:api_request",
+                                    "unknown_event:assistant_response"]
+    assert second.facts == ()
+    write, edit = first.facts
+    assert isinstance(write, DeveloperDecision) and isinstance(edit, DeveloperDecision)
+    assert [(summary(d), d.call_id) for d in (write, edit)] == [
+        (("claude-code", "/home/dev/project/calc.py", True, False, "agent"), "toolu_01WriteCalc"),
+        (("claude-code", "", True, False, "agent"), "toolu_02EditCalc"),
+    ]
+    assert write.session_id == edit.session_id == "02ee8ff9-94e8-4fcb-9ea7-9e4bf946f96b"
+    assert write.user_id == "95b73162e4b0" + write.user_id[12:] and len(write.user_id) == 64  # the install hash
+    assert write.occurred_at == event_timestamp(write.raw["decision"]) == datetime(2026, 12, 1, 12, 44, 37, 442000,
+                                                                                     tzinfo=UTC)
+    assert write.raw["result"]["body"] == {"stringValue": "claude_code.tool_result"}
+    assert edit.raw["result"] is None
+
+
+def test_real_claude_code_permission_prompt_answers() -> None:
+    """Claude Code 2.1.200 asking a permission-prompt tool: an explicit accept and an explicit reject."""
+    first, second = (translate(batch) for batch in batches("claude-code-2.1.200-permission-prompt.jsonl"))
+    assert first.problems == second.problems == ()
+    decisions = [*first.facts, *second.facts]
+    assert [(summary(d), d.call_id, d.user_id) for d in decisions if isinstance(d, DeveloperDecision)] == [
+        (("claude-code", "/home/dev/project/NOTES.md", True, True, "agent"), "toolu_01WriteNotes", "developer-1"),
+        (("claude-code", "", False, True, "agent"), "toolu_02EditNotes", "developer-1"),  # a refusal has no result
+    ]
+    assert "unknown_event:mcp_server_connection" in first.skips + second.skips
 
 
 # --- Codex --------------------------------------------------------------------------------
@@ -604,3 +645,29 @@ def test_the_help_teaches_the_command(tmp_path: Path) -> None:
                    "OTEL_LOG_TOOL_DETAILS=1", "codex.tool_decision", "sediment.tool_decision",
                    "sediment.edit_observation", "unknown_event:NAME", "exits 8", "log_records"):
         assert phrase in text, phrase
+
+
+def test_nesting_past_the_limit_refuses_the_line_even_under_a_duplicate_key(tmp_path: Path) -> None:
+    """The depth limit holds inside a flawed object too: the whole line is one problem."""
+    deep = "[" * 300 + "]" * 300
+    line = ('{"resourceLogs": [{"scopeLogs": [{"logRecords": [{"body": {"stringValue": "x"}, "body": ' + deep +
+            '}]}]}]}')
+    path = tmp_path / "deep.jsonl"
+    path.write_text(json.dumps(load("copilot.json")) + "\n" + line + "\n")
+    store = FactStore(f"sqlite:///{tmp_path / 'facts.db'}")
+    report = ingest_files([str(path)], translate, store, keep_flaws=True)
+    assert [str(p) for p in report.problems] == [f"{path}:2: nested deeper than 256 levels"]
+    assert report.stored == {"developer_decisions": 6}
+    store.close()
+
+
+def test_workers_store_the_same_facts(tmp_path: Path) -> None:
+    files = [str(p) for p in every_fixture()]
+    one = sediment("ingest", "otlp", *files, "--json", home=tmp_path / "one")
+    two = sediment("ingest", "otlp", *files, "--json", "--workers", "2", home=tmp_path / "two")
+    assert one.returncode == two.returncode == 0, two.stderr
+    assert json.loads(one.stdout) == json.loads(two.stdout)
+    stores = [FactStore(f"sqlite:///{tmp_path / name / 'facts.db'}") for name in ("one", "two")]
+    assert stored(stores[0]) == stored(stores[1])
+    for store in stores:
+        store.close()

@@ -202,7 +202,10 @@ def junit(files: list[str] = typer.Argument(..., help="JUnit XML reports of one 
 def otlp(files: list[str] = typer.Argument(..., help="OTLP/JSON log exports, one batch per line or one per file; "
                                                  "'-' reads stdin."),
          org: str | None = typer.Option(None, "--org", help=ORG_HELP),
-         as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout.")) -> None:
+         as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
+         workers: int = typer.Option(1, "--workers", "-w", min=1,
+                                     help="Processes reading files in parallel (the same Facts are stored).")
+         ) -> None:
     """Agent OTLP log exports: developer decisions, edit observations, rejected edits, retry links.
 
     Each batch is an ExportLogsServiceRequest in OTLP/JSON (resourceLogs → scopeLogs →
@@ -224,7 +227,7 @@ def otlp(files: list[str] = typer.Argument(..., help="OTLP/JSON log exports, one
     org_id = settings.org_id(org)
     now = settings.capture_time()
     report = ingest_files(files, lambda record: translate_otlp(record, org_id=org_id, captured_at=now),
-                          settings.store(), keep_flaws=True)
+                          settings.store(), workers=workers, keep_flaws=True)
     _render(report, as_json, elements="log_records")
     if report.problems:
         raise IngestError(f"{len(report.problems)} problem(s) (a log record, or a batch that is not an OTLP logs "

@@ -57,8 +57,8 @@ def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
             return True
         children: list[Any] = []
         for node in level:
-            children.extend(node.values() if type(node) is dict else node)
-        level = [child for child in children if type(child) is dict or type(child) is list]
+            children.extend(node.values() if isinstance(node, dict) else node)  # a FlawedObject too
+        level = [child for child in children if isinstance(child, dict) or type(child) is list]
     return False
 
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import re
 from fnmatch import fnmatchcase
+from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote
 
@@ -114,6 +115,7 @@ def _listed(normalized: str) -> bool:
     return normalized in _NAMES or any(fnmatchcase(normalized, pattern) for pattern in _PATTERNS)
 
 
+@lru_cache(maxsize=8192)
 def is_credential_name(name: str) -> bool:
     """True when ``name`` matches an entry of :data:`CREDENTIAL_NAMES`: any case, ``-`` and
     ``_`` alike, ``*`` any characters, with or without LiteLLM's ``llm_provider-`` prefix."""

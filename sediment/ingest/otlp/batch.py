@@ -3,7 +3,7 @@ reads of the identity every Fact carries (Session, user, event time)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
@@ -38,7 +38,7 @@ class Batch:
     joined: set[int] = field(default_factory=set)
     _indexes: dict[str, dict[str, LogRecord]] = field(default_factory=dict)
 
-    def index(self, name: str, build: Any) -> dict[str, LogRecord]:
+    def index(self, name: str, build: Callable[[list[LogRecord]], dict[str, LogRecord]]) -> dict[str, LogRecord]:
         """A lookup built once per batch by ``build(records)`` and kept under ``name``."""
         if name not in self._indexes:
             self._indexes[name] = build(self.records)

@@ -34,14 +34,17 @@ def _secret(value: Any) -> Any:
 
 
 def _attributes(value: Any) -> Any:
-    """``value`` with the values of credential-named attributes (at any depth) redacted."""
+    """``value`` with the values of credential-named attributes (at any depth) redacted: the very
+    object when it holds none, else a copy of each container on the way to one."""
     if isinstance(value, list):
-        return [_attributes(item) for item in value]
+        items = [_attributes(item) for item in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     if not isinstance(value, dict):
         return value
     if isinstance(value.get("key"), str) and "value" in value and is_credential_name(value["key"]):
         return {k: (_secret(v) if k == "value" else v) for k, v in value.items()}
-    return {k: _attributes(v) for k, v in value.items()}
+    members = {k: _attributes(v) for k, v in value.items()}
+    return value if all(members[k] is v for k, v in value.items()) else members
 
 
 def provenance(record: dict[str, Any]) -> dict[str, Any]:
