@@ -17,9 +17,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from sediment.attributed_completions import SessionCompletions, derive_attributed_completions
 from sediment.ci_resolution import DEFAULT_CI_POLICY, CIResolutionPolicy
+from sediment.confidence import LabelConfidencePolicy, label_confidence_policy
 from sediment.export.evidence import RolloutEvidence
 from sediment.export.rows import Recipe
+from sediment.export.settings import SettingsSources
 from sediment.export.verifier_commands import VerifierCommands
 from sediment.mirrors import MirrorRoot
 from sediment.repositories import RepositoryContext
@@ -82,8 +85,10 @@ class ExportContext:
 
     def __init__(self, evidence: Evidence, *, recipe: Recipe, verifier_commands: VerifierCommands | None = None,
                  ci_policy: CIResolutionPolicy = DEFAULT_CI_POLICY, progress: ProgressCallback | None = None,
-                 repositories: RepositoryContext | None = None) -> None:
+                 repositories: RepositoryContext | None = None, settings: SettingsSources | None = None) -> None:
         self._evidence = evidence
+        self._settings = settings or SettingsSources.empty()
+        self._label_confidence: LabelConfidencePolicy | None = None
         #: The repository context CI resolves with (``None``: only legacy outcomes resolve).
         self.repositories = repositories
         self.recipe = recipe
@@ -110,5 +115,28 @@ class ExportContext:
             self.read += 1
             yield RolloutEvidence(source[index], mirrors=self.mirrors, verifier_commands=self._verifier_commands,
                                   ci_policy=self._ci_policy, recipe=self.recipe, repositories=self.repositories)
+            if self._progress is not None:
+                self._progress(position + 1, len(order))
+
+    def label_confidence(self) -> LabelConfidencePolicy:
+        """The Confidence ladder's policy of this export: ``SEDIMENT_LABEL_CONFIDENCE_*`` over
+        the ``[label-confidence]`` table of ``--config`` over the defaults
+        (:func:`sediment.confidence.label_confidence_policy`); read on first use, so an export
+        that needs no Confidence never reads those settings."""
+        if self._label_confidence is None:
+            self._label_confidence = label_confidence_policy(self._settings)
+        return self._label_confidence
+
+    def attributed_completions(self) -> Iterator[SessionCompletions]:
+        """Every Session's attributed completions (:mod:`sediment.attributed_completions`), one
+        Session at a time in export order, derived from its Rollout with the export's
+        repository context and CI policy. Asking for the next Session reports the previous one
+        done."""
+        source = self._evidence.rollouts
+        order = export_order(source)
+        for position, index in enumerate(order):
+            self.read += 1
+            yield derive_attributed_completions(source[index], repositories=self.repositories,
+                                                ci_policy=self._ci_policy)
             if self._progress is not None:
                 self._progress(position + 1, len(order))

@@ -156,7 +156,7 @@ def export_objective(
             if isinstance(projection, ObjectiveProjection):
                 context = ExportContext(evidence, recipe=chosen_recipe, verifier_commands=verifier_commands,
                                         ci_policy=ci_policy, progress=progress,
-                                        repositories=repositories)
+                                        repositories=repositories, settings=sources)
                 projection.run(context, stage.prepared, tally)
                 units = context.read
             else:
