@@ -46,8 +46,6 @@ from .pairing import (
     project_pairs,
 )
 
-
-
 __all__ = ["DPO_POLICY_VERSION", "DPO_SKIP_REASONS", "PAIR_SCHEMA_ID", "DPOPolicy", "DPOSettings", "project_pairs"]
 
 #: The objective's own reasons (the registry puts the CI resolver's and the two representation

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sediment_dpo import DPO_SKIP_REASONS, DPOPolicy
 
 from sediment.export.pipeline import Evidence, export_objective
 from sediment.export.registry import load_registry
@@ -20,7 +21,6 @@ from sediment.facts import DeveloperDecision, ToolCallPart
 from sediment.rollout import FileAttribution, Rollout
 from sediment.split import assign_split
 from sediment.testing import ORG, REPO, T0, call, message, outcome, rollout, run_objective, snapshot
-from sediment_dpo import DPO_SKIP_REASONS, DPOPolicy
 
 PAIR = "https://sediment.so/schemas/training-rows/dpo-pair/v4.json"
 TRAIN = [s for s in (f"s{i}" for i in range(200)) if assign_split(s, 0.1) == "train"]
@@ -73,7 +73,7 @@ def test_the_skip_vocabulary_is_upstreams_in_order_then_the_counted_dedupe() -> 
         "unresolved_tool_call", "unsupported_completion_role", "unsupported_message_role", "unsupported_role_part",
         "inference_call_not_found", "promptless", "model_absent", "no_label_source", "unreliable_ci_resolution",
         "bucket_capped", "identical_responses")
-    assert DPO_SKIP_REASONS == (*upstream, "duplicate_completion")
+    assert (*upstream, "duplicate_completion") == DPO_SKIP_REASONS
     assert tuple(load_registry().objective("dpo").vocabularies["dpo"]) == DPO_SKIP_REASONS
 
 
