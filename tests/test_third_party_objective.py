@@ -96,7 +96,7 @@ def test_listed_by_sediment_objectives(site: Path) -> None:
     result = sediment(site, "objectives", "--json")
     assert result.returncode == 0, result.stderr
     listed = {o["name"]: o for o in json.loads(result.stdout)["objectives"]}
-    assert set(listed) == {"kto", "rlvr"}
+    assert set(listed) == {"dpo", "kto", "rlvr"}
     kto = listed["kto"]
     assert kto["origin"]["distribution"] == "sediment-kto-example"
     assert (kto["title"], kto["unit"], kto["units"], kto["has_targets"], kto["targets"]) == (
@@ -244,8 +244,8 @@ def test_usage_errors(site: Path, tmp_path: Path) -> None:
         assert result.returncode == 2, (args, result.stderr)
         assert said in result.stderr and "Traceback" not in result.stderr
         assert not (tmp_path / "o").exists()
-    unknown = sediment(site, "export", "dpo", "--out", str(tmp_path / "o"))
-    assert unknown.returncode == 2 and "No such command 'dpo'" in unknown.stderr
+    unknown = sediment(site, "export", "ppo", "--out", str(tmp_path / "o"))
+    assert unknown.returncode == 2 and "No such command 'ppo'" in unknown.stderr
 
 
 def test_a_direct_export_reads_the_fact_store(site: Path, tmp_path: Path) -> None:
