@@ -300,3 +300,30 @@ def test_repeated_and_shuffled_evidence_give_identical_bytes(tmp_path: Path, rec
     mixed = export(tmp_path, shuffled, "mixed", recipe=recipe, split_enabled=True)
     assert snapshot(first.out_dir) == snapshot(again.out_dir) == snapshot(mixed.out_dir)
     assert first.summary["pair_skipped"] == mixed.summary["pair_skipped"]
+
+
+def test_the_row_schema_refuses_what_the_contract_forbids(tmp_path: Path) -> None:
+    from sediment.export.registry import load_registry
+
+    [row] = only_rows(export(tmp_path, [member(TRAIN[0], decisions=ACCEPT), member(TRAIN[1], decisions=REJECT)]))
+    schemas = load_registry().schemas
+    assert schemas.errors(row, PAIR) == []
+
+    def broken(change: Any) -> dict[str, Any]:
+        copy = json.loads(json.dumps(row))
+        change(copy)
+        return copy
+
+    for change in (
+        lambda r: r["metadata"].update(extra=1),
+        lambda r: r["metadata"].pop("ci_reliability"),
+        lambda r: r["metadata"].update(label_confidence=1.5),
+        lambda r: r["metadata"].update(chosen_label_source="explicit_reject"),
+        lambda r: r["metadata"].update(split="test"),
+        lambda r: r["metadata"]["provenance"]["chosen"].pop("label_confidence_policy_digest"),
+        lambda r: r.update(tools=[{"type": "function"}]),
+        lambda r: r.update(chosen=[]),
+        lambda r: r.update(rejected=[{"role": "user", "content": "x"}]),
+        lambda r: r["prompt"].append({"role": "user", "content": "x", "name": "extra"}),
+    ):
+        assert schemas.errors(broken(change), PAIR), change
