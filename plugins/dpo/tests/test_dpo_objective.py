@@ -327,3 +327,27 @@ def test_the_row_schema_refuses_what_the_contract_forbids(tmp_path: Path) -> Non
         lambda r: r["prompt"].append({"role": "user", "content": "x", "name": "extra"}),
     ):
         assert schemas.errors(broken(change), PAIR), change
+
+
+HF_CHECK = Path(__file__).parents[3] / "tests" / "consumers" / "hf" / "check_dpo.py"
+
+
+def test_pairs_load_in_datasets_and_trl(consumer_python: Any, tmp_path: Path) -> None:
+    """The canonical rows are already TRL preference rows: conversational, loaded exactly, and
+    rendered by maybe_apply_chat_template into prompt / chosen / rejected texts."""
+    from sediment.testing import run_consumer
+
+    python = consumer_python("hf")  # skipped when .venv-consumers/hf is absent, failed under CI
+    a, b, c = TRAIN[:3]
+    edit = message("assistant", "editing", ToolCallPart(id=f"t-{a}", name="Edit", arguments={"path": "a.py"}))
+    result = export(tmp_path, [member(a, decisions=ACCEPT, output=edit), member(b, "no 🎉", decisions=REJECT),
+                               member(c, decisions=REJECT)])
+    path = result.out_dir / "dpo.jsonl"
+    (facts,) = run_consumer(python, HF_CHECK, path, home=tmp_path / "hf")
+    assert facts["rows"] == 2
+    assert facts["conversational"] is True
+    assert facts["load_json"] == "equal"
+    assert facts["json_features"] == "equal"
+    assert facts["rendered_keys"] == ["chosen", "prompt", "rejected"]
+    assert facts["generation_prompt"] is True
+    assert facts["missing"] == []
