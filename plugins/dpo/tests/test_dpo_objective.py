@@ -351,3 +351,22 @@ def test_pairs_load_in_datasets_and_trl(consumer_python: Any, tmp_path: Path) ->
     assert facts["rendered_keys"] == ["chosen", "prompt", "rejected"]
     assert facts["generation_prompt"] is True
     assert facts["missing"] == []
+
+
+def test_resolver_counts_are_added_once_per_kept_member(tmp_path: Path) -> None:
+    a, b = TRAIN[:2]
+    commit = sha(b)
+    split_verdict = member(b, decisions=REJECT, files=("a.py", "b.py")).model_copy(update={"terminal_outcomes": (
+        outcome("o-t", commit, "passed", run_id="r1"),
+        outcome("o-l", commit, "failed", run_id="r2", workflow_name="lint", workflow_id="78",
+                workflow_path=".github/workflows/lint.yml"))})
+    human = export(tmp_path, [member(a, decisions=ACCEPT), split_verdict])
+    # the two files' completions collapse to one member: its resolver count is added once
+    assert human.summary["pair_rows"] == 1
+    assert human.summary["pair_skipped"] == {"duplicate_completion": 1, "ambiguous_workflow_verdicts": 1}
+    # an ambiguous commit has no verdict and no reliability; the chosen member has no CI
+    assert human.rows["dpo.jsonl"][0]["metadata"]["ci_reliability"] is None
+    outcome_recipe = export(tmp_path, [member(a, ci="passed"), split_verdict], "outcome", recipe="dpo_outcome")
+    assert outcome_recipe.summary["pair_rows"] == 0
+    assert outcome_recipe.summary["pair_skipped"] == {"duplicate_completion": 1, "ambiguous_workflow_verdicts": 1,
+                                                      "no_label_source": 1}
