@@ -24,14 +24,14 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from sediment.ci_resolution import commit_key_of
 from sediment.facts import InferenceCall, RepositoryIdentity, SessionCommitObservation
 from sediment.mirrors import Mirror, MirrorReadError, MirrorRoot
 from sediment.policy import AttributionPolicy
 from sediment.repositories import RepositoryContext, Resolution, identity_of, repository_sort_key
-from sediment.rollout import AttributionSource, CommitRef, scoring_text
+from sediment.rollout import AttributionSource, CommitRef, FileAttribution, scoring_text
 
 _TOKEN = re.compile(r"[a-z0-9_]+")
 #: Suffixes of files that are not code: never scored by the Jaccard fallback.
@@ -62,8 +62,13 @@ class IndexedCommit:
     identity: RepositoryIdentity | None
     sha: str
     committer_time: int
-    #: the added tokens of each code file of the commit
-    code_file_tokens: tuple[frozenset[str], ...]
+    #: each code file of the commit whose first-parent diff adds tokens: (path, added tokens)
+    code_files: tuple[tuple[str, frozenset[str]], ...]
+
+    @property
+    def code_file_tokens(self) -> tuple[frozenset[str], ...]:
+        """The added tokens of each code file of the commit."""
+        return tuple(tokens for _, tokens in self.code_files)
 
     @property
     def ref(self) -> CommitRef:
@@ -84,6 +89,7 @@ class CommitIndex:
         self._repositories = repositories
         self._commits: list[IndexedCommit] | None = None
         self._times: dict[tuple[str, ...], int] = {}
+        self._by_key: dict[tuple[str, ...], IndexedCommit] = {}
         self._opened: dict[tuple[str, ...], Mirror | None] = {}
 
     def _load(self) -> list[IndexedCommit]:
@@ -100,11 +106,12 @@ class CommitIndex:
                 if mirror is None:
                     continue
                 for info in mirror.commits():
-                    files = tuple(tokens(text) for path, text in info.added_by_file if is_code_file(path))
+                    files = ((path, tokens(text)) for path, text in info.added_by_file if is_code_file(path))
                     commits.append(IndexedCommit(label, location.identity, info.sha, info.committer_time,
-                                                 tuple(f for f in files if f)))
+                                                 tuple((path, found) for path, found in files if found)))
             self._commits = commits
-            self._times = {commit_key_of(self._org_id, c.ref).sort_key: c.committer_time for c in commits}
+            self._by_key = {commit_key_of(self._org_id, c.ref).sort_key: c for c in commits}
+            self._times = {key: c.committer_time for key, c in self._by_key.items()}
         return self._commits
 
     def _open(self, repo: str, identity: RepositoryIdentity | None) -> Mirror | None:
@@ -132,6 +139,11 @@ class CommitIndex:
         """Committer time of a mirrored commit; 0 when the mirror or commit is absent."""
         self._load()
         return self._times.get(commit_key_of(self._org_id, ref).sort_key, 0)
+
+    def commit(self, ref: CommitRef) -> IndexedCommit | None:
+        """The indexed commit ``ref`` names (qualified), ``None`` when no usable mirror holds it."""
+        self._load()
+        return self._by_key.get(commit_key_of(self._org_id, ref).sort_key)
 
     def candidates(self, start: datetime, end: datetime) -> list[IndexedCommit]:
         low, high = int(start.timestamp()), int(end.timestamp())
@@ -210,3 +222,61 @@ def attribute(
                    else "jaccard_no_code_diff" if not any(c.code_file_tokens for c in candidates)
                    else "jaccard_no_match")
     return Attribution(trajectory_order(matched, org_id, index), "jaccard", unbound)
+
+
+#: Why a file attribution was not made (counted as ``file_attribution.<reason>``): an attributed
+#: commit no usable mirror holds, or a changed code file no call of the Session matches.
+FILE_ATTRIBUTION_SKIPS: tuple[str, ...] = ("commit_unavailable", "no_match")
+
+
+@dataclass(frozen=True)
+class FileAttributions:
+    attributions: tuple[FileAttribution, ...]
+    #: by reason of :data:`FILE_ATTRIBUTION_SKIPS`
+    skipped: Counter[str] = field(default_factory=Counter)
+
+
+def attribute_files(
+    org_id: str,
+    calls: Sequence[InferenceCall],
+    commits: Sequence[CommitRef],
+    source: AttributionSource,
+    index: CommitIndex,
+    policy: AttributionPolicy,
+) -> FileAttributions:
+    """Bind each code file of the Session's attributed ``commits`` to one of its ``calls``.
+
+    Per commit, the candidates are the calls observed from the lookback window of ``source``
+    (``policy.git_notes`` or ``policy.jaccard``) before the commit's committer time up to
+    ``policy.post_push_grace_period_minutes`` after it; per code file whose first-parent diff
+    adds tokens, the candidate whose completion tokens have the highest Jaccard similarity with
+    them, at least the window's ``min_similarity`` and above 0, is attributed (ties: the earliest
+    ``(observed_at, inference_call_id)``). Sorted by (qualified commit, file path).
+    """
+    window = policy.git_notes if source == "git_notes" else policy.jaccard
+    grace = timedelta(minutes=policy.post_push_grace_period_minutes)
+    lookback = timedelta(minutes=window.lookback_window_minutes)
+    scored = [(c, t) for c in sorted(calls, key=lambda c: (c.observed_at, c.inference_call_id))
+              if (t := tokens(scoring_text(c.output_messages)))]
+    found: list[FileAttribution] = []
+    skipped: Counter[str] = Counter()
+    for ref in sorted(commits, key=lambda r: commit_key_of(org_id, r).sort_key):
+        indexed = index.commit(ref)
+        if indexed is None:
+            skipped["commit_unavailable"] += 1
+            continue
+        made = datetime.fromtimestamp(indexed.committer_time, tz=UTC)
+        candidates = [(c, t) for c, t in scored if made - lookback <= c.observed_at <= made + grace]
+        for path, file_tokens in sorted(indexed.code_files):
+            best: tuple[InferenceCall, float] | None = None
+            for candidate, candidate_tokens in candidates:
+                score = jaccard(candidate_tokens, file_tokens)
+                if score > 0.0 and score >= window.min_similarity and (best is None or score > best[1]):
+                    best = (candidate, score)
+            if best is None:
+                skipped["no_match"] += 1
+                continue
+            found.append(FileAttribution(inference_call_id=best[0].inference_call_id, repo=ref.repo,
+                                         commit_sha=ref.commit_sha, repository_identity=ref.repository_identity,
+                                         file_path=path, similarity_score=best[1]))
+    return FileAttributions(tuple(found), skipped)

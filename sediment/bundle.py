@@ -1,6 +1,7 @@
 """The derived bundle: a reviewed, frozen set of Rollouts that ``export rlvr --from`` reads.
 
-Format ``sediment-rollout-bundle`` version 3 (``docs/bundle.md``): a directory with
+Format ``sediment-rollout-bundle`` version 4 (``docs/bundle.md``; version 3, which carries no
+file attributions, stays readable): a directory with
 ``manifest.json`` (strict JSON, sorted keys), ``rollouts.jsonl``, one
 ``{"record_json": "<canonical record>"}`` line per Rollout in ``(org_id, session_id)``
 order, and the repository population the Rollouts were qualified with
@@ -42,14 +43,23 @@ from sediment.rollout import FRAGMENT_REASONS, Rollout
 from sediment.split import assign_split
 
 BUNDLE_FORMAT = "sediment-rollout-bundle"
-BUNDLE_SCHEMA_VERSION = 3
+BUNDLE_SCHEMA_VERSION = 4
+#: Versions of our format this Sediment reads: 4, and 3 (Rollouts without file attributions or
+#: Turn response ids, so no attributed completions).
+READABLE_SCHEMA_VERSIONS = (3, 4)
+#: Version of the file attribution rules (``sediment.attribution.attribute_files``).
+FILE_ATTRIBUTION_VERSION = "1"
 RECORD_ENCODING = "sediment-record-json-v1"
 MANIFEST = "manifest.json"
 ROLLOUTS = "rollouts.jsonl"
 REPOSITORY_IDENTITIES = "repository_identities.jsonl"
 REPOSITORY_RENAMES = "repository_renames.jsonl"
 IMPLEMENTATION_VERSIONS = {"rollout": ROLLOUT_IMPLEMENTATION_VERSION,
-                           "repository_identity": REPOSITORY_IDENTITY_VERSION}
+                           "repository_identity": REPOSITORY_IDENTITY_VERSION,
+                           "file_attribution": FILE_ATTRIBUTION_VERSION}
+#: What a version 3 manifest records.
+V3_IMPLEMENTATION_VERSIONS = {"rollout": ROLLOUT_IMPLEMENTATION_VERSION,
+                              "repository_identity": REPOSITORY_IDENTITY_VERSION}
 _MANIFEST_KEYS = {
     "bundle_format", "bundle_schema_version", "record_encoding", "org_id", "policy",
     "policy_digest", "implementation_versions", "quarantine_revision", "counts", "skipped",
@@ -262,6 +272,12 @@ class Bundle:
     def split_enabled(self) -> bool:
         return self.manifest.policy.split.eval_fraction > 0
 
+    @property
+    def carries_file_attributions(self) -> bool:
+        """Whether its Rollouts carry file attributions (version 4): what attributed
+        completions are derived from."""
+        return self.manifest.schema_version >= 4
+
 
 def _parse_line(line: bytes, number: int, *, fast: bool = False) -> Rollout:
     where = f"{ROLLOUTS} line {number}"
@@ -316,10 +332,11 @@ def _read_manifest(path: Path) -> tuple[dict[str, dict[str, Any]], BundleManifes
     if raw.get("bundle_format") != BUNDLE_FORMAT:
         raise BundleError(f"not a {BUNDLE_FORMAT}: bundle_format is {raw.get('bundle_format')!r}")
     version = raw.get("bundle_schema_version")
-    if type(version) is not int or version != BUNDLE_SCHEMA_VERSION:
+    if type(version) is not int or version not in READABLE_SCHEMA_VERSIONS:
         raise BundleError(
             f"unsupported bundle_schema_version {version!r} "
-            f"(this Sediment reads version {BUNDLE_SCHEMA_VERSION}; derive the bundle again)"
+            f"(this Sediment reads versions {' and '.join(map(str, READABLE_SCHEMA_VERSIONS))}; "
+            "derive the bundle again)"
         )
     if set(raw) != _MANIFEST_KEYS:
         raise BundleError(
@@ -335,7 +352,7 @@ def _read_manifest(path: Path) -> tuple[dict[str, dict[str, Any]], BundleManifes
     if policy.digest != raw["policy_digest"]:
         raise BundleError("bundle policy_digest does not match its policy")
     versions = raw["implementation_versions"]
-    if versions != IMPLEMENTATION_VERSIONS:
+    if versions != (IMPLEMENTATION_VERSIONS if version == BUNDLE_SCHEMA_VERSION else V3_IMPLEMENTATION_VERSIONS):
         raise BundleError(f"unsupported implementation_versions {versions!r}; derive the bundle again")
     files = raw["files"] if isinstance(raw["files"], dict) else {}
     if set(files) != set(_COUNTED.values()) or not all(isinstance(files[f], dict) for f in files):
@@ -382,6 +399,10 @@ def _check_record(line: bytes, number: int, manifest: BundleManifest) -> tuple[s
             if (fact.org_id, fact.session_id) != (rollout.org_id, rollout.session_id):
                 raise BundleError(f"{ROLLOUTS} line {number}: {name}[{index}] belongs to Session "
                                   f"{fact.session_id!r} of org {fact.org_id!r}, not to the Rollout's")
+    if manifest.schema_version < 4 and (rollout.file_attributions or any(
+            turn.model_call_id is not None for segment in rollout.segments for turn in segment)):
+        raise BundleError(f"{ROLLOUTS} line {number}: a version {manifest.schema_version} record holds "
+                          "file_attributions or Turn model_call_id (bundle version 4)")
     return rollout.org_id, rollout.session_id
 
 

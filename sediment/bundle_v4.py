@@ -629,6 +629,11 @@ class V4Bundle(Bundle):
         self.manifest: V4BundleManifest = manifest
         self._calls = calls
 
+    @property
+    def carries_file_attributions(self) -> bool:
+        """Upstream's attributions are in ``attributed_completions.jsonl``, which is not read yet."""
+        return False
+
     def __getitem__(self, index: int) -> Rollout:
         """One hydrated Rollout. Both files were fully validated when opened, so records are read
         back with the fast parser."""

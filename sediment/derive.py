@@ -1,7 +1,8 @@
 """Derivation: Facts in the store → canonical Rollouts, one Session at a time.
 
 For each Session: its calls (ordered, segmented, version "4"), its decisions attached by
-call id (unique-or-drop), its attributed commits (git notes, else Jaccard), the CI outcomes
+call id (unique-or-drop), its attributed commits (git notes, else Jaccard) and each of their
+code files' attributed call, the CI outcomes
 of complete, identity-consistent runs on those commits, its observations, split and
 provenance, and the Session's whole decision and edit-observation populations (for the
 objectives that read them from a bundle). :class:`StoreRollouts` is a lazy sequence: the export pipeline and the bundle
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sediment.attribution import CommitIndex, attribute
+from sediment.attribution import CommitIndex, attribute, attribute_files
 from sediment.bundle import check_destination, encode_line, write_bundle, write_bundle_lines
 from sediment.ci_resolution import commit_key_of, resolve_ci
 from sediment.decision_attachment import ATTACHMENT_SKIP_REASONS, CallTarget
@@ -85,6 +86,7 @@ def derive_session(
     segments, fragmented = segment_calls(calls, decisions_by_call)
     observations = store.observations_for_session(org_id, session_id)
     attribution = attribute(org_id, calls, observations, index, policy.attribution, repositories)
+    files = attribute_files(org_id, calls, attribution.commits, attribution.source, index, policy.attribution)
     commit_keys = [commit_key_of(org_id, ref).sort_key for ref in attribution.commits]
     recorded = sorted({(name, ref.commit_sha) for ref in attribution.commits
                        for name in recorded_names(ref, repositories)})
@@ -106,6 +108,7 @@ def derive_session(
         skipped[f"attribution.{attribution.unbound}"] += 1
     skipped.update({f"attribution.{k}": v for k, v in attribution.declined.items()})
     skipped.update({f"rollout.{k}": v for k, v in resolution.skipped.items()})
+    skipped.update({f"file_attribution.{k}": v for k, v in files.skipped.items()})
     rollout = Rollout(
         org_id=org_id,
         session_id=session_id,
@@ -121,6 +124,7 @@ def derive_session(
         test_results=tuple(test_results),
         session_decisions=tuple(decisions),
         edit_observations=tuple(store.edit_observations_for_session(org_id, session_id)),
+        file_attributions=files.attributions,
     )
     return SessionDerivation(rollout, fragmented, skipped)
 

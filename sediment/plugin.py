@@ -21,6 +21,7 @@ from sediment.attributed_completions import (
     AttributedCompletion,
     CompletionCall,
     CompletionResolution,
+    SessionAbandonment,
     SessionCompletions,
 )
 from sediment.ci_resolution import RESOLVER_SKIP_REASONS, CIResolution
@@ -113,6 +114,7 @@ __all__ = [
     "ReferencePatch",
     "Rollout",
     "RolloutEvidence",
+    "SessionAbandonment",
     "SessionCompletions",
     "Split",
     "TargetInfo",

@@ -83,7 +83,7 @@ def _edit_manifest(path: Path, change) -> None:  # type: ignore[no-untyped-def]
 
 @pytest.mark.parametrize("change, message", [
     (lambda m: m.update(bundle_schema_version=2),
-     r"^unsupported bundle_schema_version 2 \(this Sediment reads version 3; derive the bundle again\)$"),
+     r"^unsupported bundle_schema_version 2 \(this Sediment reads versions 3 and 4; derive the bundle again\)$"),
     (lambda m: m.update(implementation_versions={"rollout": "4"}), r"^unsupported implementation_versions"),
     (lambda m: m["files"].pop("repository_renames.jsonl"), r"^bundle manifest must list exactly"),
     (lambda m: m["counts"].update(repository_identities=7), r"^bundle manifest counts must be the rows"),

@@ -1,6 +1,7 @@
-"""Bundle version 3 carries each Session's decisions and edit observations (what SFT and DPO read
-from a bundle, objectives contract §1.4–§1.5), from ``sediment ingest otlp`` to ``open_bundle``;
-other versions are refused."""
+"""Bundles carry each Session's decisions and edit observations (since version 3) and file
+attributions (version 4): what SFT and DPO read from a bundle (objectives contract §1.4–§1.6),
+from ``sediment ingest otlp`` to ``open_bundle``. Version 3 stays readable; other versions are
+refused."""
 
 from __future__ import annotations
 
@@ -70,7 +71,7 @@ def test_a_bundle_carries_every_decision_and_edit_observation_of_its_sessions(tm
     store.quarantine(ORG, "developer_decisions", hidden.decision_id, "a test of the population")
     bundle_path, rollouts = derive_bundle(store, ORG, tmp_path / "bundle", policy=DerivationPolicy(), mirrors=None)
     manifest = json.loads((bundle_path / "manifest.json").read_text())
-    assert manifest["bundle_schema_version"] == 3
+    assert manifest["bundle_schema_version"] == 4
     bundle = open_bundle(bundle_path)
     [session] = list(bundle)
     population = session.session_decisions
@@ -156,11 +157,61 @@ def test_a_population_fact_of_another_session_is_refused(tmp_path: Path, update:
         open_bundle(path)
 
 
-@pytest.mark.parametrize("version", [1, 2, 4, "3", True, None])
+@pytest.mark.parametrize("version", [1, 2, 5, "3", "4", True, None])
 def test_other_versions_are_refused(tmp_path: Path, version: Any) -> None:
     path = write_bundle([rollout("s0")], tmp_path / "b", org_id=ORG, policy=POLICY, quarantine_revision=0)
     manifest = json.loads((path / "manifest.json").read_text())
     manifest["bundle_schema_version"] = version
     (path / "manifest.json").write_text(json.dumps(manifest))
-    with pytest.raises(BundleError, match=f"unsupported bundle_schema_version {version!r} .*reads version 3; derive the bundle again"):
+    with pytest.raises(BundleError, match=f"unsupported bundle_schema_version {version!r} .*reads versions 3 and 4; derive the bundle again"):
+        open_bundle(path)
+
+
+def as_version_3(path: Path) -> None:
+    """Rewrite our bundle as version 3 wrote it: no file attributions, no Turn response ids."""
+    lines = []
+    for line in (path / "rollouts.jsonl").read_text().splitlines():
+        record = json.loads(json.loads(line)["record_json"])
+        record.pop("file_attributions")
+        for segment in record["segments"]:
+            for turn in segment:
+                turn.pop("model_call_id")
+        inner = json.dumps(record, sort_keys=True, separators=(",", ":"))
+        lines.append(json.dumps({"record_json": inner}, sort_keys=True, separators=(",", ":")))
+    _rewrite(path, lines, version=3)
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest["implementation_versions"] = {"repository_identity": "1", "rollout": "4"}
+    (path / "manifest.json").write_text(json.dumps(manifest, sort_keys=True, separators=(",", ":")) + "\n")
+
+
+def test_a_version_3_bundle_stays_readable_without_file_attributions(tmp_path: Path, mirror_root: MirrorRoot) -> None:
+    store = ingested(tmp_path)
+    current, _ = derive_bundle(store, ORG, tmp_path / "current", policy=DerivationPolicy(), mirrors=None)
+    old, _ = derive_bundle(store, ORG, tmp_path / "old", policy=DerivationPolicy(), mirrors=None)
+    as_version_3(old)
+    opened = open_bundle(old)
+    assert (opened.manifest.schema_version, opened.carries_file_attributions) == (3, False)
+    assert open_bundle(current).carries_file_attributions
+    [session] = list(opened)
+    assert session.file_attributions == () and session.session_decisions
+    for source, out in ((current, tmp_path / "a"), (old, tmp_path / "b")):  # RLVR rows are unchanged
+        export_rlvr_from_bundle(source, mirror_root, out, target="nemo-gym", verifier_commands=VerifierCommands.empty())
+    assert snapshot(tmp_path / "a") == snapshot(tmp_path / "b")
+    store.close()
+
+
+def test_a_version_3_record_holding_version_4_fields_is_refused(tmp_path: Path) -> None:
+    path = write_bundle([rollout("s0")], tmp_path / "b", org_id=ORG, policy=POLICY, quarantine_revision=0)
+    manifest = json.loads((path / "manifest.json").read_text())
+    manifest["bundle_schema_version"] = 3
+    manifest["implementation_versions"] = {"repository_identity": "1", "rollout": "4"}
+    (path / "manifest.json").write_text(json.dumps(manifest))
+    lines = []
+    for line in (path / "rollouts.jsonl").read_text().splitlines():
+        record = json.loads(json.loads(line)["record_json"])
+        record["segments"][0][0]["model_call_id"] = "resp-1"
+        lines.append(json.dumps({"record_json": json.dumps(record, sort_keys=True, separators=(",", ":"))}))
+    _rewrite(path, lines)
+    with pytest.raises(BundleError, match=r"rollouts\.jsonl line 1: a version 3 record holds file_attributions or "
+                                          r"Turn model_call_id \(bundle version 4\)"):
         open_bundle(path)

@@ -85,7 +85,12 @@ def test_rollouts_trace_to_recorded_ci(world: dict[str, Any], store_url: str) ->
     assert s3.attribution_source == "jaccard" and [c.commit_sha for c in s3.commits] == [c3]
     s2 = by_session["s2"]
     assert s2.commits == () and s2.terminal_outcomes == ()
-    assert rollouts.skipped == {"attribution.jaccard_no_match": 1, "rollout.conflicting_run_identity": 1}
+    assert rollouts.skipped == {"attribution.jaccard_no_match": 1, "file_attribution.no_match": 2,
+                                "rollout.conflicting_run_identity": 1}
+    # s1's edits share no token with its commits' files; s3's write is mul.py's whole diff
+    assert s1.file_attributions == () and s2.file_attributions == ()
+    [mul] = s3.file_attributions
+    assert (mul.inference_call_id, mul.commit_sha, mul.file_path, mul.similarity_score) == ("s3-c0", c3, "mul.py", 5 / 6)
 
     out = world["tmp"] / "out"
     export_rlvr_from_rollouts(rollouts, world["mirrors"], out, target="sediment", split_enabled=False,
@@ -168,7 +173,8 @@ def test_direct_export_with_workers_matches_one_worker(world: dict[str, Any], tm
                                             fragmented=direct.fragmented_counter, workers=workers)
         outputs.append(snapshot(out))
         fragmented.append(summary["fragmented"])
-        assert direct.skipped == {"attribution.jaccard_no_match": 1, "rollout.conflicting_run_identity": 1}
+        assert direct.skipped == {"attribution.jaccard_no_match": 1, "file_attribution.no_match": 2,
+                                  "rollout.conflicting_run_identity": 1}
     assert outputs[0] == outputs[1] and fragmented[0] == fragmented[1]
 
 
@@ -179,7 +185,8 @@ def test_derive_with_workers_writes_the_same_bundle(world: dict[str, Any], tmp_p
         path, rollouts = derive_bundle(store, ORG, tmp_path / f"b{workers}", policy=DerivationPolicy(),
                                        mirrors=world["mirrors"], workers=workers)
         bundles.append(snapshot(path))
-        assert rollouts.skipped == {"attribution.jaccard_no_match": 1, "rollout.conflicting_run_identity": 1}
+        assert rollouts.skipped == {"attribution.jaccard_no_match": 1, "file_attribution.no_match": 2,
+                                    "rollout.conflicting_run_identity": 1}
     assert bundles[0] == bundles[1] == bundles[2]
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 

@@ -90,8 +90,8 @@ class DPOSettings(PluginSettings):
 def describe_objective() -> ObjectiveInfo:
     return ObjectiveInfo(
         title="DPO",
-        unit="Session",
-        units="sessions",
+        unit="attributed completion",
+        units="completions",
         recipes=tuple(Recipe(name, version, text) for name, version, text in DPO_RECIPES),
         populations={"dpo": PopulationInfo(PAIR_SCHEMA_ID, OWN_SKIP_REASONS, label="pair")},
         direct_needs_mirrors=False,
@@ -114,7 +114,7 @@ def register_schemas() -> Sequence[dict[str, Any]]:
 
 @hookimpl
 def project_evidence(context: ExportContext, settings: DPOSettings) -> Iterator[ProjectedRow | Declined]:
-    policy = DPOPolicy(label_confidence=context.label_confidence(), max_pairs_per_bucket=settings.max_pairs_per_bucket,
+    policy = DPOPolicy(label_confidence=context.label_confidence, max_pairs_per_bucket=settings.max_pairs_per_bucket,
                        recipe_id=context.recipe.name, label_confidence_formula=settings.label_confidence)
     for item in project_pairs(context.attributed_completions(), policy):
         if isinstance(item, str):

@@ -8,25 +8,29 @@ the mirrors and the derivation's counts. The CLI builds it without knowing the o
 for, the split, the mirrors, and the evidence itself, pulled lazily and streamed one unit at a
 time (reading the next unit reports progress on the one before). Objectives pull only what
 they need, so one whose unit is not a Rollout plugs in through a new accessor here, not
-through a change to the pipeline, the writer, the registry or the CLI.
+through a change to the pipeline, the writer, the registry or the CLI: an attributed
+completion (:meth:`ExportContext.attributed_completions`, SFT, diff-SFT and DPO) is one.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from functools import cached_property
+from typing import TYPE_CHECKING, Protocol
 
-from sediment.attributed_completions import SessionCompletions, derive_attributed_completions
 from sediment.ci_resolution import DEFAULT_CI_POLICY, CIResolutionPolicy
-from sediment.confidence import LabelConfidencePolicy, label_confidence_policy
 from sediment.export.evidence import RolloutEvidence
 from sediment.export.rows import Recipe
-from sediment.export.settings import SettingsSources
 from sediment.export.verifier_commands import VerifierCommands
 from sediment.mirrors import MirrorRoot
 from sediment.repositories import RepositoryContext
 from sediment.rollout import Rollout
+
+if TYPE_CHECKING:
+    from sediment.attributed_completions import SessionCompletions
+    from sediment.confidence import LabelConfidencePolicy
+    from sediment.export.settings import SettingsSources
 
 ProgressCallback = Callable[[int, int], None]
 
@@ -87,8 +91,6 @@ class ExportContext:
                  ci_policy: CIResolutionPolicy = DEFAULT_CI_POLICY, progress: ProgressCallback | None = None,
                  repositories: RepositoryContext | None = None, settings: SettingsSources | None = None) -> None:
         self._evidence = evidence
-        self._settings = settings or SettingsSources.empty()
-        self._label_confidence: LabelConfidencePolicy | None = None
         #: The repository context CI resolves with (``None``: only legacy outcomes resolve).
         self.repositories = repositories
         self.recipe = recipe
@@ -97,6 +99,7 @@ class ExportContext:
         self._verifier_commands = verifier_commands or VerifierCommands.empty()
         self._ci_policy = ci_policy
         self._progress = progress
+        self._settings = settings
         self.read = 0
 
     @property
@@ -118,25 +121,38 @@ class ExportContext:
             if self._progress is not None:
                 self._progress(position + 1, len(order))
 
+    @cached_property
     def label_confidence(self) -> LabelConfidencePolicy:
-        """The Confidence ladder's policy of this export: ``SEDIMENT_LABEL_CONFIDENCE_*`` over
-        the ``[label-confidence]`` table of ``--config`` over the defaults
-        (:func:`sediment.confidence.label_confidence_policy`); read on first use, so an export
-        that needs no Confidence never reads those settings."""
-        if self._label_confidence is None:
-            self._label_confidence = label_confidence_policy(self._settings)
-        return self._label_confidence
+        """The Confidence ladder's policy of this export: ``SEDIMENT_LABEL_CONFIDENCE_*`` over the
+        ``[label-confidence]`` table of ``--config`` over the defaults (docs/confidence.md); read
+        when first asked for, so an export that never asks is never stopped by it."""
+        from sediment.confidence import label_confidence_policy
+        from sediment.export.settings import SettingsSources
+
+        return label_confidence_policy(self._settings or SettingsSources.empty())
 
     def attributed_completions(self) -> Iterator[SessionCompletions]:
-        """Every Session's attributed completions (:mod:`sediment.attributed_completions`), one
-        Session at a time in export order, derived from its Rollout with the export's
-        repository context and CI policy. Asking for the next Session reports the previous one
-        done."""
+        """Every Session's attributed completions (:mod:`sediment.attributed_completions`), in
+        export order, each a :class:`~sediment.attributed_completions.SessionCompletions` derived
+        from its Rollout with this export's repository context; CI resolves with the ladder's
+        CI-resolution policy (:attr:`label_confidence`, whose reliabilities the Confidence
+        reads). One Session is
+        resident at a time; :attr:`read` counts the completions, and asking for the next Session
+        reports the previous one done. A bundle whose Rollouts carry no file attributions
+        (version 3, or the upstream layout) is refused with one line."""
+        from sediment.attributed_completions import derive_attributed_completions
+        from sediment.errors import BundleError
+
         source = self._evidence.rollouts
+        if not getattr(source, "carries_file_attributions", True):
+            raise BundleError("this bundle's Rollouts carry no file attributions (bundle version 3, or the "
+                              "upstream layout), which attributed completions come from: derive the bundle again")
+        ci_policy = self.label_confidence.ci_resolution
         order = export_order(source)
         for position, index in enumerate(order):
-            self.read += 1
-            yield derive_attributed_completions(source[index], repositories=self.repositories,
-                                                ci_policy=self._ci_policy)
+            completions = derive_attributed_completions(source[index], repositories=self.repositories,
+                                                        ci_policy=ci_policy)
+            self.read += len(completions)
+            yield completions
             if self._progress is not None:
                 self._progress(position + 1, len(order))

@@ -50,9 +50,9 @@ def test_exports_pairs_from_a_bundle_equal_to_the_in_process_export(tmp_path: Pa
     result = sediment("export", "dpo", "--from", str(source), "--out", str(out), "--json")
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
-    assert list(summary) == ["objective", "sessions", "pair_rows", "pair_skipped", "fragmented", "written",
+    assert list(summary) == ["objective", "completions", "pair_rows", "pair_skipped", "fragmented", "written",
                              "manifests"]
-    assert (summary["objective"], summary["sessions"], summary["pair_rows"], summary["pair_skipped"]) == (
+    assert (summary["objective"], summary["completions"], summary["pair_rows"], summary["pair_skipped"]) == (
         "dpo", 5, 3, {})
     assert summary["written"] == {str(out / "dpo.train.jsonl"): 2, str(out / "dpo.eval.jsonl"): 1}
     assert sorted(p.name for p in out.iterdir()) == [".sediment-dpo-target", "dpo.eval.jsonl", "dpo.train.jsonl"]
@@ -160,4 +160,4 @@ def test_a_direct_export_reads_the_fact_store_without_mirrors(tmp_path: Path) ->
     assert result.returncode == 0, result.stderr
     summary = json.loads(result.stdout)
     # the Session reached no commit: it has no attributed completion, so nothing to pair
-    assert (summary["sessions"], summary["pair_rows"], summary["pair_skipped"], summary["written"]) == (1, 0, {}, {})
+    assert (summary["completions"], summary["pair_rows"], summary["pair_skipped"], summary["written"]) == (0, 0, {}, {})
