@@ -16,6 +16,12 @@ only adds a test. CI runs upload
 JUnit reports (in the shape pytest writes), so SWE-bench tasks get FAIL_TO_PASS and
 PASS_TO_PASS from recorded per-test results; the demo's operator settings (``demo_inputs/``)
 give the evaluation environment.
+
+DPO: two more Sessions (``sess-dpo-power``, ``sess-dpo-power-loop``) answer one prompt; the
+developer explicitly accepts the first answer and rejects the second (an agent shim's OTLP log,
+``inputs/dpo-decisions.otlp.json``), both reach commits, CI passes the first and fails the
+second: the DPO export writes that pair and counts the demo's undecided completions as
+``no_label_source``.
 """
 
 from __future__ import annotations
@@ -52,6 +58,11 @@ OPS_TESTS = (
 OPS_TESTS_V2 = OPS_TESTS + "\n\ndef test_div_quarter():\n    assert div(1, 4) == 0.25\n"
 OPS_TESTS_V3 = OPS_TESTS_V2 + "\n\ndef test_sub_negative():\n    assert sub(-1, -2) == 1\n"
 TRUE_DIV = "\n\ndef div(a, b):\n    return a / b\n"
+#: The DPO Sessions: two answers to one prompt, one accepted, one rejected.
+DPO_TASK = "Create power.py with a documented power(base, exponent)."
+POWER = "def power(base, exponent):\n    \"\"\"base raised to exponent.\"\"\"\n    return base ** exponent\n"
+POWER_LOOP = ("def power(base, exponent):\n    \"\"\"base raised to exponent.\"\"\"\n    result = 1\n"
+              "    for _ in range(exponent):\n        result *= exponent\n    return result\n")
 README_V2 = README + "\nRun the tests with `python -m pytest`.\n"
 
 
@@ -157,6 +168,25 @@ class JUnitUpload:
     commit: str
 
 
+def dpo_decision_log(records: list[tuple[datetime, str, str, bool]]) -> dict[str, Any]:
+    """The DPO Sessions' explicit decisions as an agent shim's OTLP/JSON logs export: each
+    record ``(time, session, tool call id, accepted)`` one ``sediment.tool_decision``."""
+    def attributes(values: dict[str, str | bool]) -> list[dict[str, Any]]:
+        return [{"key": k, "value": {"boolValue": v} if isinstance(v, bool) else {"stringValue": v}}
+                for k, v in values.items()]
+
+    return {"resourceLogs": [{
+        "resource": {"attributes": attributes({"service.name": "sediment-pi-shim", "user.id": "dev-2"})},
+        "scopeLogs": [{"scope": {"name": "sediment"}, "logRecords": [
+            {"timeUnixNano": str(int(moment.timestamp()) * 1_000_000_000),
+             "body": {"stringValue": "sediment.tool_decision"},
+             "attributes": attributes({"agent": "pi", "session.id": session, "tool_use_id": tool_call,
+                                       "tool_name": "write", "decision": "accept" if accepted else "reject",
+                                       "explicit": True, "file_path": "power.py"})}
+            for moment, session, tool_call, accepted in records]}],
+    }]}
+
+
 @dataclass(frozen=True)
 class DemoInputs:
     origin: Path
@@ -164,6 +194,7 @@ class DemoInputs:
     webhooks: list[Path]
     junit: list[JUnitUpload]
     settings: Path
+    dpo_decisions: Path
 
 
 def write_inputs(directory: Path) -> DemoInputs:
@@ -286,6 +317,22 @@ def write_inputs(directory: Path) -> DemoInputs:
     reports.append((109, 1, c10, [*suite(test_div_quarter="passed"), ("tests.test_ops", "test_sub_negative", "passed")],
                     when(9, 20)))
 
+    # 11. DPO: two Sessions answer one prompt; the developer accepts the first answer and rejects
+    # the second (committed anyway, and CI fails it): one preference pair
+    for session, content, at, run_id, conclusion in (("sess-dpo-power", POWER, when(10), 110, "success"),
+                                                     ("sess-dpo-power-loop", POWER_LOOP, when(11), 111, "failure")):
+        calls += session_calls(session, DPO_TASK, [
+            Step("write_file", {"path": "power.py", "content": content}, "ok"),
+            Step(text="Added power()."),
+        ], at)
+        sha = commit({"power.py": content}, "Add power()", at + timedelta(minutes=10), session)
+        deliveries.append(workflow_run(run_id, 1, sha, conclusion, at + timedelta(minutes=20)))
+    dpo_decisions = directory / "dpo-decisions.otlp.json"
+    dpo_decisions.write_text(json.dumps(dpo_decision_log([
+        (when(10, 1), "sess-dpo-power", "call_sess-dpo-power_0", True),
+        (when(11, 1), "sess-dpo-power-loop", "call_sess-dpo-power-loop_0", False),
+    ]), indent=1) + "\n", encoding="utf-8")
+
     call_log = directory / "calls.jsonl"
     call_log.write_text("".join(json.dumps(r) + "\n" for r in calls), encoding="utf-8")
     hooks = directory / "webhooks"
@@ -303,7 +350,7 @@ def write_inputs(directory: Path) -> DemoInputs:
         path = junit_dir / f"run-{run_id}-{attempt}.xml"
         path.write_text(junit_report(cases, at), encoding="utf-8")
         uploads.append(JUnitUpload(path, run_id, attempt, sha))
-    return DemoInputs(origin, call_log, paths, uploads, write_settings(directory))
+    return DemoInputs(origin, call_log, paths, uploads, write_settings(directory), dpo_decisions)
 
 
 def write_settings(directory: Path) -> Path:
@@ -331,6 +378,7 @@ def run_demo(out: Path) -> dict[str, Any]:
     from sediment.ingest.files import ingest_files
     from sediment.ingest.github import translate_github
     from sediment.ingest.junit import RunAttempt, ingest_junit_reports
+    from sediment.ingest.otlp import translate_otlp
     from sediment.mirrors import mirror_identity
     from sediment.observations import observe_notes
     from sediment.policy import DerivationPolicy
@@ -347,6 +395,8 @@ def run_demo(out: Path) -> dict[str, Any]:
         r, format="openai-chat", org_id=ORG, captured_at=captured), store)
     hooks = ingest_files([str(p) for p in inputs.webhooks], lambda r: translate_github(
         r, event=None, org_id=ORG, captured_at=captured), store)
+    dpo_decided = ingest_files([str(inputs.dpo_decisions)], lambda r: translate_otlp(
+        r, org_id=ORG, captured_at=captured), store)
     # the webhooks named the repository's GitHub id: the mirror is keyed by it (docs/operate.md)
     identity = mirror_identity(RepositoryContext.from_store(store, ORG), REPO)
     mirrors.add(ORG, REPO, str(inputs.origin), identity)
@@ -354,7 +404,7 @@ def run_demo(out: Path) -> dict[str, Any]:
     reports = [ingest_junit_reports([str(u.path)], store, RunAttempt(ORG, "github_actions", str(u.run_id),
                                                                       u.attempt, REPO, u.commit), captured_at=captured)
                for u in inputs.junit]
-    problems = [str(p) for p in calls.problems + hooks.problems] + notes.problems
+    problems = [str(p) for p in calls.problems + hooks.problems + dpo_decided.problems] + notes.problems
     problems += [str(p) for r in reports for p in r.problems]
     if problems:
         raise RuntimeError(f"demo inputs failed to ingest: {problems}")
@@ -381,7 +431,7 @@ def run_demo(out: Path) -> dict[str, Any]:
                 for name, p in sorted(registry.profiles.items())}
     return {
         "inputs": str(inputs.calls.parent), "home": str(home), "bundle": str(bundle_path),
-        "ingested": {"calls": calls.as_json(), "webhooks": hooks.as_json(),
+        "ingested": {"calls": calls.as_json(), "webhooks": hooks.as_json(), "dpo_decisions": dpo_decided.as_json(),
                      "observations": notes.stored, "test_results": sum(r.records for r in reports)},
         "exports": exports,
         "profiles": profiles,
