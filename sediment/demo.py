@@ -24,6 +24,12 @@ Decisions: the developer explicitly accepts the clean pass's test and the Jaccar
 explicitly accepts the flaky retry's edit and explicitly rejects the failure's: the SFT export
 keeps the first three and declines the last two (a flaky pass drives the Confidence to 0; a
 reject vetoes).
+
+DPO: two more Sessions (``sess-dpo-power``, ``sess-dpo-power-loop``) answer one prompt; the
+developer explicitly accepts the first answer and rejects the second (in the same
+OTLP log), both reach commits, CI passes the first and fails the
+second: the DPO export writes that pair and counts the demo's undecided completions as
+``no_label_source``.
 """
 
 from __future__ import annotations
@@ -60,6 +66,11 @@ OPS_TESTS = (
 OPS_TESTS_V2 = OPS_TESTS + "\n\ndef test_div_quarter():\n    assert div(1, 4) == 0.25\n"
 OPS_TESTS_V3 = OPS_TESTS_V2 + "\n\ndef test_sub_negative():\n    assert sub(-1, -2) == 1\n"
 TRUE_DIV = "\n\ndef div(a, b):\n    return a / b\n"
+#: The DPO Sessions: two answers to one prompt, one accepted, one rejected.
+DPO_TASK = "Create power.py with a documented power(base, exponent)."
+POWER = "def power(base, exponent):\n    \"\"\"base raised to exponent.\"\"\"\n    return base ** exponent\n"
+POWER_LOOP = ("def power(base, exponent):\n    \"\"\"base raised to exponent.\"\"\"\n    result = 1\n"
+              "    for _ in range(exponent):\n        result *= exponent\n    return result\n")
 README_V2 = README + "\nRun the tests with `python -m pytest`.\n"
 
 
@@ -329,6 +340,17 @@ def write_inputs(directory: Path) -> DemoInputs:
     reports.append((109, 1, c10, [*suite(test_div_quarter="passed"), ("tests.test_ops", "test_sub_negative", "passed")],
                     when(9, 20)))
 
+    # 11. DPO: two Sessions answer one prompt; the developer accepts the first answer and rejects
+    # the second (committed anyway, and CI fails it): one preference pair
+    for session, content, at, run_id, conclusion in (("sess-dpo-power", POWER, when(10), 110, "success"),
+                                                     ("sess-dpo-power-loop", POWER_LOOP, when(11), 111, "failure")):
+        calls += session_calls(session, DPO_TASK, [
+            Step("write_file", {"path": "power.py", "content": content}, "ok"),
+            Step(text="Added power()."),
+        ], at)
+        sha = commit({"power.py": content}, "Add power()", at + timedelta(minutes=10), session)
+        deliveries.append(workflow_run(run_id, 1, sha, conclusion, at + timedelta(minutes=20)))
+
     # the developer's decisions on the agents' edits, as an agent shim and the transcript extractor send them
     decisions = [
         decision(when(0, 1), "sess-fix", "call_sess-fix_1", "calc.py", accept=True, explicit=False),
@@ -338,6 +360,9 @@ def write_inputs(directory: Path) -> DemoInputs:
         decision(when(2, 1), "sess-fail", "call_sess-fail_0", "calc.py", accept=False, explicit=True),
         decision(when(4, 1), "sess-mul", "call_sess-mul_0", "mul.py", accept=True, explicit=True),
         decision(when(4, 2), "sess-mul", "chatcmpl-sess-mul-1", "mul.py", accept=True, explicit=True),
+        decision(when(10, 1), "sess-dpo-power", "call_sess-dpo-power_0", "power.py", accept=True, explicit=True),
+        decision(when(11, 1), "sess-dpo-power-loop", "call_sess-dpo-power-loop_0", "power.py", accept=False,
+                 explicit=True),
     ]
     decision_path = directory / "decisions.otlp.json"
     decision_path.write_text(json.dumps(decision_log(decisions), indent=1) + "\n", encoding="utf-8")

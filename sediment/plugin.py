@@ -24,12 +24,13 @@ from sediment.attributed_completions import (
     SessionAbandonment,
     SessionCompletions,
 )
-from sediment.ci_resolution import CIResolution
-from sediment.confidence import LabelConfidencePolicy
+from sediment.ci_resolution import RESOLVER_SKIP_REASONS, CIResolution
+from sediment.confidence import LabelConfidencePolicy, PairConfidence, label_confidence, pair_confidence
 from sediment.export.context import ExportContext
 from sediment.export.evidence import RECIPE_ID, RECIPE_VERSION, RolloutEvidence, put_optional, reward_source
 from sediment.export.hookspecs import CONTRACT_VERSION, hookimpl
 from sediment.export.reference_patch import PATCH_SKIP_REASONS, ReferencePatch
+from sediment.export.representation import REPRESENTATION_REASONS, representation_problem
 from sediment.export.rows import (
     SPLIT_ORDER,
     AdaptedRow,
@@ -66,7 +67,13 @@ from sediment.records import canonical_digest, canonical_json, plain, sha256_hex
 from sediment.rollout import Rollout, Turn
 from sediment.split import Split
 from sediment.test_transitions import TRANSITION_SKIP_REASONS, TestTransitions
-from sediment.trainer_messages import TRAINER_SKIP_REASONS, TrainerConversation, TrainerDecline, map_conversation
+from sediment.trainer_messages import (
+    TRAINER_SKIP_REASONS,
+    TrainerConversation,
+    TrainerDecline,
+    map_conversation,
+    strict_json,
+)
 from sediment.validation import schemas_in
 
 __all__ = [
@@ -74,6 +81,8 @@ __all__ = [
     "PATCH_SKIP_REASONS",
     "RECIPE_ID",
     "RECIPE_VERSION",
+    "REPRESENTATION_REASONS",
+    "RESOLVER_SKIP_REASONS",
     "ROLLOUT_SKIP_REASONS",
     "SPLIT_ORDER",
     "TRAINER_SKIP_REASONS",
@@ -91,6 +100,7 @@ __all__ = [
     "LabelConfidencePolicy",
     "ManifestInfo",
     "ObjectiveInfo",
+    "PairConfidence",
     "Part",
     "PluginSettings",
     "Population",
@@ -124,15 +134,19 @@ __all__ = [
     "canonical_json",
     "decision_row",
     "hookimpl",
+    "label_confidence",
     "map_conversation",
     "message_row",
+    "pair_confidence",
     "plain",
     "put_optional",
     "render_datetime",
+    "representation_problem",
     "reward_source",
     "schemas_in",
     "segment_instance_id",
     "sha256_hex",
+    "strict_json",
     "task_basis",
     "task_ineligibility",
     "task_instance_id",

@@ -43,6 +43,10 @@ EXPECTED_FILES = {
     "nemo-gym-responses-create-params.v2.json",
     "swe-bench-metadata.v3.json",
     "verification.v1.json",
+    # DPO (objectives contract §6.6, §11)
+    "dpo-pair.v4.json",
+    "dpo-metadata.v4.json",
+    "dpo-provenance.v1.json",
     # shared components
     "ci-outcome.v1.json",
     "ci-resolution.v1.json",

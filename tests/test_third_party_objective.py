@@ -96,7 +96,7 @@ def test_listed_by_sediment_objectives(site: Path) -> None:
     result = sediment(site, "objectives", "--json")
     assert result.returncode == 0, result.stderr
     listed = {o["name"]: o for o in json.loads(result.stdout)["objectives"]}
-    assert set(listed) == {"kto", "rlvr", "sft"}
+    assert set(listed) == {"dpo", "kto", "rlvr", "sft"}
     kto = listed["kto"]
     assert kto["origin"]["distribution"] == "sediment-kto-example"
     assert (kto["title"], kto["unit"], kto["units"], kto["has_targets"], kto["targets"]) == (
@@ -244,8 +244,8 @@ def test_usage_errors(site: Path, tmp_path: Path) -> None:
         assert result.returncode == 2, (args, result.stderr)
         assert said in result.stderr and "Traceback" not in result.stderr
         assert not (tmp_path / "o").exists()
-    unknown = sediment(site, "export", "dpo", "--out", str(tmp_path / "o"))
-    assert unknown.returncode == 2 and "No such command 'dpo'" in unknown.stderr
+    unknown = sediment(site, "export", "ppo", "--out", str(tmp_path / "o"))
+    assert unknown.returncode == 2 and "No such command 'ppo'" in unknown.stderr
 
 
 def test_a_direct_export_reads_the_fact_store(site: Path, tmp_path: Path) -> None:
@@ -304,6 +304,11 @@ def test_shuffled_and_repeated_input_give_identical_bytes(site: Path, tmp_path: 
 def test_the_demo_exports_every_installed_objective(site: Path, tmp_path: Path) -> None:
     result = sediment(site, "demo", "--out", str(tmp_path / "demo"))
     assert result.returncode == 0, result.stderr
-    assert "KTO export · objective kto" in result.stderr  # the demo's Sessions carry no developer decisions
-    assert sorted(p.name for p in (tmp_path / "demo" / "exports" / "kto").iterdir()) == [".sediment-kto-target"]
+    assert "KTO export · objective kto" in result.stderr
+    # the demo's two DPO Sessions carry the only explicit decisions: one accept, one reject
+    kto = tmp_path / "demo" / "exports" / "kto"
+    assert sorted(p.name for p in kto.iterdir()) == [".sediment-kto-target", "kto.train.jsonl"]
+    samples = rows(kto / "kto.train.jsonl")
+    assert sorted((r["metadata"]["session_id"], r["label"]) for r in samples) == [
+        ("sess-dpo-power", True), ("sess-dpo-power-loop", False)]
     assert "RLVR export · target nemo-gym" in result.stderr

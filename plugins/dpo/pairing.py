@@ -1,0 +1,279 @@
+"""DPO pairing (objectives contract §6): members, labels, buckets, pairs and their rows.
+
+:func:`project_pairs` reads every Session's attributed completions, admits each completion as
+a bucket member (or counts why not), then visits the buckets in ascending key order and pairs
+their chosen and rejected members. It yields finished rows (dicts in ``dpo-pair`` v4 key
+order) and skip reasons (strings), in output order. It is a pure function of the evidence: the
+same completions in any Session order give the same rows and counts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from sediment.plugin import (
+    RESOLVER_SKIP_REASONS,
+    TRAINER_SKIP_REASONS,
+    AttributedCompletion,
+    LabelConfidencePolicy,
+    SessionCompletions,
+    TrainerConversation,
+    TrainingProvenance,
+    map_conversation,
+    pair_confidence,
+    plain,
+    representation_problem,
+    strict_json,
+)
+
+PAIR_SCHEMA_ID = "https://sediment.so/schemas/training-rows/dpo-pair/v4.json"
+PAIR_SCHEMA_VERSION = 4
+RECIPE_VERSION = 2
+#: The version of the pairing rules below (upstream's DPOPolicy has none; contract §12.3).
+DPO_POLICY_VERSION = "1"
+#: ``(recipe id, version, description)``, the default first.
+DPO_RECIPES: tuple[tuple[str, int, str], ...] = (
+    ("dpo_human", RECIPE_VERSION, "explicit accept chosen, explicit reject rejected (a reject wins); CI ignored"),
+    ("dpo_outcome", RECIPE_VERSION, "resolved CI pass chosen, fail rejected; flakes unreliable; decisions ignored"),
+)
+#: What DPO itself counts, after the CI resolver's and the trainer mapper's reasons.
+DPO_OWN_SKIP_REASONS: tuple[str, ...] = (
+    "inference_call_not_found",
+    "promptless",
+    "model_absent",
+    "no_label_source",
+    "unreliable_ci_resolution",
+    "bucket_capped",
+    "identical_responses",
+    # Ours (contract §12.5): an extra completion of one call in a bucket, dropped by the dedupe.
+    "duplicate_completion",
+)
+#: Every reason, in vocabulary order (upstream's ``DPO_SKIP_REASONS``, then ``duplicate_completion``).
+DPO_SKIP_REASONS: tuple[str, ...] = (*RESOLVER_SKIP_REASONS, *TRAINER_SKIP_REASONS, *DPO_OWN_SKIP_REASONS)
+
+Label = Literal["chosen", "rejected"]
+LabelFormula = Literal["label", "upstream"]
+
+
+@dataclass(frozen=True)
+class DPOPolicy:
+    """The pairing policy: the ladder, the per-bucket cap, the recipe and the label-confidence
+    formula (``label``: ``min(chosen, 1 − rejected)``; ``upstream``: ``min(chosen, rejected)``)."""
+
+    label_confidence: LabelConfidencePolicy = field(default_factory=LabelConfidencePolicy)
+    max_pairs_per_bucket: int = 3
+    recipe_id: str = "dpo_human"
+    label_confidence_formula: LabelFormula = "label"
+
+    def __post_init__(self) -> None:
+        if self.recipe_id not in {name for name, _, _ in DPO_RECIPES}:
+            raise ValueError(f"unsupported DPO recipe '{self.recipe_id}'")
+        if isinstance(self.max_pairs_per_bucket, bool) or not isinstance(self.max_pairs_per_bucket, int) \
+                or self.max_pairs_per_bucket < 1:
+            raise ValueError(f"DPOPolicy.max_pairs_per_bucket must be >= 1 (got {self.max_pairs_per_bucket})")
+        if self.label_confidence_formula not in ("label", "upstream"):
+            raise ValueError(f"unsupported DPO label confidence formula '{self.label_confidence_formula}'")
+
+
+@dataclass(frozen=True)
+class Member:
+    """One admitted completion: its AC, mapped conversation (or the representation reason that
+    will decline a pair selecting it), label, Confidence and the CI facts a row reads."""
+
+    completion: AttributedCompletion
+    model: str
+    conversation: TrainerConversation | None
+    representation: str | None
+    label: Label | None
+    label_source: str | None
+    unlabelled: str | None
+    confidence: float | None
+    reliability: float | None
+    resolver_skipped: Counter[str]
+
+    @property
+    def call_id(self) -> str:
+        return self.completion.inference_call_id
+
+    def rank(self) -> tuple[Any, ...]:
+        return (self.label is not None, self.confidence is not None, self.confidence or 0.0,
+                self.completion.sort_key)
+
+
+def prompt_key(messages: Iterable[Any]) -> str:
+    """The structural prompt: the input messages (null fields left out) as JSON with sorted keys,
+    non-ASCII kept; exact equality of roles, order, parts and scalar types."""
+    dumped = [m.model_dump(mode="python", exclude_none=True) for m in messages]
+    return json.dumps(dumped, sort_keys=True, ensure_ascii=False, allow_nan=True, default=repr)
+
+
+def _label(completions: SessionCompletions, completion: AttributedCompletion, recipe: str
+           ) -> tuple[Label | None, str | None, str | None]:
+    """``(label, label source, unlabelled reason)`` under ``recipe``."""
+    if recipe == "dpo_human":
+        explicit = [d for d in completion.decisions if d.explicit]
+        if completion.abandonment is None and explicit:
+            if any(not d.accepted for d in explicit):
+                return "rejected", "explicit_reject", None
+            return "chosen", "explicit_accept", None
+        return None, None, "no_label_source"
+    resolution = completions.resolution(completion).resolution
+    if resolution is None or resolution.verdict is None:
+        return None, None, "no_label_source"
+    if resolution.suspected_flake:
+        return None, None, "unreliable_ci_resolution"
+    if resolution.verdict == "passed":
+        return "chosen", "resolved_ci_pass", None
+    return "rejected", "resolved_ci_fail", None
+
+
+def _admit(completions: SessionCompletions, completion: AttributedCompletion, policy: DPOPolicy
+           ) -> tuple[tuple[str, str, str], Member] | str:
+    """The member's bucket key and itself, or the reason it is not admitted (per AC)."""
+    call = completions.calls.get(completion.inference_call_id)
+    if call is None:
+        return "inference_call_not_found"
+    if not call.input_messages:
+        return "promptless"
+    if call.model is None:
+        return "model_absent"
+    mapped = map_conversation(call.input_messages, call.output_messages)
+    conversation: TrainerConversation | None = None
+    representation: str | None = None
+    if isinstance(mapped, TrainerConversation):
+        conversation = mapped
+    elif mapped.is_representation:
+        representation = mapped.reason
+    else:
+        return mapped.reason
+    label, source, unlabelled = _label(completions, completion, policy.recipe_id)
+    found = completions.resolution(completion)
+    member = Member(
+        completion=completion, model=call.model, conversation=conversation, representation=representation,
+        label=label, label_source=source, unlabelled=unlabelled,
+        confidence=completions.confidence(completion, policy.label_confidence),
+        reliability=None if found.resolution is None else found.resolution.reliability,
+        resolver_skipped=Counter(found.skipped))
+    return (completion.org_id, call.model, prompt_key(call.input_messages)), member
+
+
+def _provenance(member: Member, policy: DPOPolicy) -> Any:
+    return plain(TrainingProvenance.of(member.completion.provenance, policy.label_confidence))
+
+
+def _identity(member: Member) -> Any:
+    identity = member.completion.repository_identity
+    return None if identity is None else plain(identity)
+
+
+def pair_row(chosen: Member, rejected: Member, policy: DPOPolicy) -> dict[str, Any]:
+    """The ``dpo-pair`` v4 row of one pair (keys in contract order)."""
+    assert chosen.conversation is not None and rejected.conversation is not None
+    if chosen.confidence is None or rejected.confidence is None:
+        raise ValueError("a labelled DPO member always has a Confidence (it has a decision or CI outcomes)")
+    values = pair_confidence(chosen.confidence, rejected.confidence)
+    label_value = (values.label_confidence if policy.label_confidence_formula == "label"
+                   else values.upstream_label_confidence)
+    reliabilities = [r for r in (chosen.reliability, rejected.reliability) if r is not None]
+    a, b = chosen.completion, rejected.completion
+    return {
+        "prompt": chosen.conversation.as_dict()["prompt"],
+        "chosen": chosen.conversation.as_dict()["completion"],
+        "rejected": rejected.conversation.as_dict()["completion"],
+        "tools": [],
+        "metadata": {
+            "org_id": a.org_id,
+            "source_model": chosen.model,
+            "chosen_completion_id": a.inference_call_id,
+            "rejected_completion_id": b.inference_call_id,
+            "recipe_id": policy.recipe_id,
+            "recipe_version": RECIPE_VERSION,
+            "chosen_label_source": chosen.label_source,
+            "rejected_label_source": rejected.label_source,
+            "label_confidence": label_value,
+            "ci_reliability": min(reliabilities) if reliabilities else None,
+            "confidence_margin": values.confidence_margin,
+            "provenance": {
+                "chosen": _provenance(chosen, policy),
+                "rejected": _provenance(rejected, policy),
+                "dpo_policy_version": DPO_POLICY_VERSION,
+                "max_pairs_per_bucket": policy.max_pairs_per_bucket,
+                "label_confidence_formula": policy.label_confidence_formula,
+            },
+            "split": "eval" if "eval" in (a.split, b.split) else a.split,
+            "chosen_repository_identity": _identity(chosen),
+            "rejected_repository_identity": _identity(rejected),
+            "chosen_attribution_source": a.attribution_source,
+            "rejected_attribution_source": b.attribution_source,
+            "chosen_session_commit_observation_ids": list(a.observation_ids),
+            "rejected_session_commit_observation_ids": list(b.observation_ids),
+            "schema_id": PAIR_SCHEMA_ID,
+            "schema_version": PAIR_SCHEMA_VERSION,
+        },
+    }
+
+
+def _bucket(members: list[Member], policy: DPOPolicy) -> Iterator[dict[str, Any] | str]:
+    kept: dict[str, Member] = {}
+    for member in members:
+        current = kept.get(member.call_id)
+        if current is None:
+            kept[member.call_id] = member
+            continue
+        yield "duplicate_completion"
+        if member.rank() > current.rank():
+            kept[member.call_id] = member
+    chosen: list[Member] = []
+    rejected: list[Member] = []
+    for call_id in sorted(kept):
+        member = kept[call_id]
+        for reason, count in member.resolver_skipped.items():
+            yield from [reason] * count
+        if member.label is None:
+            assert member.unlabelled is not None
+            yield member.unlabelled
+        elif member.label == "chosen":
+            chosen.append(member)
+        else:
+            rejected.append(member)
+    if not chosen or not rejected:
+        return
+    pairs = [(c, r) for c in chosen for r in rejected]
+    for c, r in pairs[:policy.max_pairs_per_bucket]:
+        marked = c.representation or r.representation
+        if marked is not None:
+            yield marked
+            continue
+        row = pair_row(c, r, policy)
+        problem = representation_problem(row)
+        if problem is not None:
+            yield problem
+            continue
+        if strict_json(row["chosen"]) == strict_json(row["rejected"]):
+            yield "identical_responses"
+            continue
+        yield row
+    if len(pairs) > policy.max_pairs_per_bucket:
+        yield "bucket_capped"
+
+
+def project_pairs(sessions: Iterable[SessionCompletions], policy: DPOPolicy) -> Iterator[dict[str, Any] | str]:
+    """Every pair row and skip reason of ``sessions`` under ``policy``, in output order:
+    admission counts (per AC, Sessions in the order given), then per bucket in ascending key
+    order its dedupe, CI-resolver and labelling counts, pairs and cap count."""
+    buckets: dict[tuple[str, str, str], list[Member]] = defaultdict(list)
+    for completions in sessions:
+        for completion in completions:
+            admitted = _admit(completions, completion, policy)
+            if isinstance(admitted, str):
+                yield admitted
+                continue
+            key, member = admitted
+            buckets[key].append(member)
+    for key in sorted(buckets):
+        members = sorted(buckets[key], key=lambda m: (m.call_id, m.completion.sort_key))
+        yield from _bucket(members, policy)
