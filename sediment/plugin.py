@@ -17,7 +17,9 @@ A target::
 
 from __future__ import annotations
 
-from sediment.ci_resolution import CIResolution
+from sediment.attributed_completions import AttributedCompletion, CompletionCall, SessionCompletions
+from sediment.ci_resolution import CIResolution, CommitKey, resolve_ci
+from sediment.confidence import LabelConfidencePolicy
 from sediment.export.context import ExportContext
 from sediment.export.evidence import RECIPE_ID, RECIPE_VERSION, RolloutEvidence, put_optional, reward_source
 from sediment.export.hookspecs import CONTRACT_VERSION, hookimpl
@@ -53,10 +55,13 @@ from sediment.facts import (
     ToolDefinition,
 )
 from sediment.identifiers import render_datetime
+from sediment.mirrors import Mirror, MirrorReadError
+from sediment.policy import TrainingProvenance
 from sediment.records import canonical_digest, canonical_json, plain, sha256_hex
 from sediment.rollout import Rollout, Turn
 from sediment.split import Split
 from sediment.test_transitions import TRANSITION_SKIP_REASONS, TestTransitions
+from sediment.trainer_messages import TRAINER_SKIP_REASONS, TrainerDecline, map_inference_prompt
 from sediment.validation import schemas_in
 
 __all__ = [
@@ -66,15 +71,22 @@ __all__ = [
     "RECIPE_VERSION",
     "ROLLOUT_SKIP_REASONS",
     "SPLIT_ORDER",
+    "TRAINER_SKIP_REASONS",
     "TRANSITION_SKIP_REASONS",
     "AdaptedRow",
+    "AttributedCompletion",
     "CIOutcome",
     "CIResolution",
+    "CommitKey",
+    "CompletionCall",
     "Declined",
     "Dependency",
     "ExportContext",
     "InferenceMessage",
+    "LabelConfidencePolicy",
     "ManifestInfo",
+    "Mirror",
+    "MirrorReadError",
     "ObjectiveInfo",
     "Part",
     "PluginSettings",
@@ -88,6 +100,7 @@ __all__ = [
     "ReferencePatch",
     "Rollout",
     "RolloutEvidence",
+    "SessionCompletions",
     "Split",
     "TargetInfo",
     "TaskBasis",
@@ -97,16 +110,20 @@ __all__ = [
     "ToolCallPart",
     "ToolCallResponsePart",
     "ToolDefinition",
+    "TrainerDecline",
+    "TrainingProvenance",
     "Turn",
     "atomic_write_bytes",
     "canonical_digest",
     "canonical_json",
     "decision_row",
     "hookimpl",
+    "map_inference_prompt",
     "message_row",
     "plain",
     "put_optional",
     "render_datetime",
+    "resolve_ci",
     "reward_source",
     "schemas_in",
     "segment_instance_id",

@@ -17,7 +17,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from sediment.attributed_completions import SessionCompletions, derive_attributed_completions
 from sediment.ci_resolution import DEFAULT_CI_POLICY, CIResolutionPolicy
+from sediment.confidence import LabelConfidencePolicy
 from sediment.export.evidence import RolloutEvidence
 from sediment.export.rows import Recipe
 from sediment.export.verifier_commands import VerifierCommands
@@ -82,8 +84,12 @@ class ExportContext:
 
     def __init__(self, evidence: Evidence, *, recipe: Recipe, verifier_commands: VerifierCommands | None = None,
                  ci_policy: CIResolutionPolicy = DEFAULT_CI_POLICY, progress: ProgressCallback | None = None,
-                 repositories: RepositoryContext | None = None) -> None:
+                 repositories: RepositoryContext | None = None,
+                 label_confidence: LabelConfidencePolicy | None = None) -> None:
         self._evidence = evidence
+        #: The Confidence ladder's policy from the export's settings (``SEDIMENT_LABEL_CONFIDENCE_*``,
+        #: the ``[label-confidence]`` table), defaults otherwise.
+        self.label_confidence = label_confidence or LabelConfidencePolicy()
         #: The repository context CI resolves with (``None``: only legacy outcomes resolve).
         self.repositories = repositories
         self.recipe = recipe
@@ -112,3 +118,11 @@ class ExportContext:
                                   ci_policy=self._ci_policy, recipe=self.recipe, repositories=self.repositories)
             if self._progress is not None:
                 self._progress(position + 1, len(order))
+
+    def attributed_completions(self) -> Iterator[SessionCompletions]:
+        """Every Session's attributed completions (docs/attributed-completions.md), derived from
+        its Rollout in export order with the export's repository context and CI policy; one
+        Session resident at a time, progress reported as for :meth:`rollouts`."""
+        for evidence in self.rollouts():
+            yield derive_attributed_completions(evidence.rollout, repositories=self.repositories,
+                                                ci_policy=self._ci_policy)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sediment.ci_resolution import DEFAULT_CI_POLICY, CIResolutionPolicy
+from sediment.confidence import label_confidence_policy
 from sediment.errors import ConfigurationError, UsageError
 from sediment.export.adaptation import ProfileProjection
 from sediment.export.context import (
@@ -156,7 +157,8 @@ def export_objective(
             if isinstance(projection, ObjectiveProjection):
                 context = ExportContext(evidence, recipe=chosen_recipe, verifier_commands=verifier_commands,
                                         ci_policy=ci_policy, progress=progress,
-                                        repositories=repositories)
+                                        repositories=repositories,
+                                        label_confidence=label_confidence_policy(sources))
                 projection.run(context, stage.prepared, tally)
                 units = context.read
             else:
