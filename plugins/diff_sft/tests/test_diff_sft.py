@@ -240,3 +240,37 @@ def test_mirrors_are_required_and_the_vocabulary_is_the_contracts(tmp_path: Path
                               "repository_identity_conflict", "repository_identity_unresolved",
                               "repository_mirror_identity_unresolved", "repository_source_absent")
     assert vocabulary[7:] == ("non_finite_number", "unrepresentable_unicode", *SKIP_REASONS)
+
+
+def test_cli_from_a_bundle_needs_mirrors_and_matches_the_direct_projection(tmp_path: Path, mirror_root: MirrorRoot,
+                                                                           history: dict[str, str]) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from sediment.bundle import write_bundle
+    from sediment.testing import POLICY
+
+    sha = history["two"]
+    rollouts = [session("s1", sha, [(1, "calc.py"), (1, "util.py")], decisions=(decision("d1", "resp-s1-1"),)),
+                session("s2", sha, [(0, "calc.py")],
+                        decisions=(decision("d2", "resp-s2-0", accepted=False, session="s2"),))]
+    bundle = write_bundle(rollouts, tmp_path / "bundle", org_id=ORG, policy=POLICY, quarantine_revision=0)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEDIMENT_")}
+    env["SEDIMENT_HOME"] = str(tmp_path / "home")
+
+    def cli(*args: str, mirrors: bool = True) -> subprocess.CompletedProcess[str]:
+        run_env = {**env, "SEDIMENT_MIRROR_PATH": str(mirror_root.path)} if mirrors else env
+        return subprocess.run([sys.executable, "-m", "sediment", "export", "diff-sft", *args], capture_output=True,
+                              text=True, env=run_env, timeout=120)
+
+    done = cli("--from", str(bundle), "--out", str(tmp_path / "cli"))
+    assert done.returncode == 0, done.stderr
+    assert "wrote" in done.stdout + done.stderr
+    direct = export(rollouts, tmp_path, mirror_root, name="direct", split_enabled=True)
+    cli_rows = [json.loads(line) for line in (tmp_path / "cli" / "diff_sft.train.jsonl").read_text().splitlines()]
+    assert cli_rows == direct.rows["diff_sft.train.jsonl"]
+    assert [r["metadata"]["completion_id"] for r in cli_rows] == ["s1-c1"]
+    assert cli("--recipe", "nope", "--from", str(bundle), "--out", str(tmp_path / "bad")).returncode == 2
+    unmirrored = cli("--from", str(bundle), "--out", str(tmp_path / "none"), mirrors=False)
+    assert unmirrored.returncode != 0 and len(unmirrored.stderr.strip().splitlines()) == 1
