@@ -274,3 +274,58 @@ def test_cli_from_a_bundle_needs_mirrors_and_matches_the_direct_projection(tmp_p
     assert cli("--recipe", "nope", "--from", str(bundle), "--out", str(tmp_path / "bad")).returncode == 2
     unmirrored = cli("--from", str(bundle), "--out", str(tmp_path / "none"), mirrors=False)
     assert unmirrored.returncode != 0 and len(unmirrored.stderr.strip().splitlines()) == 1
+
+
+def test_a_directory_holds_one_generation_and_foreign_claims_are_refused(tmp_path: Path, mirror_root: MirrorRoot,
+                                                                         history: dict[str, str]) -> None:
+    from sediment.errors import SedimentError
+    from sediment.testing import run_export
+
+    sha = history["two"]
+    r = session("s1", sha, [(1, "calc.py")], decisions=(decision("d1", "resp-s1-1"),))
+    first = export([r], tmp_path, mirror_root, name="out")
+    before = snapshot(first.out_dir)
+    with pytest.raises(SedimentError, match=r"already contains diff-sft artifacts \(diff_sft.jsonl\)"):
+        export([r], tmp_path, mirror_root, name="out")
+    with pytest.raises(SedimentError, match="already belongs to diff-SFT objective diff-sft"):
+        run_export([rollout("s9")], first.out_dir, target="nemo-gym")
+    assert snapshot(first.out_dir) == before
+    rlvr = tmp_path / "rlvr"
+    run_export([rollout("s9")], rlvr, target="nemo-gym")
+    with pytest.raises(SedimentError, match="already belongs to RLVR target nemo-gym"):
+        export([r], tmp_path, mirror_root, name="rlvr")
+    unclaimed = tmp_path / "unclaimed"
+    unclaimed.mkdir()
+    (unclaimed / "diff_sft.jsonl").write_text("stale\n")
+    with pytest.raises(SedimentError, match=r"without a target claim \(diff_sft.jsonl\)"):
+        export([r], tmp_path, mirror_root, name="unclaimed")
+    assert (unclaimed / "diff_sft.jsonl").read_text() == "stale\n"
+    empty = tmp_path / "empty"
+    assert export([session("s1", sha, [(1, "calc.py")])], tmp_path, mirror_root, name="empty").rows == {}
+    assert sorted(p.name for p in empty.iterdir()) == [".sediment-diff-sft-target"]
+    assert export([r], tmp_path, mirror_root, name="empty").rows["diff_sft.jsonl"]
+
+
+def test_rows_validate_and_the_schema_refuses_what_the_contract_forbids(tmp_path: Path, mirror_root: MirrorRoot,
+                                                                        history: dict[str, str]) -> None:
+    import copy
+
+    schemas = load_registry().schemas
+    r = session("s1", history["two"], [(1, "calc.py")], decisions=(decision("d1", "resp-s1-1"),))
+    (row,) = export([r], tmp_path, mirror_root).rows["diff_sft.jsonl"]
+    assert schemas.errors(row) == []
+    mutations = {
+        "extra metadata key": lambda b: b["metadata"].update(extra=1),
+        "a tool": lambda b: b["tools"].append({}),
+        "missing ci_reliability": lambda b: b["metadata"].pop("ci_reliability"),
+        "two completion messages": lambda b: b["completion"].append(b["completion"][0]),
+        "repeated decision id": lambda b: b["metadata"]["source_ids"].update(decision_ids=["d", "d"]),
+        "another recipe": lambda b: b["metadata"].update(recipe_id="dpo_human"),
+        "extra row key": lambda b: b.update(label=True),
+        "a bad message": lambda b: b["prompt"].append({"role": "user"}),
+        "bare provenance": lambda b: b["metadata"]["provenance"].pop("trainer_messages_version"),
+    }
+    for name, mutate in mutations.items():
+        broken = copy.deepcopy(row)
+        mutate(broken)
+        assert schemas.errors(broken), name
