@@ -329,3 +329,73 @@ def test_rows_validate_and_the_schema_refuses_what_the_contract_forbids(tmp_path
         broken = copy.deepcopy(row)
         mutate(broken)
         assert schemas.errors(broken), name
+
+
+def test_identified_repositories_resolve_through_the_context(tmp_path: Path, mirror_root: MirrorRoot) -> None:
+    from sediment.facts import RepositoryIdentity
+    from sediment.mirrors import MirrorWriter
+    from sediment.repositories import RepositoryContext
+    from sediment.rollout import CommitRef
+
+    identity = RepositoryIdentity(provider="github", host="github.com", repository_id="424242")
+    writer = MirrorWriter(mirror_root.mirror_path(ORG, REPO, identity))
+    writer.commit({"calc.py": "a = 1\n"}, "root", when=1_767_000_000)
+    sha = writer.commit({"calc.py": "a = 2\n"}, "fix", when=1_767_000_060)
+    identified = outcome("o1", sha, repository_provider="github", repository_host="github.com",
+                         repository_id="424242")
+    context = RepositoryContext.build(ORG, [identified])
+
+    def identified_session(session_id: str, repo: str) -> Rollout:
+        attribution = FileAttribution(inference_call_id=f"{session_id}-c1", repo=repo, commit_sha=sha,
+                                      repository_identity=identity, file_path="calc.py", similarity_score=0.9)
+        return rollout(session_id, calls=calls(session_id), commits=[CommitRef(repo=repo, commit_sha=sha,
+                                                                               repository_identity=identity)],
+                       file_attributions=(attribution,), terminal_outcomes=(identified,),
+                       session_decisions=(decision(f"d-{session_id}", f"resp-{session_id}-1", session=session_id),))
+
+    summary = export_objective(
+        Evidence([identified_session("s1", REPO), identified_session("s2", "owner/unknown-name")], False, mirror_root),
+        tmp_path / "out", objective="diff-sft", registry=load_registry(), repositories=context,
+        verifier_commands=VerifierCommands.empty())
+    (path,) = summary["written"]
+    (row,) = [json.loads(line) for line in Path(path).read_text().splitlines()]
+    meta = row["metadata"]
+    assert (meta["session_id"], meta["repo"], meta["source_ids"]["ci_outcome_ids"], meta["ci_reliability"]) == (
+        "s1", REPO, ["o1"], 1.0)
+    assert meta["repository_identity"] == {"provider": "github", "host": "github.com", "repository_id": "424242"}
+    assert "calc.py" in row["completion"][0]["content"]
+    assert {k: v for k, v in summary.items() if k.endswith("skipped")} == {
+        "sample_skipped": {"repository_identity_unresolved": 1}}
+
+
+def test_gates_run_in_order_and_the_first_failure_names_the_group(tmp_path: Path, mirror_root: MirrorRoot,
+                                                                  history: dict[str, str]) -> None:
+    sha = history["two"]
+    # an explicit reject (gate 5) wins over no eligibility, a missing model and a missing mirror
+    rejected = session("s1", sha, [(1, "calc.py")], decisions=(decision("d1", "resp-s1-1", accepted=False),),
+                       model=None, repo="owner/other")
+    # no eligibility (gate 7) wins over a missing model (gate 9) and a missing mirror (gate 10)
+    ineligible = session("s2", sha, [(1, "calc.py")], model=None, repo="owner/other")
+    # a missing model (gate 9) wins over a missing mirror (gate 10)
+    modelless = session("s3", sha, [(1, "calc.py")], decisions=(decision("d3", "resp-s3-1", session="s3"),),
+                        model=None, repo="owner/other")
+    result = export([rejected, ineligible, modelless], tmp_path, mirror_root)
+    assert skips(result) == {"explicit_reject": 1, "no_eligibility_source": 1, "model_absent": 1}
+
+
+def test_an_unmappable_prompt_and_an_empty_patch_decline(tmp_path: Path, mirror_root: MirrorRoot,
+                                                         git_repo: GitRepo) -> None:
+    base = git_repo.commit({"calc.py": "a = 1\n"})
+    same = git_repo.commit({"calc.py": "a = 1\n"}, "no change")
+    assert base != same
+    accept = (decision("d1", "resp-s1-1"),)
+    empty = session("s1", same, [(1, "calc.py")], decisions=accept)
+    result = export([empty], tmp_path, mirror_root, name="empty")
+    assert skips(result) == {"empty_patch": 1}
+    odd = [call("s2", 0, [message("narrator", "hello")], [message("assistant", "ok")], model="gpt-x",
+                model_call_id="resp-s2-0")]
+    unmappable = rollout("s2", calls=odd, commits=[base], file_attributions=(
+        FileAttribution(inference_call_id="s2-c0", repo=REPO, commit_sha=base, file_path="calc.py",
+                        similarity_score=0.9),), session_decisions=(decision("d2", "resp-s2-0", session="s2"),))
+    result = export([unmappable], tmp_path, mirror_root, name="prompt")
+    assert skips(result) == {"unsupported_message_role": 1}
