@@ -399,3 +399,35 @@ def test_an_unmappable_prompt_and_an_empty_patch_decline(tmp_path: Path, mirror_
                         similarity_score=0.9),), session_decisions=(decision("d2", "resp-s2-0", session="s2"),))
     result = export([unmappable], tmp_path, mirror_root, name="prompt")
     assert skips(result) == {"unsupported_message_role": 1}
+
+
+def test_a_direct_export_reads_the_fact_store_and_needs_mirrors(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    facts = tmp_path / "facts.jsonl"
+    facts.write_text(json.dumps({
+        "fact_type": "inference_call", "session_id": "sess-1", "model": "m",
+        "input_messages": [{"role": "user", "parts": [{"type": "text", "content": "Fix it."}]}],
+        "output_messages": [{"role": "assistant", "parts": [{"type": "text", "content": "done"}]}],
+        "observed_at": "2024-05-01T12:00:00Z",
+    }) + "\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEDIMENT_")}
+    env.update({"SEDIMENT_HOME": str(tmp_path / "home"), "SEDIMENT_ORG_ID": ORG})
+
+    def sediment(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "sediment", *args], capture_output=True, text=True, env=env,
+                              timeout=120)
+
+    assert sediment("ingest", "facts", str(facts)).returncode == 0
+    missing = sediment("export", "diff-sft", "--out", str(tmp_path / "o1"))
+    assert missing.returncode == 1 and "the export needs mirrors" in missing.stderr
+    (tmp_path / "mirrors").mkdir()
+    done = sediment("export", "diff-sft", "--out", str(tmp_path / "out"), "--mirrors", str(tmp_path / "mirrors"),
+                    "--json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    # the Session's Rollout has no attributed file, so no attributed completion and no row
+    assert (summary["objective"], summary["rollouts"], summary["sample_rows"], summary["written"]) == (
+        "diff-sft", 1, 0, {})
