@@ -71,7 +71,8 @@ completion the exact text of the commit's patch for the files attributed to the 
 the repository's mirror (SEDIMENT_MIRROR_PATH, required with --from too). Sections a text
 patch cannot carry (binary, copies, submodules) or that break git's format are counted, never
 repaired. Writes diff_sft.jsonl, or diff_sft.train.jsonl / .eval.jsonl when the bundle's policy
-has an eval split. The Confidence ladder's knobs come from SEDIMENT_LABEL_CONFIDENCE_* or the
+has an eval split. Rows below the Confidence floor (--set diff-sft.min_confidence=X, default
+0.6) are declined; the Confidence ladder's knobs come from SEDIMENT_LABEL_CONFIDENCE_* or the
 [label-confidence] table of --config; see docs/diff-sft.md.
 
 Examples:
