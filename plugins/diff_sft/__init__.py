@@ -208,7 +208,8 @@ def _project_group(found: SessionCompletions, call_id: str, members: list[Attrib
         result = resolve_ci([outcomes[i] for i in sorted(outcomes)], quarantine_revision=found.quarantine_revision,
                             policy=policy.ci_resolution, repositories=repositories)
         for reason, count in sorted(result.skipped.items()):
-            yield Declined(reason, count, population=POPULATION)
+            if count > 0:
+                yield Declined(reason, count, population=POPULATION)
         matching = [r for r in result.resolutions if r.commit_key.same_commit(key)]
         resolution = matching[0] if matching else None
         reliabilities = [r.reliability for r in matching if r.reliability is not None]

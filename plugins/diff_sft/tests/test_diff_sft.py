@@ -431,3 +431,16 @@ def test_a_direct_export_reads_the_fact_store_and_needs_mirrors(tmp_path: Path) 
     # the Session's Rollout has no attributed file, so no attributed completion and no row
     assert (summary["objective"], summary["rollouts"], summary["sample_rows"], summary["written"]) == (
         "diff-sft", 1, 0, {})
+
+
+def test_ci_of_the_union_is_resolved_once_and_its_counts_added(tmp_path: Path, mirror_root: MirrorRoot,
+                                                               history: dict[str, str]) -> None:
+    sha = history["two"]
+    disagreeing = (outcome("o1", sha, "passed", run_id="1"),
+                   outcome("o2", sha, "failed", run_id="2", workflow_id="88", workflow_name="lint",
+                           workflow_path=".github/workflows/lint.yml"))
+    r = session("s1", sha, [(1, "calc.py"), (1, "util.py")], decisions=(decision("d1", "resp-s1-1"),),
+                outcomes=disagreeing)
+    result = export([r], tmp_path, mirror_root)
+    # one resolution for the two-file group: the resolver's count once, then the group's decline
+    assert (result.rows, skips(result)) == ({}, {"ambiguous_workflow_verdicts": 1, "resolved_ci_failure": 1})
