@@ -209,6 +209,13 @@ def test_parser_counts_are_added_once_per_commit(tmp_path: Path, mirror_root: Mi
     result = export([r], tmp_path, mirror_root)
     assert [row["metadata"]["completion_id"] for row in result.rows["diff_sft.jsonl"]] == ["s1-c0"]
     assert skips(result) == {"unsupported_diff_section": 1, "file_diff_unavailable": 1}
+    other = session("s2", sha, [(0, "calc.py")], decisions=(decision("d2", "resp-s2-0", session="s2"),))
+    both = export([r, other], tmp_path, mirror_root, name="both")
+    assert len(both.rows["diff_sft.jsonl"]) == 2
+    assert skips(both) == {"unsupported_diff_section": 1, "file_diff_unavailable": 1}  # once per commit
+    shuffled = session("s1", sha, [(1, "logo.png"), (0, "calc.py")], decisions=tuple(reversed(accept)))
+    again = export([other, shuffled], tmp_path, mirror_root, name="again")
+    assert snapshot(again.out_dir) == snapshot(both.out_dir)
 
 
 def test_identical_bytes_when_repeated_and_shuffled(tmp_path: Path, mirror_root: MirrorRoot,
