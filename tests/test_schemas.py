@@ -34,6 +34,7 @@ EXPECTED_FILES = {
     "sediment-rlvr-rollout.v4.json",
     "swe-bench-task.v3.json",
     "nemo-gym-rollout.v4.json",
+    "diff-sft-sample.v3.json",
     # components (contract §4.5)
     "rlvr-turn.v3.json",
     "rlvr-decision.v2.json",
@@ -43,6 +44,8 @@ EXPECTED_FILES = {
     "nemo-gym-responses-create-params.v2.json",
     "swe-bench-metadata.v3.json",
     "verification.v1.json",
+    "diff-sft-metadata.v3.json",
+    "diff-sft-source-ids.v2.json",
     # shared components
     "ci-outcome.v1.json",
     "ci-resolution.v1.json",
