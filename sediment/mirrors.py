@@ -498,6 +498,21 @@ class Mirror:
         except MirrorReadError:
             return 0
 
+    def commit_patch(self, sha: str) -> str:
+        """The patch ``sha`` introduces: its diff from its first parent (from the empty tree for
+        a root commit), with rename detection (limit 1000), ``a/``/``b/`` prefixes and every
+        file's section in diff order; bytes that are not UTF-8 decode with replacement."""
+        commit = self._commit(sha)
+        try:
+            if commit.parents:
+                diff = commit.parents[0].tree.diff_to_tree(commit.tree)
+            else:
+                diff = commit.tree.diff_to_tree(swap=True)
+            diff.find_similar(flags=pygit2.enums.DiffFind.FIND_RENAMES, rename_limit=1000)
+            return "".join(patch.data.decode("utf-8", "replace") for patch in diff if patch is not None)
+        except pygit2.GitError as exc:
+            raise MirrorReadError(f"diff of {sha}: {exc}") from exc
+
     def diff(self, base: str, head: str) -> str:
         """Unified diff ``base..head`` with rename detection (limit 1000) and ``a/``/``b/`` prefixes."""
         try:

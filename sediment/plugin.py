@@ -24,7 +24,7 @@ from sediment.attributed_completions import (
     SessionAbandonment,
     SessionCompletions,
 )
-from sediment.ci_resolution import RESOLVER_SKIP_REASONS, CIResolution
+from sediment.ci_resolution import RESOLVER_SKIP_REASONS, CIResolution, CommitKey, resolve_ci
 from sediment.confidence import LabelConfidencePolicy, PairConfidence, label_confidence, pair_confidence
 from sediment.export.context import ExportContext
 from sediment.export.evidence import RECIPE_ID, RECIPE_VERSION, RolloutEvidence, put_optional, reward_source
@@ -62,6 +62,7 @@ from sediment.facts import (
     ToolDefinition,
 )
 from sediment.identifiers import render_datetime
+from sediment.mirrors import Mirror, MirrorReadError
 from sediment.policy import Provenance, TrainingProvenance
 from sediment.records import canonical_digest, canonical_json, plain, sha256_hex
 from sediment.rollout import Rollout, Turn
@@ -72,6 +73,7 @@ from sediment.trainer_messages import (
     TrainerConversation,
     TrainerDecline,
     map_conversation,
+    map_inference_prompt,
     strict_json,
 )
 from sediment.validation import schemas_in
@@ -91,6 +93,7 @@ __all__ = [
     "AttributedCompletion",
     "CIOutcome",
     "CIResolution",
+    "CommitKey",
     "CompletionCall",
     "CompletionResolution",
     "Declined",
@@ -99,6 +102,8 @@ __all__ = [
     "InferenceMessage",
     "LabelConfidencePolicy",
     "ManifestInfo",
+    "Mirror",
+    "MirrorReadError",
     "ObjectiveInfo",
     "PairConfidence",
     "Part",
@@ -136,12 +141,14 @@ __all__ = [
     "hookimpl",
     "label_confidence",
     "map_conversation",
+    "map_inference_prompt",
     "message_row",
     "pair_confidence",
     "plain",
     "put_optional",
     "render_datetime",
     "representation_problem",
+    "resolve_ci",
     "reward_source",
     "schemas_in",
     "segment_instance_id",

@@ -109,7 +109,7 @@ def lines(path: Path) -> list[str]:
 
 def test_discovery_finds_the_builtin_objectives() -> None:
     registry = load_registry()
-    assert tuple(sorted(registry.objectives)) == BUILTIN_OBJECTIVES == ("dpo", "rlvr", "sft")
+    assert tuple(sorted(registry.objectives)) == BUILTIN_OBJECTIVES == ("diff-sft", "dpo", "rlvr", "sft")
     rlvr = registry.objectives["rlvr"]
     assert rlvr.origin.distribution == "sediment"
     assert registry.default_objective is rlvr
@@ -244,7 +244,9 @@ def test_an_export_reaches_the_chosen_objective_only(tmp_path: Path) -> None:
     assert calls == ["notes"]
     assert list(summary) == ["objective", "rollouts", "note_rows", "note_skipped", "fragmented", "written", "manifests"]
     assert (summary["objective"], summary["rollouts"], summary["note_rows"]) == ("notes", 2, 2)
-    assert tuple(sorted(registry.objectives)) == BUILTIN_OBJECTIVES == ("rlvr", "sft")
+    with pytest.raises(UnknownObjectiveError, match="unsupported export objective: orpo; installed objectives: "
+                                                    "diff-sft, dpo, notes, other, rlvr, sft"):
+        export(registry, tmp_path / "o2", [], objective="orpo")
 
 
 def test_the_test_kit_exports_an_objective_and_validates_its_rows(tmp_path: Path) -> None:

@@ -34,6 +34,7 @@ EXPECTED_FILES = {
     "sediment-rlvr-rollout.v4.json",
     "swe-bench-task.v3.json",
     "nemo-gym-rollout.v4.json",
+    "diff-sft-sample.v3.json",
     # components (contract §4.5)
     "rlvr-turn.v3.json",
     "rlvr-decision.v2.json",
@@ -47,6 +48,9 @@ EXPECTED_FILES = {
     "dpo-pair.v4.json",
     "dpo-metadata.v4.json",
     "dpo-provenance.v1.json",
+    # diff-SFT (objectives contract §5.3, §11)
+    "diff-sft-metadata.v3.json",
+    "diff-sft-source-ids.v2.json",
     # shared components
     "ci-outcome.v1.json",
     "ci-resolution.v1.json",

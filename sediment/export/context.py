@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Protocol
 
+from sediment.attributed_completions import SessionCompletions, derive_attributed_completions
 from sediment.ci_resolution import DEFAULT_CI_POLICY, CIResolutionPolicy
+from sediment.confidence import LabelConfidencePolicy
 from sediment.export.evidence import RolloutEvidence
 from sediment.export.rows import Recipe
 from sediment.export.verifier_commands import VerifierCommands
@@ -140,7 +142,6 @@ class ExportContext:
         resident at a time; :attr:`read` counts the completions, and asking for the next Session
         reports the previous one done. A bundle whose Rollouts carry no file attributions
         (version 3, or the upstream layout) is refused with one line."""
-        from sediment.attributed_completions import derive_attributed_completions
         from sediment.errors import BundleError
 
         source = self._evidence.rollouts
