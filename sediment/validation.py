@@ -1,7 +1,8 @@
 """Validate exported rows against JSON Schemas (draft 2020-12).
 
 The core publishes the component schemas of canonical evidence (``schemas/``: CI outcomes
-and resolutions, message parts, turns, provenance, …) and the profile evidence sidecar row;
+and resolutions, message parts, turns, provenance, …), the trainer messages
+(``schemas/trainer-messages/``) and the profile evidence sidecar row;
 each plugin registers the schemas of the rows it emits. A :class:`SchemaSet` holds them all
 (the plugin registry builds one). A row names its schema by ``schema_id`` (top level, or
 under ``metadata`` for rows whose top level belongs to a consumer's shape).
@@ -52,7 +53,7 @@ def _load(entry: Traversable) -> dict[str, Any]:
 def core_schemas() -> Mapping[str, dict[str, Any]]:
     """The core's own schemas, by ``$id``."""
     found: dict[str, dict[str, Any]] = {}
-    for folder in ("training-rows", "profile-rows"):
+    for folder in ("training-rows", "trainer-messages", "profile-rows"):
         for schema in schemas_in("sediment.schemas", folder):
             found[schema["$id"]] = schema
     return found

@@ -21,9 +21,10 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 ROOT = Path(__file__).parents[1]
-SCHEMA_DIRS = [ROOT / "schemas" / "training-rows", ROOT / "schemas" / "profile-rows",
-               *sorted(ROOT.glob("plugins/*/schemas"))]
-BASE = "https://sediment.so/schemas/training-rows/"
+SCHEMA_DIRS = [ROOT / "schemas" / "training-rows", ROOT / "schemas" / "trainer-messages",
+               ROOT / "schemas" / "profile-rows", *sorted(ROOT.glob("plugins/*/schemas"))]
+SCHEMAS = "https://sediment.so/schemas/"
+BASE = f"{SCHEMAS}training-rows/"
 DRAFT_URI = "https://json-schema.org/draft/2020-12/schema"
 FILE_NAME = re.compile(r"^(?P<slug>[a-z0-9]+(?:-[a-z0-9]+)*)\.v(?P<version>[1-9][0-9]*)\.json$")
 
@@ -47,8 +48,17 @@ EXPECTED_FILES = {
     "ci-resolution.v1.json",
     "ci-workflow-resolution.v1.json",
     "provenance.v1.json",
+    "training-provenance.v1.json",
     "repository-identity.v1.json",
     "message-part.v1.json",
+    # trainer messages (the SFT / DPO message components)
+    "function-call.v1.json",
+    "tool-call.v1.json",
+    "text-message.v1.json",
+    "assistant-content-message.v1.json",
+    "assistant-thinking-message.v1.json",
+    "assistant-tool-call-message.v1.json",
+    "tool-message.v1.json",
     # profile exports
     "profile-evidence.v1.json",
 }
@@ -72,7 +82,8 @@ def schema_files() -> list[Path]:
 
 
 def family(path: Path) -> str:
-    """``profile-rows`` for the core's profile schemas, ``training-rows`` for every row schema."""
+    """The core's folder (``training-rows``, ``trainer-messages``, ``profile-rows``); ``training-rows``
+    for every plugin's row schema."""
     return path.parent.name if path.parent.parent.name == "schemas" else "training-rows"
 
 
@@ -149,7 +160,7 @@ def test_every_ref_resolves_to_a_published_file(path: Path) -> None:
     resolver = registry().resolver(base_uri=schema["$id"])
     refs = [(pointer, sub["$ref"]) for pointer, sub in subschemas(schema) if "$ref" in sub]
     for pointer, ref in refs:
-        assert ref.startswith(BASE), f"{pointer}: $ref {ref} is not an absolute schema id"
+        assert ref.startswith(SCHEMAS), f"{pointer}: $ref {ref} is not an absolute schema id"
         assert urldefrag(ref).url in published, f"{pointer}: $ref {ref} names no published file"
         resolved = resolver.lookup(ref)
         assert isinstance(resolved.contents, dict), f"{pointer}: $ref {ref} is not a schema object"

@@ -14,6 +14,11 @@ hooks and never reads the environment itself. Values come from, highest first:
 
 Problems are one-line :class:`~sediment.errors.ConfigurationError` messages naming the
 plugin, the field and the source.
+
+The same file may also hold the core's own tables (:data:`CORE_SECTIONS`, e.g.
+``[label-confidence]`` for the Confidence ladder, read by
+:func:`sediment.confidence.label_confidence_policy`); they are kept in
+:attr:`SettingsSources.sections` and checked by their readers.
 """
 
 from __future__ import annotations
@@ -31,6 +36,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from sediment.errors import ConfigurationError
 
 CONFIG_ENV = "SEDIMENT_CONFIG_FILE"
+#: Top-level tables of the config file that configure the core rather than a plugin.
+CORE_SECTIONS: tuple[str, ...] = ("label-confidence",)
 
 
 class PluginSettings(BaseModel):
@@ -63,6 +70,8 @@ class SettingsSources:
     environ: Mapping[str, str] = field(default_factory=dict)
     overrides: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     config_path: str | None = None
+    #: The config file's core tables (:data:`CORE_SECTIONS`) that it holds, by name.
+    sections: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def empty(cls) -> SettingsSources:
@@ -78,10 +87,11 @@ class SettingsSources:
         if path is None and env.get(CONFIG_ENV, "").strip():
             path = Path(env[CONFIG_ENV].strip())
         config: dict[str, Mapping[str, Any]] = {}
+        sections: dict[str, Mapping[str, Any]] = {}
         if path is not None:
-            config = _read_config(path)
+            config, sections = _read_config(path)
         return cls(config=config, environ=env, overrides=_parse_overrides(overrides),
-                   config_path=None if path is None else str(path))
+                   config_path=None if path is None else str(path), sections=sections)
 
     def plugin_names(self) -> set[str]:
         """Every plugin a file table or a flag names."""
@@ -115,20 +125,25 @@ class SettingsSources:
             ) from None
 
 
-def _read_config(path: Path) -> dict[str, Mapping[str, Any]]:
+def _read_config(path: Path) -> tuple[dict[str, Mapping[str, Any]], dict[str, Mapping[str, Any]]]:
     try:
         document = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigurationError(f"config file not found: {path}") from None
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigurationError(f"cannot read config file {path}: {exc}") from None
-    unknown = sorted(set(document) - {"plugins"})
+    unknown = sorted(set(document) - {"plugins", *CORE_SECTIONS})
     if unknown:
-        raise ConfigurationError(f"{path}: unknown top-level table(s) {unknown}; plugin settings go in [plugins.NAME]")
+        raise ConfigurationError(f"{path}: unknown top-level table(s) {unknown}; plugin settings go in [plugins.NAME], "
+                                 f"core settings in {', '.join(f'[{s}]' for s in CORE_SECTIONS)}")
     plugins = document.get("plugins", {})
     if not isinstance(plugins, dict) or any(not isinstance(v, dict) for v in plugins.values()):
         raise ConfigurationError(f"{path}: [plugins] must hold one table per plugin ([plugins.NAME])")
-    return plugins
+    sections = {name: document[name] for name in CORE_SECTIONS if name in document}
+    for name, table in sections.items():
+        if not isinstance(table, dict):
+            raise ConfigurationError(f"{path}: {name} must be a table ([{name}])")
+    return plugins, sections
 
 
 def _parse_overrides(pairs: Iterable[str]) -> dict[str, dict[str, str]]:
