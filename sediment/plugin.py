@@ -17,7 +17,8 @@ A target::
 
 from __future__ import annotations
 
-from sediment.ci_resolution import CIResolution
+from sediment.ci_resolution import CIResolution, CIResolutionResult, CIWorkflowResolution, CommitKey
+from sediment.export.attributed_calls import AttributedCall, CallRecord, CommitAttributions
 from sediment.export.context import ExportContext
 from sediment.export.evidence import RECIPE_ID, RECIPE_VERSION, RolloutEvidence, put_optional, reward_source
 from sediment.export.hookspecs import CONTRACT_VERSION, hookimpl
@@ -28,6 +29,7 @@ from sediment.export.rows import (
     Declined,
     Dependency,
     ManifestInfo,
+    NotDerived,
     ObjectiveInfo,
     Population,
     PopulationInfo,
@@ -53,6 +55,7 @@ from sediment.facts import (
     ToolDefinition,
 )
 from sediment.identifiers import render_datetime
+from sediment.mirrors import Mirror, MirrorReadError
 from sediment.records import canonical_digest, canonical_json, plain, sha256_hex
 from sediment.rollout import Rollout, Turn
 from sediment.split import Split
@@ -68,13 +71,22 @@ __all__ = [
     "SPLIT_ORDER",
     "TRANSITION_SKIP_REASONS",
     "AdaptedRow",
+    "AttributedCall",
     "CIOutcome",
     "CIResolution",
+    "CIResolutionResult",
+    "CIWorkflowResolution",
+    "CallRecord",
+    "CommitAttributions",
+    "CommitKey",
     "Declined",
     "Dependency",
     "ExportContext",
     "InferenceMessage",
     "ManifestInfo",
+    "Mirror",
+    "MirrorReadError",
+    "NotDerived",
     "ObjectiveInfo",
     "Part",
     "PluginSettings",

@@ -57,9 +57,12 @@ class GitRepo:
         self._writer = MirrorWriter(self.path)
         self._clock = 1_767_000_000
 
-    def commit(self, files: dict[str, str | None], message: str = "change") -> str:
+    def commit(self, files: dict[str, str | None], message: str = "change", *,
+               parents: Sequence[str] | None = None, branch: str | None = None) -> str:
+        """A commit one minute after the last; ``branch`` / ``parents`` as for
+        :meth:`sediment.mirrors.MirrorWriter.commit` (another branch, explicit parents)."""
         self._clock += 60
-        return self._writer.commit(files, message, when=self._clock)
+        return self._writer.commit(files, message, when=self._clock, parents=parents, branch=branch)
 
 
 def message(role: str, *parts: Any, finish_reason: str | None = None) -> InferenceMessage:
