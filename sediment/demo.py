@@ -10,11 +10,13 @@ Sessions: a clean pass over two commits; a fail-then-pass retry (a suspected fla
 failure; a context compaction whose only run was cancelled; a Session bound by Jaccard
 similarity (no git note); a Session that never committed; then, on top of a human commit that
 adds a test suite whose division test fails, a red-to-green fix whose run passes on its second
-attempt (one test flipped), a README change where no test changed state, and a change that
-only adds a test. CI runs upload
+attempt (one test flipped), a README change where no test changed state, a change that
+only adds a test, a red run (pow() multiplies) that another Session turns green, and a human's
+failing generated table whose green fix is too large a diff for a recovery. CI runs upload
 JUnit reports (in the shape pytest writes), so SWE-bench tasks get FAIL_TO_PASS and
 PASS_TO_PASS from recorded per-test results; the demo's operator settings (``demo_inputs/``)
-give the evaluation environment.
+give the evaluation environment. Each webhook delivery is captured as its run completed, as a
+live receiver would, so a workflow's runs are in the order they ran.
 """
 
 from __future__ import annotations
@@ -52,6 +54,15 @@ OPS_TESTS_V2 = OPS_TESTS + "\n\ndef test_div_quarter():\n    assert div(1, 4) ==
 OPS_TESTS_V3 = OPS_TESTS_V2 + "\n\ndef test_sub_negative():\n    assert sub(-1, -2) == 1\n"
 TRUE_DIV = "\n\ndef div(a, b):\n    return a / b\n"
 README_V2 = README + "\nRun the tests with `python -m pytest`.\n"
+CALC_V3 = CALC_V2 + SUB + TRUE_DIV
+POW_BUG = "\n\ndef pow(a, b):\n    return a * b\n"
+POW = "\n\ndef pow(a, b):\n    return a ** b\n"
+POW_TEST = "from calc import pow\n\n\ndef test_pow():\n    assert pow(2, 3) == 8\n"
+
+
+def units_table(scale: str) -> str:
+    """A generated conversion table of 120 entries (``scale`` is each entry's factor)."""
+    return "UNITS = {\n" + "".join(f'    "u{i:03d}": {i}{scale},\n' for i in range(120)) + "}\n"
 
 
 def _iso(moment: datetime) -> str:
@@ -285,6 +296,36 @@ def write_inputs(directory: Path) -> DemoInputs:
     reports.append((109, 1, c10, [*suite(test_div_quarter="passed"), ("tests.test_ops", "test_sub_negative", "passed")],
                     when(9, 20)))
 
+    after_c10 = [*suite(test_div_quarter="passed"), ("tests.test_ops", "test_sub_negative", "passed")]
+
+    # 11. red: pow() multiplies instead of raising to a power, and its new test says so
+    calls += session_calls("sess-pow", "Add pow(a, b) to calc.py, with a test.", [
+        Step("write_file", {"path": "calc.py", "content": CALC_V3 + POW_BUG}, "ok"),
+        Step("write_file", {"path": "tests/test_pow.py", "content": POW_TEST}, "ok"),
+        Step(text="Added pow() and tests/test_pow.py."),
+    ], when(10))
+    c11 = commit({"calc.py": CALC_V3 + POW_BUG, "tests/test_pow.py": POW_TEST}, "Add pow()", when(10, 10), "sess-pow")
+    deliveries.append(workflow_run(110, 1, c11, "failure", when(10, 20)))
+    reports.append((110, 1, c11, [*after_c10, ("tests.test_pow", "test_pow", "failed")], when(10, 20)))
+
+    # 12. green: another Session reads the failure and fixes pow(); the next run passes (a recovery)
+    calls += session_calls("sess-pow-fix", "tests/test_pow.py::test_pow fails: pow(2, 3) returns 6. Fix pow().", [
+        Step("read_file", {"path": "calc.py"}, CALC_V3 + POW_BUG),
+        Step("write_file", {"path": "calc.py", "content": CALC_V3 + POW}, "ok"),
+        Step("run_tests", {"command": "python -m pytest -q"}, "9 passed"),
+        Step(text="pow() now raises a to the power b."),
+    ], when(11))
+    c12 = commit({"calc.py": CALC_V3 + POW}, "Fix pow()", when(11, 10), "sess-pow-fix")
+    deliveries.append(workflow_run(111, 1, c12, "success", when(11, 20)))
+    reports.append((111, 1, c12, [*after_c10, ("tests.test_pow", "test_pow", "passed")], when(11, 20)))
+
+    # 13. a human adds a generated table and CI fails; the fix regenerates it whole, a green run
+    # 240 changed lines later: more than a recovery's 200-line cap
+    c13 = commit({"units.py": units_table("")}, "Add the units table", when(12, 30), None)
+    deliveries.append(workflow_run(112, 1, c13, "failure", when(12, 40)))
+    c14 = commit({"units.py": units_table(".0")}, "Regenerate the units table as floats", when(13), None)
+    deliveries.append(workflow_run(113, 1, c14, "success", when(13, 10)))
+
     call_log = directory / "calls.jsonl"
     call_log.write_text("".join(json.dumps(r) + "\n" for r in calls), encoding="utf-8")
     hooks = directory / "webhooks"
@@ -316,13 +357,22 @@ def write_settings(directory: Path) -> Path:
     return path
 
 
+def delivered_at(delivery: dict[str, Any]) -> datetime:
+    """When the demo's receiver captured a ``workflow_run`` delivery: as its run completed, as a
+    live receiver would (Recovery orders a workflow's runs by capture time)."""
+    return datetime.fromisoformat(delivery["payload"]["workflow_run"]["updated_at"])
+
+
 def run_demo(out: Path) -> dict[str, Any]:
     """The whole path under ``out``: inputs, store, mirror, bundle, then an export for every
-    installed target (``exports/<target>/``) and every installed consumer profile
-    (``profiles/<profile-id>/``), with the demo operator's settings file (``inputs/settings.toml``)."""
+    installed target (``exports/<target>/``), every installed consumer profile
+    (``profiles/<profile-id>/``) and every installed objective without targets
+    (``exports/<objective>/``: from the bundle, or directly from the store for one that reads no
+    bundle), with the demo operator's settings file (``inputs/settings.toml``)."""
     from sediment.bundle import open_bundle
     from sediment.derive import derive_bundle
-    from sediment.export.pipeline import export_rlvr_from_rollouts
+    from sediment.export.context import Evidence, store_evidence
+    from sediment.export.pipeline import export_objective, export_rlvr_from_rollouts
     from sediment.export.registry import load_registry
     from sediment.export.settings import SettingsSources
     from sediment.ingest.calls import translate_call
@@ -344,7 +394,7 @@ def run_demo(out: Path) -> dict[str, Any]:
     calls = ingest_files([str(inputs.calls)], lambda r: translate_call(
         r, format="openai-chat", org_id=ORG, captured_at=captured), store)
     hooks = ingest_files([str(p) for p in inputs.webhooks], lambda r: translate_github(
-        r, event=None, org_id=ORG, captured_at=captured), store)
+        r, event=None, org_id=ORG, captured_at=delivered_at(r)), store)
     reports = [ingest_junit_reports([str(u.path)], store, RunAttempt(ORG, "github_actions", str(u.run_id),
                                                                       u.attempt, REPO, u.commit), captured_at=captured)
                for u in inputs.junit]
@@ -356,7 +406,7 @@ def run_demo(out: Path) -> dict[str, Any]:
     bundle = open_bundle(bundle_path)
     registry = load_registry()
     loaded = SettingsSources.load(config_file=inputs.settings, environ={})
-    installed = set(registry.targets) | set(registry.profiles) | set(registry.manifests)
+    installed = set(registry.objectives) | set(registry.targets) | set(registry.profiles) | set(registry.manifests)
     settings = SettingsSources(config={k: v for k, v in loaded.config.items() if k in installed},
                                config_path=loaded.config_path)
 
@@ -368,10 +418,19 @@ def run_demo(out: Path) -> dict[str, Any]:
     exports = {name: export(out / "exports" / name, name) for name in sorted(registry.targets)}
     profiles = {name: export(out / "profiles" / name, p.info.target, name)
                 for name, p in sorted(registry.profiles.items())}
+    objectives = {}
+    for name, objective in sorted(registry.objectives.items()):
+        if objective.has_targets:
+            continue  # exported through its targets above
+        evidence = (Evidence(bundle, bundle.split_enabled, mirrors, bundle.manifest.fragmented)
+                    if objective.info.supports_from else store_evidence(store, ORG, mirrors))
+        objectives[name] = export_objective(evidence, out / "exports" / name, objective=name, registry=registry,
+                                            settings=settings)
     return {
         "inputs": str(inputs.calls.parent), "home": str(home), "bundle": str(bundle_path),
         "ingested": {"calls": calls.as_json(), "webhooks": hooks.as_json(),
                      "observations": notes.stored, "test_results": sum(r.records for r in reports)},
         "exports": exports,
         "profiles": profiles,
+        "objectives": objectives,
     }

@@ -152,8 +152,8 @@ def render_summary(summary: dict[str, Any], objective: Objective | None = None) 
     for population in info.population_names:
         label = info.label(population)
         rows, skipped = summary[f"{label}_rows"], summary[f"{label}_skipped"]
-        if not rows and not skipped:
-            continue  # a population this export does not write
+        if info.has_targets and not rows and not skipped:
+            continue  # a population this target does not write
         table.add_row(console.cell(f"{label.replace('_', ' ')} rows"), console.cell(rows), _counts(skipped))
     fragmented = {k: v for k, v in summary["fragmented"].items() if v}
     if fragmented:
