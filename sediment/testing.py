@@ -64,6 +64,12 @@ class GitRepo:
         self._clock += 60
         return self._writer.commit(files, message, when=self._clock, parents=parents, branch=branch)
 
+    def note(self, sha: str, *sessions: str) -> None:
+        """Write the ``refs/notes/sediment`` note of ``sha`` naming ``sessions`` (as an agent's hook
+        would); :func:`sediment.observations.observe_notes` then stores the edges."""
+        self._writer.add_note(sha, [{"tool": "codex", "session_id": s, "stamped_at": "2026-01-05T12:00:00Z"}
+                                    for s in sessions])
+
 
 def message(role: str, *parts: Any, finish_reason: str | None = None) -> InferenceMessage:
     """A message from parts (plain strings become text parts)."""
