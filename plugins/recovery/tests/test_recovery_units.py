@@ -168,3 +168,15 @@ def test_the_split_is_eval_when_any_resolvable_call_is(mirror_root: MirrorRoot, 
     row = recovery_row(sample(mirror_root, git_repo), recipe=RECIPE, provenance={}, failed_call_ids=["c1"],
                        fixed_call_ids=["c2"], failed_evidence=[], fixed_evidence=[], lookup=lookup)
     assert (row.split, row.body["split"]) == (split, split)
+
+
+def test_the_docs_list_the_vocabularies_as_the_registry_composes_them() -> None:
+    import re
+    from pathlib import Path
+
+    text = " ".join((Path(__file__).parents[3] / "docs" / "recovery.md").read_text(encoding="utf-8").split())
+    recovery = load_registry().objectives["recovery"]
+    for label, vocabulary in (("Pairs (`pairs_skipped`):", recovery.unit_vocabulary),
+                              ("Rows (`recovery_skipped`):", recovery.vocabularies["recovery"])):
+        listed = text.split(label, 1)[1].split(".", 1)[0]
+        assert tuple(re.findall(r"`([a-z_]+)`", listed)) == vocabulary
