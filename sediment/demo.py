@@ -365,10 +365,10 @@ def delivered_at(delivery: dict[str, Any]) -> datetime:
 
 def run_demo(out: Path) -> dict[str, Any]:
     """The whole path under ``out``: inputs, store, mirror, bundle, then an export for every
-    installed target (``exports/<target>/``), every installed consumer profile
-    (``profiles/<profile-id>/``) and every installed objective without targets
+    installed target (``exports/<target>/``), every installed objective without targets
     (``exports/<objective>/``: from the bundle, or directly from the store for one that reads no
-    bundle), with the demo operator's settings file (``inputs/settings.toml``)."""
+    bundle) and every installed consumer profile (``profiles/<profile-id>/``), with the demo
+    operator's settings file (``inputs/settings.toml``)."""
     from sediment.bundle import open_bundle
     from sediment.derive import derive_bundle
     from sediment.export.context import Evidence, store_evidence
@@ -416,21 +416,18 @@ def run_demo(out: Path) -> dict[str, Any]:
                                          settings=settings, fragmented=bundle.manifest.fragmented)
 
     exports = {name: export(out / "exports" / name, name) for name in sorted(registry.targets)}
+    for name, objective in sorted(registry.objectives.items()):
+        if not objective.has_targets:  # from the bundle, or from the store if it reads no bundle
+            evidence = (Evidence(bundle, bundle.split_enabled, mirrors, bundle.manifest.fragmented)
+                        if objective.info.supports_from else store_evidence(store, ORG, mirrors))
+            exports[name] = export_objective(evidence, out / "exports" / name, objective=name, registry=registry,
+                                             settings=settings)
     profiles = {name: export(out / "profiles" / name, p.info.target, name)
                 for name, p in sorted(registry.profiles.items())}
-    objectives = {}
-    for name, objective in sorted(registry.objectives.items()):
-        if objective.has_targets:
-            continue  # exported through its targets above
-        evidence = (Evidence(bundle, bundle.split_enabled, mirrors, bundle.manifest.fragmented)
-                    if objective.info.supports_from else store_evidence(store, ORG, mirrors))
-        objectives[name] = export_objective(evidence, out / "exports" / name, objective=name, registry=registry,
-                                            settings=settings)
     return {
         "inputs": str(inputs.calls.parent), "home": str(home), "bundle": str(bundle_path),
         "ingested": {"calls": calls.as_json(), "webhooks": hooks.as_json(),
                      "observations": notes.stored, "test_results": sum(r.records for r in reports)},
         "exports": exports,
         "profiles": profiles,
-        "objectives": objectives,
     }

@@ -8,7 +8,8 @@ entry point ``sediment``): installing Sediment makes it available to every test 
   objects, under a name), beside the built-ins (or only beside the built-in objectives);
   nothing global changes.
 - :func:`run_export` runs a target or profile export into a temporary directory and returns
-  the summary and the rows of every file, each validated against its schema.
+  the summary and the rows of every file, each validated against its schema;
+  :func:`run_objective` does the same for an objective without targets.
 - :func:`read_rows` reads one JSONL file and validates every row against the registered
   schemas (the core's and every plugin's).
 
@@ -241,6 +242,29 @@ def run_export(rollouts: Sequence[Rollout], out_dir: Path, *, target: str, profi
             rows[path.name] = [json.loads(line) for line in path.read_text(encoding="ascii").splitlines()]
         else:
             rows[path.name] = read_rows(path, registry)
+    return ExportResult(summary, Path(out_dir), rows)
+
+
+def run_objective(rollouts: Sequence[Rollout], out_dir: Path, *, objective: str, recipe: str | None = None,
+                  registry: PluginRegistry | None = None, mirrors: MirrorRoot | None = None,
+                  split_enabled: bool = False, settings: dict[str, dict[str, Any]] | None = None) -> ExportResult:
+    """Export ``rollouts`` as ``objective`` (one without targets) into ``out_dir`` and read back
+    every published JSONL file, validating each row against the schema it names.
+
+    :param settings: plugin settings, ``{plugin name: {field: value}}``.
+    """
+    from sediment.export.pipeline import Evidence, export_objective
+    from sediment.export.registry import load_registry
+    from sediment.export.settings import SettingsSources
+    from sediment.export.verifier_commands import VerifierCommands
+
+    registry = registry or load_registry()
+    summary = export_objective(
+        Evidence(list(rollouts), split_enabled, mirrors), out_dir, objective=objective, recipe=recipe,
+        registry=registry, settings=SettingsSources(config=settings or {}, config_path="test settings"),
+        verifier_commands=VerifierCommands.empty(),
+    )
+    rows = {Path(written).name: read_rows(Path(written), registry) for written in summary["written"]}
     return ExportResult(summary, Path(out_dir), rows)
 
 

@@ -33,7 +33,7 @@ from sediment.plugin import (
     TargetInfo,
     hookimpl,
 )
-from sediment.testing import outcome, plugin_registry, rollout, snapshot
+from sediment.testing import outcome, plugin_registry, rollout, run_objective, snapshot
 
 ROOT = Path(__file__).parents[1]
 CORE = ("conflicting_run_identity", "ambiguous_workflow_verdicts", "repository_identity_absent",
@@ -247,6 +247,18 @@ def test_an_export_reaches_the_chosen_objective_only(tmp_path: Path) -> None:
     with pytest.raises(UnknownObjectiveError, match="unsupported export objective: sft; installed objectives: "
                                                     "notes, other, recovery, rlvr"):
         export(registry, tmp_path / "o2", [], objective="sft")
+
+
+def test_the_test_kit_exports_an_objective_and_validates_its_rows(tmp_path: Path) -> None:
+    registry = registry_with(("notes", make_objective()))
+    result = run_objective([rollout("s1"), rollout("s2", split="eval")], tmp_path / "out", objective="notes",
+                           registry=registry, split_enabled=True, settings={"notes": {"prefix": "kit-"}})
+    assert [r["session_id"] for r in result.rows["notes.train.jsonl"]] == ["kit-s1"]
+    assert [r["session_id"] for r in result.rows["notes.eval.jsonl"]] == ["kit-s2"]
+    strict = {**SCHEMA, "properties": {"recipe": {"const": "another"}}}
+    with pytest.raises(AssertionError, match="notes.jsonl:1 violates its schema"):
+        run_objective([rollout("s1")], tmp_path / "strict", objective="notes",
+                      registry=registry_with(("notes", make_objective(schemas=(strict,)))))
 
 
 def test_the_recipe_and_settings_reach_the_objective(tmp_path: Path) -> None:

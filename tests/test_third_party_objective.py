@@ -299,3 +299,11 @@ def test_shuffled_and_repeated_input_give_identical_bytes(site: Path, tmp_path: 
         outputs.append(snapshot(out))
     assert outputs[0] == outputs[1] == outputs[2]
     assert set(outputs[0]) == {".sediment-kto-target", "kto.train.jsonl", "kto.eval.jsonl"}
+
+
+def test_the_demo_exports_every_installed_objective(site: Path, tmp_path: Path) -> None:
+    result = sediment(site, "demo", "--out", str(tmp_path / "demo"))
+    assert result.returncode == 0, result.stderr
+    assert "KTO export · objective kto" in result.stderr  # the demo's Sessions carry no developer decisions
+    assert sorted(p.name for p in (tmp_path / "demo" / "exports" / "kto").iterdir()) == [".sediment-kto-target"]
+    assert "RLVR export · target nemo-gym" in result.stderr

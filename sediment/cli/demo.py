@@ -17,11 +17,11 @@ def demo(
 ) -> None:
     """Run the whole path on generated data: git repository with notes, agent call logs,
     GitHub webhooks → mirror, embedded store, derived bundle, every export target, every
-    consumer profile and every objective without targets (Recovery).
+    objective without targets (Recovery) and every consumer profile.
 
     Writes inputs/ (the files an operator would have), home/ (the SQLite fact store and the
-    mirror), bundle/, exports/<target>/, exports/<objective>/ and profiles/<profile-id>/ under
-    --out, and prints each export's summary.
+    mirror), bundle/, exports/<target>/ (and exports/<objective>/), profiles/<profile-id>/
+    under --out, and prints each export's summary.
     """
     if out is None:
         out = Path(tempfile.mkdtemp(prefix="sediment-demo-"))
@@ -33,7 +33,7 @@ def demo(
     result = run_demo(out)
     from sediment.cli.export import render_summary
 
-    for summary in [*result["exports"].values(), *result["profiles"].values(), *result["objectives"].values()]:
+    for summary in [*result["exports"].values(), *result["profiles"].values()]:
         render_summary(summary)
     ingested = result["ingested"]
     console.say(f"ingested {ingested['calls']['records']} model calls, {ingested['webhooks']['records']} "

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
 
@@ -43,6 +43,9 @@ from sediment.export.rows import (
 from sediment.export.settings import NoSettings, PluginSettings, SettingsSources, env_names
 from sediment.export.writer import Ownership, claim_file_name
 from sediment.validation import SchemaSet, core_schemas
+
+if TYPE_CHECKING:
+    from sediment.export.context import ExportContext
 
 #: The core's reasons at the head of every population vocabulary (a target's or an
 #: objective's own), in this order.
@@ -131,7 +134,8 @@ class Objective(_Plugin):
             choices = ", ".join(r.name for r in self.info.recipes)
             raise UnknownObjectiveError(f"unsupported {self.title} recipe: {name}; recipes: {choices}") from None
 
-    def project(self, context: Any, settings: PluginSettings) -> Iterable[Any]:
+    def project(self, context: ExportContext, settings: PluginSettings) -> Iterable[Any]:
+        """What ``project_evidence`` yields for this export (rows and declines, checked by the caller)."""
         result = self._callers["project_evidence"](context=context, settings=settings)
         if result is None:
             raise PluginError(f"objective {self.name!r} returned nothing from project_evidence")
