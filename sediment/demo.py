@@ -13,11 +13,13 @@ Sessions: a clean pass over two commits; a fail-then-pass retry (a suspected fla
 failure; a context compaction whose only run was cancelled; a Session bound by Jaccard
 similarity (no git note); a Session that never committed; then, on top of a human commit that
 adds a test suite whose division test fails, a red-to-green fix whose run passes on its second
-attempt (one test flipped), a README change where no test changed state, and a change that
-only adds a test. CI runs upload
+attempt (one test flipped), a README change where no test changed state, a change that
+only adds a test, a red run (pow() multiplies) that another Session turns green, and a human's
+failing generated table whose green fix is too large a diff for a recovery. CI runs upload
 JUnit reports (in the shape pytest writes), so SWE-bench tasks get FAIL_TO_PASS and
 PASS_TO_PASS from recorded per-test results; the demo's operator settings (``demo_inputs/``)
-give the evaluation environment.
+give the evaluation environment. Each webhook delivery is captured as its run completed, as a
+live receiver would, so a workflow's runs are in the order they ran.
 
 Decisions: the developer explicitly accepts the clean pass's test and the Jaccard-bound
 ``mul()``, implicitly accepts the clean pass's fix (its edit survives whole to the Session's end),
@@ -72,6 +74,15 @@ POWER = "def power(base, exponent):\n    \"\"\"base raised to exponent.\"\"\"\n 
 POWER_LOOP = ("def power(base, exponent):\n    \"\"\"base raised to exponent.\"\"\"\n    result = 1\n"
               "    for _ in range(exponent):\n        result *= exponent\n    return result\n")
 README_V2 = README + "\nRun the tests with `python -m pytest`.\n"
+CALC_V3 = CALC_V2 + SUB + TRUE_DIV
+POW_BUG = "\n\ndef pow(a, b):\n    return a * b\n"
+POW = "\n\ndef pow(a, b):\n    return a ** b\n"
+POW_TEST = "from calc import pow\n\n\ndef test_pow():\n    assert pow(2, 3) == 8\n"
+
+
+def units_table(scale: str) -> str:
+    """A generated conversion table of 120 entries (``scale`` is each entry's factor)."""
+    return "UNITS = {\n" + "".join(f'    "u{i:03d}": {i}{scale},\n' for i in range(120)) + "}\n"
 
 
 def _iso(moment: datetime) -> str:
@@ -340,10 +351,40 @@ def write_inputs(directory: Path) -> DemoInputs:
     reports.append((109, 1, c10, [*suite(test_div_quarter="passed"), ("tests.test_ops", "test_sub_negative", "passed")],
                     when(9, 20)))
 
-    # 11. DPO: two Sessions answer one prompt; the developer accepts the first answer and rejects
+    after_c10 = [*suite(test_div_quarter="passed"), ("tests.test_ops", "test_sub_negative", "passed")]
+
+    # 11. red: pow() multiplies instead of raising to a power, and its new test says so
+    calls += session_calls("sess-pow", "Add pow(a, b) to calc.py, with a test.", [
+        Step("write_file", {"path": "calc.py", "content": CALC_V3 + POW_BUG}, "ok"),
+        Step("write_file", {"path": "tests/test_pow.py", "content": POW_TEST}, "ok"),
+        Step(text="Added pow() and tests/test_pow.py."),
+    ], when(10))
+    c11 = commit({"calc.py": CALC_V3 + POW_BUG, "tests/test_pow.py": POW_TEST}, "Add pow()", when(10, 10), "sess-pow")
+    deliveries.append(workflow_run(110, 1, c11, "failure", when(10, 20)))
+    reports.append((110, 1, c11, [*after_c10, ("tests.test_pow", "test_pow", "failed")], when(10, 20)))
+
+    # 12. green: another Session reads the failure and fixes pow(); the next run passes (a recovery)
+    calls += session_calls("sess-pow-fix", "tests/test_pow.py::test_pow fails: pow(2, 3) returns 6. Fix pow().", [
+        Step("read_file", {"path": "calc.py"}, CALC_V3 + POW_BUG),
+        Step("write_file", {"path": "calc.py", "content": CALC_V3 + POW}, "ok"),
+        Step("run_tests", {"command": "python -m pytest -q"}, "9 passed"),
+        Step(text="pow() now raises a to the power b."),
+    ], when(11))
+    c12 = commit({"calc.py": CALC_V3 + POW}, "Fix pow()", when(11, 10), "sess-pow-fix")
+    deliveries.append(workflow_run(111, 1, c12, "success", when(11, 20)))
+    reports.append((111, 1, c12, [*after_c10, ("tests.test_pow", "test_pow", "passed")], when(11, 20)))
+
+    # 13. a human adds a generated table and CI fails; the fix regenerates it whole, a green run
+    # 240 changed lines later: more than a recovery's 200-line cap
+    c13 = commit({"units.py": units_table("")}, "Add the units table", when(12, 30), None)
+    deliveries.append(workflow_run(112, 1, c13, "failure", when(12, 40)))
+    c14 = commit({"units.py": units_table(".0")}, "Regenerate the units table as floats", when(13), None)
+    deliveries.append(workflow_run(113, 1, c14, "success", when(13, 10)))
+
+    # 14. DPO: two Sessions answer one prompt; the developer accepts the first answer and rejects
     # the second (committed anyway, and CI fails it): one preference pair
-    for session, content, at, run_id, conclusion in (("sess-dpo-power", POWER, when(10), 110, "success"),
-                                                     ("sess-dpo-power-loop", POWER_LOOP, when(11), 111, "failure")):
+    for session, content, at, run_id, conclusion in (("sess-dpo-power", POWER, when(14), 114, "success"),
+                                                     ("sess-dpo-power-loop", POWER_LOOP, when(15), 115, "failure")):
         calls += session_calls(session, DPO_TASK, [
             Step("write_file", {"path": "power.py", "content": content}, "ok"),
             Step(text="Added power()."),
@@ -360,8 +401,8 @@ def write_inputs(directory: Path) -> DemoInputs:
         decision(when(2, 1), "sess-fail", "call_sess-fail_0", "calc.py", accept=False, explicit=True),
         decision(when(4, 1), "sess-mul", "call_sess-mul_0", "mul.py", accept=True, explicit=True),
         decision(when(4, 2), "sess-mul", "chatcmpl-sess-mul-1", "mul.py", accept=True, explicit=True),
-        decision(when(10, 1), "sess-dpo-power", "call_sess-dpo-power_0", "power.py", accept=True, explicit=True),
-        decision(when(11, 1), "sess-dpo-power-loop", "call_sess-dpo-power-loop_0", "power.py", accept=False,
+        decision(when(14, 1), "sess-dpo-power", "call_sess-dpo-power_0", "power.py", accept=True, explicit=True),
+        decision(when(15, 1), "sess-dpo-power-loop", "call_sess-dpo-power-loop_0", "power.py", accept=False,
                  explicit=True),
     ]
     decision_path = directory / "decisions.otlp.json"
@@ -398,14 +439,22 @@ def write_settings(directory: Path) -> Path:
     return path
 
 
+def delivered_at(delivery: dict[str, Any]) -> datetime:
+    """When the demo's receiver captured a ``workflow_run`` delivery: as its run completed, as a
+    live receiver would (Recovery orders a workflow's runs by capture time)."""
+    return datetime.fromisoformat(delivery["payload"]["workflow_run"]["updated_at"])
+
+
 def run_demo(out: Path) -> dict[str, Any]:
     """The whole path under ``out``: inputs, store, mirror, bundle, then an export for every
     installed target (``exports/<target>/``), every installed objective without targets
-    (``exports/<objective>/``) and every installed consumer profile (``profiles/<profile-id>/``),
-    with the demo operator's settings file (``inputs/settings.toml``)."""
+    (``exports/<objective>/``: from the bundle, or directly from the store for one that reads no
+    bundle) and every installed consumer profile (``profiles/<profile-id>/``), with the demo
+    operator's settings file (``inputs/settings.toml``)."""
     from sediment.bundle import open_bundle
     from sediment.derive import derive_bundle
-    from sediment.export.pipeline import Evidence, export_objective, export_rlvr_from_rollouts
+    from sediment.export.context import Evidence, store_evidence
+    from sediment.export.pipeline import export_objective, export_rlvr_from_rollouts
     from sediment.export.registry import load_registry
     from sediment.export.settings import SettingsSources
     from sediment.ingest.calls import translate_call
@@ -428,7 +477,7 @@ def run_demo(out: Path) -> dict[str, Any]:
     calls = ingest_files([str(inputs.calls)], lambda r: translate_call(
         r, format="openai-chat", org_id=ORG, captured_at=captured), store)
     hooks = ingest_files([str(p) for p in inputs.webhooks], lambda r: translate_github(
-        r, event=None, org_id=ORG, captured_at=captured), store)
+        r, event=None, org_id=ORG, captured_at=delivered_at(r)), store)
     decided = ingest_files([str(inputs.decisions)], lambda r: translate_otlp(r, org_id=ORG, captured_at=captured),
                            store)
     # the webhooks named the repository's GitHub id: the mirror is keyed by it (docs/operate.md)
@@ -456,9 +505,10 @@ def run_demo(out: Path) -> dict[str, Any]:
                                          settings=settings, fragmented=bundle.manifest.fragmented)
 
     exports = {name: export(out / "exports" / name, name) for name in sorted(registry.targets)}
-    evidence = Evidence(bundle, bundle.split_enabled, mirrors, bundle.manifest.fragmented)
     for name, objective in sorted(registry.objectives.items()):
-        if not objective.has_targets:
+        if not objective.has_targets:  # from the bundle, or from the store if it reads no bundle
+            evidence = (Evidence(bundle, bundle.split_enabled, mirrors, bundle.manifest.fragmented)
+                        if objective.info.supports_from else store_evidence(store, ORG, mirrors))
             exports[name] = export_objective(evidence, out / "exports" / name, objective=name, registry=registry,
                                              settings=settings)
     profiles = {name: export(out / "profiles" / name, p.info.target, name)

@@ -25,7 +25,7 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -525,22 +525,32 @@ class Mirror:
 
 
 class MirrorWriter:
-    """Builds history in a bare mirror (demo data and tests): one branch, explicit times."""
+    """Builds history in a bare mirror (demo data and tests): explicit times, one branch unless
+    told otherwise."""
 
     def __init__(self, path: Path, *, branch: str = "main") -> None:
         self._repo = pygit2.init_repository(str(path), bare=True, initial_head=branch)
         self._ref = f"refs/heads/{branch}"
 
     def commit(self, files: dict[str, str | None], message: str, *, when: int,
-               author: str = "Demo Developer", email: str = "dev@example.com") -> str:
-        """Commit ``files`` (path → content, ``None`` deletes) on top of the branch; return the SHA."""
+               author: str = "Demo Developer", email: str = "dev@example.com",
+               parents: Sequence[str] | None = None, branch: str | None = None) -> str:
+        """Commit ``files`` (path → content, ``None`` deletes) on top of the branch; return the SHA.
+
+        ``branch`` names another branch to commit on (created when absent); ``parents`` gives
+        the commit's parents explicitly (``[]``: a new root), the branch then pointing at the
+        new commit whatever it pointed at before (as a force push leaves it).
+        """
         repo = self._repo
-        parents: list[pygit2.Oid] = []
+        ref = f"refs/heads/{branch}" if branch is not None else self._ref
         index = pygit2.Index()
-        if not repo.head_is_unborn:
-            head = repo.head.peel(pygit2.Commit)
-            parents = [head.id]
-            index.read_tree(head.tree)
+        if parents is None:
+            tip = repo.references.get(ref)
+            parent_ids = [] if tip is None else [tip.peel(pygit2.Commit).id]
+        else:
+            parent_ids = [pygit2.Oid(hex=p) for p in parents]
+        if parent_ids:
+            index.read_tree(repo[parent_ids[0]].peel(pygit2.Commit).tree)
         for name, content in files.items():
             if content is None:
                 index.remove(name)
@@ -549,7 +559,8 @@ class MirrorWriter:
                 index.add(pygit2.IndexEntry(name, blob, pygit2.enums.FileMode.BLOB))
         tree = index.write_tree(repo)
         signature = pygit2.Signature(author, email, when, 0)
-        oid = repo.create_commit(self._ref, signature, signature, message, tree, parents)
+        oid = repo.create_commit(None, signature, signature, message, tree, parent_ids)
+        repo.references.create(ref, oid, force=True)
         return str(oid)
 
     def add_note(self, sha: str, sessions: list[dict[str, str]]) -> None:

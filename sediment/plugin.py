@@ -24,8 +24,16 @@ from sediment.attributed_completions import (
     SessionAbandonment,
     SessionCompletions,
 )
-from sediment.ci_resolution import RESOLVER_SKIP_REASONS, CIResolution, CommitKey, resolve_ci
+from sediment.ci_resolution import (
+    RESOLVER_SKIP_REASONS,
+    CIResolution,
+    CIResolutionResult,
+    CIWorkflowResolution,
+    CommitKey,
+    resolve_ci,
+)
 from sediment.confidence import LabelConfidencePolicy, PairConfidence, label_confidence, pair_confidence
+from sediment.export.attributed_calls import AttributedCall, CallRecord, CommitAttributions
 from sediment.export.context import ExportContext
 from sediment.export.evidence import RECIPE_ID, RECIPE_VERSION, RolloutEvidence, put_optional, reward_source
 from sediment.export.hookspecs import CONTRACT_VERSION, hookimpl
@@ -37,6 +45,7 @@ from sediment.export.rows import (
     Declined,
     Dependency,
     ManifestInfo,
+    NotDerived,
     ObjectiveInfo,
     Population,
     PopulationInfo,
@@ -90,9 +99,14 @@ __all__ = [
     "TRAINER_SKIP_REASONS",
     "TRANSITION_SKIP_REASONS",
     "AdaptedRow",
+    "AttributedCall",
     "AttributedCompletion",
     "CIOutcome",
     "CIResolution",
+    "CIResolutionResult",
+    "CIWorkflowResolution",
+    "CallRecord",
+    "CommitAttributions",
     "CommitKey",
     "CompletionCall",
     "CompletionResolution",
@@ -104,6 +118,7 @@ __all__ = [
     "ManifestInfo",
     "Mirror",
     "MirrorReadError",
+    "NotDerived",
     "ObjectiveInfo",
     "PairConfidence",
     "Part",

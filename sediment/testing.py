@@ -59,9 +59,18 @@ class GitRepo:
         self._writer = MirrorWriter(self.path)
         self._clock = 1_767_000_000
 
-    def commit(self, files: dict[str, str | None], message: str = "change") -> str:
+    def commit(self, files: dict[str, str | None], message: str = "change", *,
+               parents: Sequence[str] | None = None, branch: str | None = None) -> str:
+        """A commit one minute after the last; ``branch`` / ``parents`` as for
+        :meth:`sediment.mirrors.MirrorWriter.commit` (another branch, explicit parents)."""
         self._clock += 60
-        return self._writer.commit(files, message, when=self._clock)
+        return self._writer.commit(files, message, when=self._clock, parents=parents, branch=branch)
+
+    def note(self, sha: str, *sessions: str) -> None:
+        """Write the ``refs/notes/sediment`` note of ``sha`` naming ``sessions`` (as an agent's hook
+        would); :func:`sediment.observations.observe_notes` then stores the edges."""
+        self._writer.add_note(sha, [{"tool": "codex", "session_id": s, "stamped_at": "2026-01-05T12:00:00Z"}
+                                    for s in sessions])
 
 
 def message(role: str, *parts: Any, finish_reason: str | None = None) -> InferenceMessage:

@@ -517,7 +517,7 @@ def test_the_demos_rollouts_export_identically_from_a_v4_bundle(tmp_path: Path) 
     installed = set(registry.targets) | set(registry.profiles) | set(registry.manifests)
     settings = SettingsSources(config={k: v for k, v in loaded.config.items() if k in installed},
                                config_path=loaded.config_path)
-    assert set(demo["exports"]) == {"sediment", "swe-bench", "nemo-gym", "sft", "dpo", "diff-sft"}  # objectives without targets read no v4 bundle yet
+    assert set(demo["exports"]) == {"sediment", "swe-bench", "nemo-gym", "sft", "dpo", "diff-sft", "recovery"}  # objectives without targets read no v4 bundle yet
     for target in sorted(registry.targets):
         out = tmp_path / "exports" / target
         export_rlvr_from_rollouts(v4, MirrorRoot(Path(demo["home"]) / "mirrors"), out, target=target,

@@ -112,6 +112,7 @@ def test_demo_runs_into_a_fresh_directory(tmp_path: Path) -> None:
     exports = tmp_path / "demo" / "exports"
     files = sorted(str(p.relative_to(exports)) for p in exports.rglob("*.jsonl"))
     assert files == ["nemo-gym/rollouts.eval.jsonl", "nemo-gym/rollouts.train.jsonl",
+                     "recovery/recovery.eval.jsonl", "recovery/recovery.train.jsonl",
                      "sediment/rollouts.eval.jsonl", "sediment/rollouts.train.jsonl",
                      "sediment/tasks.eval.jsonl", "sediment/tasks.train.jsonl",
                      "swe-bench/tasks.eval.jsonl", "swe-bench/tasks.train.jsonl"]
@@ -126,6 +127,7 @@ def test_demo_runs_into_a_fresh_directory(tmp_path: Path) -> None:
     evidence = sorted(str(p) for p in profiles.glob("*/evidence*.jsonl"))
     assert sediment("schema", "validate", *evidence).returncode == 0
     assert "Profile export · nemo-gym-rollouts-v2 (target nemo-gym)" in result.stderr
+    assert "Recovery export · objective recovery" in result.stderr
     again = sediment("demo", "--out", str(tmp_path / "demo"))
     assert again.returncode == 2 and "not empty" in again.stderr
 

@@ -63,16 +63,16 @@ def test_whole_path_traces_rewards_to_webhooks(operator: dict[str, Any]) -> None
     env, tmp = operator["env"], operator["tmp"]
     load(operator)
     counts = json.loads(run(env, "facts", "--json").stdout)["tables"]
-    assert counts["ci_outcomes"]["stored"] == 11 and counts["session_commit_observations"]["stored"] == 8
-    assert counts["inference_calls"]["stored"] == 26 and counts["test_case_results"]["stored"] == 36
+    assert counts["ci_outcomes"]["stored"] == 15 and counts["session_commit_observations"]["stored"] == 10
+    assert counts["inference_calls"]["stored"] == 33 and counts["test_case_results"]["stored"] == 54
 
     again = json.loads(run(env, "ingest", "github", "--json", *map(str, operator["inputs"].webhooks)).stdout)
-    assert again["stored"] == {} and again["duplicates"] == {"ci_outcomes": 11}
+    assert again["stored"] == {} and again["duplicates"] == {"ci_outcomes": 15}
 
     run(env, "derive", "--out", str(tmp / "bundle"))
     summary = json.loads(run(env, "export", "rlvr", "--target", "sediment", "--from", str(tmp / "bundle"),
                              "--out", str(tmp / "out"), "--json").stdout)
-    assert summary["task_rows"] == 7
+    assert summary["task_rows"] == 9
     deliveries = {}
     for path in operator["inputs"].webhooks:
         payload = json.loads(path.read_text())
@@ -140,9 +140,10 @@ def test_gradable_swe_bench_tasks_through_the_cli(operator: dict[str, Any]) -> N
     assert summary["skipped"] == {"verified_test_results_absent": 2, "base_test_results_absent": 1,
                                   "no_fail_to_pass": 1, "no_source_change": 1}
     [path] = [p for p in summary["written"] if "/data" in p]
-    [row] = [json.loads(line) for line in Path(path).read_text().splitlines()]
+    row, pow_fix = [json.loads(line) for line in Path(path).read_text().splitlines()]
     assert json.loads(row["FAIL_TO_PASS"]) == ["tests/test_ops.py::test_div_exact", "tests/test_ops.py::test_div_quarter"]
     assert row["metadata"]["test_transitions"]["excluded"] == {"flaky_on_verified": 1}
+    assert json.loads(pow_fix["FAIL_TO_PASS"]) == ["tests/test_pow.py::test_pow"]
 
 
 def test_direct_export_equals_bundle_export(operator: dict[str, Any]) -> None:
@@ -224,7 +225,7 @@ def test_mirror_fetch_records_new_notes(operator: dict[str, Any]) -> None:
     sha = writer.commit({"new.py": "x = 1\n"}, "new", when=1_800_000_000)
     writer.add_note(sha, [{"tool": "codex", "session_id": "sess-late", "stamped_at": "t"}])
     result = run(env, "mirror", "fetch")
-    assert "1 new session-commit observation(s), 8 already seen" in result.stderr
+    assert "1 new session-commit observation(s), 10 already seen" in result.stderr
     listed = run(env, "mirror", "list").stdout
     assert listed.startswith(f"{REPO}\t")
     escape = run(env, "mirror", "add", "../evil", str(inputs.origin), ok=False)
@@ -251,7 +252,7 @@ def test_ingest_workers_store_the_same_facts(operator: dict[str, Any], tmp_path:
         report = ingest_files(parts, lambda r, memo=memo: translate_call(  # type: ignore[misc]
             r, format="openai-chat", org_id=ORG, captured_at=datetime(2026, 3, 3, tzinfo=UTC), memo=memo),
             store, workers=workers)
-        assert report.as_json()["stored"] == {"inference_calls": 26}
+        assert report.as_json()["stored"] == {"inference_calls": 33}
         assert report.as_json()["duplicates"] == {"inference_calls": len(lines[0::4])}
         dumps.append({s: store.calls_for_session(ORG, s) for s in store.session_ids(ORG)})
     assert dumps[0] == dumps[1]

@@ -109,7 +109,7 @@ def lines(path: Path) -> list[str]:
 
 def test_discovery_finds_the_builtin_objectives() -> None:
     registry = load_registry()
-    assert tuple(sorted(registry.objectives)) == BUILTIN_OBJECTIVES == ("diff-sft", "dpo", "rlvr", "sft")
+    assert tuple(sorted(registry.objectives)) == BUILTIN_OBJECTIVES == ("diff-sft", "dpo", "recovery", "rlvr", "sft")
     rlvr = registry.objectives["rlvr"]
     assert rlvr.origin.distribution == "sediment"
     assert registry.default_objective is rlvr
@@ -245,7 +245,7 @@ def test_an_export_reaches_the_chosen_objective_only(tmp_path: Path) -> None:
     assert list(summary) == ["objective", "rollouts", "note_rows", "note_skipped", "fragmented", "written", "manifests"]
     assert (summary["objective"], summary["rollouts"], summary["note_rows"]) == ("notes", 2, 2)
     with pytest.raises(UnknownObjectiveError, match="unsupported export objective: orpo; installed objectives: "
-                                                    "diff-sft, dpo, notes, other, rlvr, sft"):
+                                                    "diff-sft, dpo, notes, other, recovery, rlvr, sft"):
         export(registry, tmp_path / "o2", [], objective="orpo")
 
 

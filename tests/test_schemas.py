@@ -69,6 +69,9 @@ EXPECTED_FILES = {
     "tool-message.v1.json",
     # profile exports
     "profile-evidence.v1.json",
+    # recovery (plugins/recovery)
+    "recovery-row.v3.json",
+    "recovery-attribution-evidence.v1.json",
 }
 
 # Keywords whose value is a map of name -> subschema, a subschema, or a list of subschemas.
@@ -253,7 +256,19 @@ NEMO = {
         **EVIDENCE, "schema_id": schema_id("nemo-gym-rollout", 4), "schema_version": 4,
     },
 }
+RECOVERY = {
+    "org_id": ORG, "recipe_id": "recovery_ci", "recipe_version": 1, "repo": "owner/repo", "branch": "main",
+    "workflow_name": "tests", "workflow_path": ".github/workflows/tests.yml", "failed_commit_sha": SHA,
+    "fixed_commit_sha": "f" * 40, "failed_outcome_id": "o-1", "fixed_outcome_id": "o-2",
+    "recovery_diff": "diff --git a/a.py b/a.py\n", "failed_inference_call_ids": [],
+    "fixed_inference_call_ids": ["call-1"], "provenance": {**PROVENANCE, "policy_version": "5"}, "split": "train",
+    "repository_identity": None, "failed_attribution_evidence": [],
+    "fixed_attribution_evidence": [{"inference_call_id": "call-1", "session_id": SESSION,
+                                    "attribution_sources": ["git_notes"], "session_commit_observation_ids": ["obs-1"]}],
+    "schema_id": schema_id("recovery-row", 3), "schema_version": 3,
+}
 SAMPLES = {
+    "recovery-row.v3.json": RECOVERY,
     "sediment-rlvr-task.v3.json": TASK,
     "sediment-rlvr-rollout.v4.json": ROLLOUT,
     "swe-bench-task.v3.json": SWE,
@@ -293,6 +308,8 @@ def test_sample_row_validates_and_extra_keys_are_rejected(name: str) -> None:
         ("sediment-rlvr-task.v3.json", lambda r: r.update(repository_identity={
             "provider": "github", "host": "github.com", "repository_id": "42"})),
         ("nemo-gym-rollout.v4.json", lambda r: r.update(reward=0.0)),
+        ("recovery-row.v3.json", lambda r: r.update(workflow_path=None, repository_identity={
+            "provider": "github", "host": "github.com", "repository_id": "42"})),
     ],
 )
 def test_optional_fields_may_be_absent_or_present(
@@ -323,6 +340,13 @@ def test_optional_fields_may_be_absent_or_present(
         ("swe-bench-task.v3.json", lambda r: r.update(test_patch="")),
         ("swe-bench-task.v3.json",
          lambda r: r["metadata"].update(reward_source="resolved_ci_fail")),
+        ("recovery-row.v3.json", lambda r: r.pop("failed_inference_call_ids")),
+        ("recovery-row.v3.json", lambda r: r.update(workflow_path="")),
+        ("recovery-row.v3.json", lambda r: r.update(fixed_inference_call_ids=["call-1", "call-1"])),
+        ("recovery-row.v3.json", lambda r: r["fixed_attribution_evidence"][0].update(attribution_sources=[])),
+        ("recovery-row.v3.json", lambda r: r["fixed_attribution_evidence"][0].update(extra=1)),
+        ("recovery-row.v3.json", lambda r: r.update(recipe_id="rlvr_ci")),
+        ("recovery-row.v3.json", lambda r: r.update(split="test")),
     ],
 )
 def test_contract_violations_are_rejected(

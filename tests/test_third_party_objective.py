@@ -96,7 +96,7 @@ def test_listed_by_sediment_objectives(site: Path) -> None:
     result = sediment(site, "objectives", "--json")
     assert result.returncode == 0, result.stderr
     listed = {o["name"]: o for o in json.loads(result.stdout)["objectives"]}
-    assert set(listed) == {"diff-sft", "dpo", "kto", "rlvr", "sft"}
+    assert set(listed) == {"diff-sft", "dpo", "kto", "recovery", "rlvr", "sft"}
     kto = listed["kto"]
     assert kto["origin"]["distribution"] == "sediment-kto-example"
     assert (kto["title"], kto["unit"], kto["units"], kto["has_targets"], kto["targets"]) == (

@@ -17,7 +17,7 @@ def demo(
 ) -> None:
     """Run the whole path on generated data: git repository with notes, agent call logs,
     GitHub webhooks → mirror, embedded store, derived bundle, every export target, every
-    objective without targets and every consumer profile.
+    objective without targets (Recovery) and every consumer profile.
 
     Writes inputs/ (the files an operator would have), home/ (the SQLite fact store and the
     mirror), bundle/, exports/<target>/ (and exports/<objective>/), profiles/<profile-id>/

@@ -146,12 +146,14 @@ def render_summary(summary: dict[str, Any], objective: Objective | None = None) 
     table.add_column("population")
     table.add_column("rows", justify="right")
     table.add_column("skipped")
-    table.add_row(console.cell(f"{info.units.replace('_', ' ')} derived"), console.cell(summary[info.units]), "")
+    unit_skips = summary.get(f"{info.units}_skipped") if info.unit_skip_reasons else None
+    table.add_row(console.cell(f"{info.units.replace('_', ' ')} derived"), console.cell(summary[info.units]),
+                  "" if unit_skips is None else _counts(unit_skips))
     for population in info.population_names:
         label = info.label(population)
         rows, skipped = summary[f"{label}_rows"], summary[f"{label}_skipped"]
-        if not rows and not skipped:
-            continue  # a population this export does not write
+        if info.has_targets and not rows and not skipped:
+            continue  # a population this target does not write
         table.add_row(console.cell(f"{label.replace('_', ' ')} rows"), console.cell(rows), _counts(skipped))
     fragmented = {k: v for k, v in summary["fragmented"].items() if v}
     if fragmented:
@@ -195,12 +197,9 @@ def _evidence(source: Path | None, org: str | None, mirror_root: MirrorRoot | No
     from sediment.export.pipeline import Evidence
 
     if source is None:
-        from sediment.derive import StoreRollouts
-        from sediment.policy import DerivationPolicy
+        from sediment.export.context import store_evidence
 
-        policy = DerivationPolicy()
-        derived = StoreRollouts(settings.store(), settings.org_id(org), policy=policy, mirrors=mirror_root)
-        return Evidence(derived, policy.split.eval_fraction > 0, mirror_root, derived.fragmented_counter)
+        return store_evidence(settings.store(), settings.org_id(org), mirror_root)
     from sediment.bundle import open_bundle
 
     bundle = open_bundle(source, workers=workers)
@@ -217,6 +216,9 @@ def run_export(objective_name: str, *, out: Path, recipe: str | None = None, sou
 
     registry = _registry()
     objective = registry.objective(objective_name)
+    if source is not None and not objective.info.supports_from:
+        raise UsageError(f"sediment export {objective.name} has no --from: {objective.title} exports read the fact "
+                         "store and mirrors directly (--org / SEDIMENT_ORG_ID, --mirrors), not a bundle; drop --from")
     chosen = None
     if objective.has_targets:
         if target is None:
@@ -274,6 +276,8 @@ def _parameters(objective: Objective) -> list[inspect.Parameter]:
         params.append(_option("source", Path | None, typer.Option(
             None, "--from", metavar="BUNDLE",
             help="Derived bundle to export (docs/bundle.md); without it, derive from the fact store directly.")))
+    else:  # accepted only to be refused in one clear line
+        params.append(_option("source", Path | None, typer.Option(None, "--from", metavar="BUNDLE", hidden=True)))
     params.append(_option("org", str | None, typer.Option(
         None, "--org", help="Org id for a direct export (default: SEDIMENT_ORG_ID).")))
     reads = "for reference patches (targets that need them)" if info.has_targets else (

@@ -16,7 +16,8 @@ def objectives(
 ) -> None:
     """List installed export objectives: the unit of evidence each reads, its recipes (the
     default first), the populations and files it writes, its targets or its own row schemas
-    and closed skip vocabularies, what it needs (mirrors, --from), settings and origin.
+    and closed skip vocabularies (an objective that derives its own units lists the reasons a
+    unit was not derived under its unit), what it needs (mirrors, --from), settings and origin.
 
     Export one with `sediment export OBJECTIVE --out DIR` (see `sediment export --help`).
     """
@@ -35,7 +36,10 @@ def objectives(
                                                              else "") for r in item["recipes"])
         mirrors = ", ".join(what for what, needed in (("direct export", item["direct_needs_mirrors"]),
                                                        ("--from", item["from_needs_mirrors"])) if needed)
-        details = [("unit", f"{item['unit']} (counted as {item['units']})"), ("recipes", recipes)]
+        details = [("unit", f"{item['unit']} (counted as {item['units']})")]
+        if "unit_skip_reasons" in item:
+            details.append(("  skip reasons", ", ".join(item["unit_skip_reasons"])))
+        details.append(("recipes", recipes))
         for population, declared in item["populations"].items():
             details.append((population, f"{', '.join(declared['files'])} (rows counted as {declared['label']})"))
             if "schema_id" in declared:

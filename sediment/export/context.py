@@ -10,31 +10,40 @@ time (reading the next unit reports progress on the one before). Objectives pull
 they need, so one whose unit is not a Rollout plugs in through a new accessor here, not
 through a change to the pipeline, the writer, the registry or the CLI: an attributed
 completion (:meth:`ExportContext.attributed_completions`, SFT, diff-SFT and DPO) is one.
+
+An objective that derives its own units (Recovery: CI transitions) reads what a direct export's
+:class:`FactSource` offers: the org's CI outcomes, the core's CI resolution of them, the
+repository mirrors and the calls attributed to commits. Repository keys are the core's
+(:class:`~sediment.ci_resolution.CommitKey`): a mirror is looked up by the qualified key.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from sediment.attributed_completions import SessionCompletions, derive_attributed_completions
-from sediment.ci_resolution import DEFAULT_CI_POLICY, CIResolutionPolicy
+from sediment.ci_resolution import DEFAULT_CI_POLICY, CIResolutionPolicy, CIResolutionResult, CommitKey, resolve_ci
 from sediment.confidence import LabelConfidencePolicy
+from sediment.errors import ConfigurationError
+from sediment.export.attributed_calls import CommitAttributions, commit_attributions
 from sediment.export.evidence import RolloutEvidence
 from sediment.export.rows import Recipe
 from sediment.export.verifier_commands import VerifierCommands
-from sediment.mirrors import MirrorRoot
+from sediment.facts import CIOutcome
+from sediment.mirrors import Mirror, MirrorRoot
 from sediment.repositories import RepositoryContext
 from sediment.rollout import Rollout
 
 if TYPE_CHECKING:
-    from sediment.attributed_completions import SessionCompletions
-    from sediment.confidence import LabelConfidencePolicy
     from sediment.export.settings import SettingsSources
+    from sediment.policy import DerivationPolicy
+    from sediment.store import FactStore
 
 ProgressCallback = Callable[[int, int], None]
+_Unit = TypeVar("_Unit")
 
 
 class OrderedRollouts(Protocol):
@@ -59,6 +68,22 @@ def export_order(rollouts: RolloutSource) -> list[int]:
     return sorted(range(len(keys)), key=lambda i: (keys[i][0], keys[i][1], i))
 
 
+@dataclass(frozen=True)
+class FactSource:
+    """The fact store a direct export reads, for objectives that read Facts beyond Rollouts.
+
+    :param store: the fact store.
+    :param org_id: the org the export acts for.
+    :param policy: the derivation policy its Rollouts are derived under (attribution, split).
+    :param quarantine_revision: the org's quarantine-log high-water mark when the export began.
+    """
+
+    store: FactStore
+    org_id: str
+    policy: DerivationPolicy
+    quarantine_revision: int
+
+
 @dataclass
 class Evidence:
     """Where an export's evidence comes from.
@@ -70,6 +95,7 @@ class Evidence:
         after projection: a store's counts are complete once every Session was derived).
     :param repositories: the repository context CI resolves with (default: the Rollout
         source's own ``repositories``, if it has one).
+    :param facts: the fact store of a direct export (``None`` for a bundle).
     """
 
     rollouts: RolloutSource
@@ -77,6 +103,20 @@ class Evidence:
     mirrors: MirrorRoot | None = None
     fragmented: Mapping[str, int] = field(default_factory=dict)
     repositories: RepositoryContext | None = None
+    facts: FactSource | None = None
+
+
+def store_evidence(store: FactStore, org_id: str, mirrors: MirrorRoot | None,
+                   policy: DerivationPolicy | None = None) -> Evidence:
+    """A direct export's evidence: the org's Rollouts derived one Session at a time under
+    ``policy`` (default: the default DerivationPolicy), and the fact store itself."""
+    from sediment.derive import StoreRollouts
+    from sediment.policy import DerivationPolicy
+
+    policy = policy or DerivationPolicy()
+    derived = StoreRollouts(store, org_id, policy=policy, mirrors=mirrors)
+    return Evidence(derived, policy.split.eval_fraction > 0, mirrors, derived.fragmented_counter,
+                    facts=FactSource(store, org_id, policy, derived.quarantine_revision))
 
 
 class ExportContext:
@@ -87,6 +127,11 @@ class ExportContext:
     :attr:`split_enabled` whether rows go to ``.train``/``.eval`` files (each row names its
     side); :attr:`mirrors` the mirror root or ``None``; :attr:`read` how many units of
     evidence were pulled so far (the summary reports it under the objective's ``units`` key).
+
+    A direct export (from the fact store) also offers :meth:`ci_outcomes`,
+    :meth:`resolve_ci`, :meth:`mirror`, :meth:`commit_attributions` and the policy it runs
+    under, for an objective that derives its own units; it hands them out through
+    :meth:`derived`, which counts and reports them as :meth:`rollouts` does Rollouts.
     """
 
     def __init__(self, evidence: Evidence, *, recipe: Recipe, verifier_commands: VerifierCommands | None = None,
@@ -102,6 +147,7 @@ class ExportContext:
         self._ci_policy = ci_policy
         self._progress = progress
         self._settings = settings
+        self._mirrors: dict[tuple[str, ...], Mirror | None] = {}
         self.read = 0
 
     @property
@@ -157,3 +203,66 @@ class ExportContext:
             yield completions
             if self._progress is not None:
                 self._progress(position + 1, len(order))
+
+    # --- what a direct export offers an objective that derives its own units ----------------
+
+    def _facts(self, what: str) -> FactSource:
+        if self._evidence.facts is None:
+            raise ConfigurationError(f"{what} are read from the fact store, which an export from a bundle does "
+                                     "not read; export directly (without --from)")
+        return self._evidence.facts
+
+    @property
+    def quarantine_revision(self) -> int:
+        """The org's quarantine-log high-water mark when the export began."""
+        return self._facts("CI outcomes").quarantine_revision
+
+    @property
+    def derivation_policy_digest(self) -> str:
+        """The digest of the derivation policy (attribution, split) the evidence is derived under."""
+        return self._facts("CI outcomes").policy.digest
+
+    @property
+    def ci_policy_digest(self) -> str:
+        """The digest of the CI resolution policy :meth:`resolve_ci` applies."""
+        return self._ci_policy.digest
+
+    def ci_outcomes(self) -> tuple[CIOutcome, ...]:
+        """Every visible CI outcome of the org (quarantined ones left out), read from the fact
+        store once, in ``outcome_id`` order. Only a direct export has them."""
+        facts = self._facts("CI outcomes")
+        outcomes = [o for o in facts.store.facts("ci_outcomes", facts.org_id) if isinstance(o, CIOutcome)]
+        return tuple(sorted(outcomes, key=lambda o: o.outcome_id))
+
+    def resolve_ci(self, outcomes: Iterable[CIOutcome]) -> CIResolutionResult:
+        """The core's CI resolution of ``outcomes`` (attempts grouped into runs, run and commit
+        verdicts, the resolver's skip counts), under the export's CI policy and quarantine
+        revision."""
+        return resolve_ci(outcomes, quarantine_revision=self.quarantine_revision, policy=self._ci_policy,
+                          repositories=self.repositories)
+
+    def mirror(self, commit: CommitKey) -> Mirror | None:
+        """The mirror of ``commit``'s repository, or ``None`` when the export has no mirror root
+        or the repository has no mirror. Reads (ancestry, diffs) raise ``MirrorReadError``."""
+        key = commit.repository_sort_key
+        if key not in self._mirrors:
+            root = self.mirrors
+            self._mirrors[key] = None if root is None else root.open(commit.org_id, commit.repo, commit.identity)
+        return self._mirrors[key]
+
+    def commit_attributions(self, commits: Iterable[CommitKey]) -> CommitAttributions:
+        """The inference calls attributed to each of ``commits`` (every call of a Session whose
+        Rollout lists the commit, with its attribution source and observations), and a lookup of
+        every visible call's Session and split side; read from the export's Rollouts in one pass
+        (they do not count as units read)."""
+        source = self._evidence.rollouts
+        return commit_attributions((source[i] for i in export_order(source)), commits)
+
+    def derived(self, units: Sequence[_Unit]) -> Iterator[_Unit]:
+        """Hand out the units an objective derived itself, in its order: each counts as read
+        (the summary's ``units`` count) and reports progress as the next is asked for."""
+        for position, unit in enumerate(units):
+            self.read += 1
+            yield unit
+            if self._progress is not None:
+                self._progress(position + 1, len(units))

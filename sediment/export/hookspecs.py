@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         AdaptedRow,
         Declined,
         ManifestInfo,
+        NotDerived,
         ObjectiveInfo,
         Population,
         ProfileInfo,
@@ -133,7 +134,7 @@ def register_schemas() -> Sequence[Mapping[str, Any]] | None:
 
 @hookspec(firstresult=True)
 def project_evidence(context: ExportContext,  # type: ignore[empty-body]
-                     settings: PluginSettings) -> Iterable[ProjectedRow | Declined]:
+                     settings: PluginSettings) -> Iterable[ProjectedRow | Declined | NotDerived]:
     """Project the export's evidence into rows of this objective's own populations.
 
     Called once per export on the chosen objective only (objectives without targets), inside
@@ -146,6 +147,10 @@ def project_evidence(context: ExportContext,  # type: ignore[empty-body]
     ``split``, and publishes nothing if the iteration raises. The core's reasons are in every
     vocabulary: an objective that reads ``evidence.ci`` yields its resolver counts itself
     (``Declined(reason, count)`` for each of ``evidence.ci.skipped``), in the unit it documents.
+    An objective that derives its own units (``unit_skip_reasons``: Recovery derives CI
+    transitions from ``context.ci_outcomes()``, ``context.resolve_ci`` and ``context.mirror``)
+    yields :class:`~sediment.plugin.NotDerived` for evidence that did not become a unit (the
+    resolver's counts among them), and hands its units out through ``context.derived(units)``.
 
     :param context: the export's evidence, recipe, split and mirrors (``ExportContext``).
     :param settings: this plugin's settings.

@@ -25,7 +25,7 @@ BLOCK_ENV_VAR = "SEDIMENT_BLOCK_PLUGINS"
 LOAD_ENV_VAR = "SEDIMENT_LOAD_PLUGINS"
 
 #: The export objectives shipped with Sediment (``sediment export NAME``).
-BUILTIN_OBJECTIVES: tuple[str, ...] = ("diff-sft", "dpo", "rlvr", "sft")
+BUILTIN_OBJECTIVES: tuple[str, ...] = ("diff-sft", "dpo", "recovery", "rlvr", "sft")
 #: The targets shipped with Sediment; a test pins discovery to exactly these plus third parties.
 BUILTIN_TARGETS: tuple[str, ...] = ("sediment", "swe-bench", "nemo-gym")
 #: The consumer profiles shipped with Sediment.

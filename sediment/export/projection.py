@@ -14,9 +14,12 @@ from sediment.export.context import ExportContext
 from sediment.export.evidence import RolloutEvidence
 from sediment.export.registry import Objective, Target
 from sediment.export.representation import representation_problem
-from sediment.export.rows import Declined, ProjectedRow, PublishedExport
+from sediment.export.rows import Declined, NotDerived, ProjectedRow, PublishedExport
 from sediment.export.settings import PluginSettings
 from sediment.export.writer import RowFiles
+
+#: The tally key of evidence that did not become a unit (never a population name: not a word).
+UNITS_TALLY = "<units>"
 
 
 @dataclass
@@ -164,13 +167,20 @@ class ObjectiveProjection:
             elif isinstance(item, Declined):
                 population = self._population(item.population, "decline")
                 self.objective.count(tally.skips(population), population, [item.reason] * item.count)
+            elif isinstance(item, NotDerived) and self.objective.unit_vocabulary:
+                self.objective.count_units(tally.skips(UNITS_TALLY), [item.reason] * item.count)
             else:
-                raise PluginError(f"objective {self.objective.name!r} project_evidence must yield ProjectedRow or "
-                                  f"Declined values, got {type(item).__name__}")
+                allowed = "ProjectedRow, Declined or NotDerived" if self.objective.unit_vocabulary else \
+                    "ProjectedRow or Declined"
+                raise PluginError(f"objective {self.objective.name!r} project_evidence must yield {allowed} values, "
+                                  f"got {type(item).__name__}")
 
     def before_publish(self, tally: Tally) -> None:
         return None
 
     def summary(self, units: int, tally: Tally, published: PublishedExport) -> dict[str, Any]:
-        return {"objective": self.objective.name, self.objective.info.units: units,
-                **population_summary(self.objective, tally, self.objective.vocabularies)}
+        name = self.objective.info.units
+        summary: dict[str, Any] = {"objective": self.objective.name, name: units}
+        if self.objective.unit_vocabulary:
+            summary[f"{name}_skipped"] = ordered_counts(tally.skips(UNITS_TALLY), self.objective.unit_vocabulary)
+        return summary | population_summary(self.objective, tally, self.objective.vocabularies)

@@ -6,8 +6,10 @@ one objective (the one it names, else the default objective), and every profile 
 target's. The registry owns the core's vocabularies: a population's vocabulary (a target's, or
 an objective's own) is the CI resolver's reasons, then the representation reasons, then the
 plugin's own (in that documented order); a profile's is the representation reasons, then its
-own. It owns the row schemas too: the core's component schemas plus every plugin's
-``register_schemas``, one ``$id`` each.
+own. An objective that derives its own units (``unit_skip_reasons``) resolves CI while deriving
+them: its unit vocabulary is the resolver's reasons, then its own, and its populations'
+vocabularies start with the representation reasons alone. It owns the row schemas too: the
+core's component schemas plus every plugin's ``register_schemas``, one ``$id`` each.
 """
 
 from __future__ import annotations
@@ -48,6 +50,11 @@ if TYPE_CHECKING:
 #: The core's reasons at the head of every population vocabulary (a target's or an
 #: objective's own), in this order.
 TARGET_CORE_REASONS: tuple[str, ...] = (*RESOLVER_SKIP_REASONS, *REPRESENTATION_REASONS)
+#: The core's reasons at the head of the unit vocabulary of an objective that derives its own
+#: units (it resolves CI while deriving them), in this order.
+UNIT_CORE_REASONS: tuple[str, ...] = RESOLVER_SKIP_REASONS
+#: The core's reasons at the head of the population vocabularies of such an objective.
+DERIVED_UNIT_POPULATION_CORE_REASONS: tuple[str, ...] = REPRESENTATION_REASONS
 #: The core's reasons at the head of every profile vocabulary.
 PROFILE_CORE_REASONS: tuple[str, ...] = REPRESENTATION_REASONS
 #: The files every profile export writes beside its rows.
@@ -92,6 +99,9 @@ class Objective(_Plugin):
     info: ObjectiveInfo
     vocabularies: Mapping[Population, tuple[str, ...]] = field(default_factory=dict)
     targets: tuple[str, ...] = ()
+    #: the composed vocabulary of evidence that did not become a unit (empty unless the
+    #: objective derives its own units)
+    unit_vocabulary: tuple[str, ...] = ()
 
     @property
     def title(self) -> str:
@@ -136,6 +146,12 @@ class Objective(_Plugin):
         _count(tally, self.vocabularies[population], reasons, f"the {population} vocabulary of objective "
                f"{self.name!r} (plugin from {self.origin.distribution})")
 
+    def count_units(self, tally: Counter[str], reasons: Iterable[str]) -> None:
+        """Add ``reasons`` (evidence that did not become a unit) to ``tally``; a reason outside
+        the unit vocabulary is a plugin bug."""
+        _count(tally, self.unit_vocabulary, reasons, f"the {self.info.units} vocabulary of objective "
+               f"{self.name!r} (plugin from {self.origin.distribution})")
+
     def as_json(self) -> dict[str, Any]:
         info = self.info
         populations = self.populations or info.population_names
@@ -151,6 +167,8 @@ class Objective(_Plugin):
             "has_targets": self.has_targets,
             "targets": list(self.targets),
         }
+        if self.unit_vocabulary:
+            described["unit_skip_reasons"] = list(self.unit_vocabulary)
         if not self.has_targets:
             for p in populations:
                 described["populations"][p] |= {"schema_id": self.schema_id(p),
@@ -384,11 +402,14 @@ class PluginRegistry:
                               "implement project_evidence")
         if not info.has_targets and not projects:
             raise PluginError(f"{where} declares its own populations but does not implement project_evidence")
+        derives_units = bool(info.unit_skip_reasons)
+        core = DERIVED_UNIT_POPULATION_CORE_REASONS if derives_units else TARGET_CORE_REASONS
         vocabularies = {
-            population: _composed(TARGET_CORE_REASONS, declared.skip_reasons, f"{where} population {population}")
+            population: _composed(core, declared.skip_reasons, f"{where} population {population}")
             for population, declared in info.populations.items()
         }
-        return Objective(**base, info=info, vocabularies=vocabularies)
+        units = _composed(UNIT_CORE_REASONS, info.unit_skip_reasons, f"{where} units") if derives_units else ()
+        return Objective(**base, info=info, vocabularies=vocabularies, unit_vocabulary=units)
 
     def _check_objectives(self) -> None:
         """One default objective at most; no population (file name) is written by two objectives."""

@@ -3,7 +3,8 @@
 Objectives declare an :class:`ObjectiveInfo` (with its :class:`Recipe` list), targets a
 :class:`TargetInfo`, profiles a :class:`ProfileInfo`, manifest writers a
 :class:`ManifestInfo`. Targets return :class:`ProjectedRow` lists; an objective without
-targets yields :class:`ProjectedRow` and :class:`Declined` values; profiles return an
+targets yields :class:`ProjectedRow` and :class:`Declined` values (and, when it derives its
+own units of evidence, :class:`NotDerived` values); profiles return an
 :class:`AdaptedRow` or a skip reason. Published files are described by
 :class:`PublishedExport`.
 """
@@ -146,6 +147,13 @@ class ObjectiveInfo:
         most one installed objective may say so (RLVR, the objective of contract v2).
     :param description: one line for ``sediment export --help`` and ``sediment objectives``.
     :param help: the paragraphs of ``sediment export NAME --help`` after that line.
+    :param unit_skip_reasons: for an objective that derives its units of evidence itself from
+        what the export context offers (Recovery: CI transitions from CI outcomes and mirrors),
+        its own closed vocabulary for evidence that did not become a unit, in a fixed order
+        (yielded as :class:`NotDerived`, reported as ``<units>_skipped``). The registry puts the
+        CI resolver's reasons in front, since such an objective resolves CI while deriving its
+        units; its populations' vocabularies then start with the representation reasons alone.
+        Empty (the default): the units are Rollouts the core derived.
     """
 
     title: str
@@ -160,11 +168,17 @@ class ObjectiveInfo:
     default_objective: bool = False
     description: str = ""
     help: str = ""
+    unit_skip_reasons: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "recipes", tuple(self.recipes))
         object.__setattr__(self, "populations", dict(self.populations))
         object.__setattr__(self, "target_populations", dict(self.target_populations))
+        object.__setattr__(self, "unit_skip_reasons", tuple(self.unit_skip_reasons))
+        _check_reasons(self.unit_skip_reasons, f"objective {self.title} units")
+        if self.unit_skip_reasons and self.target_populations:
+            raise ValueError("an objective with targets projects Rollouts; only one without targets derives its "
+                             "own units (unit_skip_reasons)")
         if not self.title.strip() or not self.unit.strip():
             raise ValueError("an objective declares its title and its unit of evidence")
         _check_word(self.units, "units")
@@ -182,6 +196,9 @@ class ObjectiveInfo:
         for name, label in self.target_populations.items():
             _check_word(name, "a population name")
             _check_word(label, f"the label of population {name}")
+        if self.unit_skip_reasons and self.units in {self.label(p) for p in self.populations}:
+            raise ValueError(f"units {self.units!r} is also a population's label: {self.units}_skipped would name "
+                             "both vocabularies")
         reserved = sorted(set(self.population_names) & set(PROFILE_STEMS))
         if reserved:
             raise ValueError(f"populations {reserved} are the file stems of profile exports")
@@ -240,6 +257,20 @@ class Declined:
     def __post_init__(self) -> None:
         if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1:
             raise ValueError(f"a Declined count is a positive integer, got {self.count!r}")
+
+
+@dataclass(frozen=True)
+class NotDerived:
+    """Evidence that did not become a unit of an objective that derives its own units (for
+    Recovery: a CI transition that is not a recovery pair): ``count`` times one reason of the
+    objective's ``unit_skip_reasons`` (its ``<units>_skipped`` in the summary)."""
+
+    reason: str
+    count: int = 1
+
+    def __post_init__(self) -> None:
+        if isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1:
+            raise ValueError(f"a NotDerived count is a positive integer, got {self.count!r}")
 
 
 @dataclass(frozen=True)
