@@ -137,6 +137,10 @@ def run_profile(profile: Profile, work: Path, workers: int, repeat: int = 3) -> 
                                       ["export", "rlvr", "--target", target, "--from", str(bundle), "--out",
                                        str(work / f"out-w{count}-{attempt}" / target), *w], env, call_bytes,
                                       data.calls))
+            # objectives without targets project in one process (no --workers)
+            runs.append(run_stage(f"export sft (workers {count})",
+                                  ["export", "sft", "--from", str(bundle), "--out",
+                                   str(work / f"out-w{count}-{attempt}" / "sft")], env, call_bytes, data.calls))
             best = by_workers.get(count)
             by_workers[count] = runs if best is None else [min(a, b, key=lambda s: s.seconds)
                                                            for a, b in zip(best, runs, strict=True)]

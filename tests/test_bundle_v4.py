@@ -701,8 +701,8 @@ def test_other_manifests_keep_the_existing_refusals(tmp_path: Path, rollouts: li
     with pytest.raises(BundleError, match="not a sediment-rollout-bundle: bundle_format is None"):
         open_bundle(path)
     ours = write_bundle(rollouts, tmp_path / "ours", org_id=ORG, policy=POLICY, quarantine_revision=0)
-    edit_manifest(ours, lambda m: m.update(bundle_schema_version=3))
-    with pytest.raises(BundleError, match="unsupported bundle_schema_version 3"):
+    edit_manifest(ours, lambda m: m.update(bundle_schema_version=5))
+    with pytest.raises(BundleError, match="unsupported bundle_schema_version 5"):
         open_bundle(ours)
 
 

@@ -115,6 +115,7 @@ def test_demo_runs_into_a_fresh_directory(tmp_path: Path) -> None:
                      "recovery/recovery.eval.jsonl", "recovery/recovery.train.jsonl",
                      "sediment/rollouts.eval.jsonl", "sediment/rollouts.train.jsonl",
                      "sediment/tasks.eval.jsonl", "sediment/tasks.train.jsonl",
+                     "sft/sft.eval.jsonl", "sft/sft.train.jsonl",
                      "swe-bench/tasks.eval.jsonl", "swe-bench/tasks.train.jsonl"]
     assert sediment("schema", "validate", *(str(exports / f) for f in files)).returncode == 0
     profiles = tmp_path / "demo" / "profiles"

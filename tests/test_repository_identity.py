@@ -247,7 +247,8 @@ def test_identified_outcomes_resolve_renames_keep_identity_and_lifetimes_never_j
     assert s5["session_commit_observation_ids"] == [fact_id("obs", ORG, LIB, org.e1, "s5")]
 
     # the conflicting evidence is declined, and counted: per source outcome, per run
-    assert rollouts.skipped == {"rollout.conflicting_run_identity": 1, "rollout.repository_identity_absent": 1}
+    assert rollouts.skipped == {"file_attribution.no_match": 5, "rollout.conflicting_run_identity": 1,
+                                "rollout.repository_identity_absent": 1}
     assert summary["task_rows"] == 5 and summary["task_skipped"] == {}
 
 
@@ -279,7 +280,8 @@ def test_bundle_export_equals_direct_export(org: Org, tmp_path: Path, target: st
     manifest = json.loads((path / "manifest.json").read_text())
     # nine CI outcomes and five observations, each one repository reference; the rename
     assert manifest["counts"] == {"rollouts": 5, "repository_identities": 14, "repository_renames": 1}
-    assert manifest["skipped"] == {"rollout.conflicting_run_identity": 1, "rollout.repository_identity_absent": 1}
+    assert manifest["skipped"] == {"file_attribution.no_match": 5, "rollout.conflicting_run_identity": 1,
+                                   "rollout.repository_identity_absent": 1}
     from_bundle = export(bundle, mirrors, tmp_path / "a", target)
     direct = export(StoreRollouts(store, ORG, policy=POLICY, mirrors=mirrors), mirrors, tmp_path / "b", target)
     def comparable(summary: dict[str, Any]) -> dict[str, Any]:

@@ -35,6 +35,8 @@ EXPECTED_FILES = {
     "swe-bench-task.v3.json",
     "nemo-gym-rollout.v4.json",
     "diff-sft-sample.v3.json",
+    "sft-sample.v3.json",
+    "sft-metadata.v3.json",
     # components (contract §4.5)
     "rlvr-turn.v3.json",
     "rlvr-decision.v2.json",

@@ -499,3 +499,23 @@ def test_rows_load_in_datasets_and_trl(world: World, tmp_path: Path, consumer_py
     assert facts["conversational"] is True  # TRL reads them as conversational prompt-completion rows
     assert facts["template_keys"] == ["completion", "prompt"]  # metadata is not part of what TRL renders
     assert facts["rendered_text"] is True and facts["render_missing"] == 0
+
+
+def test_cli_ladder_settings_reach_the_rows_and_bad_ones_stop_it(world: World, tmp_path: Path) -> None:
+    store, mirrors = load(world, tmp_path)
+    path, _ = derive_bundle(store, ORG, tmp_path / "bundle", policy=DerivationPolicy(), mirrors=mirrors)
+    store.close()
+    config = tmp_path / "sediment.toml"
+    config.write_text("[label-confidence]\nbaseline_confidence = 0.5\n")
+    tuned = cli({}, "export", "sft", "--from", str(path), "--out", str(tmp_path / "tuned"), "--config", str(config),
+                "--json")
+    assert tuned.returncode == 0, tuned.stderr
+    assert json.loads(tuned.stdout)["sample_skipped"]["below_confidence_floor"] == 3
+    digest = LabelConfidencePolicy(baseline_confidence=0.5).digest
+    assert {r["metadata"]["provenance"]["label_confidence_policy_digest"]
+            for r in rows_of(tmp_path / "tuned").values()} == {digest}
+    bad = cli({"SEDIMENT_LABEL_CONFIDENCE_BASELINE_CONFIDENCE": "1.5"}, "export", "sft", "--from", str(path),
+              "--out", str(tmp_path / "bad"))
+    assert bad.returncode == 1
+    assert bad.stderr.strip().count("\n") == 0 and "baseline_confidence must be in [0.0, 1.0] (got 1.5)" in bad.stderr
+    assert not list((tmp_path / "bad").glob("*.jsonl"))
