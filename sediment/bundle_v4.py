@@ -348,6 +348,16 @@ def _model(model: type[M], record: dict[str, Any], where: str) -> M:
         raise BundleError(f"invalid bundle record at {where}: {loc}: {detail['msg']}") from None
 
 
+def _org_record(line: bytes, where: str, model: type[M], keys: frozenset[str], label: str,
+                manifest: V4BundleManifest) -> M:
+    """One line's record, strictly: exactly ``keys``, valid as ``model``, of the manifest's org."""
+    record = _model(model, _fields(_envelope(line, where), keys, where, label), where)
+    org_id = record.model_dump(include={"org_id"})["org_id"]
+    if org_id != manifest.org_id:
+        raise BundleError(f"{where}: org_id {org_id!r} differs from the manifest")
+    return record
+
+
 def _trusted_record(line: bytes) -> dict[str, Any]:
     """The record of a line already checked when the bundle was opened (fast parser first)."""
     record = _fast_record(line)
@@ -406,12 +416,8 @@ def _hydrate(record: dict[str, Any], calls: _CallFile, where: str | None) -> lis
 
 def _check_call(line: bytes, number: int, manifest: V4BundleManifest) -> str:
     """One ``inference_calls.jsonl`` line, strictly: its ``inference_call_id``."""
-    where = f"{CALLS} line {number}"
-    record = _fields(_envelope(line, where), CALL_KEYS, where, "InferenceCall record")
-    call = _model(InferenceCall, record, where)
-    if call.org_id != manifest.org_id:
-        raise BundleError(f"{where}: org_id {call.org_id!r} differs from the manifest")
-    return call.inference_call_id
+    return _org_record(line, f"{CALLS} line {number}", InferenceCall, CALL_KEYS, "InferenceCall record",
+                       manifest).inference_call_id
 
 
 _ID = TypeAdapter(NonEmptyId)
@@ -511,22 +517,14 @@ _RENAME_KEYS = frozenset(UpstreamRepositoryRename.model_fields)
 
 def _check_evidence(line: bytes, number: int, manifest: V4BundleManifest) -> RepositoryEvidence:
     """One ``repository_identities.jsonl`` line, strictly: a repository reference of the org."""
-    where = f"{FILES['repository_identities']} line {number}"
-    record = _fields(_envelope(line, where), _EVIDENCE_KEYS, where, "repository identity record")
-    evidence = _model(RepositoryEvidence, record, where)
-    if evidence.org_id != manifest.org_id:
-        raise BundleError(f"{where}: org_id {evidence.org_id!r} differs from the manifest")
-    return evidence
+    return _org_record(line, f"{FILES['repository_identities']} line {number}", RepositoryEvidence,
+                       _EVIDENCE_KEYS, "repository identity record", manifest)
 
 
 def _check_rename(line: bytes, number: int, manifest: V4BundleManifest) -> RenameClaim:
     """One ``repository_renames.jsonl`` line, strictly: a rename of the org."""
-    where = f"{FILES['repository_renames']} line {number}"
-    record = _fields(_envelope(line, where), _RENAME_KEYS, where, "RepositoryRename record")
-    rename = _model(UpstreamRepositoryRename, record, where)
-    if rename.org_id != manifest.org_id:
-        raise BundleError(f"{where}: org_id {rename.org_id!r} differs from the manifest")
-    return rename.claim()
+    return _org_record(line, f"{FILES['repository_renames']} line {number}", UpstreamRepositoryRename,
+                       _RENAME_KEYS, "RepositoryRename record", manifest).claim()
 
 
 def _check_order(keys: list[Any], file: str) -> None:

@@ -2,7 +2,7 @@
 
 Clients name an edited file their own way: Copilot sends a path relative to the workspace,
 Codex the paths its patch names (relative to its working directory), Claude Code the absolute
-path on the developer's machine (``/home/dev/project/src/app.py``), which never equals the
+path on the developer's machine (``<checkout>/src/app.py``), which never equals the
 repository-relative path an attributed commit touched (``src/app.py``).
 
 Facts keep the path exactly as the client sent it (``DeveloperDecision.file_path``, the edit
@@ -37,7 +37,7 @@ def repository_relative_path(file_path: str, checkout: str) -> str | None:
 
     An absolute ``file_path`` must lie inside ``checkout``; a relative one is taken as relative
     to it already. The result never starts with ``..`` or ``/`` and is never ``.``
-    (``/home/dev/project/src/app.py`` in ``/home/dev/project`` is ``src/app.py``).
+    (``<checkout>/src/app.py`` in ``<checkout>`` is ``src/app.py``).
     """
     root = _clean(checkout)
     path = _clean(file_path)
@@ -59,7 +59,7 @@ def repository_relative_path(file_path: str, checkout: str) -> str | None:
 def match_repository_path(file_path: str, repository_paths: Iterable[str]) -> str | None:
     """The one repository path ``file_path`` names, matched on whole trailing components.
 
-    An absolute ``file_path`` matches each candidate it ends with: ``/home/dev/project/src/app.py``
+    An absolute ``file_path`` matches each candidate it ends with: ``<checkout>/src/app.py``
     matches ``src/app.py``, and ``app.py`` too (when both are candidates the answer is None, since
     the checkout could be at either place). A relative one (the client ran somewhere in the
     working tree) matches a candidate equal to it or ending with it: ``app.py`` matches

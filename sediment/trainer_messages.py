@@ -48,7 +48,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Required, TypeAlias, TypedDict
+from typing import Any, Literal, Required, TypeAlias, TypedDict, get_args
 
 from sediment.export.representation import REPRESENTATION_REASONS, representation_problem
 from sediment.facts import InferenceCall, InferenceMessage, ReasoningPart, TextPart, ToolCallPart, ToolCallResponsePart
@@ -92,19 +92,7 @@ TrainerSkipReason: TypeAlias = Literal[
 
 #: Why a call cannot be mapped: the closed vocabulary, in its contract order (the
 #: representation reasons first).
-TRAINER_SKIP_REASONS: tuple[TrainerSkipReason, ...] = (
-    "non_finite_number",
-    "unrepresentable_unicode",
-    "completionless",
-    "duplicate_tool_call_id",
-    "empty_message",
-    "non_string_tool_result",
-    "unrepresentable_part_order",
-    "unresolved_tool_call",
-    "unsupported_completion_role",
-    "unsupported_message_role",
-    "unsupported_role_part",
-)
+TRAINER_SKIP_REASONS: tuple[TrainerSkipReason, ...] = get_args(TrainerSkipReason)
 
 #: Roles of a text message.
 TEXT_ROLES: tuple[str, ...] = ("developer", "system", "user")
