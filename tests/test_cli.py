@@ -111,7 +111,8 @@ def test_demo_runs_into_a_fresh_directory(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     exports = tmp_path / "demo" / "exports"
     files = sorted(str(p.relative_to(exports)) for p in exports.rglob("*.jsonl"))
-    assert files == ["nemo-gym/rollouts.eval.jsonl", "nemo-gym/rollouts.train.jsonl",
+    assert files == ["diff-sft/diff_sft.eval.jsonl", "diff-sft/diff_sft.train.jsonl", "dpo/dpo.train.jsonl",
+                     "nemo-gym/rollouts.eval.jsonl", "nemo-gym/rollouts.train.jsonl",
                      "recovery/recovery.eval.jsonl", "recovery/recovery.train.jsonl",
                      "sediment/rollouts.eval.jsonl", "sediment/rollouts.train.jsonl",
                      "sediment/tasks.eval.jsonl", "sediment/tasks.train.jsonl",

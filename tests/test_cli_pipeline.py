@@ -63,16 +63,16 @@ def test_whole_path_traces_rewards_to_webhooks(operator: dict[str, Any]) -> None
     env, tmp = operator["env"], operator["tmp"]
     load(operator)
     counts = json.loads(run(env, "facts", "--json").stdout)["tables"]
-    assert counts["ci_outcomes"]["stored"] == 15 and counts["session_commit_observations"]["stored"] == 10
-    assert counts["inference_calls"]["stored"] == 33 and counts["test_case_results"]["stored"] == 54
+    assert counts["ci_outcomes"]["stored"] == 17 and counts["session_commit_observations"]["stored"] == 12
+    assert counts["inference_calls"]["stored"] == 37 and counts["test_case_results"]["stored"] == 54
 
     again = json.loads(run(env, "ingest", "github", "--json", *map(str, operator["inputs"].webhooks)).stdout)
-    assert again["stored"] == {} and again["duplicates"] == {"ci_outcomes": 15}
+    assert again["stored"] == {} and again["duplicates"] == {"ci_outcomes": 17}
 
     run(env, "derive", "--out", str(tmp / "bundle"))
     summary = json.loads(run(env, "export", "rlvr", "--target", "sediment", "--from", str(tmp / "bundle"),
                              "--out", str(tmp / "out"), "--json").stdout)
-    assert summary["task_rows"] == 9
+    assert summary["task_rows"] == 11
     deliveries = {}
     for path in operator["inputs"].webhooks:
         payload = json.loads(path.read_text())
@@ -104,7 +104,7 @@ def test_a_mirror_added_before_the_webhooks_is_keyed_by_mirror_fetch(operator: d
     load(operator, mirror_first=True)
     run(env, "derive", "--out", str(tmp / "before"))
     manifest = json.loads((tmp / "before" / "manifest.json").read_text())
-    assert manifest["skipped"]["attribution.repository_identity_absent"] == 8  # every legacy note edge
+    assert manifest["skipped"]["attribution.repository_identity_absent"] == 12  # every legacy note edge
     before = json.loads(run(env, "export", "rlvr", "--target", "sediment", "--from", str(tmp / "before"),
                             "--out", str(tmp / "out-before"), "--json").stdout)
     assert before["task_rows"] == 0
@@ -113,14 +113,14 @@ def test_a_mirror_added_before_the_webhooks_is_keyed_by_mirror_fetch(operator: d
     identified = MirrorRoot(tmp / "home" / "mirrors").mirror_path(ORG, REPO, _identity("424242"))
     assert fetched.stderr.splitlines()[0] == \
         f"keyed the mirror of {REPO} by github.com repository 424242 (the stored Facts name it): {identified}"
-    assert f"{REPO}: 8 new session-commit observation(s), 0 already seen" in fetched.stderr
+    assert f"{REPO}: 12 new session-commit observation(s), 0 already seen" in fetched.stderr
     assert run(env, "mirror", "list").stdout == f"{REPO}\t{identified}\n"
     run(env, "derive", "--out", str(tmp / "after"))
     after = json.loads(run(env, "export", "rlvr", "--target", "sediment", "--from", str(tmp / "after"),
                            "--out", str(tmp / "out-after"), "--json").stdout)
-    assert after["task_rows"] == 7  # what the webhooks-first order gives
+    assert after["task_rows"] == 11  # what the webhooks-first order gives
     manifest = json.loads((tmp / "after" / "manifest.json").read_text())
-    assert manifest["skipped"]["attribution.repository_identity_absent"] == 8  # the legacy edges stay visible
+    assert manifest["skipped"]["attribution.repository_identity_absent"] == 12  # the legacy edges stay visible
 
 
 def _identity(repository_id: str) -> Any:
@@ -137,7 +137,7 @@ def test_gradable_swe_bench_tasks_through_the_cli(operator: dict[str, Any]) -> N
     summary = json.loads(run(env, "export", "rlvr", "--target", "swe-bench", "--profile", "swe-bench-tasks-v2",
                              "--from", str(tmp / "bundle"), "--out", str(tmp / "swe"), "--config",
                              str(operator["inputs"].settings), "--json").stdout)
-    assert summary["skipped"] == {"verified_test_results_absent": 2, "base_test_results_absent": 1,
+    assert summary["skipped"] == {"verified_test_results_absent": 3, "base_test_results_absent": 1,
                                   "no_fail_to_pass": 1, "no_source_change": 1}
     [path] = [p for p in summary["written"] if "/data" in p]
     row, pow_fix = [json.loads(line) for line in Path(path).read_text().splitlines()]
@@ -225,7 +225,7 @@ def test_mirror_fetch_records_new_notes(operator: dict[str, Any]) -> None:
     sha = writer.commit({"new.py": "x = 1\n"}, "new", when=1_800_000_000)
     writer.add_note(sha, [{"tool": "codex", "session_id": "sess-late", "stamped_at": "t"}])
     result = run(env, "mirror", "fetch")
-    assert "1 new session-commit observation(s), 10 already seen" in result.stderr
+    assert "1 new session-commit observation(s), 12 already seen" in result.stderr
     listed = run(env, "mirror", "list").stdout
     assert listed.startswith(f"{REPO}\t")
     escape = run(env, "mirror", "add", "../evil", str(inputs.origin), ok=False)
@@ -252,7 +252,7 @@ def test_ingest_workers_store_the_same_facts(operator: dict[str, Any], tmp_path:
         report = ingest_files(parts, lambda r, memo=memo: translate_call(  # type: ignore[misc]
             r, format="openai-chat", org_id=ORG, captured_at=datetime(2026, 3, 3, tzinfo=UTC), memo=memo),
             store, workers=workers)
-        assert report.as_json()["stored"] == {"inference_calls": 33}
+        assert report.as_json()["stored"] == {"inference_calls": 37}
         assert report.as_json()["duplicates"] == {"inference_calls": len(lines[0::4])}
         dumps.append({s: store.calls_for_session(ORG, s) for s in store.session_ids(ORG)})
     assert dumps[0] == dumps[1]
