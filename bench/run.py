@@ -108,11 +108,12 @@ def run_profile(profile: Profile, work: Path, workers: int, repeat: int = 3) -> 
             "SEDIMENT_CAPTURE_TIME": "2026-07-01T00:00:00Z"}
     call_bytes = sum(p.stat().st_size for p in data.call_files)
     stages = [
-        run_stage("mirror add", ["mirror", "add", "bench/monorepo", str(data.origin)], env, 0, 0),
         run_stage("ingest calls", ["ingest", "calls", "--format", "openai-chat", *map(str, data.call_files)],
                   env, call_bytes, data.calls),
         run_stage("ingest github", ["ingest", "github", *map(str, data.webhook_files)], env,
                   sum(p.stat().st_size for p in data.webhook_files), 0),
+        # after the webhooks, which name the repository's GitHub id: the mirror is keyed by it
+        run_stage("mirror add", ["mirror", "add", "bench/monorepo", str(data.origin)], env, 0, 0),
     ]
     parallel_ingest = None
     same_store = True
@@ -179,9 +180,9 @@ def memory_scaling(work: Path, sessions: int, calls: int) -> list[tuple[int, flo
         env = {k: v for k, v in os.environ.items() if not k.startswith("SEDIMENT_")}
         env |= {"SEDIMENT_HOME": str(base / "home"), "SEDIMENT_ORG_ID": "bench",
                 "SEDIMENT_CAPTURE_TIME": "2026-07-01T00:00:00Z"}
-        run_stage("mirror", ["mirror", "add", "bench/monorepo", str(data.origin)], env, 0, 0)
         run_stage("ingest", ["ingest", "calls", "--format", "openai-chat", *map(str, data.call_files)], env, 0, 0)
         run_stage("ingest", ["ingest", "github", *map(str, data.webhook_files)], env, 0, 0)
+        run_stage("mirror", ["mirror", "add", "bench/monorepo", str(data.origin)], env, 0, 0)
         derive = run_stage("derive", ["derive", "--out", str(base / "bundle")], env, 0, 0)
         export = run_stage("export", ["export", "rlvr", "--target", "sediment", "--from", str(base / "bundle"),
                                       "--out", str(base / "out")], env, 0, 0)

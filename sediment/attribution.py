@@ -10,18 +10,27 @@ Session's calls (by committer time: see docs/operate.md for why not by push arri
 that are not code (documentation, data, lock files, binaries) are not scored. Sessions not
 bound are counted by why: no candidate commit, no code file among the candidates, no match.
 Commits are ordered by committer time, ties by their qualified sort key.
+
+Every attributed commit is qualified by its repository (:mod:`sediment.repositories`): a git
+note's commit by its observation's identity (an observation the repository context declines
+binds nothing and is counted by its reason), a Jaccard candidate by the mirror it was read
+from (identified mirrors by their identity and label; a legacy mirror of a name an identified
+repository holds is not read, since its commits would take an identity from a name).
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from sediment.facts import InferenceCall, SessionCommitObservation
+from sediment.ci_resolution import commit_key_of
+from sediment.facts import InferenceCall, RepositoryIdentity, SessionCommitObservation
 from sediment.mirrors import Mirror, MirrorReadError, MirrorRoot
 from sediment.policy import AttributionPolicy
+from sediment.repositories import RepositoryContext, Resolution, identity_of, repository_sort_key
 from sediment.rollout import AttributionSource, CommitRef, scoring_text
 
 _TOKEN = re.compile(r"[a-z0-9_]+")
@@ -50,60 +59,84 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 @dataclass(frozen=True)
 class IndexedCommit:
     repo: str
+    identity: RepositoryIdentity | None
     sha: str
     committer_time: int
     #: the added tokens of each code file of the commit
     code_file_tokens: tuple[frozenset[str], ...]
 
-class CommitIndex:
-    """Commits of every mirrored repository of one org, read once per derivation."""
+    @property
+    def ref(self) -> CommitRef:
+        return CommitRef(repo=self.repo, commit_sha=self.sha, repository_identity=self.identity)
 
-    def __init__(self, mirrors: MirrorRoot | None, org_id: str) -> None:
+
+class CommitIndex:
+    """Commits of every usable mirror of one org, read once per derivation.
+
+    Identified mirrors are labelled with their identity's representative label in
+    ``repositories`` (the name they were added under when it names none); legacy mirrors of a
+    name an identified repository holds are left out.
+    """
+
+    def __init__(self, mirrors: MirrorRoot | None, org_id: str, repositories: RepositoryContext | None = None) -> None:
         self._mirrors = mirrors
         self._org_id = org_id
+        self._repositories = repositories
         self._commits: list[IndexedCommit] | None = None
-        self._times: dict[tuple[str, str], int] = {}
-        self._opened: dict[str, Mirror | None] = {}
+        self._times: dict[tuple[str, ...], int] = {}
+        self._opened: dict[tuple[str, ...], Mirror | None] = {}
 
     def _load(self) -> list[IndexedCommit]:
         if self._commits is None:
             commits: list[IndexedCommit] = []
-            if self._mirrors is not None:
-                for repo in self._mirrors.legacy_mirrors(self._org_id):
-                    mirror = self._mirrors.open(self._org_id, repo)
-                    if mirror is None:
-                        continue
-                    for info in mirror.commits():
-                        files = tuple(tokens(text) for path, text in info.added_by_file if is_code_file(path))
-                        commits.append(IndexedCommit(repo, info.sha, info.committer_time,
-                                                     tuple(f for f in files if f)))
+            for location in self._mirrors.mirrors(self._org_id) if self._mirrors is not None else ():
+                label = location.repo
+                if location.identity is not None:
+                    known = self._repositories.label(location.identity) if self._repositories else None
+                    label = known or location.repo
+                elif self._repositories is not None and not self._repositories.legacy_mirror_usable(location.repo):
+                    continue
+                mirror = self._open(label, location.identity)
+                if mirror is None:
+                    continue
+                for info in mirror.commits():
+                    files = tuple(tokens(text) for path, text in info.added_by_file if is_code_file(path))
+                    commits.append(IndexedCommit(label, location.identity, info.sha, info.committer_time,
+                                                 tuple(f for f in files if f)))
             self._commits = commits
-            self._times = {(c.repo, c.sha): c.committer_time for c in commits}
+            self._times = {commit_key_of(self._org_id, c.ref).sort_key: c.committer_time for c in commits}
         return self._commits
 
-    def first_parent(self, repo: str, sha: str) -> str | None:
+    def _open(self, repo: str, identity: RepositoryIdentity | None) -> Mirror | None:
+        """The mirror of a qualified repository (opened once), ``None`` when absent or unusable."""
+        key = repository_sort_key(self._org_id, repo, identity)
+        if key not in self._opened:
+            self._opened[key] = None
+            if self._mirrors is not None and (identity is not None or self._repositories is None
+                                              or self._repositories.legacy_mirror_usable(repo)):
+                self._opened[key] = self._mirrors.open(self._org_id, repo, identity)
+        return self._opened[key]
+
+    def first_parent(self, ref: CommitRef) -> str | None:
         """The first parent of a mirrored commit; ``None`` for a root, or when the mirror or
         the commit is absent."""
-        if self._mirrors is None:
-            return None
-        if repo not in self._opened:
-            self._opened[repo] = self._mirrors.open(self._org_id, repo)
-        mirror = self._opened[repo]
-        if mirror is None or not mirror.has_commit(sha):
+        mirror = self._open(ref.repo, ref.repository_identity)
+        if mirror is None or not mirror.has_commit(ref.commit_sha):
             return None
         try:
-            return mirror.first_parent(sha)
+            return mirror.first_parent(ref.commit_sha)
         except MirrorReadError:
             return None
 
-    def committer_time(self, repo: str, sha: str) -> int:
+    def committer_time(self, ref: CommitRef) -> int:
         """Committer time of a mirrored commit; 0 when the mirror or commit is absent."""
         self._load()
-        return self._times.get((repo, sha), 0)
+        return self._times.get(commit_key_of(self._org_id, ref).sort_key, 0)
 
     def candidates(self, start: datetime, end: datetime) -> list[IndexedCommit]:
         low, high = int(start.timestamp()), int(end.timestamp())
         return [c for c in self._load() if low <= c.committer_time <= high]
+
 
 @dataclass(frozen=True)
 class Attribution:
@@ -111,12 +144,27 @@ class Attribution:
     source: AttributionSource
     #: why a Session without notes was not bound (one of JACCARD_UNBOUND), else None
     unbound: str | None = None
+    #: the Session's observations the repository context qualified, each with its commit
+    observed: tuple[tuple[SessionCommitObservation, CommitRef], ...] = ()
+    #: observations it declined, by repository reason
+    declined: Counter[str] = field(default_factory=Counter)
+
 
 def trajectory_order(refs: Iterable[CommitRef], org_id: str, index: CommitIndex) -> tuple[CommitRef, ...]:
-    """Ascending committer time, ties by ``(org, "legacy", repo, sha)``."""
-    unique = {(r.repo, r.commit_sha): r for r in refs}
-    return tuple(sorted(unique.values(), key=lambda r: (index.committer_time(r.repo, r.commit_sha),
-                                                       org_id, "legacy", r.repo, r.commit_sha)))
+    """Ascending committer time, ties by the qualified commit sort key."""
+    unique = {commit_key_of(org_id, r).sort_key: r for r in refs}
+    return tuple(sorted(unique.values(), key=lambda r: (index.committer_time(r), *commit_key_of(org_id, r).sort_key)))
+
+
+def qualify_observation(observation: SessionCommitObservation,
+                        repositories: RepositoryContext | None) -> Resolution:
+    """An observation's repository, qualified by the context (without one, only legacy ones)."""
+    if repositories is not None:
+        return repositories.resolve_fact(observation)
+    if identity_of(observation) is not None:
+        return Resolution.declined("repository_identity_unresolved")
+    return Resolution(observation.repo, None)
+
 
 def attribute(
     org_id: str,
@@ -124,11 +172,26 @@ def attribute(
     observations: Sequence[SessionCommitObservation],
     index: CommitIndex,
     policy: AttributionPolicy,
+    repositories: RepositoryContext | None = None,
 ) -> Attribution:
-    """Bind a Session to commits: its git-note observations, else the Jaccard fallback."""
-    noted = [CommitRef(repo=o.repo, commit_sha=o.commit_sha) for o in observations]
-    if noted:
-        return Attribution(trajectory_order(noted, org_id, index), "git_notes")
+    """Bind a Session to commits: its git-note observations, else the Jaccard fallback.
+
+    A Session with notes is bound to the commits of the observations the repository context
+    qualifies; when it declines every one, the Session keeps ``git_notes`` and no commit (its
+    notes say which commits it made; a similarity guess must not replace them).
+    """
+    if observations:
+        observed: list[tuple[SessionCommitObservation, CommitRef]] = []
+        declined: Counter[str] = Counter()
+        for observation in observations:
+            resolved = qualify_observation(observation, repositories)
+            if resolved.reason is not None or resolved.repo is None:
+                declined[resolved.reason or "repository_identity_unresolved"] += 1
+                continue
+            observed.append((observation, CommitRef(repo=resolved.repo, commit_sha=observation.commit_sha,
+                                                    repository_identity=resolved.identity)))
+        commits = trajectory_order((ref for _, ref in observed), org_id, index)
+        return Attribution(commits, "git_notes", observed=tuple(observed), declined=declined)
     if not calls:
         return Attribution((), "jaccard", "jaccard_no_candidate_commit")
     call_tokens = [t for c in calls if (t := tokens(scoring_text(c.output_messages)))]
@@ -137,7 +200,7 @@ def attribute(
     candidates = index.candidates(start, end)
     threshold = policy.jaccard.min_similarity
     matched = [
-        CommitRef(repo=c.repo, commit_sha=c.sha)
+        c.ref
         for c in candidates
         if any(jaccard(call, file) >= threshold for file in c.code_file_tokens for call in call_tokens)
     ]

@@ -1,11 +1,15 @@
 """The derived bundle: a reviewed, frozen set of Rollouts that ``export rlvr --from`` reads.
 
-Format ``sediment-rollout-bundle`` version 2 (``docs/bundle.md``): a directory with
-``manifest.json`` (strict JSON, sorted keys) and ``rollouts.jsonl``, one
+Format ``sediment-rollout-bundle`` version 3 (``docs/bundle.md``): a directory with
+``manifest.json`` (strict JSON, sorted keys), ``rollouts.jsonl``, one
 ``{"record_json": "<canonical record>"}`` line per Rollout in ``(org_id, session_id)``
-order. The canonical record is sorted-key, compact, ASCII JSON in which ``NaN``,
-``Infinity`` and escaped lone surrogates survive, so Facts stay lossless. The reader checks
-everything (hashes, counts, order, split, provenance) before any export starts.
+order, and the repository population the Rollouts were qualified with
+(``repository_identities.jsonl``, ``repository_renames.jsonl``: every repository reference of
+the org's identity-capable Facts and every RepositoryRename), from which the reader rebuilds
+the repository context exports resolve CI with. The canonical record is sorted-key, compact,
+ASCII JSON in which ``NaN``, ``Infinity`` and escaped lone surrogates survive, so Facts stay
+lossless. The reader checks everything (hashes, counts, order, split, provenance) before any
+export starts.
 """
 
 from __future__ import annotations
@@ -15,31 +19,44 @@ import json
 import os
 import secrets
 import shutil
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from pydantic import ValidationError
 
 from sediment.errors import BundleError
+from sediment.facts import DeveloperDecision, EditObservation, RepositoryRename
 from sediment.parallel import ordered_chunks
 from sediment.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy
 from sediment.records import _no_duplicate_keys, decode_record, encode_record
+from sediment.repositories import (
+    REPOSITORY_IDENTITY_VERSION,
+    RepositoryContext,
+    RepositoryEvidence,
+    evidence_of_all,
+)
 from sediment.rollout import FRAGMENT_REASONS, Rollout
 from sediment.split import assign_split
 
 BUNDLE_FORMAT = "sediment-rollout-bundle"
-BUNDLE_SCHEMA_VERSION = 2
+BUNDLE_SCHEMA_VERSION = 3
 RECORD_ENCODING = "sediment-record-json-v1"
 MANIFEST = "manifest.json"
 ROLLOUTS = "rollouts.jsonl"
+REPOSITORY_IDENTITIES = "repository_identities.jsonl"
+REPOSITORY_RENAMES = "repository_renames.jsonl"
+IMPLEMENTATION_VERSIONS = {"rollout": ROLLOUT_IMPLEMENTATION_VERSION,
+                           "repository_identity": REPOSITORY_IDENTITY_VERSION}
 _MANIFEST_KEYS = {
     "bundle_format", "bundle_schema_version", "record_encoding", "org_id", "policy",
     "policy_digest", "implementation_versions", "quarantine_revision", "counts", "skipped",
     "fragmented", "files",
 }
+_COUNTED = {"rollouts": ROLLOUTS, "repository_identities": REPOSITORY_IDENTITIES,
+            "repository_renames": REPOSITORY_RENAMES}
 
 
 def _strict_json(value: Any) -> str:
@@ -73,6 +90,9 @@ def check_destination(destination: str | Path) -> Path:
     return destination
 
 
+Population = RepositoryContext | Callable[[], RepositoryContext]
+
+
 def write_bundle(
     rollouts: Iterable[Rollout],
     destination: Path,
@@ -83,15 +103,19 @@ def write_bundle(
     fragmented: Counts | None = None,
     skipped: Counts | None = None,
     ordered: bool = False,
+    repositories: RepositoryContext | None = None,
 ) -> Path:
     """Write a bundle atomically: staged beside ``destination``, then renamed whole.
 
     With ``ordered=True`` the Rollouts are streamed (one resident at a time) and must already
     be in ``(org_id, session_id)`` order; ``fragmented`` and ``skipped`` may then be callables,
-    read after the last Rollout was written.
+    read after the last Rollout was written. ``repositories`` is the context the Rollouts were
+    qualified with (its population is written); without it, the population is the repository
+    evidence the Rollouts carry themselves (their terminal outcomes and observations).
     """
     destination = check_destination(destination)
     source: Iterable[Rollout] = rollouts if ordered else sorted(rollouts, key=lambda r: (r.org_id, r.session_id))
+    carried: list[RepositoryEvidence] = []
 
     def lines() -> Iterator[bytes]:
         previous: tuple[str, str] | None = None
@@ -100,15 +124,39 @@ def write_bundle(
             if previous is not None and key <= previous:
                 raise BundleError(f"rollouts are not in (org_id, session_id) order at {key}")
             previous = key
+            if repositories is None:
+                carried.extend(evidence_of_all((*rollout.terminal_outcomes, *rollout.session_commit_observations)))
             yield encode_line(rollout)
 
+    population: Population = repositories or (lambda: RepositoryContext.build(org_id, carried))
     return write_bundle_lines(lines(), destination, org_id=org_id, policy=policy,
-                              quarantine_revision=quarantine_revision, fragmented=fragmented, skipped=skipped)
+                              quarantine_revision=quarantine_revision, fragmented=fragmented, skipped=skipped,
+                              repositories=population)
 
 
 def encode_line(rollout: Rollout) -> bytes:
     """One ``rollouts.jsonl`` line: ``{"record_json": "<canonical record>"}``."""
-    return (_strict_json({"record_json": encode_record(rollout)}) + "\n").encode("ascii")
+    return _record_line(rollout)
+
+
+def _write_lines(path: Path, lines: Iterable[bytes]) -> dict[str, Any]:
+    """Write one private (0600) JSONL file, fsynced; its manifest entry."""
+    digest = hashlib.sha256()
+    size = count = 0
+    with open(path, "xb") as handle:
+        os.chmod(path, 0o600)
+        for line in lines:
+            count += 1
+            handle.write(line)
+            digest.update(line)
+            size += len(line)
+        handle.flush()
+        os.fsync(handle.fileno())
+    return {"path": path.name, "rows": count, "bytes": size, "sha256": digest.hexdigest()}
+
+
+def _record_line(record: Any) -> bytes:
+    return (_strict_json({"record_json": encode_record(record)}) + "\n").encode("ascii")
 
 
 def write_bundle_lines(
@@ -118,26 +166,28 @@ def write_bundle_lines(
     org_id: str,
     policy: DerivationPolicy,
     quarantine_revision: int,
+    repositories: Population,
     fragmented: Counts | None = None,
     skipped: Counts | None = None,
 ) -> Path:
-    """Write a bundle from already encoded lines in bundle order (see :func:`write_bundle`)."""
+    """Write a bundle from already encoded lines in bundle order (see :func:`write_bundle`);
+    ``repositories`` (or a callable giving it, called after the last line) holds the
+    repository population to write."""
     destination = check_destination(destination)
     stage = destination.parent / f".{destination.name}.{secrets.token_hex(6)}"
     stage.mkdir(mode=0o700)
     try:
-        digest = hashlib.sha256()
-        size = 0
-        count = 0
-        with open(stage / ROLLOUTS, "xb") as handle:
-            os.chmod(stage / ROLLOUTS, 0o600)
-            for line in lines:
-                count += 1
-                handle.write(line)
-                digest.update(line)
-                size += len(line)
-            handle.flush()
-            os.fsync(handle.fileno())
+        files = {ROLLOUTS: _write_lines(stage / ROLLOUTS, lines)}
+        context = repositories() if callable(repositories) else repositories
+        renames = []
+        for rename in context.renames:
+            if not isinstance(rename, RepositoryRename):
+                raise BundleError("a bundle records RepositoryRename Facts; this repository context holds "
+                                  f"rename claims read from elsewhere ({rename.rename_id})")
+            renames.append(rename)
+        files[REPOSITORY_IDENTITIES] = _write_lines(stage / REPOSITORY_IDENTITIES,
+                                                    (_record_line(e) for e in context.evidence))
+        files[REPOSITORY_RENAMES] = _write_lines(stage / REPOSITORY_RENAMES, (_record_line(r) for r in renames))
         counts = {reason: 0 for reason in FRAGMENT_REASONS} | dict(_resolve(fragmented))
         manifest = {
             "bundle_format": BUNDLE_FORMAT,
@@ -146,13 +196,12 @@ def write_bundle_lines(
             "org_id": org_id,
             "policy": policy.model_dump(mode="json"),
             "policy_digest": policy.digest,
-            "implementation_versions": {"rollout": ROLLOUT_IMPLEMENTATION_VERSION},
+            "implementation_versions": IMPLEMENTATION_VERSIONS,
             "quarantine_revision": quarantine_revision,
-            "counts": {"rollouts": count},
+            "counts": {name: files[file]["rows"] for name, file in _COUNTED.items()},
             "skipped": dict(sorted(_resolve(skipped).items())),
             "fragmented": counts,
-            "files": {ROLLOUTS: {"path": ROLLOUTS, "rows": count, "bytes": size,
-                                 "sha256": digest.hexdigest()}},
+            "files": files,
         }
         with open(stage / MANIFEST, "x", encoding="ascii") as handle:
             os.chmod(stage / MANIFEST, 0o600)
@@ -174,15 +223,20 @@ class BundleManifest:
     fragmented: dict[str, int]
     skipped: dict[str, int]
     rows: int
+    #: The bundle's format version (``bundle_schema_version``).
+    schema_version: int
 
 
 class Bundle:
-    """A validated bundle whose Rollouts are read lazily, one at a time, by index."""
+    """A validated bundle whose Rollouts are read lazily, one at a time, by index, with the
+    repository context its population gives (:attr:`repositories`, which exports resolve CI
+    with)."""
 
     def __init__(self, path: Path, manifest: BundleManifest, offsets: list[int],
-                 keys: list[tuple[str, str]]) -> None:
+                 keys: list[tuple[str, str]], repositories: RepositoryContext) -> None:
         self.path = path
         self.manifest = manifest
+        self.repositories = repositories
         self._offsets = offsets
         self._keys = keys
 
@@ -216,19 +270,21 @@ def _parse_line(line: bytes, number: int, *, fast: bool = False) -> Rollout:
             record = _fast_record(line)
             if record is not None:
                 return Rollout.model_validate(record)
-        outer = _strict_loads(line.decode("ascii"))
-        if not isinstance(outer, dict) or set(outer) != {"record_json"} or not isinstance(
-            outer["record_json"], str
-        ):
-            raise ValueError('a line must be exactly {"record_json": "<string>"}')
-        record = decode_record(outer["record_json"])
-        return Rollout.model_validate(record)
+        return Rollout.model_validate(_inner_record(line))
     except (UnicodeDecodeError, ValueError) as exc:
         detail = exc.errors()[0] if isinstance(exc, ValidationError) else None
         if detail is not None:
             loc = ".".join(str(p) for p in detail["loc"])
             raise BundleError(f"invalid bundle record at {where}: {loc}: {detail['msg']}") from None
         raise BundleError(f"invalid bundle record at {where}: {exc}") from None
+
+
+def _inner_record(line: bytes) -> Any:
+    """The record of one strict ``{"record_json": "<string>"}`` line (ValueError otherwise)."""
+    outer = _strict_loads(line.decode("ascii"))
+    if not isinstance(outer, dict) or set(outer) != {"record_json"} or not isinstance(outer["record_json"], str):
+        raise ValueError('a line must be exactly {"record_json": "<string>"}')
+    return decode_record(outer["record_json"])
 
 
 def _file_sha256(path: Path) -> str:
@@ -248,7 +304,7 @@ def _fast_record(line: bytes) -> Any:
         return None
 
 
-def _read_manifest(path: Path) -> tuple[dict[str, Any], BundleManifest]:
+def _read_manifest(path: Path) -> tuple[dict[str, dict[str, Any]], BundleManifest]:
     try:
         raw = _strict_loads((path / MANIFEST).read_text(encoding="ascii"))
     except FileNotFoundError:
@@ -259,9 +315,10 @@ def _read_manifest(path: Path) -> tuple[dict[str, Any], BundleManifest]:
         raise BundleError("bundle manifest must be a JSON object")
     if raw.get("bundle_format") != BUNDLE_FORMAT:
         raise BundleError(f"not a {BUNDLE_FORMAT}: bundle_format is {raw.get('bundle_format')!r}")
-    if raw.get("bundle_schema_version") != BUNDLE_SCHEMA_VERSION:
+    version = raw.get("bundle_schema_version")
+    if type(version) is not int or version != BUNDLE_SCHEMA_VERSION:
         raise BundleError(
-            f"unsupported bundle_schema_version {raw.get('bundle_schema_version')!r} "
+            f"unsupported bundle_schema_version {version!r} "
             f"(this Sediment reads version {BUNDLE_SCHEMA_VERSION}; derive the bundle again)"
         )
     if set(raw) != _MANIFEST_KEYS:
@@ -278,18 +335,22 @@ def _read_manifest(path: Path) -> tuple[dict[str, Any], BundleManifest]:
     if policy.digest != raw["policy_digest"]:
         raise BundleError("bundle policy_digest does not match its policy")
     versions = raw["implementation_versions"]
-    if versions != {"rollout": ROLLOUT_IMPLEMENTATION_VERSION}:
+    if versions != IMPLEMENTATION_VERSIONS:
         raise BundleError(f"unsupported implementation_versions {versions!r}; derive the bundle again")
-    info = raw["files"].get(ROLLOUTS) if isinstance(raw["files"], dict) else None
-    if not isinstance(info, dict):
-        raise BundleError(f"bundle manifest lists no {ROLLOUTS}")
-    return info, BundleManifest(
+    files = raw["files"] if isinstance(raw["files"], dict) else {}
+    if set(files) != set(_COUNTED.values()) or not all(isinstance(files[f], dict) for f in files):
+        raise BundleError(f"bundle manifest must list exactly {', '.join(sorted(_COUNTED.values()))} in files")
+    if not isinstance(raw["counts"], dict) or set(raw["counts"]) != set(_COUNTED) or any(
+            raw["counts"][name] != files[file].get("rows") for name, file in _COUNTED.items()):
+        raise BundleError(f"bundle manifest counts must be the rows of {', '.join(_COUNTED)}")
+    return files, BundleManifest(
         org_id=raw["org_id"],
         policy=policy,
         quarantine_revision=raw["quarantine_revision"],
         fragmented=dict(raw["fragmented"]),
         skipped=dict(raw["skipped"]),
         rows=raw["counts"]["rollouts"],
+        schema_version=version,
     )
 
 
@@ -314,6 +375,13 @@ def _check_record(line: bytes, number: int, manifest: BundleManifest) -> tuple[s
         manifest.policy.digest, manifest.quarantine_revision
     ):
         raise BundleError(f"{ROLLOUTS} line {number}: provenance differs from the manifest")
+    populations: tuple[tuple[str, Sequence[DeveloperDecision | EditObservation]], ...] = (
+        ("session_decisions", rollout.session_decisions), ("edit_observations", rollout.edit_observations))
+    for name, facts in populations:
+        for index, fact in enumerate(facts):
+            if (fact.org_id, fact.session_id) != (rollout.org_id, rollout.session_id):
+                raise BundleError(f"{ROLLOUTS} line {number}: {name}[{index}] belongs to Session "
+                                  f"{fact.session_id!r} of org {fact.org_id!r}, not to the Rollout's")
     return rollout.org_id, rollout.session_id
 
 
@@ -339,7 +407,14 @@ def open_bundle(path: str | Path, *, workers: int = 1) -> Bundle:
 
     if is_v4_manifest(path):  # the upstream layout (bundle_schema_version 4, no bundle_format)
         return open_v4_bundle(path, workers=workers)
-    info, manifest = _read_manifest(path)
+    files, manifest = _read_manifest(path)
+    repositories = RepositoryContext.build(
+        manifest.org_id,
+        _read_population(path, files[REPOSITORY_IDENTITIES], RepositoryEvidence, manifest.org_id,
+                         lambda e: e.order_key),
+        _read_population(path, files[REPOSITORY_RENAMES], RepositoryRename, manifest.org_id,
+                         lambda r: (r.captured_at, r.rename_id)))
+    info = files[ROLLOUTS]
     rollouts_path = path / ROLLOUTS
     try:
         size = os.stat(rollouts_path).st_size
@@ -388,4 +463,39 @@ def open_bundle(path: str | Path, *, workers: int = 1) -> Bundle:
     for number in range(1, len(keys)):
         if keys[number] <= keys[number - 1]:
             raise BundleError(f"{ROLLOUTS} line {number + 1}: rollouts are not in (org_id, session_id) order")
-    return Bundle(path, manifest, offsets, keys)
+    return Bundle(path, manifest, offsets, keys, repositories)
+
+
+P = TypeVar("P", RepositoryEvidence, RepositoryRename)
+
+
+def _read_population(path: Path, info: Mapping[str, Any], model: type[P], org_id: str,
+                     order: Callable[[P], Any]) -> list[P]:
+    """One repository population file, strictly: size and sha256, every line a record of
+    ``model`` of the bundle's org, in strictly increasing population order."""
+    name = info.get("path")
+    file = path / str(name)
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        raise BundleError(f"cannot read {file}: {exc.strerror}") from None
+    if len(data) != info.get("bytes") or hashlib.sha256(data).hexdigest() != info.get("sha256"):
+        raise BundleError(f"{name} does not match the sha256 and size in the manifest")
+    lines = data.splitlines(keepends=True)
+    if len(lines) != info.get("rows"):
+        raise BundleError(f"{name} has {len(lines)} rows; the manifest says {info.get('rows')}")
+    records: list[P] = []
+    for number, line in enumerate(lines, start=1):
+        where = f"{name} line {number}"
+        try:
+            record = model.model_validate(_inner_record(line))
+        except (UnicodeDecodeError, ValueError) as exc:
+            detail = exc.errors()[0] if isinstance(exc, ValidationError) else None
+            shown = f"{'.'.join(str(p) for p in detail['loc'])}: {detail['msg']}" if detail else str(exc)
+            raise BundleError(f"invalid bundle record at {where}: {shown}") from None
+        if record.org_id != org_id:
+            raise BundleError(f"{where}: org_id {record.org_id!r} differs from the manifest")
+        if records and not order(records[-1]) < order(record):
+            raise BundleError(f"{where}: records are not in population order (captured_at, then id)")
+        records.append(record)
+    return records

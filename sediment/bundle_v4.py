@@ -11,7 +11,10 @@ Turn's ``output_messages``, ``model`` and ``observed_at`` are hydrated from the
 ``inference_calls.jsonl`` record its ``inference_call_id`` names (upstream records no tool
 definitions, so ``tools_digest`` stays ``None``, ``tool_sets`` and ``test_results`` empty).
 Memory stays bounded: the Rollouts and the calls are indexed by byte offset and read one at a
-time. See ``docs/bundle.md`` for what is checked, in which order, and what is not used yet.
+time. The two repository populations (``repository_identities.jsonl``: every repository
+reference of the org's identity-capable Facts; ``repository_renames.jsonl``: its renames) are
+read strictly into the repository context exports resolve CI with, bounded by the manifest's
+``as_of``. See ``docs/bundle.md`` for what is checked, in which order, and what is not used yet.
 """
 
 from __future__ import annotations
@@ -25,17 +28,25 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Any, Generic, TypeVar
+from typing import IO, Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError, model_validator
 
 from sediment.bundle import MANIFEST, Bundle, BundleManifest, _fast_record, _file_sha256, _strict_loads
 from sediment.errors import BundleError
-from sediment.facts import InferenceCall, InferenceMessage, ToolCallPart
-from sediment.identifiers import NonEmptyId, OrgId
+from sediment.facts import (
+    FactModel,
+    InferenceCall,
+    InferenceMessage,
+    RepositoryIdentity,
+    ToolCallPart,
+    check_identity_triple,
+)
+from sediment.identifiers import ExactInt, FactId, NonEmptyId, NonEmptyRepoSlug, OrgId, UtcDatetime
 from sediment.parallel import ordered_chunks
 from sediment.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy, Provenance
 from sediment.records import canonical_digest, decode_record, encode_record
+from sediment.repositories import REPOSITORY_IDENTITY_VERSION, RenameClaim, RepositoryContext, RepositoryEvidence
 from sediment.rollout import FRAGMENT_REASONS, Rollout, scoring_text
 from sediment.split import assign_split
 
@@ -264,6 +275,10 @@ def read_v4_manifest(path: Path) -> V4BundleManifest:
     if versions["rollout"] != ROLLOUT_IMPLEMENTATION_VERSION:
         raise _problem("implementation_versions.rollout", f"is {versions['rollout']!r}; this Sediment reads Rollout "
                        f"implementation version {ROLLOUT_IMPLEMENTATION_VERSION!r} (recompute the bundle)")
+    if versions["repository_identity"] != REPOSITORY_IDENTITY_VERSION:
+        raise _problem("implementation_versions.repository_identity",
+                       f"is {versions['repository_identity']!r}; this Sediment reads repository identity version "
+                       f"{REPOSITORY_IDENTITY_VERSION!r} (recompute the bundle)")
     revision = _count(raw["quarantine_revision"], "quarantine_revision")
     _timestamp(raw["as_of"], "as_of")
     mirrors = raw["mirror_revisions"]
@@ -282,7 +297,8 @@ def read_v4_manifest(path: Path) -> V4BundleManifest:
     return V4BundleManifest(
         org_id=org_id, policy=policy, quarantine_revision=revision,
         fragmented={reason: fragmented.get(reason, 0) for reason in FRAGMENT_REASONS},
-        skipped=skipped, rows=counts["rollouts"], policy_digest=digest, scope=scope, as_of=raw["as_of"],
+        skipped=skipped, rows=counts["rollouts"], schema_version=V4_SCHEMA_VERSION, policy_digest=digest,
+        scope=scope, as_of=raw["as_of"],
         excluded=excluded, mirror_revisions={k: dict(v) for k, v in mirrors.items()}, counts=counts,
         implementation_versions=dict(versions), files=files,
     )
@@ -459,6 +475,67 @@ def _check_other(line: bytes, number: int, name: str) -> None:
     _envelope(line, f"{name} line {number}")
 
 
+class UpstreamRepositoryRename(FactModel):
+    """A record of ``repository_renames.jsonl``: upstream's RepositoryRename (its identity
+    triple required, ``occurred_at`` null when the forge gave none)."""
+
+    schema_version: Annotated[Literal[1], ExactInt]
+    rename_id: FactId
+    org_id: OrgId
+    repository_provider: Literal["github"]
+    repository_host: str
+    repository_id: str
+    old_repo: NonEmptyRepoSlug
+    new_repo: NonEmptyRepoSlug
+    source_event_id: NonEmptyId | None
+    occurred_at: UtcDatetime | None
+    captured_at: UtcDatetime
+
+    @model_validator(mode="after")
+    def _well_formed(self) -> UpstreamRepositoryRename:
+        check_identity_triple(self.repository_provider, self.repository_host, self.repository_id)
+        if self.old_repo == self.new_repo:
+            raise ValueError("a rename names two different repositories")
+        return self
+
+    def claim(self) -> RenameClaim:
+        identity = RepositoryIdentity(provider=self.repository_provider, host=self.repository_host,
+                                      repository_id=self.repository_id)
+        return RenameClaim(self.rename_id, self.org_id, identity, self.old_repo, self.new_repo,
+                           self.source_event_id, self.captured_at)
+
+
+_EVIDENCE_KEYS = frozenset(RepositoryEvidence.model_fields)
+_RENAME_KEYS = frozenset(UpstreamRepositoryRename.model_fields)
+
+
+def _check_evidence(line: bytes, number: int, manifest: V4BundleManifest) -> RepositoryEvidence:
+    """One ``repository_identities.jsonl`` line, strictly: a repository reference of the org."""
+    where = f"{FILES['repository_identities']} line {number}"
+    record = _fields(_envelope(line, where), _EVIDENCE_KEYS, where, "repository identity record")
+    evidence = _model(RepositoryEvidence, record, where)
+    if evidence.org_id != manifest.org_id:
+        raise BundleError(f"{where}: org_id {evidence.org_id!r} differs from the manifest")
+    return evidence
+
+
+def _check_rename(line: bytes, number: int, manifest: V4BundleManifest) -> RenameClaim:
+    """One ``repository_renames.jsonl`` line, strictly: a rename of the org."""
+    where = f"{FILES['repository_renames']} line {number}"
+    record = _fields(_envelope(line, where), _RENAME_KEYS, where, "RepositoryRename record")
+    rename = _model(UpstreamRepositoryRename, record, where)
+    if rename.org_id != manifest.org_id:
+        raise BundleError(f"{where}: org_id {rename.org_id!r} differs from the manifest")
+    return rename.claim()
+
+
+def _check_order(keys: list[Any], file: str) -> None:
+    """Population order (ties allowed: copies of one source)."""
+    for number in range(1, len(keys)):
+        if keys[number] < keys[number - 1]:
+            raise BundleError(f"{file} line {number + 1}: records are not in population order")
+
+
 # --- the files -----------------------------------------------------------------------------
 
 T = TypeVar("T")
@@ -547,8 +624,8 @@ class V4Bundle(Bundle):
     hydrated from its inference call (both files indexed by byte offset)."""
 
     def __init__(self, path: Path, manifest: V4BundleManifest, offsets: list[int], keys: list[tuple[str, str]],
-                 calls: dict[str, int]) -> None:
-        super().__init__(path, manifest, offsets, keys)
+                 calls: dict[str, int], repositories: RepositoryContext) -> None:
+        super().__init__(path, manifest, offsets, keys, repositories)
         self.manifest: V4BundleManifest = manifest
         self._calls = calls
 
@@ -585,8 +662,16 @@ def open_v4_bundle(path: str | Path, *, workers: int = 1) -> V4Bundle:
     if not path.is_dir():
         raise BundleError(f"bundle directory does not exist: {path}")
     manifest = read_v4_manifest(path)
-    for name in ("attributed_completions", "inference_call_identities", "repository_identities", "repository_renames"):
+    for name in ("attributed_completions", "inference_call_identities"):
         _scan(path, name, manifest.files[name], workers, functools.partial(_check_other, name=FILES[name]))
+    _, evidence = _scan(path, "repository_identities", manifest.files["repository_identities"], workers,
+                        lambda line, number: _check_evidence(line, number, manifest))
+    _, renames = _scan(path, "repository_renames", manifest.files["repository_renames"], workers,
+                       lambda line, number: _check_rename(line, number, manifest))
+    _check_order([e.order_key for e in evidence], FILES["repository_identities"])
+    _check_order([(r.captured_at, r.rename_id) for r in renames], FILES["repository_renames"])
+    as_of = None if manifest.as_of is None else datetime.fromisoformat(manifest.as_of)
+    repositories = RepositoryContext.build(manifest.org_id, evidence, renames, as_of=as_of)
     call_offsets, call_ids = _scan(path, "inference_calls", manifest.files["inference_calls"], workers,
                                    lambda line, number: _check_call(line, number, manifest))
     index: dict[str, int] = {}
@@ -603,4 +688,4 @@ def open_v4_bundle(path: str | Path, *, workers: int = 1) -> V4Bundle:
     for number in range(1, len(keys)):
         if keys[number][1] <= keys[number - 1][1]:
             raise BundleError(f"{ROLLOUTS} line {number + 1}: rollouts are not in Session-id order")
-    return V4Bundle(path, manifest, offsets, keys, index)
+    return V4Bundle(path, manifest, offsets, keys, index, repositories)

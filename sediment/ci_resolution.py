@@ -3,6 +3,12 @@
 Recorded CI attempts are grouped into provider runs, each run resolves to one workflow
 verdict ordered only by ``run_attempt`` (null sorts as 0), and workflows on one commit
 aggregate into a commit verdict with a reliability. Pure and order-independent.
+
+Each outcome's repository is qualified first (contract §1.2): with a repository context
+(:mod:`sediment.repositories`) an identified outcome is keyed by its identity and labelled
+with the repository's representative name, and an outcome the context declines is counted by
+its reason; without one (a low-level caller), only legacy outcomes resolve and identified
+ones are declined as ``repository_identity_unresolved``.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sediment.facts import CIOutcome, FactModel, RepositoryIdentity
 from sediment.policy import Provenance
+from sediment.repositories import REPOSITORY_SKIP_REASONS, RepositoryContext, repository_sort_key
 from sediment.rollout import CommitRef
 
 CI_POLICY_VERSION = "2"
@@ -26,11 +33,7 @@ CI_POLICY_VERSION = "2"
 RESOLVER_SKIP_REASONS: tuple[str, ...] = (
     "conflicting_run_identity",
     "ambiguous_workflow_verdicts",
-    "repository_identity_absent",
-    "repository_identity_conflict",
-    "repository_identity_unresolved",
-    "repository_mirror_identity_unresolved",
-    "repository_source_absent",
+    *REPOSITORY_SKIP_REASONS,
 )
 
 Verdict = Literal["passed", "failed"]
@@ -108,10 +111,7 @@ class CommitKey:
 
     @property
     def repository_sort_key(self) -> tuple[str, ...]:
-        if self.identity is not None:
-            i = self.identity
-            return (self.org_id, "identified", i.provider, i.host, i.repository_id)
-        return (self.org_id, "legacy", self.repo)
+        return repository_sort_key(self.org_id, self.repo, self.identity)
 
     @property
     def sort_key(self) -> tuple[str, ...]:
@@ -136,11 +136,18 @@ class CIResolutionResult:
     outcomes_by_commit: dict[tuple[str, ...], tuple[CIOutcome, ...]] = field(default_factory=dict)
 
 
-def _outcome_commit_key(outcome: CIOutcome) -> tuple[CommitKey | None, str | None]:
-    """Resolve an outcome's repository without a repository context (legacy outcomes only)."""
-    if outcome.is_identified:
-        return None, "repository_identity_unresolved"
-    return CommitKey(outcome.org_id, outcome.repo, outcome.commit_sha), None
+def _outcome_commit_key(outcome: CIOutcome, repositories: RepositoryContext | None
+                        ) -> tuple[CommitKey | None, str | None]:
+    """The outcome's qualified commit, or the reason its repository is declined. Without a
+    repository context only legacy outcomes resolve."""
+    if repositories is None:
+        if outcome.is_identified:
+            return None, "repository_identity_unresolved"
+        return CommitKey(outcome.org_id, outcome.repo, outcome.commit_sha), None
+    resolved = repositories.resolve_fact(outcome)
+    if resolved.reason is not None or resolved.repo is None:
+        return None, resolved.reason or "repository_identity_unresolved"
+    return CommitKey(outcome.org_id, resolved.repo, outcome.commit_sha, resolved.identity), None
 
 
 def _run_key(outcome: CIOutcome) -> tuple[str, ...]:
@@ -213,12 +220,22 @@ def resolve_ci(
     *,
     quarantine_revision: int,
     policy: CIResolutionPolicy = DEFAULT_CI_POLICY,
+    repositories: RepositoryContext | None = None,
 ) -> CIResolutionResult:
-    """Resolve recorded CI attempts into per-commit verdicts (contract §2)."""
+    """Resolve recorded CI attempts into per-commit verdicts (contract §2).
+
+    With ``repositories`` (a repository context), outcomes of another org or captured after
+    its ``as_of`` are left out, and each outcome's repository is qualified by the context.
+    """
     skipped: Counter[str] = Counter()
     runs: dict[tuple[str, ...], list[tuple[CIOutcome, CommitKey | None]]] = defaultdict(list)
     for outcome in outcomes:
-        key, reason = _outcome_commit_key(outcome)
+        if repositories is not None and (
+            outcome.org_id != repositories.org_id
+            or (repositories.as_of is not None and outcome.captured_at > repositories.as_of)
+        ):
+            continue
+        key, reason = _outcome_commit_key(outcome, repositories)
         if reason is not None:
             skipped[reason] += 1
         runs[_run_key(outcome)].append((outcome, key))

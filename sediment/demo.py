@@ -2,8 +2,9 @@
 
 It writes real input files — an origin git repository with ``refs/notes/sediment``, a
 gateway call log (OpenAI Chat request/response pairs) and GitHub ``workflow_run`` webhook
-deliveries — then runs them through the same code the commands use: mirror add, ingest into
-the embedded SQLite store, derive a bundle, export every target. Everything is generated
+deliveries — then runs them through the same code the commands use: ingest into the embedded
+SQLite store, mirror add (keyed by the GitHub repository id the webhooks carry), derive a
+bundle, export every target. Everything is generated
 deterministically (fixed times and ids), so the rows are the same on every machine.
 
 Sessions: a clean pass over two commits; a fail-then-pass retry (a suspected flake); a
@@ -379,8 +380,10 @@ def run_demo(out: Path) -> dict[str, Any]:
     from sediment.ingest.files import ingest_files
     from sediment.ingest.github import translate_github
     from sediment.ingest.junit import RunAttempt, ingest_junit_reports
+    from sediment.mirrors import mirror_identity
     from sediment.observations import observe_notes
     from sediment.policy import DerivationPolicy
+    from sediment.repositories import RepositoryContext
     from sediment.store import FactStore
 
     inputs = write_inputs(out / "inputs")
@@ -389,12 +392,14 @@ def run_demo(out: Path) -> dict[str, Any]:
     store = FactStore(f"sqlite:///{home / 'facts.db'}")
     mirrors = MirrorRoot(home / "mirrors")
     captured = T0 + timedelta(days=1)
-    mirrors.add(ORG, REPO, str(inputs.origin))
-    notes = observe_notes(mirrors, store, ORG, REPO, captured)
     calls = ingest_files([str(inputs.calls)], lambda r: translate_call(
         r, format="openai-chat", org_id=ORG, captured_at=captured), store)
     hooks = ingest_files([str(p) for p in inputs.webhooks], lambda r: translate_github(
         r, event=None, org_id=ORG, captured_at=delivered_at(r)), store)
+    # the webhooks named the repository's GitHub id: the mirror is keyed by it (docs/operate.md)
+    identity = mirror_identity(RepositoryContext.from_store(store, ORG), REPO)
+    mirrors.add(ORG, REPO, str(inputs.origin), identity)
+    notes = observe_notes(mirrors, store, ORG, REPO, captured, identity)
     reports = [ingest_junit_reports([str(u.path)], store, RunAttempt(ORG, "github_actions", str(u.run_id),
                                                                       u.attempt, REPO, u.commit), captured_at=captured)
                for u in inputs.junit]

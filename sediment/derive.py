@@ -3,8 +3,16 @@
 For each Session: its calls (ordered, segmented, version "4"), its decisions attached by
 call id (unique-or-drop), its attributed commits (git notes, else Jaccard), the CI outcomes
 of complete, identity-consistent runs on those commits, its observations, split and
-provenance. :class:`StoreRollouts` is a lazy sequence: the export pipeline and the bundle
+provenance, and the Session's whole decision and edit-observation populations (for the
+objectives that read them from a bundle). :class:`StoreRollouts` is a lazy sequence: the export pipeline and the bundle
 writer read one Session at a time, so memory does not grow with the number of Sessions.
+
+The org's repository context (:mod:`sediment.repositories`) is built once, before the first
+Session: every attributed commit is qualified by it, CI resolution runs with it (outcomes are
+read under every name of a commit's repository, so a rename loses none, and those of another
+repository lifetime resolve elsewhere), and outcomes it declines are counted per source
+outcome as ``rollout.<repository reason>``. Exports of these Rollouts resolve with the same
+context (:attr:`StoreRollouts.repositories`, or the bundle's population).
 """
 
 from __future__ import annotations
@@ -24,7 +32,8 @@ from sediment.facts import CIOutcome, DeveloperDecision, InferenceCall, ToolCall
 from sediment.mirrors import MirrorRoot
 from sediment.parallel import ordered_chunks
 from sediment.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy, Provenance
-from sediment.rollout import Rollout, call_order_key, segment_calls, tool_sets
+from sediment.repositories import RepositoryContext
+from sediment.rollout import CommitRef, Rollout, call_order_key, segment_calls, tool_sets
 from sediment.split import assign_split
 from sediment.store import FactStore
 
@@ -79,6 +88,14 @@ class SessionDerivation:
     skipped: Counter[str] = field(default_factory=Counter)
 
 
+def recorded_names(ref: CommitRef, repositories: RepositoryContext) -> tuple[str, ...]:
+    """Every name Facts of ``ref``'s repository may be recorded under: all names of an
+    identified repository (renames), the one name of a legacy one."""
+    if ref.repository_identity is not None:
+        return repositories.names(ref.repository_identity) or (ref.repo,)
+    return (ref.repo,)
+
+
 def derive_session(
     store: FactStore,
     org_id: str,
@@ -87,32 +104,37 @@ def derive_session(
     policy: DerivationPolicy,
     index: CommitIndex,
     quarantine_revision: int,
+    repositories: RepositoryContext,
 ) -> SessionDerivation:
     """Derive one Session's Rollout from the store (``None`` when it has no visible calls)."""
     calls = sorted(store.calls_for_session(org_id, session_id), key=call_order_key)
     if not calls:
         return SessionDerivation(None)
-    decisions_by_call, losses = attach_decisions(calls, store.decisions_for_session(org_id, session_id))
+    decisions = sorted(store.decisions_for_session(org_id, session_id), key=lambda d: (d.occurred_at, d.decision_id))
+    decisions_by_call, losses = attach_decisions(calls, decisions)
     segments, fragmented = segment_calls(calls, decisions_by_call)
     observations = store.observations_for_session(org_id, session_id)
-    attribution = attribute(org_id, calls, observations, index, policy.attribution)
+    attribution = attribute(org_id, calls, observations, index, policy.attribution, repositories)
     commit_keys = [commit_key_of(org_id, ref).sort_key for ref in attribution.commits]
-    outcomes = store.ci_outcomes_for_commits(org_id, [(r.repo, r.commit_sha) for r in attribution.commits])
-    resolution = resolve_ci(outcomes, quarantine_revision=quarantine_revision)
+    recorded = sorted({(name, ref.commit_sha) for ref in attribution.commits
+                       for name in recorded_names(ref, repositories)})
+    outcomes = store.ci_outcomes_for_commits(org_id, recorded)
+    resolution = resolve_ci(outcomes, quarantine_revision=quarantine_revision, repositories=repositories)
     terminal: list[CIOutcome] = []
     for key in commit_keys:
         terminal.extend(sorted(resolution.outcomes_by_commit.get(key, ()), key=lambda o: o.outcome_id))
-    attributed = {(r.repo, r.commit_sha) for r in attribution.commits}
-    bases = {(r.repo, parent) for r in attribution.commits
-             if (parent := index.first_parent(r.repo, r.commit_sha)) is not None}
-    test_results = store.test_results_for_commits(org_id, sorted(attributed | bases))
+    bases = {(name, parent) for ref in attribution.commits
+             if (parent := index.first_parent(ref)) is not None for name in recorded_names(ref, repositories)}
+    test_results = store.test_results_for_commits(org_id, sorted(set(recorded) | bases))
+    attributed = set(commit_keys)
     kept_observations = sorted(
-        (o for o in observations if (o.repo, o.commit_sha) in attributed),
+        (o for o, ref in attribution.observed if commit_key_of(org_id, ref).sort_key in attributed),
         key=lambda o: (o.repo, o.commit_sha, o.session_id, o.captured_at, o.observation_id),
     )
     skipped: Counter[str] = Counter({f"decision.{k}": v for k, v in losses.items()})
     if attribution.unbound is not None:
         skipped[f"attribution.{attribution.unbound}"] += 1
+    skipped.update({f"attribution.{k}": v for k, v in attribution.declined.items()})
     skipped.update({f"rollout.{k}": v for k, v in resolution.skipped.items()})
     rollout = Rollout(
         org_id=org_id,
@@ -127,6 +149,8 @@ def derive_session(
         session_commit_observations=tuple(kept_observations),
         tool_sets=tool_sets(calls),
         test_results=tuple(test_results),
+        session_decisions=tuple(decisions),
+        edit_observations=tuple(store.edit_observations_for_session(org_id, session_id)),
     )
     return SessionDerivation(rollout, fragmented, skipped)
 
@@ -141,7 +165,9 @@ class StoreRollouts(Sequence[Rollout]):
         self.policy = policy
         self.quarantine_revision = store.quarantine_revision(org_id)
         self._sessions = store.session_ids(org_id)
-        self._index = CommitIndex(mirrors, org_id)
+        #: the org's repository context, read once: every Session is qualified by it
+        self.repositories = RepositoryContext.from_store(store, org_id)
+        self._index = CommitIndex(mirrors, org_id, self.repositories)
         self._fragmented: dict[int, Counter[str]] = {}
         self._skipped: dict[int, Counter[str]] = {}
 
@@ -150,7 +176,8 @@ class StoreRollouts(Sequence[Rollout]):
 
     def __getitem__(self, index: int) -> Rollout:  # type: ignore[override]
         derived = derive_session(self.store, self.org_id, self._sessions[index], policy=self.policy,
-                                 index=self._index, quarantine_revision=self.quarantine_revision)
+                                 index=self._index, quarantine_revision=self.quarantine_revision,
+                                 repositories=self.repositories)
         self._fragmented[index] = derived.fragmented
         self._skipped[index] = derived.skipped
         if derived.rollout is None:
@@ -196,6 +223,8 @@ class StoreRollouts(Sequence[Rollout]):
         total: Counter[str] = Counter()
         for counts in self._skipped.values():
             total.update(counts)
+        if self.repositories.rename_conflicts:  # renames contradicting another copy: not applied
+            total["repository_renames.repository_identity_conflict"] = self.repositories.rename_conflicts
         return dict(sorted(total.items()))
 
 
@@ -225,7 +254,8 @@ def derive_bundle(store: FactStore, org_id: str, out: Path, *, policy: Derivatio
     if workers <= 1 or len(rollouts) < 2:
         path = write_bundle(iter(rollouts), out, org_id=org_id, policy=policy,
                             quarantine_revision=rollouts.quarantine_revision,
-                            fragmented=lambda: rollouts.fragmented, skipped=lambda: rollouts.skipped, ordered=True)
+                            fragmented=lambda: rollouts.fragmented, skipped=lambda: rollouts.skipped, ordered=True,
+                            repositories=rollouts.repositories)
         return path, rollouts
     out = check_destination(out)  # before the workers start, not after they finished
     parts = Path(tempfile.mkdtemp(prefix=f".{out.name}.parts-", dir=out.parent))
@@ -246,6 +276,7 @@ def derive_bundle(store: FactStore, org_id: str, out: Path, *, policy: Derivatio
 
         written = write_bundle_lines(lines(), out, org_id=org_id, policy=policy,
                                      quarantine_revision=rollouts.quarantine_revision,
+                                     repositories=rollouts.repositories,
                                      fragmented=lambda: rollouts.fragmented, skipped=lambda: rollouts.skipped)
     finally:
         shutil.rmtree(parts, ignore_errors=True)

@@ -18,7 +18,7 @@ key column), and a test result's run attempt fits the store's 32-bit integer col
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, model_validator
 
@@ -170,6 +170,13 @@ class _Identified(FactModel):
     def is_identified(self) -> bool:
         return self.repository_provider is not None
 
+    @property
+    def forge_key(self) -> tuple[str | None, ...]:
+        """``("identified", provider, host, repository_id)``: what keys an identified Fact's
+        repository in its id and natural key instead of its name, so two lifetimes of one name
+        never collapse into one Fact (pull request #1 of each, one history pushed to both)."""
+        return ("identified", self.repository_provider, self.repository_host, self.repository_id)
+
 
 class CIOutcome(_Identified):
     """One provider pipeline-run attempt (repository-scoped). Field order is the JSON order."""
@@ -258,8 +265,38 @@ class SessionCommitObservation(_Identified):
     captured_at: UtcDatetime
 
 
+AGENT_HARNESSES: tuple[AgentHarness, ...] = ("claude-code", "copilot", "codex", "cursor", "pi")
+InteractionMode = Literal["agent", "inline"]
+RetryToolName = Literal["Edit", "Write"]
+INT64_MAX = 2**63 - 1
+"""The largest count or delay a Fact holds (the contract's bound: a signed 64-bit integer)."""
+UNKNOWN_USER_ID = "unknown"
+"""The legacy literal some clients wrote for a missing user: stored as sent (Facts are lossless),
+read by derivations as :data:`None` (see :func:`known_user`)."""
+FACT_SCHEMA_BASE = "https://sediment.so/schemas/facts"
+
+
+def known_user(user_id: str | None) -> str | None:
+    """A Fact's ``user_id`` as derivations read it: the legacy ``"unknown"`` is no user."""
+    return None if user_id == UNKNOWN_USER_ID else user_id
+
+
 class DeveloperDecision(FactModel):
-    """A developer's accept/reject of an agent edit."""
+    """A developer's accept/reject of an agent edit (contract §1.1, ``facts/developer-decision`` v3).
+
+    ``explicit`` is true for a human gesture (a permission prompt answered, an edit kept or
+    undone by hand), false for an auto-applied or retention-inferred one; the pair
+    ``(accepted, explicit)`` is the decision vocabulary (explicit or implicit accept or reject).
+    ``file_path`` is the path exactly as the client sent it (``""`` when it sent none, as
+    rejects usually do; Claude Code sends absolute paths, see :mod:`sediment.edit_paths`).
+    ``call_id`` joins the decision to an inference call: a provider's response id or the id of
+    a tool call the response made. ``edit_retention_score`` is the vendor's graded retention
+    (Copilot's ``survival_rate_four_gram``), never overwritten; a derivation may fill a missing
+    one from an EditObservation (:mod:`sediment.edit_retention`). ``occurred_at`` is the
+    client's event time, never the ingest time.
+    """
+
+    schema_id: ClassVar[str] = f"{FACT_SCHEMA_BASE}/developer-decision/v3.json"
 
     decision_id: FactId
     org_id: OrgId
@@ -269,14 +306,92 @@ class DeveloperDecision(FactModel):
     file_path: str = ""
     accepted: StrictBool
     explicit: StrictBool
-    interaction_mode: Literal["agent", "inline"]
+    interaction_mode: InteractionMode
     commit_sha: CommitSha | None = None
     call_id: NonEmptyId | None = None
     edit_retention_score: StrictFloat | None = Field(default=None, ge=0.0, le=1.0)
-    observation_delay_ms: StrictInt | None = Field(default=None, ge=0)
+    observation_delay_ms: StrictInt | None = Field(default=None, ge=0, le=INT64_MAX)
     occurred_at: UtcDatetime
     captured_at: UtcDatetime
     raw: dict[str, Any] = Field(default_factory=dict)
+
+
+class EditObservation(FactModel):
+    """What became of one applied agent edit by the end of its Session (contract §1.3,
+    ``facts/edit-observation`` v3).
+
+    ``applied_text`` is the text the edit tool applied (an Edit's new string, a Write's
+    content); ``observed_file_text`` the file's content when the Session ended (``""``: the
+    file was gone). ``external_lines_added`` / ``external_lines_removed`` count lines something
+    other than the agent changed in between (a person, a formatter); ``None`` when no window
+    covered the call, never a zero. ``call_id`` is the edit's tool-call id, the join to its
+    DeveloperDecision. ``raw`` keeps only ``{"tool_name": …}``: the texts are the fields.
+    """
+
+    schema_id: ClassVar[str] = f"{FACT_SCHEMA_BASE}/edit-observation/v3.json"
+
+    observation_id: FactId
+    org_id: OrgId
+    session_id: NonEmptyId
+    user_id: NonEmptyId | None = None
+    agent_harness: AgentHarness
+    file_path: str
+    call_id: NonEmptyId
+    applied_text: str
+    observed_file_text: str
+    external_lines_added: StrictInt | None = Field(default=None, ge=0, le=INT64_MAX)
+    external_lines_removed: StrictInt | None = Field(default=None, ge=0, le=INT64_MAX)
+    occurred_at: UtcDatetime
+    captured_at: UtcDatetime
+    raw: dict[str, Any] = Field(default_factory=dict)
+
+
+class RejectedEdit(FactModel):
+    """The text a developer refused for one agent edit (contract §1.3, ``facts/rejected-edit``
+    v3): ``proposed`` is the refused new string or content as the model wrote it; ``call_id``
+    joins it to the rejecting DeveloperDecision. Stored, not read by any export yet (a DPO pair
+    needs a whole inference call)."""
+
+    schema_id: ClassVar[str] = f"{FACT_SCHEMA_BASE}/rejected-edit/v3.json"
+
+    rejection_id: FactId
+    org_id: OrgId
+    session_id: NonEmptyId
+    user_id: NonEmptyId | None = None
+    agent_harness: AgentHarness
+    file_path: str
+    call_id: NonEmptyId
+    proposed: str
+    occurred_at: UtcDatetime
+    captured_at: UtcDatetime
+    raw: dict[str, Any] = Field(default_factory=dict)
+
+
+class RetryLinkage(FactModel):
+    """A rejected edit call and the accepted retry that followed it, on the same file with the
+    same tool (contract §1.3, ``facts/retry-linkage`` v3). Ids only, never text; stored, not
+    read by any export yet."""
+
+    schema_id: ClassVar[str] = f"{FACT_SCHEMA_BASE}/retry-linkage/v3.json"
+
+    retry_linkage_id: FactId
+    org_id: OrgId
+    session_id: NonEmptyId
+    user_id: NonEmptyId | None = None
+    agent_harness: AgentHarness
+    file_path: NonEmptyId
+    tool_name: RetryToolName
+    rejected_call_id: NonEmptyId
+    accepted_call_id: NonEmptyId
+    occurred_at: UtcDatetime
+    captured_at: UtcDatetime
+    raw: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _distinct_calls(self) -> RetryLinkage:
+        if self.rejected_call_id == self.accepted_call_id:
+            raise ValueError("rejected_call_id and accepted_call_id must differ")
+        return self
 
 
 class Push(_Identified):

@@ -3,8 +3,10 @@
 Layout (contract §9): a legacy repository lives at
 ``<root>/<percent-encode("<org_id>/<repo>")>``; an identified one at
 ``<root>/repositories-v1/<org>/<provider>/<host>/<repository_id>`` (each part
-percent-encoded with no safe characters). A directory is a mirror only if it has ``HEAD``.
-Exports never fetch.
+percent-encoded with no safe characters), so a renamed repository keeps its mirror and two
+repository lifetimes of one name never share one. An identified mirror records the name it
+was added under in its git config (``sediment.repository``). A directory is a mirror only if
+it has ``HEAD``. Exports never fetch.
 
 ``add`` is atomic: the bare repository is built and fetched in a private directory beside its
 final path (``<root>/.sediment-partial-*``, mode 0700, which is never a mirror name), and
@@ -34,8 +36,11 @@ import pygit2
 
 from sediment.errors import ConfigurationError, SedimentError
 from sediment.facts import RepositoryIdentity
+from sediment.repositories import RepositoryContext, describe
 
 NOTES_REF = "refs/notes/sediment"
+IDENTIFIED_ROOT = "repositories-v1"
+NAME_KEY = "sediment.repository"  #: an identified mirror's git config entry: the name it was added under
 FETCH_REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/notes/sediment*:refs/notes/sediment*")
 PARTIAL_PREFIX = ".sediment-partial-"  #: a mirror being built or removed; org ids never start with "."
 _T = TypeVar("_T")
@@ -79,6 +84,16 @@ def _encode(text: str) -> str:
 
 
 @dataclass(frozen=True)
+class MirrorLocation:
+    """One mirror of an org: the repository name it serves, its identity (``None``: a legacy
+    mirror, keyed by the name) and its directory."""
+
+    repo: str
+    identity: RepositoryIdentity | None
+    path: Path
+
+
+@dataclass(frozen=True)
 class MirrorRoot:
     """The root directory of every bare mirror."""
 
@@ -89,11 +104,69 @@ class MirrorRoot:
             raise ConfigurationError(f"mirror root does not exist or is not a directory: {self.path}")
 
     def mirror_path(self, org_id: str, repo: str, identity: RepositoryIdentity | None = None) -> Path:
-        """Where the mirror of ``repo`` (or of the identified repository) lives."""
+        """Where the mirror of ``repo`` (or of the identified repository: its name aside) lives."""
         if identity is not None:
             parts = (org_id, identity.provider, identity.host, identity.repository_id)
-            return self.path.joinpath("repositories-v1", *(_encode(p) for p in parts))
+            return self.path.joinpath(IDENTIFIED_ROOT, *(_encode(p) for p in parts))
         return self.path / _encode(f"{org_id}/{repo}")
+
+    def identified_mirrors(self, org_id: str) -> list[MirrorLocation]:
+        """The org's identified mirrors, in identity order, each with the name it was added under."""
+        found = []
+        base = self.path / IDENTIFIED_ROOT / _encode(org_id)
+        for path in sorted(base.glob("*/*/*")) if base.is_dir() else ():
+            if not (path / "HEAD").is_file():
+                continue
+            provider, host, repository_id = (unquote(p) for p in path.relative_to(base).parts)
+            try:
+                identity = RepositoryIdentity.model_validate(
+                    {"provider": provider, "host": host, "repository_id": repository_id})
+                name = pygit2.Repository(str(path)).config[NAME_KEY]
+            except (ValueError, KeyError, pygit2.GitError):
+                continue  # not a mirror this Sediment made
+            if isinstance(name, str):
+                found.append(MirrorLocation(name, identity, path))
+        return sorted(found, key=lambda m: (m.identity.provider, m.identity.host,  # type: ignore[union-attr]
+                                            int(m.identity.repository_id)))  # type: ignore[union-attr]
+
+    def mirrors(self, org_id: str) -> list[MirrorLocation]:
+        """Every mirror of the org: identified ones (identity order), then legacy ones (by name)."""
+        legacy = [MirrorLocation(repo, None, self.mirror_path(org_id, repo)) for repo in self.legacy_mirrors(org_id)]
+        return self.identified_mirrors(org_id) + legacy
+
+    def named(self, org_id: str, repo: str, identity: RepositoryIdentity | None = None,
+              repositories: RepositoryContext | None = None) -> MirrorLocation:
+        """The one mirror serving the name ``repo`` (see :meth:`locate`), refused in one line
+        when there is none."""
+        found = self.locate(org_id, repo, identity, repositories)
+        if found is None:
+            raise MirrorError(f"no mirror of {repo}; add it first with `sediment mirror add`")
+        return found
+
+    def locate(self, org_id: str, repo: str, identity: RepositoryIdentity | None = None,
+               repositories: RepositoryContext | None = None) -> MirrorLocation | None:
+        """The one mirror serving the name ``repo``: the legacy mirror of that name, or an
+        identified one added under it or (with ``repositories``) whose identity held it; with
+        ``identity``, the mirror keyed by it, whatever its name. ``None`` when there is none;
+        refused in one line when several serve the name (two repository lifetimes of one name,
+        each with its mirror): ``repository_mirror_identity_unresolved``.
+        """
+        def serves(m: MirrorLocation) -> bool:
+            if m.repo == repo:
+                return True
+            return m.identity is not None and repositories is not None and repo in repositories.names(m.identity)
+
+        if identity is not None:
+            found = [m for m in self.identified_mirrors(org_id) if m.identity == identity]
+        else:
+            found = [m for m in self.mirrors(org_id) if serves(m)]
+        if not found:
+            return None
+        if len(found) > 1:
+            keyed = ", ".join(describe(m.identity) if m.identity else "a legacy mirror" for m in found)
+            raise MirrorError(f"repository_mirror_identity_unresolved: {len(found)} mirrors serve {repo} ({keyed}); "
+                              "choose one by its repository id")
+        return found[0]
 
     def legacy_mirrors(self, org_id: str) -> list[str]:
         """Repositories (``owner/repo``) of ``org_id`` that have a legacy mirror, sorted."""
@@ -105,18 +178,20 @@ class MirrorRoot:
                 repos.append(name[len(prefix):])
         return sorted(repos)
 
-    def _legacy_path(self, org_id: str, repo: str) -> Path:
-        path = self.mirror_path(org_id, repo)
-        if path.resolve().parent != self.path.resolve():
+    def _checked_path(self, org_id: str, repo: str, identity: RepositoryIdentity | None) -> Path:
+        path = self.mirror_path(org_id, repo, identity)
+        depth = 4 if identity is not None else 0  # repositories-v1/<org>/<provider>/<host>/<id>
+        if path.resolve().parents[depth] != self.path.resolve():
             raise MirrorFetchError(f"repository name would escape the mirror root: {repo!r}")
         return path
 
-    def add(self, org_id: str, repo: str, source: str) -> Path:
-        """Create the bare mirror of ``repo`` from ``source`` (a path or URL) and fetch it.
+    def add(self, org_id: str, repo: str, source: str, identity: RepositoryIdentity | None = None) -> Path:
+        """Create the bare mirror of ``repo`` (keyed by ``identity`` when it has one) from
+        ``source`` (a path or URL) and fetch it.
 
         Atomic: the mirror appears at its path complete, or not at all (see the module doc).
         """
-        path = self._legacy_path(org_id, repo)
+        path = self._checked_path(org_id, repo, identity)
         if (path / "HEAD").exists():
             raise MirrorFetchError(f"mirror of {repo} already exists: {path} "
                                    "(use mirror fetch, or mirror remove to start over)")
@@ -129,6 +204,8 @@ class MirrorRoot:
 
             def clone() -> None:
                 repository = pygit2.init_repository(str(build), bare=True)
+                if identity is not None:
+                    repository.config[NAME_KEY] = repo
                 repository.remotes.create("origin", source, FETCH_REFSPECS[0])
                 repository.remotes.add_fetch("origin", FETCH_REFSPECS[1])
                 repository.remotes["origin"].fetch(prune=pygit2.enums.FetchPrune.PRUNE)
@@ -141,6 +218,7 @@ class MirrorRoot:
             except OSError as exc:
                 raise MirrorFetchError(f"cannot create the mirror of {repo}: {exc.strerror or exc}") from None
             try:
+                path.parent.mkdir(parents=True, exist_ok=True)
                 os.rename(build, path)  # atomic on one filesystem; refuses a non-empty directory
             except OSError as exc:
                 if (path / "HEAD").exists():
@@ -149,12 +227,37 @@ class MirrorRoot:
                                        f"{exc.strerror or exc}") from None
         return path
 
-    def remove(self, org_id: str, repo: str) -> Path:
+    def rekey(self, org_id: str, location: MirrorLocation, repositories: RepositoryContext) -> MirrorLocation | None:
+        """Key a legacy mirror by the identity of the one repository the stored Facts show held
+        its name (the rule ``add`` applies), moving it into that identity's path; ``None`` when
+        it is not a legacy mirror of such a name, or when that identity has a mirror already.
+
+        A mirror added before its repository's webhooks arrived is legacy; once they name the
+        repository's id, its commits can qualify only under that identity.
+        """
+        if location.identity is not None or repositories.legacy_mirror_usable(location.repo):
+            return None
+        identity = repositories.mirror_identity(location.repo).identity
+        if identity is None:
+            return None
+        target = self._checked_path(org_id, location.repo, identity)
+        if _occupied(target):
+            return None
+        try:
+            pygit2.Repository(str(location.path)).config[NAME_KEY] = location.repo
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.rename(location.path, target)
+        except (OSError, pygit2.GitError) as exc:
+            raise MirrorError(f"cannot move the mirror of {location.repo} into {target}: "
+                              f"{getattr(exc, 'strerror', None) or exc}") from None
+        return MirrorLocation(location.repo, identity, target)
+
+    def remove(self, org_id: str, repo: str, identity: RepositoryIdentity | None = None) -> Path:
         """Delete the mirror of ``repo`` (whatever occupies its path, a half-made mirror too).
 
         The path is freed at once (the directory is renamed aside, then deleted).
         """
-        path = self._legacy_path(org_id, repo)
+        path = self._checked_path(org_id, repo, identity)
         if not _occupied(path):
             raise MirrorError(f"no mirror of {repo} to remove: {path} does not exist")
         self._sweep_partials()
@@ -213,9 +316,9 @@ class MirrorRoot:
             finally:
                 os.close(fd)
 
-    def fetch(self, org_id: str, repo: str) -> None:
+    def fetch(self, org_id: str, repo: str, identity: RepositoryIdentity | None = None) -> None:
         """Refresh an existing mirror from its ``origin``."""
-        mirror = self.open(org_id, repo)
+        mirror = self.open(org_id, repo, identity)
         if mirror is None:
             raise MirrorFetchError(f"no mirror of {repo}; add it first with `sediment mirror add`")
         repository = mirror._repo
@@ -245,6 +348,29 @@ class MirrorRoot:
             return Mirror(pygit2.Repository(str(path)))
         except pygit2.GitError:
             return None
+
+
+def mirror_identity(repositories: RepositoryContext, repo: str,
+                    chosen: RepositoryIdentity | None = None) -> RepositoryIdentity | None:
+    """The identity a new mirror of ``repo`` is keyed by (``None``: a legacy mirror).
+
+    ``chosen`` (an operator's repository id) must not contradict the stored Facts (that
+    identity named, but never ``repo``); otherwise it is the one identity that held the name,
+    refused in one line (``repository_mirror_identity_unresolved``) when several did or the
+    name's evidence contradicts itself.
+    """
+    if chosen is not None:
+        problem = repositories.mirror_conflict(repo, chosen)
+        if problem is not None:
+            raise MirrorError(f"repository_mirror_identity_unresolved: {problem}")
+        return chosen
+    resolved = repositories.mirror_identity(repo)
+    if resolved.reason is not None:
+        held = sorted(repositories.identities_named(repo), key=lambda i: (i.host, int(i.repository_id)))
+        why = (f"{repo} was held by {' and '.join(describe(i) for i in held)}" if len(held) > 1
+               else f"the stored Facts about {repo} contradict each other")
+        raise MirrorError(f"repository_mirror_identity_unresolved: {why}; choose one by its repository id")
+    return resolved.identity
 
 
 def _occupied(path: Path) -> bool:

@@ -18,6 +18,7 @@ from pydantic import field_validator
 from sediment.facts import (
     CIOutcome,
     DeveloperDecision,
+    EditObservation,
     FactModel,
     InferenceCall,
     InferenceMessage,
@@ -108,6 +109,14 @@ class Rollout(FactModel):
     #: Per-test results recorded on the attributed commits and on each one's first parent
     #: (the base a task's reference patch starts from), for FAIL_TO_PASS / PASS_TO_PASS.
     test_results: tuple[TestCaseResult, ...] = ()
+    #: Every visible developer decision of the Session, joined to a call or not, by
+    #: ``(occurred_at, decision_id)``: what SFT and DPO read from a bundle (a Turn holds those
+    #: joined to its call). Bundle version 3; a version 2 bundle carries none.
+    session_decisions: tuple[DeveloperDecision, ...] = ()
+    #: Every visible EditObservation of the Session, by ``(agent_harness, call_id, occurred_at,
+    #: observation_id)``: the evidence a decision's edit retention is filled from
+    #: (:func:`sediment.edit_retention.fill_edit_retention`). Bundle version 3.
+    edit_observations: tuple[EditObservation, ...] = ()
 
     @field_validator("segments")
     @classmethod

@@ -100,16 +100,20 @@ def _by_test(results: Iterable[TestCaseResult]) -> dict[str, list[TestCaseResult
 def derive_test_transitions(
     results: Iterable[TestCaseResult],
     *,
-    repo: str,
+    repo: str | Collection[str],
     verified_commit: str,
     verified_attempts: Collection[Attempt],
     base_commit: str,
 ) -> TestTransitions | TransitionDecline:
-    """FAIL_TO_PASS / PASS_TO_PASS for one task, or the reason it cannot have them."""
+    """FAIL_TO_PASS / PASS_TO_PASS for one task, or the reason it cannot have them.
+
+    ``repo`` is the repository's name, or every name it was recorded under (a renamed one's).
+    """
     results = list(results)
-    verified = _by_test(r for r in results if r.repo == repo and r.commit_sha == verified_commit
+    names = {repo} if isinstance(repo, str) else set(repo)
+    verified = _by_test(r for r in results if r.repo in names and r.commit_sha == verified_commit
                         and (r.provider, r.run_id, r.run_attempt) in verified_attempts)
-    base = _by_test(r for r in results if r.repo == repo and r.commit_sha == base_commit)
+    base = _by_test(r for r in results if r.repo in names and r.commit_sha == base_commit)
     if not verified:
         return "verified_test_results_absent"
     if not base:

@@ -30,7 +30,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from sediment.facts import CIOutcome, InferenceCall, InferenceMessage, TestCaseResult, TextPart, ToolCallPart
+from sediment.facts import (
+    CIOutcome,
+    InferenceCall,
+    InferenceMessage,
+    RepositoryIdentity,
+    TestCaseResult,
+    TextPart,
+    ToolCallPart,
+)
 from sediment.mirrors import MirrorRoot, MirrorWriter
 from sediment.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy, Provenance
 from sediment.rollout import CommitRef, Rollout, segment_calls, tool_sets
@@ -38,6 +46,7 @@ from sediment.split import Split
 
 if TYPE_CHECKING:
     from sediment.export.registry import PluginRegistry
+    from sediment.repositories import RepositoryContext
     from sediment.validation import SchemaSet
 
 ORG = "acme"
@@ -51,10 +60,13 @@ PROVENANCE = Provenance(policy_version=ROLLOUT_IMPLEMENTATION_VERSION, quarantin
 class GitRepo:
     """A real bare mirror in a mirror root, with commits made one by one."""
 
-    def __init__(self, root: MirrorRoot, repo: str = REPO, org_id: str = ORG) -> None:
+    def __init__(self, root: MirrorRoot, repo: str = REPO, org_id: str = ORG,
+                 identity: RepositoryIdentity | None = None) -> None:
+        """``identity``: the mirror of an identified repository (keyed by its identity)."""
         self.root = root
         self.repo = repo
-        self.path = root.mirror_path(org_id, repo)
+        self.identity = identity
+        self.path = root.mirror_path(org_id, repo, identity)
         self._writer = MirrorWriter(self.path)
         self._clock = 1_767_000_000
 
@@ -195,14 +207,17 @@ def read_rows(path: Path, schemas: SchemaSet | PluginRegistry | None = None) -> 
 
 
 def export_target(rollouts: Sequence[Rollout], mirrors: MirrorRoot | None, out_dir: Path, target: str, *,
-                  split: bool = False, commands: Any = None) -> dict[str, Any]:
+                  split: bool = False, commands: Any = None, repositories: RepositoryContext | None = None,
+                  ) -> dict[str, Any]:
     """Export ``rollouts`` through ``target`` with the installed plugins and no operator
-    configuration (``commands``: a ``VerifierCommands``); the summary."""
+    configuration (``commands``: a ``VerifierCommands``); the summary. ``repositories`` is the
+    repository context identified CI resolves with (without one, only legacy CI resolves)."""
     from sediment.export.pipeline import export_rlvr_from_rollouts
     from sediment.export.verifier_commands import VerifierCommands
 
     return export_rlvr_from_rollouts(rollouts, mirrors, out_dir, target=target, split_enabled=split,
-                                     verifier_commands=commands or VerifierCommands.empty())
+                                     verifier_commands=commands or VerifierCommands.empty(),
+                                     repositories=repositories)
 
 
 @dataclass
@@ -217,12 +232,15 @@ class ExportResult:
 
 def run_export(rollouts: Sequence[Rollout], out_dir: Path, *, target: str, profile: str | None = None,
                registry: PluginRegistry | None = None, mirrors: MirrorRoot | None = None,
-               split_enabled: bool = False, settings: dict[str, dict[str, Any]] | None = None) -> ExportResult:
+               split_enabled: bool = False, settings: dict[str, dict[str, Any]] | None = None,
+               repositories: RepositoryContext | None = None) -> ExportResult:
     """Export ``rollouts`` through ``target`` (and ``profile``) into ``out_dir`` and read back
     every published JSONL file, validating each row that names a schema.
 
     :param settings: plugin settings, ``{plugin name: {field: value}}`` (as a ``--config``
         file's ``[plugins.NAME]`` tables would give them).
+    :param repositories: the repository context identified CI resolves with, e.g.
+        ``RepositoryContext.build(ORG, outcomes)`` (without one, only legacy CI resolves).
     """
     from sediment.export.pipeline import export_rlvr_from_rollouts
     from sediment.export.registry import load_registry
@@ -233,7 +251,7 @@ def run_export(rollouts: Sequence[Rollout], out_dir: Path, *, target: str, profi
     summary = export_rlvr_from_rollouts(
         rollouts, mirrors, out_dir, target=target, profile=profile, split_enabled=split_enabled,
         registry=registry, settings=SettingsSources(config=settings or {}, config_path="test settings"),
-        verifier_commands=VerifierCommands.empty(),
+        verifier_commands=VerifierCommands.empty(), repositories=repositories,
     )
     rows: dict[str, list[dict[str, Any]]] = {}
     for written in summary["written"]:

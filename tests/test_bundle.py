@@ -75,6 +75,48 @@ def test_damaged_bundles_are_refused(tmp_path: Path, damage, message: str) -> No
         open_bundle(path)
 
 
+def _edit_manifest(path: Path, change) -> None:  # type: ignore[no-untyped-def]
+    manifest = json.loads((path / "manifest.json").read_text())
+    change(manifest)
+    (path / "manifest.json").write_text(json.dumps(manifest, sort_keys=True, separators=(",", ":")) + "\n")
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda m: m.update(bundle_schema_version=2),
+     r"^unsupported bundle_schema_version 2 \(this Sediment reads version 3; derive the bundle again\)$"),
+    (lambda m: m.update(implementation_versions={"rollout": "4"}), r"^unsupported implementation_versions"),
+    (lambda m: m["files"].pop("repository_renames.jsonl"), r"^bundle manifest must list exactly"),
+    (lambda m: m["counts"].update(repository_identities=7), r"^bundle manifest counts must be the rows"),
+])
+def test_a_bundle_without_its_repository_population_is_refused(tmp_path: Path, change, message: str) -> None:  # type: ignore[no-untyped-def]
+    """Version 2 bundles (written before repository identity) hold no population: derive again."""
+    path = write([rollout("s1")], tmp_path / "b")
+    _edit_manifest(path, change)
+    with pytest.raises(BundleError, match=message):
+        open_bundle(path)
+
+
+def test_repository_records_are_validated_and_name_their_line(tmp_path: Path) -> None:
+    import hashlib
+
+    sha = "b" * 40
+    identified = outcome("o1", sha, repository_provider="github", repository_host="github.com", repository_id="7")
+    path = write([rollout("s1", outcomes=[outcome("o0", sha), identified])], tmp_path / "b")
+    lines = (path / "repository_identities.jsonl").read_text().splitlines()
+    assert len(lines) == 2
+    record = json.loads(json.loads(lines[1])["record_json"])
+    assert (record["source_fact_id"], record["repository_id"]) == ("o1", "7")
+    record["repository_host"] = None  # a partial identity triple
+    lines[1] = json.dumps({"record_json": json.dumps(record, sort_keys=True)})
+    body = "\n".join(lines) + "\n"
+    (path / "repository_identities.jsonl").write_text(body)
+    _edit_manifest(path, lambda m: m["files"]["repository_identities.jsonl"].update(
+        bytes=len(body), sha256=hashlib.sha256(body.encode()).hexdigest()))
+    with pytest.raises(BundleError, match=r"^invalid bundle record at repository_identities\.jsonl line 2: .*"
+                                          r"all present or all absent"):
+        open_bundle(path)
+
+
 def test_record_errors_name_the_line(tmp_path: Path) -> None:
     path = write([rollout("s1"), rollout("s2")], tmp_path / "b")
     lines = (path / "rollouts.jsonl").read_text().splitlines()

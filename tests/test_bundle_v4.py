@@ -34,6 +34,7 @@ from sediment.facts import InferenceCall, ReasoningPart, ToolCallPart, ToolCallR
 from sediment.mirrors import MirrorRoot
 from sediment.policy import AttributionPolicy, DerivationPolicy, SimilarityWindow, SplitPolicy
 from sediment.records import encode_record
+from sediment.repositories import evidence_of_all
 from sediment.rollout import Rollout
 from sediment.split import assign_split
 from sediment.testing import ORG, POLICY, PROVENANCE, call, message, outcome, rollout, snapshot
@@ -43,7 +44,7 @@ from sediment.testing import ORG, POLICY, PROVENANCE, call, message, outcome, ro
 UPSTREAM_VERSIONS = {"abandonment": "6", "attribution": "3", "attributed_completion": "5", "rollout": "4",
                      "repository_identity": "1"}
 OURS_ONLY_TURN = ("output_messages", "model", "observed_at", "tools_digest")
-OURS_ONLY_ROLLOUT = ("tool_sets", "test_results")
+OURS_ONLY_ROLLOUT = ("tool_sets", "test_results", "session_decisions", "edit_observations")
 
 
 def upstream_value(value: Any) -> Any:
@@ -124,13 +125,23 @@ def identity_record(call_record: Mapping[str, Any]) -> dict[str, Any]:
                                                                       "observed_at")}}
 
 
+def repository_records(rollouts: Iterable[Rollout]) -> list[dict[str, Any]]:
+    """The repository identity population of ``rollouts``, as upstream records it: one record
+    per repository reference of their CI outcomes and observations (every field, ``+00:00``
+    times), in ``(captured_at, source_table, source_fact_id, role)`` order."""
+    evidence = {e for r in rollouts for e in evidence_of_all((*r.terminal_outcomes, *r.session_commit_observations))}
+    return [upstream_value(e) for e in sorted(evidence, key=lambda e: e.order_key)]
+
+
 def write_v4_bundle(rollouts: Iterable[Rollout], destination: Path, *, policy: dict[str, Any] | None = None,
                     quarantine_revision: int = 0, fragmented: Mapping[str, int] | None = None,
                     skipped: Mapping[str, int] | None = None,
                     populations: Mapping[str, list[bytes]] | None = None, org_id: str | None = None) -> Path:
     """Write a v4 bundle of ``rollouts`` (its policy: ``policy``, default the default policy).
     ``populations`` gives the lines of the files not derived from the Rollouts (attributed
-    completions, repository identities and renames; empty by default)."""
+    completions, repository renames; empty by default; repository identities: by default the
+    references the Rollouts' CI outcomes and observations make). ``as_of`` is the latest time
+    among the calls and the repository population."""
     if destination.exists():
         raise FileExistsError(f"derived bundle destination already exists: {destination}")
     policy = upstream_policy(POLICY) if policy is None else policy
@@ -142,6 +153,8 @@ def write_v4_bundle(rollouts: Iterable[Rollout], destination: Path, *, policy: d
     lines["rollouts"] = [record_line(rollout_record(r)) for r in ordered]
     lines["inference_calls"] = [record_line(c) for c in calls]
     lines["inference_call_identities"] = [record_line(identity_record(c)) for c in calls]
+    repositories = repository_records(ordered)
+    lines["repository_identities"] = [record_line(e) for e in repositories]
     lines.update(populations or {})
     stage = destination.parent / f".{destination.name}.{secrets.token_hex(6)}"
     stage.mkdir(mode=0o700)
@@ -164,7 +177,8 @@ def write_v4_bundle(rollouts: Iterable[Rollout], destination: Path, *, policy: d
         "scope": {"since": None, "until": None, "users": None}, "policy": policy,
         "policy_digest": upstream_digest(policy), "implementation_versions": UPSTREAM_VERSIONS,
         "quarantine_revision": quarantine_revision,
-        "as_of": max((c["observed_at"] for c in calls), key=datetime.fromisoformat, default=None),
+        "as_of": max([c["observed_at"] for c in calls] + [e["captured_at"] for e in repositories],
+                     key=datetime.fromisoformat, default=None),
         "mirror_revisions": {}, "counts": {name: info["rows"] for name, info in files.items()},
         "skipped": dict(skipped or {}), "excluded": {}, "files": files,
         "fragmented": {k: v for k, v in sorted((fragmented or {}).items()) if v},  # a Counter's non-zero reasons
@@ -257,9 +271,11 @@ def rollouts(commit_history: dict[str, str]) -> list[Rollout]:
 
 
 def as_v4_reads_them(r: Rollout) -> Rollout:
-    """``r`` as a v4 bundle gives it back: no tool definitions, no test results."""
+    """``r`` as a v4 bundle gives it back: no tool definitions, no test results, no Session
+    decision or edit-observation populations."""
     segments = tuple(tuple(t.model_copy(update={"tools_digest": None}) for t in s) for s in r.segments)
-    return r.model_copy(update={"segments": segments, "tool_sets": (), "test_results": ()})
+    return r.model_copy(update={"segments": segments, "tool_sets": (), "test_results": (), "session_decisions": (),
+                                "edit_observations": ()})
 
 
 @pytest.fixture
@@ -422,6 +438,64 @@ def test_exports_are_byte_identical_for_any_worker_count(tmp_path: Path, bundles
         assert result.returncode == 0, result.stderr
         snapshots.append(snapshot(out))
     assert snapshots[0] == snapshots[1] and snapshots[0]
+
+
+IDENTITY = {"repository_provider": "github", "repository_host": "github.com", "repository_id": "7"}
+
+
+def identified_loop(session: str, sha: str, result: str = "passed") -> Rollout:
+    """A tool loop whose commit and CI are of GitHub repository 7 (``owner/repo``)."""
+    from sediment.facts import RepositoryIdentity
+    from sediment.rollout import CommitRef
+
+    identity = RepositoryIdentity(provider="github", host="github.com", repository_id="7")
+    ci = outcome(f"{session}-o", sha, result, run_id=session, **IDENTITY)
+    return tool_loop(session, sha, commits=[CommitRef(repo="owner/repo", commit_sha=sha, repository_identity=identity)],
+                     outcomes=[ci])
+
+
+def rename_line(rename_id: str, old: str, new: str, *, repository_id: str = "7", delivery: str = "d1") -> bytes:
+    return record_line({"schema_version": 1, "rename_id": rename_id, "org_id": ORG, "repository_provider": "github",
+                        "repository_host": "github.com", "repository_id": repository_id, "old_repo": old,
+                        "new_repo": new, "source_event_id": delivery, "occurred_at": None,
+                        "captured_at": "2026-01-05T11:00:00+00:00"})
+
+
+def nemo_rows(bundle: Path, out: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    summary = export(bundle, out, "nemo-gym", None)
+    rows = [json.loads(line) for path in sorted(out.glob("rollouts*.jsonl")) for line in path.read_text().splitlines()]
+    return summary, rows
+
+
+def test_a_v4_bundles_repository_population_resolves_its_identified_ci(tmp_path: Path) -> None:
+    """Upstream Rollouts of an identified repository resolve with the bundle's population (as
+    from our own bundle of them); its renames apply (the label is the smallest name); without
+    the outcome in the population, or with two copies of one rename delivery that disagree, the
+    outcome is declined with its reason, per source outcome."""
+    sha = "e" * 40
+    loops = [identified_loop("s1", sha), identified_loop("s2", sha, "failed")]
+    ours_summary, ours = nemo_rows(write_bundle(loops, tmp_path / "ours", org_id=ORG, policy=POLICY,
+                                                quarantine_revision=0), tmp_path / "a")
+    summary, rows = nemo_rows(write_v4_bundle(loops, tmp_path / "v4"), tmp_path / "b")
+    assert rows == ours and comparable(summary)["rollout_skipped"] == comparable(ours_summary)["rollout_skipped"] == {}
+    assert {r["metadata"]["repository_identity"]["repository_id"] for r in rows} == {"7"}
+    assert sorted(r.get("reward") for r in rows if r["metadata"]["segment_index"] == 0) == [0.0, 1.0]
+
+    renamed = write_v4_bundle(loops, tmp_path / "renamed", populations={
+        "repository_renames": [rename_line("r1", "owner/aaa", "owner/repo")]})
+    _, rows = nemo_rows(renamed, tmp_path / "c")
+    assert {r["metadata"]["ci_resolution"]["repo"] for r in rows} == {"owner/aaa"}  # the smallest name
+
+    absent = write_v4_bundle(loops, tmp_path / "absent", populations={"repository_identities": []})
+    summary, rows = nemo_rows(absent, tmp_path / "d")
+    assert summary["rollout_skipped"] == {"repository_source_absent": 2} and all("reward" not in r for r in rows)
+
+    conflicting = write_v4_bundle(loops, tmp_path / "conflict", populations={"repository_renames": [
+        rename_line("r1", "owner/old", "owner/repo"), rename_line("r2", "owner/old", "owner/repo", repository_id="8")]})
+    opened = open_bundle(conflicting)
+    assert opened.repositories.rename_conflicts == 2
+    summary, _ = nemo_rows(conflicting, tmp_path / "e")
+    assert summary["rollout_skipped"] == {"repository_identity_conflict": 2}
 
 
 def test_the_demos_rollouts_export_identically_from_a_v4_bundle(tmp_path: Path) -> None:
@@ -599,7 +673,7 @@ REFUSALS: list[tuple[str, Callable[[Path], object], str]] = [
         p, "rollouts", 1, lambda r: r["segments"][0][0]["tool_calls"][0]["arguments"].update(path="other.py")),
      r"^rollouts\.jsonl line 2: segments\.0\.0: tool_calls differ from the output of inference call 's2-c0'$"),
     ("org", lambda p: edit_manifest(p, lambda m: m.update(org_id="other")),
-     r"^inference_calls\.jsonl line 1: org_id 'acme' differs from the manifest$"),
+     r"^repository_identities\.jsonl line 1: org_id 'acme' differs from the manifest$"),  # the first population read
 ]
 
 
@@ -632,15 +706,48 @@ def test_other_manifests_keep_the_existing_refusals(tmp_path: Path, rollouts: li
         open_bundle(ours)
 
 
-def test_the_populations_not_read_yet_are_checked_only_as_lines(tmp_path: Path, rollouts: list[Rollout]) -> None:
-    """attributed_completions, identities and renames: hash, rows and strict lines, nothing more."""
+def test_attributed_completions_are_checked_only_as_lines(tmp_path: Path, rollouts: list[Rollout]) -> None:
+    """attributed_completions (not read yet): hash, rows and strict lines, nothing more."""
     anything = [record_line({"not": "a schema this Sediment checks", "n": float("nan")})]
-    path = write_v4_bundle(rollouts, tmp_path / "v4", populations={
-        "attributed_completions": anything, "repository_identities": anything, "repository_renames": anything * 3})
+    path = write_v4_bundle(rollouts, tmp_path / "v4", populations={"attributed_completions": anything})
     assert len(open_bundle(path)) == 5
-    rewrite(path, "repository_identities", [b'{"record_json":"[1, 2]"}\n'])
-    with pytest.raises(BundleError, match="repository_identities.jsonl line 1: record_json must hold a JSON object"):
+    rewrite(path, "attributed_completions", [b'{"record_json":"[1, 2]"}\n'])
+    with pytest.raises(BundleError, match="attributed_completions.jsonl line 1: record_json must hold a JSON object"):
         open_bundle(path)
+
+
+RENAME = {"schema_version": 1, "rename_id": "r1", "org_id": ORG, "repository_provider": "github",
+          "repository_host": "github.com", "repository_id": "7", "old_repo": "owner/old", "new_repo": "owner/repo",
+          "source_event_id": "d1", "occurred_at": None, "captured_at": "2026-01-05T12:00:00+00:00"}
+
+
+@pytest.mark.parametrize("name, lines, message", [
+    ("repository_identities", [record_line({"not": "evidence"})],
+     r"^invalid bundle record at repository_identities\.jsonl line 1: unknown field 'not'"),
+    ("repository_identities", lambda p: [record_line({**json.loads(json.loads(lines_of(p, "repository_identities")[0])
+                                                                  ["record_json"]), "repository_provider": "github", "repository_host": "GitHub.com", "repository_id": "7"})],
+     r"^invalid bundle record at repository_identities\.jsonl line 1: .*lowercase DNS host"),
+    ("repository_identities", lambda p: list(reversed(lines_of(p, "repository_identities"))),
+     r"^repository_identities\.jsonl line 2: records are not in population order$"),
+    ("repository_renames", [record_line({**RENAME, "repository_id": None})],
+     r"^invalid bundle record at repository_renames\.jsonl line 1: repository_id: "),
+    ("repository_renames", [record_line({**RENAME, "new_repo": "owner/old"})],
+     r"^invalid bundle record at repository_renames\.jsonl line 1: .*two different repositories"),
+    ("repository_renames", [record_line({**RENAME, "occurred_at": "yesterday"})],
+     r"^invalid bundle record at repository_renames\.jsonl line 1: occurred_at: "),
+    ("repository_renames", [record_line({**RENAME, "rename_id": "r2"}), record_line(RENAME)],
+     r"^repository_renames\.jsonl line 2: records are not in population order$"),
+])
+def test_repository_populations_are_read_strictly(tmp_path: Path, rollouts: list[Rollout], name: str,
+                                                  lines: Any, message: str) -> None:
+    """The two repository populations become the context exports resolve CI with: every record
+    is validated (exact fields, identity triple, names, times) and their order is checked."""
+    path = write_v4_bundle(rollouts, tmp_path / "v4")
+    assert len(open_bundle(path).repositories.evidence) == 4  # the four CI outcomes
+    rewrite(path, name, lines(path) if callable(lines) else lines)
+    for workers in (1, 3):
+        with pytest.raises(BundleError, match=message):
+            open_bundle(path, workers=workers)
 
 
 def test_first_bad_line_is_named_whatever_the_worker_count(tmp_path: Path, rollouts: list[Rollout]) -> None:

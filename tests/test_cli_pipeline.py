@@ -33,9 +33,12 @@ def operator(tmp_path: Path) -> dict[str, Any]:
     return {"env": env, "inputs": inputs, "tmp": tmp_path}
 
 
-def load(operator: dict[str, Any], *, shuffle: int | None = None) -> None:
+def load(operator: dict[str, Any], *, shuffle: int | None = None, mirror_first: bool = False) -> None:
+    """Ingest the webhooks, calls and JUnit reports, then add the mirror (which the webhooks'
+    repository id keys); with ``mirror_first``, the mirror before anything else."""
     env, inputs = operator["env"], operator["inputs"]
-    run(env, "mirror", "add", REPO, str(inputs.origin))
+    if mirror_first:
+        run(env, "mirror", "add", REPO, str(inputs.origin))
     hooks = [str(p) for p in inputs.webhooks]
     calls = inputs.calls
     if shuffle is not None:
@@ -52,6 +55,8 @@ def load(operator: dict[str, Any], *, shuffle: int | None = None) -> None:
     for upload in uploads:
         run(env, "ingest", "junit", str(upload.path), "--provider", "github_actions", "--run-id", str(upload.run_id),
             "--run-attempt", str(upload.attempt), "--repo", REPO, "--commit", upload.commit)
+    if not mirror_first:
+        run(env, "mirror", "add", REPO, str(inputs.origin))
 
 
 def test_whole_path_traces_rewards_to_webhooks(operator: dict[str, Any]) -> None:
@@ -86,6 +91,42 @@ def test_whole_path_traces_rewards_to_webhooks(operator: dict[str, Any]) -> None
     assert len(flaky) == 2 and {f["ci_resolution"]["reliability"] for f in flaky} == {0.0}
     assert {t["attribution_source"] for t in tasks} == {"git_notes", "jaccard"}
     assert run(env, "schema", "validate", *summary["written"]).returncode == 0
+
+
+def test_a_mirror_added_before_the_webhooks_is_keyed_by_mirror_fetch(operator: dict[str, Any]) -> None:
+    """Added before any webhook named the repository's id, the mirror is legacy; once the
+    webhooks say which repository held the name, its notes cannot join that repository (a name
+    never supplies identity): derive declines them visibly. `mirror fetch` keys the mirror by
+    that identity, its notes are observed again under it, and the Sessions get their commits."""
+    from sediment.mirrors import MirrorRoot
+
+    env, tmp = operator["env"], operator["tmp"]
+    load(operator, mirror_first=True)
+    run(env, "derive", "--out", str(tmp / "before"))
+    manifest = json.loads((tmp / "before" / "manifest.json").read_text())
+    assert manifest["skipped"]["attribution.repository_identity_absent"] == 8  # every legacy note edge
+    before = json.loads(run(env, "export", "rlvr", "--target", "sediment", "--from", str(tmp / "before"),
+                            "--out", str(tmp / "out-before"), "--json").stdout)
+    assert before["task_rows"] == 0
+
+    fetched = run(env, "mirror", "fetch")
+    identified = MirrorRoot(tmp / "home" / "mirrors").mirror_path(ORG, REPO, _identity("424242"))
+    assert fetched.stderr.splitlines()[0] == \
+        f"keyed the mirror of {REPO} by github.com repository 424242 (the stored Facts name it): {identified}"
+    assert f"{REPO}: 8 new session-commit observation(s), 0 already seen" in fetched.stderr
+    assert run(env, "mirror", "list").stdout == f"{REPO}\t{identified}\n"
+    run(env, "derive", "--out", str(tmp / "after"))
+    after = json.loads(run(env, "export", "rlvr", "--target", "sediment", "--from", str(tmp / "after"),
+                           "--out", str(tmp / "out-after"), "--json").stdout)
+    assert after["task_rows"] == 7  # what the webhooks-first order gives
+    manifest = json.loads((tmp / "after" / "manifest.json").read_text())
+    assert manifest["skipped"]["attribution.repository_identity_absent"] == 8  # the legacy edges stay visible
+
+
+def _identity(repository_id: str) -> Any:
+    from sediment.facts import RepositoryIdentity
+
+    return RepositoryIdentity(provider="github", host="github.com", repository_id=repository_id)
 
 
 def test_gradable_swe_bench_tasks_through_the_cli(operator: dict[str, Any]) -> None:

@@ -4,7 +4,9 @@ Seeds are real payloads: the vendor-neutral CI records (``fixtures/ci``), the Gi
 deliveries (``fixtures/github``), canonical Fact lines made from both, the recorded model calls
 of the shared cassettes (``<repository root>/../shared/fixtures/inputs/llm_calls``, or
 ``$SEDIMENT_INPUT_FIXTURES/llm_calls``: each format's envelopes, and LiteLLM payloads made from
-the Chat ones) and the JUnit reports (``fixtures/junit``). Each example writes one file of
+the Chat ones), the JUnit reports (``fixtures/junit``) and the agent OTLP log exports
+(``fixtures/otlp``: real Claude Code captures, and batches hand-built in each other client's
+record shape). Each example writes one file of
 several records, some of them mutated (values, types, keys, duplicate keys, nesting, numbers
 JSON cannot hold in a double, broken bytes and lines), ingests it as the command does, and
 asserts the ingest rule for every record:
@@ -16,6 +18,10 @@ asserts the ingest rule for every record:
   its ``raw`` is the record as sent (credentials redacted for calls), and a typed field holds
   the type it was sent as (no ``"2"`` read as a time, no ``true`` as 1);
 - the other records of the file are kept.
+
+An OTLP batch is one record holding many log records, each read on its own: there the rule
+holds per log record (one problem line each, naming its locator), and a batch's Facts, skips and
+problems are exactly those of its log records translated one at a time.
 
 ``SEDIMENT_FUZZ_EXAMPLES`` sets the examples per command (default 25, well under two minutes
 for all of them); run longer with, for example::
@@ -33,6 +39,7 @@ import json
 import math
 import os
 import tempfile
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -46,7 +53,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from sediment.facts import CIOutcome, FactModel, Push
+from sediment.facts import CIOutcome, DeveloperDecision, FactModel, Push
 from sediment.identifiers import TimestampError, utc_timestamp
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.calls import ReplayMemo, translate_call
@@ -54,7 +61,10 @@ from sediment.ingest.ci import translate_ci
 from sediment.ingest.facts_jsonl import FACT_TYPES, translate_fact
 from sediment.ingest.files import MAX_DEPTH, IngestReport, ingest_files
 from sediment.ingest.github import translate_github
+from sediment.ingest.json_text import Flaw, FlawedObject, first_flaw
 from sediment.ingest.junit import ReportError, RunAttempt, ingest_junit_reports, translate_report
+from sediment.ingest.otlp import translate_otlp
+from sediment.ingest.otlp.provenance import ACCOUNT_ATTRIBUTES, provenance
 from sediment.records import encode_record
 from sediment.store import FactStore
 from sediment.store.keys import table_and_key
@@ -703,5 +713,254 @@ def test_fuzz_ingest_junit(data: st.DataObject) -> None:
             assert set(stored) == set(first)
             for result_id, result in first.items():
                 assert encode_record(stored[result_id]) == encode_record(result)
+        finally:
+            store.close()
+
+
+# --- otlp: batches of log records, each read on its own ------------------------------------
+
+OTLP_FIXTURES = HERE / "fixtures" / "otlp"
+
+
+def otlp_seeds() -> list[dict[str, Any]]:
+    seeds = [_load(p) for p in sorted(OTLP_FIXTURES.glob("*.json"))]
+    for path in sorted(OTLP_FIXTURES.glob("*.jsonl")):  # the collector's file and the real Claude Code captures
+        seeds += [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    return seeds
+
+
+OTLP_SEEDS = otlp_seeds()
+ANY_VALUES: list[Any] = [
+    {"stringValue": "accept"}, {"stringValue": ""}, {"stringValue": "  "}, {"stringValue": 7}, {"intValue": "12"},
+    {"intValue": 12}, {"intValue": "12x"}, {"intValue": str(2**63)}, {"intValue": True}, {"boolValue": True},
+    {"boolValue": "true"}, {"doubleValue": 0.5}, {"doubleValue": "NaN"}, {"doubleValue": "Infinity"},
+    {"doubleValue": 1.5}, {"doubleValue": -1}, {"arrayValue": {"values": [{"stringValue": "x"}]}},
+    {"kvlistValue": {"values": []}}, {"bytesValue": "AAEC"}, {}, None, {"stringValue": "a", "intValue": "1"},
+    {"stringValue": "\x00"}, {"stringValue": "\ud800"}, {"stringValue": "x" * 300_000}, "bare", [],
+]
+VOCABULARY = ["accept", "reject", "approved", "denied", "abort", "timed_out", "user", "User", "Config", "config",
+              "user_reject", "hook", "accepted", "rejected", "saved", "apply_patch", "inline_chat", "exec_command",
+              "Edit", "Write", "MultiEdit", "Read", "pi", "cursor", "codex", "gemini-cli", "claude_code.tool_decision",
+              "claude_code.tool_result", "codex.tool_result", "copilot_chat.edit.survival", "sediment.retry_linkage"]
+TIMES: list[Any] = ["0", 0, "", "-1", -1, 1.5, "1.7e18", "18446744073709551615", "18446744073709551616",
+                    "1783454100005000000", 1783454100005000001, True, None, {"v": 1}]
+OTLP_KEYS = ["session.id", "user.id", "tool_use_id", "call_id", "decision", "source", "tool_name", "event.name",
+             "file_path", "agent", "explicit", "outcome", "accepted", "conversation.id", "request_id",
+             "survival_rate_four_gram", "survival_rate_no_revert", "time_delay_ms", "edit_source", "tool_input",
+             "arguments", "applied_text", "observed_file_text", "proposed", "rejected_call_id", "accepted_call_id",
+             "external_lines_added", "copilot_chat.file.relative_path", "github.copilot.git.commit_sha",
+             "authorization", "user.email"]
+
+
+def log_record_paths(batch: Any, *, readable: bool = False) -> list[Path_]:
+    """The path of every log record of a batch; with ``readable``, only of those in containers
+    that can be read (no flaw in a resource's own object, a resource object or none, arrays)."""
+    found: list[Path_] = []
+    resources = batch.get("resourceLogs") if isinstance(batch, dict) else None
+    for i, resource in enumerate(resources if isinstance(resources, list) else []):
+        if not isinstance(resource, dict) or not isinstance(resource.get("scopeLogs"), list):
+            continue
+        own = resource.get("resource")
+        if readable and (isinstance(resource, FlawedObject) or (own is not None and (
+                not isinstance(own, dict) or first_flaw(own) is not None))):
+            continue
+        for j, scope in enumerate(resource["scopeLogs"]):
+            if readable and isinstance(scope, FlawedObject):
+                continue
+            if isinstance(scope, dict) and isinstance(scope.get("logRecords"), list):
+                found.extend(("resourceLogs", i, "scopeLogs", j, "logRecords", k) for k in range(len(scope["logRecords"])))
+    return found
+
+
+def otlp_mutate(data: st.DataObject, batch: Any) -> Any:
+    """One change, most often inside one log record: an attribute's value kind, a duplicated or
+    dropped attribute, a vocabulary value, an event time, or any generic mutation."""
+    records = log_record_paths(batch)
+    if not records or data.draw(st.integers(0, 4), label="anywhere") == 0:
+        return mutate(data, batch)
+    where = data.draw(st.sampled_from(records), label="log record")
+    record = get(batch, where)
+    kind = data.draw(st.sampled_from(["value", "duplicate", "drop", "vocabulary", "time", "generic"]),
+                     label="otlp mutation")
+    event(f"otlp mutation: {kind}")
+    attributes = record.get("attributes") if isinstance(record, dict) else None
+    if kind == "time" and isinstance(record, dict):
+        field = data.draw(st.sampled_from(["timeUnixNano", "observedTimeUnixNano"]), label="time field")
+        return replaced(batch, where, {**record, field: data.draw(st.sampled_from(TIMES), label="time")})
+    if kind in ("value", "duplicate", "drop", "vocabulary") and isinstance(attributes, list) and attributes:
+        index = data.draw(st.integers(0, len(attributes) - 1), label="attribute")
+        item = attributes[index]
+        if kind == "drop":
+            changed = attributes[:index] + attributes[index + 1:]
+        elif kind == "duplicate":
+            again = {"key": item.get("key") if isinstance(item, dict) else "x",
+                     "value": data.draw(st.sampled_from(ANY_VALUES), label="value")}
+            changed = [*attributes, again]
+        else:
+            value = (data.draw(st.sampled_from(ANY_VALUES), label="value") if kind == "value" else
+                     {"stringValue": data.draw(st.sampled_from(VOCABULARY), label="word")})
+            key = item.get("key") if isinstance(item, dict) and data.draw(st.booleans(), label="same key") else \
+                data.draw(st.sampled_from(OTLP_KEYS), label="key")
+            changed = [*attributes[:index], {"key": key, "value": value}, *attributes[index + 1:]]
+        return replaced(batch, (*where, "attributes"), changed)
+    return replaced(batch, where, mutate(data, record))
+
+
+def _flaw_object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result = dict(pairs)
+    if len(result) == len(pairs):
+        return result
+    seen: set[str] = set()
+    duplicate = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+    flawed = FlawedObject(result)
+    flawed.problem = f"duplicate key {duplicate!r}"
+    return flawed
+
+
+def _flaw_float(text: str) -> float | Flaw:
+    value = float(text)
+    return Flaw(f"number out of range: {text}") if math.isinf(value) else value
+
+
+def _flaw_int(text: str) -> int | Flaw:
+    try:
+        return int(text)
+    except ValueError:
+        return Flaw("integer has more than 4300 digits")
+
+
+def otlp_reference(data: bytes) -> Any:
+    """The batch in ``data`` read by the standard parser keeping flaws in place, or REFUSED."""
+    try:
+        value = json.loads(data.decode("utf-8"), object_pairs_hook=_flaw_object, parse_float=_flaw_float,
+                           parse_int=_flaw_int)
+    except (ValueError, RecursionError):
+        return REFUSED
+    return REFUSED if depth_of(value) > MAX_DEPTH else value
+
+
+def _otlp(record: Any) -> Translation:
+    return translate_otlp(record, org_id=ORG, captured_at=T0)
+
+
+RESULT_SKIPS = ("tool_result_joined", "tool_result_unjoined")
+
+
+def _is_result(record: Any) -> bool:
+    if not isinstance(record, dict):
+        return False
+    body = record.get("body")
+    if isinstance(body, dict) and body.get("stringValue") == "claude_code.tool_result":
+        return True
+    attributes = record.get("attributes")
+    return isinstance(attributes, list) and any(
+        isinstance(a, dict) and a.get("key") == "event.name" and isinstance(a.get("value"), dict)
+        and a["value"].get("stringValue") == "codex.tool_result" for a in attributes)
+
+
+def _scope_of(resource: dict[str, Any], records: list[Any]) -> dict[str, Any]:
+    return {"resourceLogs": [{"resource": resource.get("resource"), "scopeLogs": [{"logRecords": records}]}]}
+
+
+def one_at_a_time(batch: dict[str, Any], translation: Translation) -> None:
+    """The batch's translation is exactly that of its log records translated one at a time:
+    each with the batch's tool results (which decisions join), less what those results give on
+    their own. One bad record never changes another's Facts, skips or problems."""
+    paths = log_record_paths(batch, readable=True)
+    results = [get(batch, path) for path in paths if _is_result(get(batch, path))]
+    located = {"resourceLogs[{}].scopeLogs[{}].logRecords[{}]".format(*path[1::2]) for path in paths}
+    facts: Counter[str] = Counter()
+    skips: Counter[str] = Counter()
+    problems = [p for p in translation.problems if p.split(": ", 1)[0] not in located]
+    own = "resourceLogs[0].scopeLogs[0].logRecords[0]"
+    for path in paths:
+        record = get(batch, path)
+        resource = batch["resourceLogs"][path[1]]
+        part = _otlp(_scope_of(resource, [record, *results]))
+        alone = _otlp(_scope_of(resource, list(results)))  # what the results give by themselves
+        facts.update(encode_record(f) for f in part.facts)
+        facts.subtract(encode_record(f) for f in alone.facts)
+        skips.update(s for s in part.skips if s not in RESULT_SKIPS)
+        skips.subtract(s for s in alone.skips if s not in RESULT_SKIPS)
+        locator = "resourceLogs[{}].scopeLogs[{}].logRecords[{}]".format(*path[1::2])
+        problems.extend(locator + p[len(own):] for p in part.problems if p.startswith(own + ": "))
+    assert Counter(encode_record(f) for f in translation.facts) == +facts, "a record changed another's Facts"
+    assert Counter(s for s in translation.skips if s not in RESULT_SKIPS) == +skips
+    assert sorted(translation.problems) == sorted(problems), "a record's problem depends on another record"
+
+
+@FUZZ
+@given(data=st.data())
+def test_fuzz_ingest_otlp(data: st.DataObject) -> None:
+    """Batches of real-shaped log records, mutated mostly inside one log record: each bad log
+    record is one problem line naming its locator, the batch's other records are stored exactly,
+    and every batch translates as its records one at a time."""
+    count = data.draw(st.integers(1, 3), label="batches")
+    lines = []
+    for index in range(count):
+        batch = OTLP_SEEDS[data.draw(st.integers(0, len(OTLP_SEEDS) - 1), label="seed")]
+        if index > 0 or data.draw(st.booleans(), label="mutate the first"):
+            for _ in range(data.draw(st.integers(1, 3), label="mutations")):
+                batch = otlp_mutate(data, batch)
+        if index == 0 and not isinstance(batch, dict | Pairs):  # the first line is an object: a JSON Lines file
+            batch = OTLP_SEEDS[0]
+        text = render(batch).encode("utf-8", "surrogatepass")
+        if index > 0 and data.draw(st.integers(0, 5), label="damage") == 0:
+            text = text_mutation(data, text)
+        lines.append(text)
+    content = b"\n".join(lines) + b"\n"
+    with tempfile.TemporaryDirectory(prefix="sediment-fuzz-") as work:
+        path = Path(work) / "export.jsonl"
+        path.write_bytes(content)
+        store = FactStore(f"sqlite:///{Path(work) / 'facts.db'}")
+        try:
+            report = ingest_files([str(path)], _otlp, store, keep_flaws=True)
+            wanted_problems: list[tuple[int, str]] = []
+            skips: Counter[str] = Counter()
+            facts: list[FactModel] = []
+            elements = 0
+            for number, text in physical_lines(content):
+                value = otlp_reference(text)
+                if value is REFUSED or not isinstance(value, dict):
+                    wanted_problems.append((number, "(the line)"))
+                    event("batch: refused while reading")
+                    continue
+                try:
+                    translation = _otlp(value)
+                except TranslationError:
+                    wanted_problems.append((number, "(the batch)"))
+                    event("batch: not an OTLP export")
+                    continue
+                one_at_a_time(value, translation)
+                wanted_problems.extend((number, p) for p in translation.problems)
+                skips.update(translation.skips)
+                facts.extend(translation.facts)
+                elements += translation.elements
+                event(f"batch: {len(translation.problems)} problem(s), {len(translation.facts)} Fact(s)")
+            found = [(p.line, p.message) for p in report.problems]
+            assert len(found) == len(wanted_problems), (found, wanted_problems)
+            for (line, message), (wanted_line, wanted) in zip(found, wanted_problems, strict=True):
+                assert line == wanted_line and "\n" not in message and message.strip()
+                assert wanted.startswith("(") or message == wanted
+            assert report.skipped == skips and report.elements == elements
+            first: dict[str, FactModel] = {}
+            keys: set[tuple[str, str]] = set()
+            for fact in facts:
+                table, fact_id, key = table_and_key(fact)
+                if (table, key) not in keys and fact_id not in first:
+                    keys.add((table, key))
+                    first[fact_id] = fact
+            tables = {"developer_decisions", "edit_observations", "rejected_edits", "retry_linkages"}
+            stored = stored_facts(store, tables)
+            assert set(stored) == set(first), "a good log record was lost, or a refused one stored"
+            for fact_id, fact in first.items():
+                assert encode_record(stored[fact_id]) == encode_record(fact), f"{fact_id} not stored exactly"
+            for fact in facts:
+                raw = fact.raw if isinstance(fact, DeveloperDecision) else None
+                for part in (raw or {}).values() if isinstance(raw, dict) and "decision" in raw else ():
+                    if isinstance(part, dict):
+                        keys_sent = {a.get("key") for a in part.get("attributes", []) if isinstance(a, dict)}
+                        assert not keys_sent & ACCOUNT_ATTRIBUTES, "account data kept in raw"
+                        assert provenance(part) == part, "a credential was not redacted"
         finally:
             store.close()

@@ -14,11 +14,14 @@ import pytest
 from sediment.facts import (
     CIOutcome,
     DeveloperDecision,
+    EditObservation,
     FactModel,
     InferenceCall,
     PullRequestMerge,
     Push,
+    RejectedEdit,
     RepositoryRename,
+    RetryLinkage,
     SessionCommitObservation,
     TestCaseResult,
     TextPart,
@@ -87,6 +90,23 @@ LINES: dict[str, str] = {
         "locator": "testsuites/testsuite[0]/testcase[2]", "captured_at": "2024-05-01T12:00:00Z",
         "raw": {"tag": "testcase", "attributes": {"name": "test_add"}},
     }),
+    "edit_observation": json.dumps({
+        "fact_type": "edit_observation", "session_id": SESSION, "agent_harness": "claude-code",
+        "file_path": "/home/dev/project/src/app.py", "call_id": "toolu_01", "applied_text": "return a + b\n",
+        "observed_file_text": "def add(a, b):\n    return a + b\n", "external_lines_added": 0,
+        "external_lines_removed": None, "occurred_at": "2024-05-01T12:00:03Z", "captured_at": "2024-05-01T12:30:00Z",
+        "raw": {"tool_name": "Edit"},
+    }),
+    "rejected_edit": json.dumps({
+        "fact_type": "rejected_edit", "session_id": SESSION, "agent_harness": "claude-code",
+        "file_path": "/home/dev/project/src/app.py", "call_id": "toolu_02", "proposed": "return a - b\n",
+        "occurred_at": "2024-05-01T12:00:04Z", "captured_at": "2024-05-01T12:30:00Z", "raw": {"tool_name": "Edit"},
+    }),
+    "retry_linkage": json.dumps({
+        "fact_type": "retry_linkage", "session_id": SESSION, "agent_harness": "claude-code",
+        "file_path": "/home/dev/project/src/app.py", "tool_name": "Edit", "rejected_call_id": "toolu_02",
+        "accepted_call_id": "toolu_03", "occurred_at": "2024-05-01T12:00:09Z", "captured_at": "2024-05-01T12:30:00Z",
+    }),
 }
 
 MODELS: dict[str, type[FactModel]] = {
@@ -98,6 +118,9 @@ MODELS: dict[str, type[FactModel]] = {
     "repository_rename": RepositoryRename,
     "push": Push,
     "test_case_result": TestCaseResult,
+    "edit_observation": EditObservation,
+    "rejected_edit": RejectedEdit,
+    "retry_linkage": RetryLinkage,
 }
 ID_FIELDS = {
     "inference_call": "inference_call_id",
@@ -108,6 +131,9 @@ ID_FIELDS = {
     "repository_rename": "rename_id",
     "push": "push_id",
     "test_case_result": "test_result_id",
+    "edit_observation": "observation_id",
+    "rejected_edit": "rejection_id",
+    "retry_linkage": "retry_linkage_id",
 }
 T = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 EXPECTED_IDS = {
@@ -122,6 +148,11 @@ EXPECTED_IDS = {
     "push": fact_id("push", ORG, "codertocat/hello-world", "master", SHA_A, SHA_B),
     "test_case_result": fact_id("test", ORG, "github_actions", "octo-org/octo-repo", "30433642", 2, "a" * 64,
                                 "testsuites/testsuite[0]/testcase[2]"),
+    # one per tool call: (org, harness, session, call id)
+    "edit_observation": fact_id("edit", ORG, "claude-code", SESSION, "toolu_01"),
+    "rejected_edit": fact_id("rejection", ORG, "claude-code", SESSION, "toolu_02"),
+    "retry_linkage": fact_id("retry", ORG, "claude-code", SESSION, "Edit", "/home/dev/project/src/app.py", "toolu_02",
+                             "toolu_03"),
 }
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -67,10 +68,10 @@ def test_workflow_run_completed_success_maps_every_field() -> None:
     outcome = only_fact(translation)
     assert isinstance(outcome, CIOutcome)
     assert outcome.model_dump() == {
-        "schema_version": 2,  # the current identity-capable payload, identity absent
-        "repository_provider": None,
-        "repository_host": None,
-        "repository_id": None,
+        "schema_version": 2,  # the current identity-capable payload
+        "repository_provider": "github",  # repository.id, GitHub's immutable id, on github.com
+        "repository_host": "github.com",
+        "repository_id": "300029405",
         "outcome_id": fact_id("ci", ORG, "github_actions", "289785012", 1),
         "org_id": ORG,
         "provider": "github_actions",
@@ -245,11 +246,12 @@ def test_push_maps_every_field() -> None:
     assert isinstance(push, Push)
     before, after = "6113728f27ae82c7b1a177c8d03f9e96e0adf246", "ec26c3e57ca3a959ca5aad62de7213c562f8c821"
     assert push.model_dump() == {
-        "schema_version": 2,  # the current identity-capable payload, identity absent
-        "repository_provider": None,
-        "repository_host": None,
-        "repository_id": None,
-        "push_id": fact_id("push", ORG, "codertocat/hello-world", "master", before, after),
+        "schema_version": 2,  # the current identity-capable payload
+        "repository_provider": "github",
+        "repository_host": "github.com",
+        "repository_id": "186853002",
+        # keyed by the repository's identity, not its name (docs/operate.md, "Repository identity")
+        "push_id": fact_id("push", ORG, "identified", "github", "github.com", "186853002", "master", before, after),
         "org_id": ORG,
         "provider": "github",
         "repo": "codertocat/hello-world",
@@ -271,7 +273,8 @@ def test_push_creating_a_branch_has_no_before_sha() -> None:
     assert push.before_sha is None
     assert push.after_sha == "6113728f27ae82c7b1a177c8d03f9e96e0adf246"
     assert push.commit_shas == ("6113728f27ae82c7b1a177c8d03f9e96e0adf246",)
-    assert push.push_id == fact_id("push", ORG, "codertocat/hello-world", "master", None, push.after_sha)
+    assert push.push_id == fact_id("push", ORG, "identified", "github", "github.com", "186853002", "master", None,
+                                   push.after_sha)
 
 
 def test_push_deleting_a_branch_is_skipped() -> None:
@@ -304,19 +307,19 @@ def test_merged_pull_request_maps_every_field() -> None:
     assert isinstance(merge, PullRequestMerge)
     assert translation.warnings == ()
     assert merge.model_dump() == {
-        "schema_version": 2,  # the current identity-capable payload, identity absent
-        "repository_provider": None,
-        "repository_host": None,
-        "repository_id": None,
-        "merge_id": fact_id("merge", ORG, "github", "codertocat/hello-world", 2),
+        "schema_version": 2,  # the current identity-capable payload
+        "repository_provider": "github",
+        "repository_host": "github.com",
+        "repository_id": "186853002",
+        "merge_id": fact_id("merge", ORG, "identified", "github", "github.com", "186853002", 2),
         "org_id": ORG,
         "provider": "github",
         "repo": "codertocat/hello-world",
         "pr_number": 2,
         "head_repo": "octocoders/hello-world",
-        "head_repository_provider": None,
-        "head_repository_host": None,
-        "head_repository_id": None,
+        "head_repository_provider": "github",  # the fork's own id, never the target's
+        "head_repository_host": "github.com",
+        "head_repository_id": "186853261",
         "head_ref": "changes",
         "head_sha": "ec26c3e57ca3a959ca5aad62de7213c562f8c821",
         "base_ref": "master",
@@ -333,7 +336,8 @@ def test_merged_pull_request_from_a_deleted_fork() -> None:
     delivery["payload"]["pull_request"]["head"]["repo"] = None
     translation = translate(delivery)
     merge = only_fact(translation)
-    assert merge.head_repo == ""
+    assert merge.head_repo == "" and merge.head_repository_id is None
+    assert merge.repository_id == "186853002"
     assert translation.warnings == ("head_repository_deleted",)
 
 
@@ -599,13 +603,36 @@ def test_values_are_never_coerced(delivery: dict[str, Any], message: str) -> Non
 
 
 def test_identity_capable_facts_carry_the_current_schema_version() -> None:
-    """Version 2 is the current payload of CIOutcome, Push and PullRequestMerge, also without a
-    repository identity (contract §1.1; version 1 is the legacy payload)."""
+    """Version 2 is the current payload of CIOutcome, Push and PullRequestMerge, with the
+    repository identity when the payload has ``repository.id`` and without it otherwise
+    (contract §1.1; version 1 is the legacy payload)."""
     for name, model in [("workflow_run.completed.success.json", CIOutcome), ("push.json", Push),
                         ("pull_request.closed.merged.json", PullRequestMerge)]:
         fact = only_fact(translate(load(name)))
         assert isinstance(fact, model)
-        assert fact.schema_version == 2 and not fact.is_identified, name
+        assert fact.schema_version == 2 and fact.is_identified, name
+        delivery = load(name)
+        del delivery["payload"]["repository"]["id"]
+        legacy = only_fact(translate(delivery))
+        assert legacy.schema_version == 2 and not legacy.is_identified, name
+        assert (legacy.repository_provider, legacy.repository_host) == (None, None)
+
+
+@pytest.mark.parametrize("name", ["workflow_run.completed.success.json", "push.json",
+                                  "pull_request.closed.merged.json"])
+@pytest.mark.parametrize("bad", ["300029405", 0, -5, True, 1.5, {"id": 1}])
+def test_a_repository_id_that_is_not_a_positive_integer_is_refused(name: str, bad: Any) -> None:
+    """GitHub's ``repository.id`` is an integer; a string, zero, a bool or a float is a
+    malformed payload, refused in one line naming the field, never coerced."""
+    delivery = load(name)
+    delivery["payload"]["repository"]["id"] = bad
+    with pytest.raises(TranslationError, match=rf"^repository\.id: expected a positive integer, got {re.escape(repr(bad))}$"):
+        translate(delivery)
+    if name.startswith("pull_request"):
+        delivery = load(name)
+        delivery["payload"]["pull_request"]["head"]["repo"]["id"] = bad
+        with pytest.raises(TranslationError, match=r"^pull_request\.head\.repo\.id: expected a positive integer"):
+            translate(delivery)
 
 
 def test_a_naive_capture_time_is_refused() -> None:

@@ -177,3 +177,23 @@ def test_credential_query_parameters_of_a_url_are_redacted() -> None:
     assert redact_record(redacted) is redacted
     content = {"messages": [{"role": "user", "content": url}]}
     assert redact_record(content) is content
+
+
+def test_userinfo_passwords_and_forge_tokens_in_urls_are_redacted() -> None:
+    """A git remote with a token (Copilot reports the workspace's remote URL)."""
+    record = {"remote": "https://oauth2:glpat-SeCrEt@gitlab.com/group/repo.git",
+              "mirror": "https://x-access-token:ghs_abc123@github.com/o/r.git?ref=main&token=t1",
+              "bare": "https://ghp_0123456789abcdef@github.com/o/r.git",
+              "user_only": "https://alice@example.com/repo.git", "empty": "https://:@example.com/",
+              "ssh": "git@github.com:o/r.git", "plain": "https://github.com/o/r.git"}
+    redacted = redact_record(record)
+    assert redacted == {
+        "remote": f"https://oauth2:{marker('glpat-SeCrEt')}@gitlab.com/group/repo.git",
+        "mirror": f"https://x-access-token:{marker('ghs_abc123')}@github.com/o/r.git?ref=main&token=t1",
+        "bare": f"https://{marker('ghp_0123456789abcdef')}@github.com/o/r.git",
+        "user_only": "https://alice@example.com/repo.git", "empty": "https://:@example.com/",
+        "ssh": "git@github.com:o/r.git", "plain": "https://github.com/o/r.git",
+    }
+    assert redact_record(redacted) is redacted  # idempotent, the very record
+    clean = {"plain": "https://github.com/o/r.git"}
+    assert redact_record(clean) is clean

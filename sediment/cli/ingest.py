@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from sediment.ingest.files import IngestReport
 
 ingest_app = typer.Typer(help="Ingest Facts from files: canonical JSONL, GitHub webhooks, CI outcomes, call logs, "
-                              "JUnit test reports.", no_args_is_help=True)
+                              "JUnit test reports, agent OTLP log exports.", no_args_is_help=True)
 FILES_HELP = "Input files (JSON or JSON Lines); '-' reads stdin."
 ORG_HELP = "Org id (default: SEDIMENT_ORG_ID)."
 
@@ -69,16 +69,22 @@ def _report_problems(report: IngestReport, unit: str = "record") -> None:
         raise IngestError(f"{len(report.problems)} {unit}(s) failed to ingest; every other {unit} was ingested")
 
 
-def _render(report: IngestReport, as_json: bool) -> None:
+def _render(report: IngestReport, as_json: bool, *, elements: str | None = None) -> None:
+    """The problems, then the summary; ``elements`` names what a record's elements are (an OTLP
+    batch's ``log_records``), counted beside the records."""
     for problem in report.problems[:50]:
         console.say(("error:", "red"), " ", str(problem))
     if len(report.problems) > 50:
         console.say(f"… and {len(report.problems) - 50} more")
     if as_json:
-        typer.echo(json.dumps(report.as_json()))
+        summary = report.as_json()
+        if elements is not None:
+            summary[elements] = report.elements
+        typer.echo(json.dumps(summary))
         return
     stored = ", ".join(f"{k}: {v}" for k, v in sorted(report.stored.items())) or "nothing new"
-    console.say(f"{report.records} record(s) read; stored {stored}")
+    held = f" holding {report.elements} {elements.replace('_', ' ')}" if elements is not None else ""
+    console.say(f"{report.records} record(s) read{held}; stored {stored}")
     if report.duplicates:
         console.say(f"already stored: {dict(sorted(report.duplicates.items()))}")
     if report.skipped:  # reasons can name input (an unsupported event's name)
@@ -190,3 +196,39 @@ def junit(files: list[str] = typer.Argument(..., help="JUnit XML reports of one 
                                   runner=None if runner is None else runner.value)
     _render(report, as_json)
     _report_problems(report, "report")
+
+
+@ingest_app.command("otlp")
+def otlp(files: list[str] = typer.Argument(..., help="OTLP/JSON log exports, one batch per line or one per file; "
+                                                 "'-' reads stdin."),
+         org: str | None = typer.Option(None, "--org", help=ORG_HELP),
+         as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
+         workers: int = typer.Option(1, "--workers", "-w", min=1,
+                                     help="Processes reading files in parallel (the same Facts are stored).")
+         ) -> None:
+    """Agent OTLP log exports: developer decisions, edit observations, rejected edits, retry links.
+
+    Each batch is an ExportLogsServiceRequest in OTLP/JSON (resourceLogs → scopeLogs →
+    logRecords), as a client's OTLP/HTTP exporter sends it to /v1/logs or the OpenTelemetry
+    Collector's file exporter writes it. Read: GitHub Copilot Chat (copilot_chat.edit.feedback,
+    copilot_chat.inline.done, copilot_chat.edit.survival), Claude Code (claude_code.tool_decision
+    with its claude_code.tool_result; set OTEL_LOG_TOOL_DETAILS=1 for file paths), Codex
+    (codex.tool_decision with its codex.tool_result), shims (sediment.tool_decision) and
+    Sediment's transcript extractor (sediment.edit_observation, sediment.rejected_edit,
+    sediment.retry_linkage). Other events are counted under skipped as unknown_event:NAME.
+
+    A bad log record is one `FILE:LINE: LOCATOR: field: problem` line and stores nothing; the
+    other records of its batch still ingest, and the command exits 8. Re-ingesting stores
+    nothing new. --json adds log_records (how many the batches held) to the report.
+    """
+    from sediment.ingest.files import ingest_files
+    from sediment.ingest.otlp import translate_otlp
+
+    org_id = settings.org_id(org)
+    now = settings.capture_time()
+    report = ingest_files(files, lambda record: translate_otlp(record, org_id=org_id, captured_at=now),
+                          settings.store(), workers=workers, keep_flaws=True)
+    _render(report, as_json, elements="log_records")
+    if report.problems:
+        raise IngestError(f"{len(report.problems)} problem(s) (a log record, or a batch that is not an OTLP logs "
+                          "export): nothing of those was ingested; every other log record was")

@@ -9,38 +9,92 @@ import typer
 from sediment.cli import console, settings
 
 if TYPE_CHECKING:
-    from sediment.mirrors import MirrorRoot
+    from sediment.facts import RepositoryIdentity
+    from sediment.mirrors import MirrorLocation, MirrorRoot
+    from sediment.repositories import RepositoryContext
 
 mirror_app = typer.Typer(help="Manage bare git mirrors (reference patches, git-note attribution).",
                          no_args_is_help=True)
 
+_REPOSITORY_ID_HELP = ("GitHub's immutable repository id (repository.id of its webhooks): key the mirror by "
+                       "it. Needed when the stored Facts show several repositories that held the name.")
 
-def _report(repo: str, mirrors: MirrorRoot, org: str) -> None:
+
+def _report(location: MirrorLocation, mirrors: MirrorRoot, org: str) -> None:
     from sediment.observations import observe_notes
 
-    result = observe_notes(mirrors, settings.store(), org, repo, settings.capture_time())
+    result = observe_notes(mirrors, settings.store(), org, location.repo, settings.capture_time(), location.identity)
     for problem in result.problems:
         console.warning(problem)
-    console.say(f"{repo}: {result.stored} new session-commit observation(s), {result.already_seen} already seen")
+    console.say(f"{location.repo}: {result.stored} new session-commit observation(s), "
+                f"{result.already_seen} already seen")
+
+
+def _context(org: str) -> RepositoryContext:
+    from sediment.repositories import RepositoryContext
+
+    return RepositoryContext.from_store(settings.store(), org)
+
+
+def _identity(repository_id: str | None) -> RepositoryIdentity | None:
+    from sediment.errors import UsageError
+    from sediment.facts import RepositoryIdentity
+    from sediment.ingest.github import GITHUB_HOST
+
+    if repository_id is None:
+        return None
+    try:
+        return RepositoryIdentity(provider="github", host=GITHUB_HOST, repository_id=repository_id.strip())
+    except ValueError:
+        raise UsageError(f"--repository-id must be a positive decimal number: {repository_id!r}") from None
+
+
+def _settle(location: MirrorLocation, mirrors: MirrorRoot, org: str, repositories: RepositoryContext
+            ) -> MirrorLocation:
+    """A legacy mirror of a name an identified repository now holds: re-keyed by that identity,
+    or (several held it) reported as unused."""
+    from sediment.repositories import describe
+
+    rekeyed = mirrors.rekey(org, location, repositories)
+    if rekeyed is not None and rekeyed.identity is not None:
+        console.say(f"keyed the mirror of {location.repo} by {describe(rekeyed.identity)} "
+                    f"(the stored Facts name it): {rekeyed.path}")
+        return rekeyed
+    if location.identity is None and not repositories.legacy_mirror_usable(location.repo):
+        console.warning(f"repository_mirror_identity_unresolved: the legacy mirror of {location.repo} is not used "
+                        "(identified repositories held that name); remove it with `sediment mirror remove "
+                        "--legacy` and add the one you mean with --repository-id")
+    return location
 
 
 @mirror_app.command("add")
 def add(
     repo: str = typer.Argument(..., metavar="OWNER/REPO", help="Repository slug the mirror serves."),
     source: str = typer.Argument(..., help="Path or URL to fetch from."),
+    repository_id: str | None = typer.Option(None, "--repository-id", metavar="ID", help=_REPOSITORY_ID_HELP),
     org: str | None = typer.Option(None, "--org", help="Org id (default: SEDIMENT_ORG_ID)."),
 ) -> None:
     """Create a bare mirror, fetch branches and refs/notes/sediment, record new note edges.
 
+    The mirror is keyed by the repository's identity when the stored Facts (GitHub webhooks
+    carry the immutable repository id) show exactly one repository that held OWNER/REPO, so
+    a renamed repository keeps its mirror and a new repository of the same name gets its own;
+    with several, the add is refused until --repository-id chooses one; with none, it is a
+    legacy mirror keyed by the name.
+
     Atomic: the mirror is built in a private directory and moved into place only when its
     fetch succeeded; a failed add leaves nothing behind and can simply be retried.
     """
+    from sediment.mirrors import MirrorLocation, mirror_identity
+
     org_id = settings.org_id(org)
     slug = _slug(repo)
+    chosen = _identity(repository_id)
     mirrors = settings.mirror_root(create=True)
-    path = mirrors.add(org_id, slug, source)
+    identity = mirror_identity(_context(org_id), slug, chosen)
+    path = mirrors.add(org_id, slug, source, identity)
     console.say(f"mirrored {slug} into {path}")
-    _report(slug, mirrors, org_id)
+    _report(MirrorLocation(slug, identity, path), mirrors, org_id)
 
 
 def _slug(repo: str) -> str:
@@ -59,33 +113,58 @@ def _slug(repo: str) -> str:
 @mirror_app.command("fetch")
 def fetch(
     repo: str | None = typer.Argument(None, metavar="[OWNER/REPO]", help="One repository (default: all)."),
+    repository_id: str | None = typer.Option(None, "--repository-id", metavar="ID",
+                                             help="Fetch the mirror keyed by this repository id."),
     org: str | None = typer.Option(None, "--org", help="Org id (default: SEDIMENT_ORG_ID)."),
 ) -> None:
-    """Refresh mirrors from their origin; new note edges become SessionCommitObservation Facts."""
+    """Refresh mirrors from their origin; new note edges become SessionCommitObservation Facts.
+
+    A legacy mirror whose name one identified repository now holds (it was added before that
+    repository's webhooks arrived) is keyed by that repository's identity first, so its
+    commits and notes count for that repository.
+    """
     org_id = settings.org_id(org)
     mirrors = settings.mirror_root()
-    repos = [repo.lower()] if repo else mirrors.legacy_mirrors(org_id)
-    for slug in repos:
-        mirrors.fetch(org_id, slug)
-        _report(slug, mirrors, org_id)
+    repositories = _context(org_id)
+    chosen = _identity(repository_id)
+    if repo is None and chosen is None:
+        locations = mirrors.mirrors(org_id)
+    else:
+        locations = [mirrors.named(org_id, _slug(repo) if repo else "", chosen, repositories)]
+    for location in locations:
+        location = _settle(location, mirrors, org_id, repositories)
+        mirrors.fetch(org_id, location.repo, location.identity)
+        _report(location, mirrors, org_id)
 
 
 @mirror_app.command("remove")
 def remove(
     repo: str = typer.Argument(..., metavar="OWNER/REPO", help="Repository slug of the mirror."),
+    repository_id: str | None = typer.Option(None, "--repository-id", metavar="ID",
+                                             help="Remove the mirror keyed by this repository id."),
+    legacy: bool = typer.Option(False, "--legacy", help="Remove the legacy mirror keyed by the name "
+                                "(when an identified mirror serves the name too)."),
     org: str | None = typer.Option(None, "--org", help="Org id (default: SEDIMENT_ORG_ID)."),
 ) -> None:
     """Delete a mirror (also a half-made one) so it can be added again; stored Facts are kept."""
+    from sediment.errors import UsageError
+
     org_id = settings.org_id(org)
     slug = _slug(repo)
-    path = settings.mirror_root().remove(org_id, slug)
+    mirrors = settings.mirror_root()
+    chosen = _identity(repository_id)
+    if legacy and chosen is not None:
+        raise UsageError("--legacy and --repository-id name different mirrors; give one")
+    found = None if legacy else mirrors.locate(org_id, slug, chosen)
+    identity = found.identity if found is not None else chosen
+    path = mirrors.remove(org_id, slug, identity)
     console.say(f"removed the mirror of {slug} ({path})")
 
 
 @mirror_app.command("list")
 def list_mirrors(org: str | None = typer.Option(None, "--org", help="Org id (default: SEDIMENT_ORG_ID).")) -> None:
-    """List the org's mirrors and where they live."""
+    """List the org's mirrors (identified ones first) and where they live."""
     org_id = settings.org_id(org)
     mirrors = settings.mirror_root()
-    for slug in mirrors.legacy_mirrors(org_id):
-        typer.echo(f"{console.visible(slug)}\t{console.visible(mirrors.mirror_path(org_id, slug))}")
+    for location in mirrors.mirrors(org_id):
+        typer.echo(f"{console.visible(location.repo)}\t{console.visible(location.path)}")

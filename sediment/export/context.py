@@ -13,7 +13,8 @@ through a change to the pipeline, the writer, the registry or the CLI.
 An objective that derives its own units (Recovery: CI transitions) reads what a direct export's
 :class:`FactSource` offers: the org's CI outcomes, the core's CI resolution of them, the
 repository mirrors and the calls attributed to commits. Repository keys are the core's
-(:class:`~sediment.ci_resolution.CommitKey`): a mirror is looked up by the qualified key.
+(:class:`~sediment.ci_resolution.CommitKey`, qualified by the repository context): a mirror is
+looked up by the qualified key, an identified repository's by its identity.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from sediment.export.rows import Recipe
 from sediment.export.verifier_commands import VerifierCommands
 from sediment.facts import CIOutcome
 from sediment.mirrors import Mirror, MirrorRoot
+from sediment.repositories import RepositoryContext
 from sediment.rollout import Rollout
 
 if TYPE_CHECKING:
@@ -87,6 +89,8 @@ class Evidence:
     :param mirrors: the mirror root, or ``None`` when the export reads no mirror.
     :param fragmented: segmentation counts of the derivation, reported in the summary (read
         after projection: a store's counts are complete once every Session was derived).
+    :param repositories: the repository context CI resolves with (default: the Rollout
+        source's own ``repositories``, if it has one).
     :param facts: the fact store of a direct export (``None`` for a bundle).
     """
 
@@ -94,6 +98,7 @@ class Evidence:
     split_enabled: bool
     mirrors: MirrorRoot | None = None
     fragmented: Mapping[str, int] = field(default_factory=dict)
+    repositories: RepositoryContext | None = None
     facts: FactSource | None = None
 
 
@@ -107,7 +112,7 @@ def store_evidence(store: FactStore, org_id: str, mirrors: MirrorRoot | None,
     policy = policy or DerivationPolicy()
     derived = StoreRollouts(store, org_id, policy=policy, mirrors=mirrors)
     return Evidence(derived, policy.split.eval_fraction > 0, mirrors, derived.fragmented_counter,
-                    FactSource(store, org_id, policy, derived.quarantine_revision))
+                    derived.repositories, FactSource(store, org_id, policy, derived.quarantine_revision))
 
 
 class ExportContext:
@@ -126,8 +131,11 @@ class ExportContext:
     """
 
     def __init__(self, evidence: Evidence, *, recipe: Recipe, verifier_commands: VerifierCommands | None = None,
-                 ci_policy: CIResolutionPolicy = DEFAULT_CI_POLICY, progress: ProgressCallback | None = None) -> None:
+                 ci_policy: CIResolutionPolicy = DEFAULT_CI_POLICY, progress: ProgressCallback | None = None,
+                 repositories: RepositoryContext | None = None) -> None:
         self._evidence = evidence
+        #: The repository context CI resolves with (``None``: only legacy outcomes resolve).
+        self.repositories = repositories
         self.recipe = recipe
         self.split_enabled = evidence.split_enabled
         self.mirrors = evidence.mirrors
@@ -152,7 +160,7 @@ class ExportContext:
         for position, index in enumerate(order):
             self.read += 1
             yield RolloutEvidence(source[index], mirrors=self.mirrors, verifier_commands=self._verifier_commands,
-                                  ci_policy=self._ci_policy, recipe=self.recipe)
+                                  ci_policy=self._ci_policy, recipe=self.recipe, repositories=self.repositories)
             if self._progress is not None:
                 self._progress(position + 1, len(order))
 
@@ -188,9 +196,11 @@ class ExportContext:
 
     def resolve_ci(self, outcomes: Iterable[CIOutcome]) -> CIResolutionResult:
         """The core's CI resolution of ``outcomes`` (attempts grouped into runs, run and commit
-        verdicts, the resolver's skip counts), under the export's CI policy and quarantine
-        revision."""
-        return resolve_ci(outcomes, quarantine_revision=self.quarantine_revision, policy=self._ci_policy)
+        verdicts, the resolver's skip counts), under the export's CI policy, quarantine revision
+        and repository context (which qualifies each outcome's repository and leaves out outcomes
+        captured after its ``as_of``)."""
+        return resolve_ci(outcomes, quarantine_revision=self.quarantine_revision, policy=self._ci_policy,
+                          repositories=self.repositories)
 
     def mirror(self, commit: CommitKey) -> Mirror | None:
         """The mirror of ``commit``'s repository, or ``None`` when the export has no mirror root

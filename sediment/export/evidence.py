@@ -4,6 +4,10 @@
 and reference patches lazily and once per Rollout, so targets with two populations share the
 work. Reading :attr:`RolloutEvidence.ci` marks the CI evidence as consulted, which is how
 the pipeline knows to add the resolver's skip counts to the population's tally.
+
+CI resolves with the repository context the Rollouts were derived with (the store's, or a
+bundle's population): identified outcomes resolve to their repository's identity and label.
+Without one (a low-level caller's own Rollouts), only legacy outcomes resolve (contract §1.2).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from sediment.export.verifier_commands import VerifierCommands
 from sediment.facts import CIOutcome, TextPart, ToolDefinition
 from sediment.mirrors import MirrorRoot
 from sediment.records import plain
+from sediment.repositories import RepositoryContext, identity_of, repository_sort_key
 from sediment.rollout import Rollout, Turn
 from sediment.test_transitions import TestTransitions, TransitionDecline, derive_test_transitions
 
@@ -48,11 +53,13 @@ class RolloutEvidence:
         verifier_commands: VerifierCommands,
         ci_policy: CIResolutionPolicy = DEFAULT_CI_POLICY,
         recipe: Recipe | None = None,
+        repositories: RepositoryContext | None = None,
     ) -> None:
         self.rollout = rollout
         self.recipe = recipe
         self.mirrors = mirrors
         self.verifier_commands = verifier_commands
+        self.repositories = repositories
         self._ci_policy = ci_policy
         self._patches: dict[tuple[str, ...], ReferencePatch | str] = {}
         self.ci_consulted = False
@@ -65,6 +72,7 @@ class RolloutEvidence:
             self.rollout.terminal_outcomes,
             quarantine_revision=self.rollout.provenance.quarantine_revision,
             policy=self._ci_policy,
+            repositories=self.repositories,
         )
 
     @property
@@ -97,7 +105,7 @@ class RolloutEvidence:
             for o in self.rollout.session_commit_observations
             if o.org_id == org
             and o.session_id == self.rollout.session_id
-            and (org, "legacy", o.repo, o.commit_sha) in wanted
+            and (*repository_sort_key(org, o.repo, identity_of(o)), o.commit_sha) in wanted
         }
         return sorted(ids)
 
@@ -138,7 +146,10 @@ class RolloutEvidence:
         sources = set(resolution.source_outcome_ids)
         attempts = {(o.provider, o.run_id, o.run_attempt or 0) for o in self.rollout.terminal_outcomes
                     if o.outcome_id in sources}
-        return derive_test_transitions(self.rollout.test_results, repo=resolution.repo,
+        names: tuple[str, ...] = (resolution.repo,)
+        if resolution.repository_identity is not None and self.repositories is not None:
+            names = self.repositories.names(resolution.repository_identity) or names  # recorded before a rename too
+        return derive_test_transitions(self.rollout.test_results, repo=names,
                                        verified_commit=resolution.commit_sha, verified_attempts=attempts,
                                        base_commit=base_commit)
 

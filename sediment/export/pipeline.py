@@ -45,6 +45,7 @@ from sediment.export.writer import (
 )
 from sediment.mirrors import MirrorRoot
 from sediment.parallel import ordered_chunks
+from sediment.repositories import RepositoryContext
 
 __all__ = ["Budgets", "Evidence", "OrderedRollouts", "ProgressCallback", "RolloutSource", "export_objective",
            "export_rlvr_from_rollouts"]
@@ -83,6 +84,7 @@ def export_objective(
     progress: ProgressCallback | None = None,
     budgets: Budgets = Budgets(),
     workers: int = 1,
+    repositories: RepositoryContext | None = None,
 ) -> dict[str, Any]:
     """Export ``evidence`` as ``objective`` (through ``target`` and ``profile`` when it has
     targets) into ``out_dir``; the summary.
@@ -102,7 +104,12 @@ def export_objective(
         target, merged in order while later chunks are projected; the files are byte-identical
         to a single-process export. A profile export, and an objective without targets, project
         in one process.
+    :param repositories: the repository context CI resolves with; by default the evidence's own
+        (``evidence.repositories``, else ``evidence.rollouts.repositories``: a bundle's population,
+        the store's for a direct export). Without one only legacy (identity-less) CI outcomes resolve.
     """
+    if repositories is None:
+        repositories = evidence.repositories or getattr(evidence.rollouts, "repositories", None)
     registry = registry or load_registry()
     sources = settings or SettingsSources.empty()
     registry.check_settings_sources(sources)
@@ -148,12 +155,13 @@ def export_objective(
         try:
             if isinstance(projection, ObjectiveProjection):
                 context = ExportContext(evidence, recipe=chosen_recipe, verifier_commands=verifier_commands,
-                                        ci_policy=ci_policy, progress=progress)
+                                        ci_policy=ci_policy, progress=progress,
+                                        repositories=repositories)
                 projection.run(context, stage.prepared, tally)
                 units = context.read
             else:
                 for result in _project_chunks(evidence, projection, stage, verifier_commands, ci_policy,
-                                              chosen_recipe, progress, workers):
+                                              chosen_recipe, progress, workers, repositories):
                     tally.update(result.tally)
                 units = len(evidence.rollouts)
             projection.before_publish(tally)
@@ -184,6 +192,7 @@ def export_rlvr_from_rollouts(
     progress: ProgressCallback | None = None,
     budgets: Budgets = Budgets(),
     workers: int = 1,
+    repositories: RepositoryContext | None = None,
 ) -> dict[str, Any]:
     """Project ``rollouts`` through ``target`` (and ``profile``) into ``out_dir``; the summary.
 
@@ -194,6 +203,7 @@ def export_rlvr_from_rollouts(
     :param mirrors: the mirror root, or ``None`` for targets that project without mirrors.
     :param split_enabled: write ``.train``/``.eval`` files instead of one file per stem.
     :param fragmented: segmentation counts of the derivation, reported in the summary.
+    :param repositories: the repository context CI resolves with (see :func:`export_objective`).
     """
     registry = registry or load_registry()
     default = registry.default_objective
@@ -203,13 +213,14 @@ def export_rlvr_from_rollouts(
     return export_objective(
         Evidence(rollouts, split_enabled, mirrors, fragmented or {}), out_dir, objective=objective, target=target,
         profile=profile, registry=registry, settings=settings, verifier_commands=verifier_commands,
-        ci_policy=ci_policy, progress=progress, budgets=budgets, workers=workers,
+        ci_policy=ci_policy, progress=progress, budgets=budgets, workers=workers, repositories=repositories,
     )
 
 
 def _project_chunks(evidence: Evidence, projection: Projection, stage: StagingStore,
                     verifier_commands: VerifierCommands, ci_policy: CIResolutionPolicy, recipe: Recipe,
-                    progress: ProgressCallback | None, workers: int) -> Any:
+                    progress: ProgressCallback | None, workers: int,
+                    repositories: RepositoryContext | None) -> Any:
     """Project every Rollout in export order, in chunks; yield each chunk's result in order
     after merging its files into the stage."""
     rollouts, mirrors = evidence.rollouts, evidence.mirrors
@@ -221,7 +232,8 @@ def _project_chunks(evidence: Evidence, projection: Projection, stage: StagingSt
         result = _ChunkResult(files.directory, Tally(), positions=len(chunk))
         for position in chunk:
             unit = RolloutEvidence(rollouts[order[position]], mirrors=mirrors,
-                                   verifier_commands=verifier_commands, ci_policy=ci_policy, recipe=recipe)
+                                   verifier_commands=verifier_commands, ci_policy=ci_policy, recipe=recipe,
+                                   repositories=repositories)
             projection.project(unit, files, result.tally)
             if progress is not None and not parallel:
                 progress(position + 1, len(order))

@@ -26,11 +26,20 @@ class IngestError(SedimentError):
 
 @dataclass(frozen=True)
 class Translation:
-    """The Facts one record became, or the reason it was skipped on purpose."""
+    """The Facts one record became, or the reason it was skipped on purpose.
+
+    A record that is a batch of elements (an OTLP export's log records) reports per element:
+    ``skips`` holds one reason per element declined on purpose, ``problems`` one line per
+    element refused (its locator, field and what is wrong; the command adds the file and line),
+    and ``elements`` how many the batch held. The Facts of the other elements are kept.
+    """
 
     facts: tuple[FactModel, ...] = ()
     skipped: str | None = None
     warnings: tuple[str, ...] = field(default=())
+    skips: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+    elements: int = 0
 
     @classmethod
     def skip(cls, reason: str) -> Translation:

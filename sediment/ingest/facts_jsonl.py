@@ -23,11 +23,14 @@ from pydantic import TypeAdapter, ValidationError
 from sediment.facts import (
     CIOutcome,
     DeveloperDecision,
+    EditObservation,
     FactModel,
     InferenceCall,
     PullRequestMerge,
     Push,
+    RejectedEdit,
     RepositoryRename,
+    RetryLinkage,
     SessionCommitObservation,
     TestCaseResult,
 )
@@ -45,6 +48,9 @@ FACT_TYPES: Final[Mapping[str, tuple[type[FactModel], str]]] = MappingProxyType(
     "repository_rename": (RepositoryRename, "rename_id"),
     "push": (Push, "push_id"),
     "test_case_result": (TestCaseResult, "test_result_id"),
+    "edit_observation": (EditObservation, "observation_id"),
+    "rejected_edit": (RejectedEdit, "rejection_id"),
+    "retry_linkage": (RetryLinkage, "retry_linkage_id"),
 })
 """``fact_type`` → (model, id field), in the documented order."""
 
@@ -170,6 +176,23 @@ def test_case_result_id(org_id: str, provider: str, repo: str, run_id: str, run_
 test_case_result_id.__test__ = False  # type: ignore[attr-defined]  # not a pytest test
 
 
+def decision_id(fact: DeveloperDecision) -> str:
+    """The id of a developer decision, derived from every part of its natural key (and its path).
+
+    ``(org, harness, session, call_id or "", file_path, observation_delay_ms or -1, accepted,
+    explicit, occurred_at)``, and ``"inline"`` after them for an inline decision only: the
+    interaction mode joined the key in store schema 6, and leaving it out of an agent decision's
+    id keeps every id derived before then.
+    """
+    delay = fact.observation_delay_ms if fact.observation_delay_ms is not None else -1
+    parts: list[str | int | None] = [fact.org_id, fact.agent_harness, fact.session_id, fact.call_id or "",
+                                     fact.file_path, delay, fact.accepted, fact.explicit,
+                                     render_datetime(fact.occurred_at)]
+    if fact.interaction_mode == "inline":
+        parts.append("inline")
+    return fact_id("decision", *parts)
+
+
 def fact_content_hash(fact: FactModel, id_field: str) -> str:
     """Hash of a Fact's canonical JSON without its id and org (the org is keyed separately).
 
@@ -191,17 +214,28 @@ def natural_id(fact: FactModel, *, event_hash: str | None = None) -> str:
     if isinstance(fact, CIOutcome):
         return ci_outcome_id(fact.org_id, fact.provider, fact.run_id, fact.run_attempt)
     if isinstance(fact, SessionCommitObservation):
+        if fact.is_identified:  # one repository lifetime: keyed by its identity, not by a name it had
+            return fact_id("obs", fact.org_id, *fact.forge_key, fact.commit_sha, fact.session_id)
         return fact_id("obs", fact.org_id, fact.repo, fact.commit_sha, fact.session_id)
     if isinstance(fact, DeveloperDecision):
-        delay = fact.observation_delay_ms if fact.observation_delay_ms is not None else -1
-        return fact_id("decision", fact.org_id, fact.agent_harness, fact.session_id, fact.call_id or "",
-                       fact.file_path, delay, fact.accepted, fact.explicit, render_datetime(fact.occurred_at))
+        return decision_id(fact)
+    if isinstance(fact, EditObservation):
+        return fact_id("edit", fact.org_id, fact.agent_harness, fact.session_id, fact.call_id)
+    if isinstance(fact, RejectedEdit):
+        return fact_id("rejection", fact.org_id, fact.agent_harness, fact.session_id, fact.call_id)
+    if isinstance(fact, RetryLinkage):
+        return fact_id("retry", fact.org_id, fact.agent_harness, fact.session_id, fact.tool_name, fact.file_path,
+                       fact.rejected_call_id, fact.accepted_call_id)
     if isinstance(fact, PullRequestMerge):
+        if fact.is_identified:
+            return fact_id("merge", fact.org_id, *fact.forge_key, fact.pr_number)
         return merge_id(fact.org_id, fact.provider, fact.repo, fact.pr_number)
     if isinstance(fact, RepositoryRename):
         key = fact.source_event_id or event_hash or fact_content_hash(fact, "rename_id")
         return rename_id(fact.org_id, fact.provider, fact.repository_host, key)
     if isinstance(fact, Push):
+        if fact.is_identified:
+            return fact_id("push", fact.org_id, *fact.forge_key, fact.ref, fact.before_sha, fact.after_sha)
         return push_id(fact.org_id, fact.repo, fact.ref, fact.before_sha, fact.after_sha)
     if isinstance(fact, TestCaseResult):
         return test_case_result_id(fact.org_id, fact.provider, fact.repo, fact.run_id, fact.run_attempt,

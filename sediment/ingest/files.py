@@ -67,10 +67,13 @@ class IngestReport:
     skipped: Counter[str] = field(default_factory=Counter)
     warnings: Counter[str] = field(default_factory=Counter)
     problems: list[InputProblem] = field(default_factory=list)
+    #: Elements the records held, when a record is a batch of them (an OTLP export's log records).
+    elements: int = 0
 
     def absorb(self, other: IngestReport) -> None:
         """Add a worker's counts and problems (its stored/duplicate counts come from the writes)."""
         self.records += other.records
+        self.elements += other.elements
         self.skipped.update(other.skipped)
         self.warnings.update(other.warnings)
         self.problems.extend(other.problems)
@@ -138,25 +141,27 @@ def _size(limit: int) -> str:
     return f"{limit // MIB} MiB" if limit % MIB == 0 else f"{limit} bytes"
 
 
-def records(path: str, *, max_line: int = MAX_LINE_BYTES,
-            max_document: int = MAX_DOCUMENT_BYTES) -> Iterator[tuple[int, Any | Exception]]:
+def records(path: str, *, max_line: int = MAX_LINE_BYTES, max_document: int = MAX_DOCUMENT_BYTES,
+            keep_flaws: bool = False) -> Iterator[tuple[int, Any | Exception]]:
     """``(line or index, record)`` pairs, streamed; an unreadable record yields its problem.
 
     JSON Lines are read one line at a time (memory holds one record); a file whose first line
     is not a complete JSON value (or is an array followed by nothing) is read as one JSON
     document of at most ``max_document`` bytes: an object, or an array whose elements are the
     records (numbered by position). A file that is not one document is read as JSON Lines.
+    With ``keep_flaws`` a duplicate key or an unreadable number inside a record is kept as a
+    flaw (:class:`~sediment.ingest.json_text.JsonReader`) for the translator to refuse that part alone.
     """
     handle = sys.stdin.buffer if path == "-" else open(path, "rb", buffering=READ_BUFFER)  # noqa: SIM115
     try:
-        yield from _records(_lines(handle, max_line), max_line, max_document)
+        yield from _records(_lines(handle, max_line), max_line, max_document, JsonReader(keep_flaws=keep_flaws))
     finally:
         if handle is not sys.stdin.buffer:
             handle.close()
 
 
-def _records(lines: Iterator[Line], max_line: int, max_document: int) -> Iterator[tuple[int, Any | Exception]]:
-    reader = JsonReader()
+def _records(lines: Iterator[Line], max_line: int, max_document: int,
+             reader: JsonReader) -> Iterator[tuple[int, Any | Exception]]:
     too_long = f"line longer than {_size(max_line)}"
 
     def one(number: int, line: bytes | None) -> Iterator[tuple[int, Any | Exception]]:
@@ -286,19 +291,20 @@ def ingest_files(
     store: FactStore,
     *,
     workers: int = 1,
+    keep_flaws: bool = False,
 ) -> IngestReport:
     """Translate every record of every file and append the Facts in batches.
 
     With ``workers`` > 1, contiguous chunks of files are parsed, translated and encoded in
     forked processes; the parent writes their batches in file order (each chunk as soon as it
     and the ones before it are ready), so what is stored (and which redelivery counts as the
-    duplicate) is the same as with one worker.
+    duplicate) is the same as with one worker. ``keep_flaws`` reads records as :func:`records` says.
     """
     files = list(paths)
     if workers <= 1 or len(files) < 2:
         report = IngestReport()
         for path in files:
-            _ingest_file(path, translate, lambda facts: _merge(report, store.append(facts)), report)
+            _ingest_file(path, translate, lambda facts: _merge(report, store.append(facts)), report, keep_flaws)
         return report
     spool = Path(tempfile.mkdtemp(prefix="sediment-ingest-"))
     try:
@@ -312,7 +318,7 @@ def ingest_files(
                 batches.append(batch)
 
             for index in chunk:
-                _ingest_file(files[index], translate, spill, report)
+                _ingest_file(files[index], translate, spill, report, keep_flaws)
             return report, batches
 
         total = IngestReport()
@@ -333,10 +339,10 @@ def _merge(report: IngestReport, result: AppendResult) -> None:
 
 
 def _ingest_file(path: str, translate: Callable[[Any], Translation], sink: Callable[[list[FactModel]], None],
-                 report: IngestReport) -> None:
+                 report: IngestReport, keep_flaws: bool = False) -> None:
     pending: list[FactModel] = []
     try:
-        _ingest_stream(path, records(path), translate, sink, report, pending)
+        _ingest_stream(path, records(path, keep_flaws=keep_flaws), translate, sink, report, pending)
     except OSError as exc:
         report.problems.append(InputProblem(path, 0, f"cannot read: {exc.strerror or exc}"))
     if pending:
@@ -361,7 +367,10 @@ def _ingest_stream(path: str, stream: Iterable[tuple[int, Any]], translate: Call
             continue
         if translation.skipped:
             report.skipped[translation.skipped] += 1
+        report.skipped.update(translation.skips)
         report.warnings.update(translation.warnings)
+        report.elements += translation.elements
+        report.problems.extend(InputProblem(path, number, problem) for problem in translation.problems)
         pending.extend(translation.facts)
         if len(pending) >= BATCH:
             sink(list(pending))

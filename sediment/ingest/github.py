@@ -14,10 +14,13 @@ Other actions of those events are skipped with a reason from :data:`SKIP_REASONS
 event is skipped as ``unsupported_event:<name>``, never an error. A malformed payload (missing
 ``head_sha``, a short SHA, no ``repository``) raises TranslationError naming the payload path.
 
-Repository identity is out of scope here: the identity-capable Facts (CIOutcome, Push,
-PullRequestMerge) are written as :data:`IDENTITY_CAPABLE_VERSION` (2, the current payload
-version; 1 is the legacy payload written before identity existed) with the identity triple
-absent.
+Repository identity: GitHub names every repository by an immutable numeric ``repository.id``,
+so the identity-capable Facts (CIOutcome, Push, PullRequestMerge and its head repository) carry
+the triple ``github`` / ``github.com`` / that id, written as :data:`IDENTITY_CAPABLE_VERSION`
+(2, the current payload version; 1 is the legacy payload written before identity existed). A
+payload without the id yields a Fact without the triple (legacy evidence); an id that is not a
+positive integer is refused, never coerced. The host is this translator's constant, never read
+from a URL in the payload.
 """
 
 from __future__ import annotations
@@ -142,6 +145,18 @@ def _id_text(payload: Mapping[str, Any], path: str, *, required: bool) -> str | 
     if isinstance(value, bool) or not isinstance(value, int | str) or (isinstance(value, str) and not value.strip()):
         raise TranslationError(f"{path}: expected a number or a non-empty string, got {value!r}")
     return str(value)
+
+
+def _identity(payload: Mapping[str, Any], path: str, prefix: str = "repository") -> dict[str, str | None]:
+    """The identity triple (``<prefix>_provider``/``_host``/``_id``) of the repository object at
+    ``path``: GitHub's immutable ``id`` on :data:`GITHUB_HOST`, all ``None`` without an id."""
+    value = _lookup(payload, f"{path}.id")
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise TranslationError(f"{path}.id: expected a positive integer, got {value!r}")
+    identified = value is not None
+    return {f"{prefix}_provider": "github" if identified else None,
+            f"{prefix}_host": GITHUB_HOST if identified else None,
+            f"{prefix}_id": str(value) if identified else None}
 
 
 def _is_zero(sha: str) -> bool:
@@ -273,6 +288,7 @@ def _workflow_run(delivery: _Delivery) -> Translation:
         delivery.warnings.append("workflow_run_status_not_completed")
     fields = {
         "schema_version": IDENTITY_CAPABLE_VERSION,
+        **_identity(payload, "repository"),
         "outcome_id": PENDING_ID,
         "org_id": delivery.org_id,
         "provider": CI_PROVIDER,
@@ -340,6 +356,7 @@ def _push(delivery: _Delivery) -> Translation:
         commit_shas.append(_sha(sha, f"commits[{index}].id"))
     fields = {
         "schema_version": IDENTITY_CAPABLE_VERSION,
+        **_identity(payload, "repository"),
         "push_id": PENDING_ID,
         "org_id": delivery.org_id,
         "repo": _text(payload, "repository.full_name"),
@@ -386,11 +403,13 @@ def _pull_request(delivery: _Delivery) -> Translation:
         head_repo = _text(payload, "pull_request.head.repo.full_name")
     fields = {
         "schema_version": IDENTITY_CAPABLE_VERSION,
+        **_identity(payload, "repository"),
         "merge_id": PENDING_ID,
         "org_id": delivery.org_id,
         "repo": _text(payload, "repository.full_name"),
         "pr_number": number,
         "head_repo": head_repo,
+        **_identity(payload, "pull_request.head.repo", "head_repository"),
         "head_ref": _text(payload, "pull_request.head.ref"),
         "head_sha": _required_sha(payload, "pull_request.head.sha"),
         "base_ref": _text(payload, "pull_request.base.ref"),

@@ -57,26 +57,101 @@ def too_deep(value: Any, limit: int = MAX_DEPTH) -> bool:
             return True
         children: list[Any] = []
         for node in level:
-            children.extend(node.values() if type(node) is dict else node)
-        level = [child for child in children if type(child) is dict or type(child) is list]
+            children.extend(node.values() if isinstance(node, dict) else node)  # a FlawedObject too
+        level = [child for child in children if isinstance(child, dict) or type(child) is list]
     return False
+
+
+class Flaw:
+    """A value the reader could not read exactly (a number out of range, an integer of too many
+    digits), kept in place by a :class:`JsonReader` that keeps flaws: whoever uses the record
+    around it refuses that part alone (:func:`first_flaw`)."""
+
+    __slots__ = ("problem",)
+
+    def __init__(self, problem: str) -> None:
+        self.problem = problem
+
+    def __repr__(self) -> str:
+        return f"Flaw({self.problem!r})"
+
+
+class FlawedObject(dict[str, Any]):
+    """An object that named a key twice, read by a :class:`JsonReader` that keeps flaws (the
+    last value is kept, and ``problem`` says which key)."""
+
+    problem: str
+
+
+def first_flaw(value: Any) -> str | None:
+    """The problem of the first :class:`Flaw` or :class:`FlawedObject` in ``value`` (depth first,
+    in order; no recursion), or None when it was read exactly."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Flaw):
+            return node.problem
+        if isinstance(node, FlawedObject):
+            return node.problem
+        if type(node) is dict:
+            stack.extend(reversed(node.values()))
+        elif type(node) is list:
+            stack.extend(reversed(node))
+    return None
+
+
+def _checked_int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise RecordProblem(f"integer has more than {sys.get_int_max_str_digits()} digits") from None
 
 
 class JsonReader:
     """Parses JSON text exactly with the standard parser (orjson would turn integers beyond 64
     bits into floats and cannot see a key given twice): duplicate keys, numbers that overflow,
     integers beyond Python's digit limit and nesting beyond :data:`MAX_DEPTH` are
-    :class:`RecordProblem` s."""
+    :class:`RecordProblem` s.
 
-    def __init__(self) -> None:
+    With ``keep_flaws`` a duplicate key or an unreadable number does not fail the whole text:
+    the object becomes a :class:`FlawedObject`, the number a :class:`Flaw`, and a reader of a
+    batch of records (an OTLP export) refuses only the record holding one. Nesting beyond the
+    limit still fails the whole text.
+    """
+
+    def __init__(self, *, keep_flaws: bool = False) -> None:
         self._duplicates: list[str] = []
-        self._decoder = json.JSONDecoder(object_pairs_hook=self._object, parse_float=_finite_float)
+        self._keep_flaws = keep_flaws
+        if keep_flaws:
+            self._decoder = json.JSONDecoder(object_pairs_hook=self._object, parse_float=self._float,
+                                             parse_int=self._int)
+        else:
+            self._decoder = json.JSONDecoder(object_pairs_hook=self._object, parse_float=_finite_float)
 
     def _object(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         result = dict(pairs)
         if len(result) != len(pairs):
-            self._duplicates.append(_first_duplicate(pairs))
+            duplicate = _first_duplicate(pairs)
+            if self._keep_flaws:
+                flawed = FlawedObject(result)
+                flawed.problem = f"duplicate key {duplicate!r}"
+                return flawed
+            self._duplicates.append(duplicate)
         return result
+
+    @staticmethod
+    def _float(text: str) -> float | Flaw:
+        try:
+            return _finite_float(text)
+        except RecordProblem as exc:
+            return Flaw(str(exc))
+
+    @staticmethod
+    def _int(text: str) -> int | Flaw:
+        try:
+            return _checked_int(text)
+        except RecordProblem as exc:
+            return Flaw(str(exc))
 
     def parse(self, data: bytes | str) -> Any:
         """One JSON value (surrounding whitespace allowed); a RecordProblem names what is wrong."""

@@ -12,7 +12,9 @@ is ignored. A name matches as a header (a member of a header map such as ``heade
 a field (a member of any other object); both are object members of the parsed record. In
 an ``http(s)`` URL a query parameter matches too, by those names or by
 :data:`QUERY_PARAMETERS` (``key``: Google's API key parameter, which LiteLLM's logged
-``api_base`` of a Gemini call carries, its masking of the first characters aside).
+``api_base`` of a Gemini call carries, its masking of the first characters aside), and so does
+the password of its userinfo (a git remote ``https://oauth2:<token>@gitlab.com/…``, which
+Copilot reports) or a userinfo that is a forge token (:data:`TOKEN_PREFIXES`).
 
 The value of a matching member (or query parameter) becomes :func:`marker` of it, the string
 ``"[redacted sha256:<hex>]"`` (the SHA-256 of the value's UTF-8 bytes), so a consumer can
@@ -35,6 +37,7 @@ from __future__ import annotations
 
 import re
 from fnmatch import fnmatchcase
+from functools import lru_cache
 from typing import Any
 from urllib.parse import unquote
 
@@ -95,6 +98,9 @@ MARKER_PREFIX = "[redacted sha256:"
 _MARKER = re.compile(r"\[redacted sha256:[0-9a-f]{64}\]")
 _FORWARDED_PREFIX = "llm_provider_"
 _QUERY_MEMBER = re.compile(r"([^&=]+)=([^&]*)")
+_USERINFO = re.compile(r"([Hh][Tt][Tt][Pp][Ss]?://)([^/?#@]*)@")
+#: Forge tokens a URL may carry as its user name (GitHub's classic and fine-grained, GitLab's).
+TOKEN_PREFIXES: tuple[str, ...] = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-")
 
 
 def _normalized(name: str) -> str:
@@ -109,6 +115,7 @@ def _listed(normalized: str) -> bool:
     return normalized in _NAMES or any(fnmatchcase(normalized, pattern) for pattern in _PATTERNS)
 
 
+@lru_cache(maxsize=8192)
 def is_credential_name(name: str) -> bool:
     """True when ``name`` matches an entry of :data:`CREDENTIAL_NAMES`: any case, ``-`` and
     ``_`` alike, ``*`` any characters, with or without LiteLLM's ``llm_provider-`` prefix."""
@@ -134,10 +141,32 @@ def _is_query_credential(name: str) -> bool:
     return name.lower() in QUERY_PARAMETERS or is_credential_name(name)
 
 
+def _redact_userinfo(text: str) -> str:
+    """An ``http(s)`` URL with the password of its userinfo (``https://user:secret@host``), or a
+    userinfo that is a forge token (``https://ghp_…@github.com``), as a marker."""
+    match = _USERINFO.match(text)
+    if match is None:
+        return text
+    userinfo = match.group(2)
+    if is_marker(userinfo):
+        return text
+    user, colon, password = userinfo.partition(":")
+    if colon and password and not is_marker(password):
+        redacted = f"{user}:{marker(password)}"
+    elif not colon and user.startswith(TOKEN_PREFIXES):
+        redacted = marker(user)
+    else:
+        return text
+    return f"{match.group(1)}{redacted}@{text[match.end():]}"
+
+
 def _redact_url(text: str) -> str:
-    """An ``http(s)`` URL with its credential query parameters' values as markers; any other
-    text, and a URL without one, comes back as the very string."""
-    if not text[:8].lower().startswith(("http://", "https://")) or "?" not in text:
+    """An ``http(s)`` URL with its credential query parameters' values, and its userinfo
+    password, as markers; any other text, and a URL without one, comes back as the very string."""
+    if not text[:8].lower().startswith(("http://", "https://")):
+        return text
+    text = _redact_userinfo(text)
+    if "?" not in text:
         return text
     head, _, rest = text.partition("?")
     query, hash_mark, fragment = rest.partition("#")

@@ -40,15 +40,18 @@ from sediment.errors import ConfigurationError, SedimentError
 from sediment.facts import (
     CIOutcome,
     DeveloperDecision,
+    EditObservation,
     FactModel,
     InferenceCall,
     InferenceMessage,
+    RepositoryRename,
     SessionCommitObservation,
     TestCaseResult,
     ToolDefinition,
 )
 from sediment.home import ensure_home, sediment_home
 from sediment.records import decode_record, encode_record, plain, sha256_hex, sortable_time
+from sediment.repositories import EVIDENCE_TABLES, RepositoryEvidence, evidence_of_all
 from sediment.store import schema
 from sediment.store.interning import expand, intern, references
 from sediment.store.keys import MODELS, fact_org, table_and_key
@@ -733,6 +736,23 @@ class FactStore:
             return [self._model("developer_decisions", r.record)
                     for r in self._visible(conn, "developer_decisions", org_id, table.c.session_id == session_id)]
 
+    def session_facts(self, table_name: str, org_id: str, session_id: str) -> list[FactModel]:
+        """The visible Facts of one Session-scoped table (decisions, edit observations, rejected
+        edits, retry linkages, commit observations) in fact-id order."""
+        table = schema.FACT_TABLES[table_name]
+        if table_name == "inference_calls" or "session_id" not in table.c:
+            raise StoreError(f"{table_name} is not a table of Session-scoped Facts read this way")
+        with self._reading() as conn:
+            return [self._model(table_name, r.record)
+                    for r in self._visible(conn, table_name, org_id, table.c.session_id == session_id)]
+
+    def edit_observations_for_session(self, org_id: str, session_id: str) -> list[EditObservation]:
+        """The Session's visible edit observations, by ``(agent_harness, call_id, occurred_at,
+        observation_id)`` (compared in Python, so both backends give one order)."""
+        found = [fact for fact in self.session_facts("edit_observations", org_id, session_id)
+                 if isinstance(fact, EditObservation)]
+        return sorted(found, key=lambda o: (o.agent_harness, o.call_id, o.occurred_at, o.observation_id))
+
     def observations_for_session(self, org_id: str, session_id: str) -> list[SessionCommitObservation]:
         table = schema.session_commit_observations
         with self._reading() as conn:
@@ -766,6 +786,26 @@ class FactStore:
         results.sort(key=lambda r: (r.repo, r.commit_sha, r.provider, r.run_id, r.run_attempt, r.test_id,
                                     r.report_sha256, r.locator))
         return results
+
+    def repository_evidence(self, org_id: str) -> Iterator[RepositoryEvidence]:
+        """The repository references of every visible identity-capable Fact of the org (CI
+        outcomes, pushes, merges with their head repository, session-commit observations), in
+        table then fact id order, read a batch at a time (what a repository context is built from)."""
+        for table_name in EVIDENCE_TABLES:
+            table = schema.FACT_TABLES[table_name]
+            with self._reading() as conn:
+                hidden = self._quarantined(conn, org_id, table_name)
+                query = (select(table.c.fact_id, table.c.record).where(table.c.org_id == org_id)
+                         .order_by(table.c.fact_id).execution_options(yield_per=500))
+                for row in conn.execute(query):
+                    if row.fact_id not in hidden:
+                        yield from evidence_of_all((self._model(table_name, row.record),))
+
+    def repository_renames(self, org_id: str) -> list[RepositoryRename]:
+        """Every visible RepositoryRename of the org, by fact id."""
+        with self._reading() as conn:
+            return [self._model("repository_renames", r.record)
+                    for r in self._visible(conn, "repository_renames", org_id)]
 
     def facts(self, table_name: str, org_id: str) -> Iterator[FactModel]:
         """Every visible Fact of one table (inference calls without their messages rehydrated)."""

@@ -5,19 +5,23 @@ from __future__ import annotations
 from sediment.facts import (
     CIOutcome,
     DeveloperDecision,
+    EditObservation,
     FactModel,
     InferenceCall,
     PullRequestMerge,
     Push,
+    RejectedEdit,
     RepositoryRename,
+    RetryLinkage,
     SessionCommitObservation,
     TestCaseResult,
 )
-from sediment.records import canonical_json
+from sediment.records import canonical_json, sortable_time
 
 
 def _key(*parts: str | int | None) -> str:
     return canonical_json(list(parts))
+
 
 
 def call_key(fact: InferenceCall) -> str:
@@ -33,6 +37,32 @@ def call_key(fact: InferenceCall) -> str:
     return _key("id", fact.inference_call_id)
 
 
+def decision_key(fact: DeveloperDecision) -> str:
+    """A developer decision's natural key (store schema 6, the contract's two identities, §1.1).
+
+    A Claude Code decision with a ``call_id`` is one tool call's verdict: keyed by
+    ``(org, harness, session, accepted, explicit, interaction_mode, occurred_at, call_id)``,
+    without its path (a reject carries none, and a redelivery joined to its tool result in
+    another batch may). Every other decision is keyed by ``(org, harness, session, file_path,
+    accepted, explicit, interaction_mode, occurred_at, call_id or "", observation_delay_ms or
+    -1)``: a Codex patch yields one decision per file, and Copilot reports one edit's survival
+    at several delays.
+    """
+    occurred = sortable_time(fact.occurred_at)
+    if fact.agent_harness == "claude-code" and fact.call_id is not None:
+        return _key("keyed", fact.org_id, fact.agent_harness, fact.session_id, fact.accepted, fact.explicit,
+                    fact.interaction_mode, occurred, fact.call_id)
+    delay = fact.observation_delay_ms if fact.observation_delay_ms is not None else -1
+    return _key("natural", fact.org_id, fact.agent_harness, fact.session_id, fact.file_path, fact.accepted,
+                fact.explicit, fact.interaction_mode, occurred, fact.call_id or "", delay)
+
+
+def edit_key(fact: EditObservation | RejectedEdit) -> str:
+    """An edit observation's or rejected edit's natural key: one per tool call,
+    ``(org, harness, session, call_id)`` (the first write wins)."""
+    return _key(fact.org_id, fact.agent_harness, fact.session_id, fact.call_id)
+
+
 def table_and_key(fact: FactModel) -> tuple[str, str, str]:
     """``(table name, fact id, natural key)`` of a Fact."""
     if isinstance(fact, InferenceCall):
@@ -42,21 +72,25 @@ def table_and_key(fact: FactModel) -> tuple[str, str, str]:
         return "ci_outcomes", fact.outcome_id, _key(fact.org_id, fact.provider, *forge, fact.run_id,
                                                     fact.run_attempt or 0)
     if isinstance(fact, SessionCommitObservation):
+        repository = fact.forge_key if fact.is_identified else (fact.repo,)
         return ("session_commit_observations", fact.observation_id,
-                _key(fact.org_id, fact.repo, fact.commit_sha, fact.session_id))
+                _key(fact.org_id, *repository, fact.commit_sha, fact.session_id))
     if isinstance(fact, DeveloperDecision):
-        if fact.agent_harness == "claude-code" and fact.call_id is not None:
-            key = _key("keyed", fact.org_id, fact.agent_harness, fact.session_id, fact.call_id,
-                       fact.accepted, fact.explicit)
-        else:
-            key = _key("natural", fact.org_id, fact.agent_harness, fact.session_id, fact.call_id or "",
-                       fact.file_path, fact.observation_delay_ms if fact.observation_delay_ms is not None else -1,
-                       fact.accepted, fact.explicit)
-        return "developer_decisions", fact.decision_id, key
+        return "developer_decisions", fact.decision_id, decision_key(fact)
+    if isinstance(fact, EditObservation):
+        return "edit_observations", fact.observation_id, edit_key(fact)
+    if isinstance(fact, RejectedEdit):
+        return "rejected_edits", fact.rejection_id, edit_key(fact)
+    if isinstance(fact, RetryLinkage):
+        return "retry_linkages", fact.retry_linkage_id, _key(
+            fact.org_id, fact.agent_harness, fact.session_id, fact.tool_name, fact.file_path, fact.rejected_call_id,
+            fact.accepted_call_id)
     if isinstance(fact, Push):
-        return "pushes", fact.push_id, _key(fact.org_id, fact.repo, fact.ref, fact.before_sha, fact.after_sha)
+        repository = fact.forge_key if fact.is_identified else (fact.repo,)
+        return "pushes", fact.push_id, _key(fact.org_id, *repository, fact.ref, fact.before_sha, fact.after_sha)
     if isinstance(fact, PullRequestMerge):
-        return "pull_request_merges", fact.merge_id, _key(fact.org_id, fact.provider, fact.repo, fact.pr_number)
+        repository = fact.forge_key if fact.is_identified else (fact.provider, fact.repo)
+        return "pull_request_merges", fact.merge_id, _key(fact.org_id, *repository, fact.pr_number)
     if isinstance(fact, RepositoryRename):
         key = (_key(fact.org_id, fact.provider, fact.repository_host, fact.source_event_id)
                if fact.source_event_id else _key("id", fact.rename_id))
@@ -83,4 +117,7 @@ MODELS: dict[str, type[FactModel]] = {
     "pull_request_merges": PullRequestMerge,
     "repository_renames": RepositoryRename,
     "test_case_results": TestCaseResult,
+    "edit_observations": EditObservation,
+    "rejected_edits": RejectedEdit,
+    "retry_linkages": RetryLinkage,
 }

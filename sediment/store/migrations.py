@@ -10,9 +10,11 @@ from typing import Any
 
 from sqlalchemy import Column, Connection, MetaData, String, Table, Text, bindparam, delete, select, text, update
 
+from sediment.facts import DeveloperDecision
 from sediment.ingest.ids import fact_id as derived_id
 from sediment.records import canonical_json, decode_record, encode_record, sha256_hex, sortable_time
 from sediment.store import schema
+from sediment.store.keys import decision_key
 
 
 def _v1_to_v2(conn: Connection) -> None:
@@ -224,4 +226,26 @@ def _quarantine(conn: Connection, org_id: str, lost: list[tuple[str, str]]) -> N
                                              recorded_at=now))
 
 
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5}
+def _v5_to_v6(conn: Connection) -> None:
+    """Version 6 adds ``edit_observations``, ``rejected_edits`` and ``retry_linkages`` (with
+    their indexes) and keys a developer decision as the contract does
+    (:func:`~sediment.store.keys.decision_key`): by its interaction mode and time too.
+
+    Each decision row gets the new key computed from its stored record; ids, records and the
+    quarantine log stay as they are. The new key holds every part of the old one and more, so
+    decisions that were distinct stay distinct; two a version 5 store collapsed into one (the
+    same call and verdict at two times) stay one: the first one stored.
+    """
+    for table in (schema.edit_observations, schema.rejected_edits, schema.retry_linkages):
+        table.create(conn, checkfirst=True)
+    decisions = schema.developer_decisions
+    rows = conn.execute(select(decisions.c.fact_id, decisions.c.record).order_by(decisions.c.fact_id)).all()
+    for start in range(0, len(rows), 1000):
+        updates = [{"id": fact_id, "key": decision_key(DeveloperDecision.model_validate(decode_record(record)))}
+                   for fact_id, record in rows[start:start + 1000]]
+        conn.execute(update(decisions).where(decisions.c.fact_id == bindparam("id"))
+                     .values(natural_key=bindparam("key")), updates)
+
+
+MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5,
+                                                       5: _v5_to_v6}

@@ -9,7 +9,9 @@ the uncompressed text. So is a call's tool list, one blob per distinct list
 Per-test results (``test_case_results``) are queried by ``(org_id, repo, commit_sha)`` and carry
 their run attempt (``provider``, ``run_id``, ``run_attempt``) and ``test_id`` as columns too.
 Each Fact table has a ``natural_key`` with a UNIQUE index, so a redelivered Fact collapses
-(an inference call with a provider response id is keyed by its Session too, from version 5).
+(an inference call with a provider response id is keyed by its Session too, from version 5; a
+developer decision by its interaction mode and time too, from version 6, as the contract keys it).
+Edit observations, rejected edits and retry linkages (version 6) are read per Session.
 Times are UTC ISO-8601 text with a fixed width, so they sort as text.
 """
 
@@ -19,7 +21,7 @@ from typing import Any
 
 from sqlalchemy import Column, Index, Integer, LargeBinary, MetaData, String, Table, Text
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 metadata = MetaData()
 
 meta = Table(
@@ -97,6 +99,15 @@ test_case_results = _fact_table(
     indexes=(("org_id", "repo", "commit_sha"), ("org_id", "provider", "run_id", "run_attempt")),
 )
 
+#: What became of applied agent edits, the edits developers refused, and the retries that followed a
+#: refusal (schema version 6): Session-scoped Facts read per Session.
+edit_observations = _fact_table("edit_observations", Column("session_id", Text, nullable=False),
+                                indexes=(("org_id", "session_id"),))
+rejected_edits = _fact_table("rejected_edits", Column("session_id", Text, nullable=False),
+                             indexes=(("org_id", "session_id"),))
+retry_linkages = _fact_table("retry_linkages", Column("session_id", Text, nullable=False),
+                             indexes=(("org_id", "session_id"),))
+
 #: Append-only quarantine log; the latest action per Fact wins; the revision is monotonic.
 quarantine_log = Table(
     "quarantine_log", metadata,
@@ -112,5 +123,6 @@ quarantine_log = Table(
 
 FACT_TABLES: dict[str, Table] = {
     t.name: t for t in (inference_calls, ci_outcomes, session_commit_observations, developer_decisions,
-                        pushes, pull_request_merges, repository_renames, test_case_results)
+                        pushes, pull_request_merges, repository_renames, test_case_results, edit_observations,
+                        rejected_edits, retry_linkages)
 }
