@@ -104,7 +104,7 @@ def test_a_mirror_added_before_the_webhooks_is_keyed_by_mirror_fetch(operator: d
     load(operator, mirror_first=True)
     run(env, "derive", "--out", str(tmp / "before"))
     manifest = json.loads((tmp / "before" / "manifest.json").read_text())
-    assert manifest["skipped"]["attribution.repository_identity_absent"] == 8  # every legacy note edge
+    assert manifest["skipped"]["attribution.repository_identity_absent"] == 10  # every legacy note edge
     before = json.loads(run(env, "export", "rlvr", "--target", "sediment", "--from", str(tmp / "before"),
                             "--out", str(tmp / "out-before"), "--json").stdout)
     assert before["task_rows"] == 0
@@ -113,14 +113,14 @@ def test_a_mirror_added_before_the_webhooks_is_keyed_by_mirror_fetch(operator: d
     identified = MirrorRoot(tmp / "home" / "mirrors").mirror_path(ORG, REPO, _identity("424242"))
     assert fetched.stderr.splitlines()[0] == \
         f"keyed the mirror of {REPO} by github.com repository 424242 (the stored Facts name it): {identified}"
-    assert f"{REPO}: 8 new session-commit observation(s), 0 already seen" in fetched.stderr
+    assert f"{REPO}: 10 new session-commit observation(s), 0 already seen" in fetched.stderr
     assert run(env, "mirror", "list").stdout == f"{REPO}\t{identified}\n"
     run(env, "derive", "--out", str(tmp / "after"))
     after = json.loads(run(env, "export", "rlvr", "--target", "sediment", "--from", str(tmp / "after"),
                            "--out", str(tmp / "out-after"), "--json").stdout)
-    assert after["task_rows"] == 7  # what the webhooks-first order gives
+    assert after["task_rows"] == 9  # what the webhooks-first order gives
     manifest = json.loads((tmp / "after" / "manifest.json").read_text())
-    assert manifest["skipped"]["attribution.repository_identity_absent"] == 8  # the legacy edges stay visible
+    assert manifest["skipped"]["attribution.repository_identity_absent"] == 10  # the legacy edges stay visible
 
 
 def _identity(repository_id: str) -> Any:
