@@ -30,7 +30,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from sediment.facts import CIOutcome, InferenceCall, InferenceMessage, TestCaseResult, TextPart, ToolCallPart
+from sediment.facts import (
+    CIOutcome,
+    InferenceCall,
+    InferenceMessage,
+    RepositoryIdentity,
+    TestCaseResult,
+    TextPart,
+    ToolCallPart,
+)
 from sediment.mirrors import MirrorRoot, MirrorWriter
 from sediment.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy, Provenance
 from sediment.rollout import CommitRef, Rollout, segment_calls, tool_sets
@@ -52,10 +60,13 @@ PROVENANCE = Provenance(policy_version=ROLLOUT_IMPLEMENTATION_VERSION, quarantin
 class GitRepo:
     """A real bare mirror in a mirror root, with commits made one by one."""
 
-    def __init__(self, root: MirrorRoot, repo: str = REPO, org_id: str = ORG) -> None:
+    def __init__(self, root: MirrorRoot, repo: str = REPO, org_id: str = ORG,
+                 identity: RepositoryIdentity | None = None) -> None:
+        """``identity``: the mirror of an identified repository (keyed by its identity)."""
         self.root = root
         self.repo = repo
-        self.path = root.mirror_path(org_id, repo)
+        self.identity = identity
+        self.path = root.mirror_path(org_id, repo, identity)
         self._writer = MirrorWriter(self.path)
         self._clock = 1_767_000_000
 

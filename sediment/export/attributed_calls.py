@@ -9,7 +9,7 @@ commits asked for, plus a lookup of every call's Session and split side.
 
 Commits are matched by their qualified key (:class:`~sediment.ci_resolution.CommitKey`), the
 one place repository identity enters here: :func:`_observation_key` qualifies an observation the
-way the Rollout's commits are qualified.
+way the Rollout's commits are qualified (by the identity it carries, else by its name).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from sediment.ci_resolution import CommitKey, commit_key_of
 from sediment.facts import SessionCommitObservation
+from sediment.repositories import identity_of, repository_sort_key
 from sediment.rollout import AttributionSource, Rollout
 from sediment.split import Split
 
@@ -61,8 +62,8 @@ class CommitAttributions:
 
 
 def _observation_key(org_id: str, observation: SessionCommitObservation) -> tuple[str, ...]:
-    """The qualified commit an observation names (legacy repositories: by name)."""
-    return CommitKey(org_id, observation.repo, observation.commit_sha).sort_key
+    """The qualified commit an observation names (its repository's identity, else its name)."""
+    return (*repository_sort_key(org_id, observation.repo, identity_of(observation)), observation.commit_sha)
 
 
 def commit_attributions(rollouts: Iterable[Rollout], commits: Iterable[CommitKey]) -> CommitAttributions:

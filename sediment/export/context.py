@@ -14,7 +14,8 @@ completion (:meth:`ExportContext.attributed_completions`, SFT, diff-SFT and DPO)
 An objective that derives its own units (Recovery: CI transitions) reads what a direct export's
 :class:`FactSource` offers: the org's CI outcomes, the core's CI resolution of them, the
 repository mirrors and the calls attributed to commits. Repository keys are the core's
-(:class:`~sediment.ci_resolution.CommitKey`): a mirror is looked up by the qualified key.
+(:class:`~sediment.ci_resolution.CommitKey`, qualified by the repository context): a mirror is
+looked up by the qualified key, an identified repository's by its identity.
 """
 
 from __future__ import annotations
@@ -236,8 +237,9 @@ class ExportContext:
 
     def resolve_ci(self, outcomes: Iterable[CIOutcome]) -> CIResolutionResult:
         """The core's CI resolution of ``outcomes`` (attempts grouped into runs, run and commit
-        verdicts, the resolver's skip counts), under the export's CI policy and quarantine
-        revision."""
+        verdicts, the resolver's skip counts), under the export's CI policy, quarantine revision
+        and repository context (which qualifies each outcome's repository and leaves out outcomes
+        captured after its ``as_of``)."""
         return resolve_ci(outcomes, quarantine_revision=self.quarantine_revision, policy=self._ci_policy,
                           repositories=self.repositories)
 

@@ -15,11 +15,13 @@ import pytest
 
 from sediment.export.context import store_evidence
 from sediment.export.pipeline import export_objective
-from sediment.facts import FactModel
+from sediment.facts import FactModel, RepositoryIdentity
 from sediment.mirrors import MirrorRoot
 from sediment.observations import observe_notes
 from sediment.store import FactStore
 from sediment.testing import ORG, REPO, T0, GitRepo, conversation, read_rows
+
+IDENTITY = RepositoryIdentity(provider="github", host="github.com", repository_id="424242")
 
 
 @dataclass
@@ -59,7 +61,7 @@ class World:
         self.store.append(calls)
         for sha in shas:
             self.git.note(sha, session_id)
-            result = observe_notes(self.mirrors, self.store, ORG, REPO, T0 + timedelta(days=1))
+            result = observe_notes(self.mirrors, self.store, ORG, REPO, T0 + timedelta(days=1), self.git.identity)
             assert not result.problems
         return [c.inference_call_id for c in calls]
 
@@ -102,17 +104,23 @@ class World:
         return total
 
 
-def make_world(tmp_path: Path, url: str) -> World:
+def make_world(tmp_path: Path, url: str, identity: RepositoryIdentity | None = None) -> World:
     root = tmp_path / "mirrors"
     root.mkdir()
     mirrors = MirrorRoot(root)
-    return World(FactStore(url), mirrors, GitRepo(mirrors), tmp_path)
+    return World(FactStore(url), mirrors, GitRepo(mirrors, identity=identity), tmp_path)
 
 
 @pytest.fixture
 def world(tmp_path: Path) -> World:
     """On SQLite."""
     return make_world(tmp_path, f"sqlite:///{tmp_path / 'facts.db'}")
+
+
+@pytest.fixture
+def identified_world(tmp_path: Path) -> World:
+    """On SQLite, REPO an identified repository (GitHub id 424242) whose mirror is keyed by it."""
+    return make_world(tmp_path, f"sqlite:///{tmp_path / 'facts.db'}", IDENTITY)
 
 
 @pytest.fixture

@@ -204,12 +204,14 @@ def test_incomplete_and_conflicting_runs_are_the_resolvers_counts(world: Any) ->
     c = history(world, 3)
     identified = {"repository_provider": "github", "repository_host": "github.com", "repository_id": "42"}
     world.facts(ci(1, c[0], "failed"),
-                ci(2, c[1], "passed", **identified),  # its repository cannot be resolved: an incomplete run
+                ci(2, c[1], "passed", repo="owner/other", **identified),  # resolves: another repository
+                # a name an identified repository holds, without the identity: declined, its run incomplete
+                ci(6, c[1], "passed", repo="owner/other"),
                 ci(3, c[1], "passed", run=3, attempt=1), ci(4, c[1], "passed", run=3, attempt=2, branch="other"),
                 ci(5, c[2], "passed"))
     exported = world.export()
     assert exported.pairs == [(c[0], c[2])]
-    assert exported.skipped == {"conflicting_run_identity": 1, "repository_identity_unresolved": 1}
+    assert exported.skipped == {"conflicting_run_identity": 1, "repository_identity_absent": 1}
 
 
 def test_quarantined_outcomes_are_not_read(world: Any) -> None:
@@ -353,3 +355,31 @@ def test_nothing_to_pair_writes_nothing(world: Any, tmp_path: Path) -> None:
     exported = world.export()
     assert exported.summary["pairs"] == 0 and exported.summary["written"] == {}
     assert sorted(p.name for p in exported.out.iterdir()) == [".sediment-recovery-target"]
+
+
+# --- identified repositories -----------------------------------------------------------------------
+
+IDENTIFIED = {"repository_provider": "github", "repository_host": "github.com", "repository_id": "424242"}
+
+
+def test_an_identified_repository_pairs_through_the_mirror_of_its_identity(identified_world: Any) -> None:
+    world = identified_world
+    c = history(world, 2)
+    calls = world.session("s1", c[1])
+    world.facts(ci(1, c[0], "failed", **IDENTIFIED), ci(2, c[1], "passed", **IDENTIFIED))
+    [row] = world.export().rows
+    assert row["repository_identity"] == {"provider": "github", "host": "github.com", "repository_id": "424242"}
+    assert (row["repo"], row["failed_commit_sha"], row["fixed_commit_sha"]) == (REPO, c[0], c[1])
+    assert row["recovery_diff"] == world.upstream_diff(c[0], c[1])
+    [observation] = world.store.facts("session_commit_observations", ORG)
+    assert observation.repository_id == "424242"  # the refresh of an identified mirror qualifies its edges
+    assert row["fixed_attribution_evidence"] == [
+        {"inference_call_id": i, "session_id": "s1", "attribution_sources": ["git_notes"],
+         "session_commit_observation_ids": [observation.observation_id]} for i in sorted(calls)]
+
+
+def test_a_mirror_under_the_name_is_not_the_identified_repositorys(world: Any) -> None:
+    c = history(world, 2)  # a mirror keyed by the name only
+    world.facts(ci(1, c[0], "failed", **IDENTIFIED), ci(2, c[1], "passed", **IDENTIFIED))
+    exported = world.export()
+    assert exported.pairs == [] and exported.skipped == {"mirror_absent": 1}
