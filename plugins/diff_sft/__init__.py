@@ -95,7 +95,7 @@ def describe_objective() -> ObjectiveInfo:
     return ObjectiveInfo(
         title="diff-SFT",
         unit="attributed completion",
-        units="rollouts",
+        units="attributed_completions",
         recipes=RECIPES,
         populations={POPULATION: PopulationInfo(SCHEMA_ID, SKIP_REASONS, label="sample")},
         direct_needs_mirrors=True,

@@ -436,8 +436,8 @@ def test_a_direct_export_reads_the_fact_store_and_needs_mirrors(tmp_path: Path) 
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     # the Session's Rollout has no attributed file, so no attributed completion and no row
-    assert (summary["objective"], summary["rollouts"], summary["sample_rows"], summary["written"]) == (
-        "diff-sft", 1, 0, {})
+    assert (summary["objective"], summary["attributed_completions"], summary["sample_rows"], summary["written"]) == (
+        "diff-sft", 0, 0, {})
 
 
 def test_ci_of_the_union_is_resolved_once_and_its_counts_added(tmp_path: Path, mirror_root: MirrorRoot,
