@@ -29,6 +29,8 @@ from synth import PROFILES, Profile, Synthesis, synthesize
 
 ROOT = Path(__file__).resolve().parents[1]
 SEDIMENT = [sys.executable, "-m", "sediment"]
+#: The objectives without targets that export from a bundle (Recovery reads the store directly).
+OBJECTIVES_FROM_BUNDLE = ("sft", "diff-sft", "dpo")
 
 
 @dataclass
@@ -112,6 +114,8 @@ def run_profile(profile: Profile, work: Path, workers: int, repeat: int = 3) -> 
                   env, call_bytes, data.calls),
         run_stage("ingest github", ["ingest", "github", *map(str, data.webhook_files)], env,
                   sum(p.stat().st_size for p in data.webhook_files), 0),
+        run_stage("ingest otlp", ["ingest", "otlp", *map(str, data.decision_files)], env,
+                  sum(p.stat().st_size for p in data.decision_files), 0),
         # after the webhooks, which name the repository's GitHub id: the mirror is keyed by it
         run_stage("mirror add", ["mirror", "add", "bench/monorepo", str(data.origin)], env, 0, 0),
     ]
@@ -138,12 +142,20 @@ def run_profile(profile: Profile, work: Path, workers: int, repeat: int = 3) -> 
                                        str(work / f"out-w{count}-{attempt}" / target), *w], env, call_bytes,
                                       data.calls))
             # objectives without targets project in one process (no --workers)
-            runs.append(run_stage(f"export sft (workers {count})",
-                                  ["export", "sft", "--from", str(bundle), "--out",
-                                   str(work / f"out-w{count}-{attempt}" / "sft")], env, call_bytes, data.calls))
+            for objective in OBJECTIVES_FROM_BUNDLE:
+                runs.append(run_stage(f"export {objective} (workers {count})",
+                                      ["export", objective, "--from", str(bundle), "--out",
+                                       str(work / f"out-w{count}-{attempt}" / objective)], env, call_bytes,
+                                      data.calls))
             best = by_workers.get(count)
             by_workers[count] = runs if best is None else [min(a, b, key=lambda s: s.seconds)
                                                            for a, b in zip(best, runs, strict=True)]
+    # Recovery reads the store and the mirrors (it has no --from): once, directly
+    recovery = min((run_stage("export recovery (direct)", ["export", "recovery", "--out",
+                                                           str(work / f"recovery-{attempt}")], env, call_bytes,
+                              data.calls) for attempt in range(repeat)), key=lambda s: s.seconds)
+    rows = {objective: _rows(work / "out-w1-0" / objective) for objective in OBJECTIVES_FROM_BUNDLE}
+    rows["recovery"] = _rows(work / "recovery-0")
     identical = all(_tree(work / "out-w1-0") == _tree(work / f"out-w{c}-{a}") for c in by_workers
                     for a in range(repeat)) and all(
         (work / "bundle-w1-0" / "rollouts.jsonl").read_bytes()
@@ -152,11 +164,17 @@ def run_profile(profile: Profile, work: Path, workers: int, repeat: int = 3) -> 
                                       check=True).stdout)
     return {
         "profile": profile, "workers": workers, "synth_seconds": synth_seconds, "data": data,
-        "read_floor": read_floor, "parse_floor": parse_floor, "stages": stages + by_workers[1],
+        "read_floor": read_floor, "parse_floor": parse_floor, "stages": [*stages, *by_workers[1], recovery],
+        "single": by_workers[1], "rows": rows,
         "parallel": by_workers.get(workers) if workers > 1 else None, "identical": identical,
         "cpu_scaling": cpu_scaling(workers, repeat), "repeat": repeat, "parallel_ingest": parallel_ingest, "same_store": same_store,
         "stored_bytes": facts["stored_bytes"], "facts": facts["tables"],
     }
+
+
+def _rows(directory: Path) -> int:
+    """How many rows an export wrote (every ``.jsonl`` file under ``directory``)."""
+    return sum(len(p.read_bytes().splitlines()) for p in directory.rglob("*.jsonl"))
 
 
 def _store_content(env: dict[str, str]) -> list[tuple[Any, ...]]:
@@ -174,8 +192,9 @@ def _tree(directory: Path) -> dict[str, bytes]:
     return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
 
 
-def memory_scaling(work: Path, sessions: int, calls: int) -> list[tuple[int, float, float]]:
-    """Peak RSS of derive and of an export at 1× and 4× the sessions (same calls per session)."""
+def memory_scaling(work: Path, sessions: int, calls: int) -> list[tuple[int, float, float, float]]:
+    """Peak RSS of derive, of an RLVR export and of the other objectives' exports (the largest)
+    at 1× and 4× the sessions (same calls per session)."""
     rows = []
     for factor in (1, 4):
         profile = Profile(f"scaling-{factor}", sessions * factor, calls)
@@ -186,13 +205,18 @@ def memory_scaling(work: Path, sessions: int, calls: int) -> list[tuple[int, flo
                 "SEDIMENT_CAPTURE_TIME": "2026-07-01T00:00:00Z"}
         run_stage("ingest", ["ingest", "calls", "--format", "openai-chat", *map(str, data.call_files)], env, 0, 0)
         run_stage("ingest", ["ingest", "github", *map(str, data.webhook_files)], env, 0, 0)
+        run_stage("ingest", ["ingest", "otlp", *map(str, data.decision_files)], env, 0, 0)
         run_stage("mirror", ["mirror", "add", "bench/monorepo", str(data.origin)], env, 0, 0)
         derive = run_stage("derive", ["derive", "--out", str(base / "bundle")], env, 0, 0)
         export = run_stage("export", ["export", "rlvr", "--target", "sediment", "--from", str(base / "bundle"),
                                       "--out", str(base / "out")], env, 0, 0)
         direct = run_stage("direct", ["export", "rlvr", "--target", "nemo-gym", "--out", str(base / "direct")],
                            env, 0, 0)
-        rows.append((profile.sessions, derive.peak_rss_mb, max(export.peak_rss_mb, direct.peak_rss_mb)))
+        objectives = [run_stage(objective, ["export", objective, "--from", str(base / "bundle"), "--out",
+                                            str(base / objective)], env, 0, 0) for objective in OBJECTIVES_FROM_BUNDLE]
+        objectives.append(run_stage("recovery", ["export", "recovery", "--out", str(base / "recovery")], env, 0, 0))
+        rows.append((profile.sessions, derive.peak_rss_mb, max(export.peak_rss_mb, direct.peak_rss_mb),
+                     max(o.peak_rss_mb for o in objectives)))
         shutil.rmtree(base, ignore_errors=True)
     return rows
 
@@ -202,7 +226,7 @@ def render(result: dict[str, Any]) -> str:
     data: Synthesis = result["data"]
     parse = result["parse_floor"]
     lines = [
-        f"profile `{profile.name}`: {profile.sessions} sessions × {profile.calls} calls "
+        f"profile `{profile.name}`: {profile.sessions} sessions × {profile.calls} calls (2 for a DPO pair's Sessions) "
         f"({data.calls} calls, {data.input_bytes / 1e6:,.0f} MB of input), workers {result['workers']}",
         "",
         "| stage | wall s | calls/s | MB/s | peak RSS MB | × parse floor |",
@@ -221,7 +245,7 @@ def render(result: dict[str, Any]) -> str:
                      f"{many.input_bytes / 1e6 / many.seconds:,.0f} | {many.peak_rss_mb:,.0f} | "
                      f"{many.seconds / parse:.2f} (speed-up {one.seconds / many.seconds:.2f}×) |")
     if result["parallel"]:
-        for one, many in zip(result["stages"][-4:], result["parallel"], strict=True):
+        for one, many in zip(result["single"], result["parallel"], strict=True):
             lines.append(f"| {many.name} | {many.seconds:.2f} | {many.calls / many.seconds:,.0f} | "
                          f"{many.input_bytes / 1e6 / many.seconds:,.0f} | {many.peak_rss_mb:,.0f} | "
                          f"{many.seconds / parse:.2f} (speed-up {one.seconds / many.seconds:.2f}×) |")
@@ -240,14 +264,18 @@ def render(result: dict[str, Any]) -> str:
         f"Ceiling measured in the same run: a pure-Python CPU job runs {result['cpu_scaling']:.2f}× faster on "
         f"{result['workers']} processes than on one. Worker comparisons (and the ceiling) take the "
         f"fastest of {result['repeat']} alternating runs of each side.",
+        "Rows written by the objectives (single worker): " + ", ".join(
+            f"{objective} {count}" for objective, count in result["rows"].items()) + ".",
         f"End to end is the sum of the single-worker stages (synthesis of the inputs, {result['synth_seconds']:.0f} s, "
         "not included).",
     ]
     if result.get("scaling"):
-        (s1, d1, e1), (s4, d4, e4) = result["scaling"]
-        lines += ["", "| peak RSS MB | derive | export |", "| --- | ---: | ---: |",
-                  f"| {s1} sessions | {d1:,.0f} | {e1:,.0f} |", f"| {s4} sessions | {d4:,.0f} | {e4:,.0f} |",
-                  f"| ratio 4× / 1× | {d4 / d1:.3f} | {e4 / e1:.3f} |"]
+        (s1, d1, e1, o1), (s4, d4, e4, o4) = result["scaling"]
+        lines += ["", "| peak RSS MB | derive | RLVR export | sft, diff-sft, dpo, recovery (largest) |",
+                  "| --- | ---: | ---: | ---: |",
+                  f"| {s1} sessions | {d1:,.0f} | {e1:,.0f} | {o1:,.0f} |",
+                  f"| {s4} sessions | {d4:,.0f} | {e4:,.0f} | {o4:,.0f} |",
+                  f"| ratio 4× / 1× | {d4 / d1:.3f} | {e4 / e1:.3f} | {o4 / o1:.3f} |"]
     return "\n".join(lines)
 
 

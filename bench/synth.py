@@ -4,7 +4,11 @@ Per Session: a replaying tool loop of gateway calls (OpenAI Chat request/respons
 an ~8 KiB user/tool message and ~2 KiB of assistant tool-call arguments per turn, every call
 replaying all turns before it), one commit with a ``refs/notes/sediment`` note in an origin
 repository, and GitHub ``workflow_run`` deliveries for it (every fifth run failed first and
-passed on its second attempt).
+passed on its second attempt, and every seventh failed and the next Session's commit turned it
+green: a recovery). The developer's decisions arrive as one agent shim's OTLP log: per ten
+Sessions, the first two answer the same task and the developer accepts the first one's opening
+edit and rejects the second's (a DPO pair); every third other Session's last edit is explicitly
+accepted (SFT and diff-SFT rows) and every eleventh's explicitly rejected.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from sediment.demo import decision_log
 from sediment.mirrors import MirrorWriter
 
 REPO = "bench/monorepo"
@@ -44,6 +49,8 @@ PROFILES = {
 class Synthesis:
     call_files: list[Path] = field(default_factory=list)
     webhook_files: list[Path] = field(default_factory=list)
+    decision_files: list[Path] = field(default_factory=list)
+    decisions: int = 0
     origin: Path = Path()
     calls: int = 0
     input_bytes: int = 0
@@ -66,14 +73,17 @@ class _Text:
 def _session(profile: Profile, text: _Text, index: int) -> tuple[str, list[dict[str, Any]], str, set[str]]:
     session = f"bench-s{index:05d}"
     start = T0 + timedelta(minutes=30 * index)
+    # the first two Sessions of every ten answer one task (a DPO bucket)
+    task, salt = (f"[pair {index // 10} task]", index // 10) if index % 10 < 2 else (f"[{session} task]", index)
     history: list[dict[str, Any]] = [
         {"role": "system", "content": "You are a coding agent."},
-        {"role": "user", "content": text.make(f"[{session} task]", profile.user_bytes, index)},
+        {"role": "user", "content": text.make(task, profile.user_bytes, salt)},
     ]
     records = []
     final_content = ""
-    for turn in range(profile.calls):
-        last = turn == profile.calls - 1
+    calls = session_calls(profile, index)
+    for turn in range(calls):
+        last = turn == calls - 1
         if last:
             message: dict[str, Any] = {"role": "assistant", "content": "Done."}
         else:
@@ -100,6 +110,30 @@ def _session(profile: Profile, text: _Text, index: int) -> tuple[str, list[dict[
     return session, records, final_content, unique
 
 
+def session_calls(profile: Profile, index: int) -> int:
+    """How many calls Session ``index`` makes: a DPO pair's two Sessions answer in one edit (their
+    decided call's prompt is the task itself), the others make the profile's number of calls."""
+    return min(2, profile.calls) if index % 10 < 2 else profile.calls
+
+
+def _decisions(profile: Profile, index: int, session: str, at: datetime
+               ) -> list[tuple[datetime, str, dict[str, str | bool]]]:
+    """The developer's decisions on one Session's edits (see the module's docstring)."""
+    if session_calls(profile, index) < 2:
+        return []
+    if index % 10 == 0 or (index % 10 > 1 and index % 11 != 5 and index % 3 == 0):
+        accept = True
+    elif index % 10 == 1 or index % 11 == 5:
+        accept = False
+    else:
+        return []
+    # the decided edit is the Session's last one (the committed file's content)
+    turn = session_calls(profile, index) - 2
+    return [(at, "sediment.tool_decision", {
+        "agent": "pi", "session.id": session, "tool_use_id": f"call_{session}_{turn}", "tool_name": "write",
+        "decision": "accept" if accept else "reject", "explicit": True, "file_path": f"src/{session}.py"})]
+
+
 def _workflow_run(run_id: int, attempt: int, sha: str, conclusion: str, at: datetime) -> dict[str, Any]:
     run = {"id": run_id, "name": "ci", "head_branch": "main", "head_sha": sha, "path": ".github/workflows/ci.yml",
            "status": "completed", "conclusion": conclusion, "workflow_id": 77, "run_attempt": attempt,
@@ -121,6 +155,7 @@ def synthesize(profile: Profile, directory: Path, *, seed: int = 7) -> Synthesis
     git.commit({"README.md": "# bench\n"}, "base", when=int(T0.timestamp()) - 3600)
     handle = None
     deliveries = []
+    decisions: list[tuple[datetime, str, dict[str, str | bool]]] = []
     for index in range(profile.sessions):
         if index % SESSIONS_PER_FILE == 0:
             if handle is not None:
@@ -138,6 +173,8 @@ def synthesize(profile: Profile, directory: Path, *, seed: int = 7) -> Synthesis
         result.calls += len(records)
         result.unique_message_bytes += sum(len(u) for u in unique)
         at = T0 + timedelta(minutes=30 * index + 20)
+        decided = _decisions(profile, index, session, T0 + timedelta(minutes=30 * index + 18))
+        decisions += decided
         sha = git.commit({f"src/{session}.py": content}, f"{session} work", when=int(at.timestamp()))
         git.add_note(sha, [{"tool": "codex", "session_id": session, "stamped_at": at.isoformat()}])
         run_id = 1000 + index
@@ -153,6 +190,10 @@ def synthesize(profile: Profile, directory: Path, *, seed: int = 7) -> Synthesis
     hooks.write_text("".join(json.dumps(d) + "\n" for d in deliveries), encoding="utf-8")
     result.webhook_files.append(hooks)
     result.input_bytes += hooks.stat().st_size
+    log = directory / "decisions.otlp.json"
+    log.write_text(json.dumps(decision_log(decisions)), encoding="utf-8")
+    result.decision_files.append(log)
+    result.decisions = len(decisions)
     return result
 
 
