@@ -75,7 +75,10 @@ def test_an_unknown_format_names_the_installed_ones() -> None:
         list(import_records("nope", []))
 
 
-def test_import_memory_stays_flat_as_the_input_grows(tmp_path: Path) -> None:
+def test_import_memory_stays_flat_as_the_input_grows(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sediment.trajectory import sources
+
+    monkeypatch.setattr(sources, "CHUNK", 1 << 16)  # both inputs span many reads
     row = {"instance_id": "o__r-1_0", "model_name": "m", "target": True, "exit_status": "submitted",
            "generated_patch": "diff", "eval_logs": "All tests passed.",
            "trajectory": [{"role": "system", "text": None, "mask": False, "system_prompt": "be good",
@@ -86,7 +89,7 @@ def test_import_memory_stays_flat_as_the_input_grows(tmp_path: Path) -> None:
 
     registry = load_registry()
     peaks = []
-    for count in (5, 5, 50):  # the first run warms caches up
+    for count in (5, 10, 60):  # the first run warms caches up
         path = tmp_path / f"rows{count}.json"
         with path.open("w", encoding="utf-8") as handle:
             handle.write("[\n")
@@ -97,4 +100,4 @@ def test_import_memory_stays_flat_as_the_input_grows(tmp_path: Path) -> None:
         peaks.append(tracemalloc.get_traced_memory()[1])
         tracemalloc.stop()
         assert imported == count
-    assert peaks[2] < peaks[1] * 1.5, peaks  # ten times the input, not ten times the memory
+    assert peaks[2] < peaks[1] * 1.5, peaks  # six times the input, not six times the memory
