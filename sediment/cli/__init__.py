@@ -23,6 +23,7 @@ from sediment.cli.ingest import ingest_app
 from sediment.cli.mirror import mirror_app
 from sediment.cli.schema import schema_app
 from sediment.cli.targets import objectives, profiles, targets
+from sediment.cli.trajectory import trajectory_app
 from sediment.errors import SedimentError
 
 app = typer.Typer(
@@ -49,6 +50,7 @@ app.add_typer(schema_app, name="schema")
 app.command()(facts)
 app.command()(quarantine)
 app.command()(release)
+app.add_typer(trajectory_app, name="trajectory")
 
 
 def _version(value: bool) -> None:
