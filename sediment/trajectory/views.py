@@ -1,0 +1,130 @@
+"""SFT views: projections of a canonical record that never mutate or truncate it.
+
+``full_trajectory`` gives one sample per record with an event-level loss mask;
+``assistant_turns`` gives one sample per supervised assistant decision whose context is
+exactly ``events[:i]`` for the decision at index ``i`` (never the target, its observation, a
+later decision, the outcome or an evaluator's explanation: those live in ``metadata`` and the
+``model_input`` holds only the context and the source-published tools). No tokenizer, chat
+template, truncation or packing is imposed; a consumer maps the event mask to token positions.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from sediment.trajectory import facets
+
+FULL = "full-trajectory"
+TURN = "assistant-turn"
+
+
+def _suffix(trajectory_id: str) -> str:
+    return trajectory_id.split(":", 1)[1] if ":" in trajectory_id else trajectory_id
+
+
+def _is_target(event: Mapping[str, Any]) -> bool:
+    return facets.role(event) == "assistant" and facets.supervised(event)
+
+
+def _metadata(record: Mapping[str, Any], extra: Mapping[str, Any] | None) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "source": copy.deepcopy(dict(facets.source(record))),
+        "task_family": record.get("task_family"),
+        "domain": record.get("domain"),
+        "upstream_split": record.get("split"),
+        "provenance": copy.deepcopy(dict(facets.provenance(record))),
+        "outcome": copy.deepcopy(dict(facets.outcome(record))),
+        "verification": copy.deepcopy(dict(facets.verification(record))),
+        "completeness": record.get("completeness"),
+        "missing_fields": copy.deepcopy(facets.missing_fields(record)),
+    }
+    if extra:
+        meta.update(copy.deepcopy(dict(extra)))
+    return meta
+
+
+def full_trajectory(record: Mapping[str, Any], extra_metadata: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The one full-trajectory sample of ``record`` (events deep-copied; the record is untouched)."""
+    events = copy.deepcopy(facets.events(record))
+    mask = [_is_target(e) for e in events]
+    trajectory_id = str(record["trajectory_id"])
+    return {
+        "view": FULL,
+        "sample_id": f"full:{_suffix(trajectory_id)}",
+        "trajectory_id": trajectory_id,
+        "task_id": record.get("task_id"),
+        "task_key": record.get("task_key"),
+        "events": events,
+        "target_event_ids": [e["event_id"] for e, m in zip(events, mask, strict=True) if m],
+        "model_input": {"events": copy.deepcopy(events), "tool_definitions": copy.deepcopy(facets.tools(record))},
+        "loss_mask": mask,
+        "supervised_targets": [copy.deepcopy(e) for e, m in zip(events, mask, strict=True) if m],
+        "metadata": _metadata(record, extra_metadata),
+    }
+
+
+def assistant_turns(record: Mapping[str, Any], extra_metadata: Mapping[str, Any] | None = None
+                    ) -> Iterator[dict[str, Any]]:
+    """One assistant-turn sample per supervised assistant event, in event order."""
+    events = facets.events(record)
+    trajectory_id = str(record["trajectory_id"])
+    tools = facets.tools(record)
+    for index, event in enumerate(events):
+        if not _is_target(event):
+            continue
+        context = copy.deepcopy(events[:index])
+        yield {
+            "view": TURN,
+            "sample_id": f"turn:{_suffix(trajectory_id)}:{index}",
+            "trajectory_id": trajectory_id,
+            "task_id": record.get("task_id"),
+            "task_key": record.get("task_key"),
+            "target_event_id": event["event_id"],
+            "target_index": index,
+            "context": context,
+            "target": copy.deepcopy(event),
+            "model_input": {"events": copy.deepcopy(context), "tool_definitions": copy.deepcopy(tools)},
+            "supervised_target": copy.deepcopy(event),
+            "metadata": {"parent_sample_id": f"full:{_suffix(trajectory_id)}", **_metadata(record, extra_metadata)},
+        }
+
+
+_CHAT_ROLES = {"system": "system", "user": "user", "assistant": "assistant", "tool": "tool", "environment": "tool",
+               "observation": "tool"}
+
+
+def _text_of(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # content parts
+        return "".join(p.get("text", "") if isinstance(p, Mapping) else str(p) for p in content)
+    return facets.canonical_json(content).decode()
+
+
+def chat_message(event: Mapping[str, Any]) -> dict[str, Any]:
+    """One event as an OpenAI-style chat message (every message has the same keys).
+
+    Tool-call arguments become a JSON string, as in chat APIs; an event whose role has no chat
+    equivalent keeps its role name in ``name``."""
+    role = facets.role(event) or ""
+    calls = []
+    for call in facets.tool_calls(event):
+        arguments = call.get("arguments")
+        calls.append({"id": facets.call_id(call) or "", "type": "function",
+                      "function": {"name": str(call.get("name") or ""),
+                                   "arguments": arguments if isinstance(arguments, str)
+                                   else facets.canonical_json(arguments).decode()}})
+    return {"role": _CHAT_ROLES.get(role, "user"), "content": _text_of(event.get("content")),
+            "name": None if role in _CHAT_ROLES else role, "tool_calls": calls,
+            "tool_call_id": facets.result_link(event)}
+
+
+def turn_chat_messages(sample: Mapping[str, Any]) -> dict[str, Any]:
+    """An assistant-turn sample as ``{"prompt": [...], "completion": [...]}`` chat messages:
+    the prompt is the context, the completion the one supervised target."""
+    return {"prompt": [chat_message(e) for e in sample["model_input"]["events"]],
+            "completion": [chat_message(sample["supervised_target"])]}
