@@ -12,6 +12,7 @@ import random
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 from sediment.trajectory import views
@@ -47,7 +48,7 @@ _COLUMNS = {"benchmark": "task_family", "source": "source_id", "source_version":
 class CanonicalDatasetAdapter:
     """Select ranked rows of a library, sample them, and project them into SFT views."""
 
-    def __init__(self, library: Library | str) -> None:
+    def __init__(self, library: Library | str | Path) -> None:
         self.library = library if isinstance(library, Library) else Library(library)
         self.library.manifest()
 
