@@ -42,13 +42,17 @@ def test_import_views_and_partial_failure(tmp_path: Path, canonical: Path) -> No
     assert again.returncode == 0 and "0 record(s) added, 40 already present" in again.stderr
     bad = tmp_path / "bad.jsonl"
     good = synthetic.record(3, 1)
-    bad.write_bytes(b'{"trajectory_id": ""}\nnot json\n' + orjson.dumps(good) + b"\n[1]\n")
+    tampered = {**synthetic.record(3, 2), "task_key": "synthetic:tampered"}
+    bad.write_bytes(b'{"trajectory_id": ""}\nnot json\n' + orjson.dumps(good) + b"\n[1]\n" + orjson.dumps(tampered)
+                    + b"\n")
     partial = sediment("library", "import", "canonical-jsonl", str(bad), "--library", str(library))
     assert partial.returncode == 8, partial.stderr
     lines = partial.stderr.splitlines()
-    assert any(re.search(r"bad\.jsonl:1: trajectory_id", line) for line in lines)
-    assert any("bad.jsonl:2: not JSON" in line for line in lines)
-    assert any("bad.jsonl:4: not a JSON object" in line for line in lines)
+    assert any(re.search(r"bad\.jsonl:1: ", line) for line in lines)
+    assert any("bad.jsonl:2: record is not JSON" in line for line in lines)
+    assert any("bad.jsonl:4: record is not a JSON object" in line for line in lines)
+    assert any("bad.jsonl:5: trajectory_id:" in line and "content address" in line for line in lines)
+    assert "1 record(s) added" in partial.stderr
     assert Library(library).record(good["trajectory_id"]) == good
     unknown = sediment("library", "import", "no-such-format", str(bad), "--library", str(tmp_path / "x"))
     assert unknown.returncode == 2 and "unknown trajectory format 'no-such-format'" in unknown.stderr
@@ -117,7 +121,9 @@ def test_gallery_renders_in_headless_chromium(tmp_path: Path) -> None:
         pytest.skip("chromium is not installed (Debian package chromium; .ci/run installs it under CI)")
     library = tmp_path / "lib"
     records = synthetic.records(4, 60)
-    records[0]["events"][1]["content"] = "<script>alert(1)</script> & <b>not bold</b>"
+    hostile_fields = synthetic.fields(4, 0)
+    hostile_fields["events"][1]["text"] = "<script>alert(1)</script> & <b>not bold</b>"
+    records[0] = synthetic.rebuild(hostile_fields)
     Library(library).import_records(records)
     out = tmp_path / "gallery"
     result = sediment("library", "gallery", "--library", str(library), "--out", str(out))
@@ -137,7 +143,7 @@ def test_gallery_renders_in_headless_chromium(tmp_path: Path) -> None:
     text = seen_text(page, tmp_path)
     for heading in ("Interaction", "Assistant-turn samples", "Verification evidence", "Missing fields", "Alternatives"):
         assert heading in text
-    assert record["events"][0]["content"] in text
+    assert record["events"][0]["text"] in text
     hostile = tmp_path / "hostile"
     Library(hostile).import_records([records[0]])
     sediment("library", "gallery", "--library", str(hostile), "--out", str(tmp_path / "hg"))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import gzip
 import hashlib
 import json
@@ -12,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from sediment.trajectory import rankings, synthetic
+from sediment.trajectory import facets, rankings, synthetic
 from sediment.trajectory.library import Library, LibraryError, gzip_bytes
+from sediment.trajectory.record import TrajectoryError
 
 
 def snapshot(root: Path) -> dict[str, str]:
@@ -26,14 +26,10 @@ def gz_rows(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in handle]
 
 
-def variant(record: dict[str, Any], suffix: str, **changes: Any) -> dict[str, Any]:
-    """A copy of ``record`` under another id and source locator (same interaction), with ``changes``."""
-    other = copy.deepcopy(record)
-    other["trajectory_id"] = record["trajectory_id"] + suffix
-    other["source"] = {**record["source"], "locator": f"{record['source']['locator']} ({suffix})"}
-    for key, value in changes.items():
-        other[key] = value
-    return other
+def variant(base: dict[str, Any], suffix: str, **changes: Any) -> dict[str, Any]:
+    """The record of ``base`` fields read from another locator (same interaction), with ``changes``."""
+    return synthetic.rebuild(base, source={**base["source"], "locator": f"{base['source']['locator']} ({suffix})"},
+                             **changes)
 
 
 def test_shuffled_import_order_gives_identical_bytes(tmp_path: Path) -> None:
@@ -76,6 +72,7 @@ def test_records_are_stored_exactly(tmp_path: Path) -> None:
     assert list(library.records()) == sorted(records, key=lambda r: r["trajectory_id"])
     for record in records:
         assert library.record(record["trajectory_id"]) == record
+        assert facets.as_record(library.trajectory(record["trajectory_id"])) == record
     with pytest.raises(LibraryError, match="no trajectory"):
         library.record("trajectory:absent")
 
@@ -110,23 +107,29 @@ def test_materialize_all_holds_every_record_sorted(tmp_path: Path) -> None:
     assert library.manifest()["materialized"]["records"] == 25
 
 
+def _fields() -> dict[str, Any]:
+    fields = synthetic.fields(9, 0)
+    fields["completeness"] = "complete"
+    fields["missing_fields"] = []
+    fields["split"] = "train"
+    fields["provenance"] = {**fields["provenance"], "demonstrator": "agent"}
+    fields["outcome"] = {"success": True, "status": "resolved", "reward": 1.0, "termination_reason": "submitted"}
+    fields["verification"] = {"method": "tests", "executable": True, "independently_reproduced": False,
+                              "evidence": [{"kind": "test_execution", "summary": "tests ran"}]}
+    fields["events"] = [{**e, "supervised": e["role"] == "assistant"} for e in fields["events"]]
+    return fields
+
+
 def _base() -> dict[str, Any]:
-    record = synthetic.record(9, 0)
-    record["completeness"] = "complete"
-    record["split"] = "train"
-    record["provenance"] = {**record["provenance"], "demonstrator": "agent"}
-    record["outcome"] = {"success": True, "status": "resolved", "reward": 1.0, "termination_reason": "submitted"}
-    record["verification"] = {"method": "tests", "executable": True, "independently_reproduced": False, "evidence": []}
-    for event in record["events"]:
-        event["supervised"] = event["role"] == "assistant"
-    return record
+    return synthetic.rebuild(_fields())
 
 
 def test_collapse_only_when_everything_agrees(tmp_path: Path) -> None:
-    base = _base()
-    same = variant(base, "-copy")
-    conflicting = variant(base, "-failed", outcome={**base["outcome"], "success": False, "reward": 0.0})
-    other_reward = variant(base, "-reward", outcome={**base["outcome"], "reward": 0.5})
+    fields = _fields()
+    base = synthetic.rebuild(fields)
+    same = variant(fields, "-copy")
+    conflicting = variant(fields, "-failed", outcome={**fields["outcome"], "success": False, "reward": 0.0})
+    other_reward = variant(fields, "-reward", outcome={**fields["outcome"], "reward": 0.5})
     library = Library(tmp_path)
     library.import_records([base, same, conflicting, other_reward])
     rows = library.rankings()
@@ -143,16 +146,18 @@ def test_collapse_only_when_everything_agrees(tmp_path: Path) -> None:
 
 
 def test_ranks_compare_only_the_same_task_and_environment(tmp_path: Path) -> None:
-    base = _base()
-    reproduced = variant(base, "-reproduced", verification={**base["verification"], "independently_reproduced": True})
-    reproduced["events"] = reproduced["events"][:4]  # a different interaction
-    unknown = variant(base, "-unknown", outcome={"success": None, "status": None, "reward": None,
-                                                 "termination_reason": "submitted"},
-                      verification={"method": None, "executable": False, "independently_reproduced": False,
+    fields = _fields()
+    base = synthetic.rebuild(fields)
+    reproduced = variant(fields, "-reproduced", verification={**fields["verification"], "independently_reproduced": True},
+                         events=fields["events"][:4])  # a different interaction
+    unknown = variant(fields, "-unknown", outcome={"success": None, "status": None, "reward": None,
+                                                   "termination_reason": "submitted"},
+                      verification={"method": "none", "executable": False, "independently_reproduced": False,
                                     "evidence": []})
-    truncated = variant(base, "-truncated", completeness="truncated")
-    elsewhere = variant(base, "-other-env", metadata={"environment_key": "docker:other"})
-    other_task = variant(base, "-other-task", task_key="synthetic:another")
+    truncated = variant(fields, "-truncated", completeness="truncated",
+                        missing_fields=[{"field": "events", "reason": "cost limit"}])
+    elsewhere = variant(fields, "-other-env", metadata={"environment_key": "docker:other"})
+    other_task = variant(fields, "-other-task", task_key="synthetic:another")
     library = Library(tmp_path)
     library.import_records([base, reproduced, unknown, truncated, elsewhere, other_task])
     by_id = {r["trajectory_id"]: r for r in library.rankings()}
@@ -183,15 +188,16 @@ def test_efficiency_breaks_ties_only_between_successes() -> None:
     assert rankings.tie_break_score(base) > rankings.tie_break_score(longer)
     unknown = {**base, "outcome_category": "unknown"}
     assert rankings.tie_break_score(unknown) == rankings.tie_break_score({**longer, "outcome_category": "unknown"})
-    weaker = {**base, "verification_strength": "source-reported"}
+    weaker = {**base, "verification_strength": "source_reported"}
     fewer_turns_but_weaker = {**weaker, "assistant_count": 0}
     assert rankings.tie_break_score(base) > rankings.tie_break_score(fewer_turns_but_weaker)
 
 
 def test_one_split_per_task_key_across_sources(tmp_path: Path) -> None:
-    base = _base()
-    protected = variant(base, "-eval-source", split="test", source={**base["source"], "source_id": "other-source"})
-    protected["events"] = protected["events"][:3]
+    fields = _fields()
+    base = synthetic.rebuild(fields)
+    protected = synthetic.rebuild(fields, split="test", source={**fields["source"], "source_id": "other-source"},
+                                  events=fields["events"][:4])
     library = Library(tmp_path)
     library.import_records([*synthetic.records(6, 40), base, protected])
     rows = gz_rows(tmp_path / "task_splits.jsonl.gz")
@@ -226,4 +232,9 @@ def test_a_refused_record_leaves_the_library_unchanged(tmp_path: Path) -> None:
 
     with pytest.raises(ValueError, match="refused"):
         library.import_records(synthetic.records(2, 5), validate=refuse)
+    assert snapshot(tmp_path) == before
+    broken = synthetic.record(2, 1)
+    broken["task_key"] = "synthetic:tampered"  # no longer the content address
+    with pytest.raises(TrajectoryError, match="trajectory_id"):
+        library.import_records([synthetic.record(2, 0), broken])
     assert snapshot(tmp_path) == before

@@ -27,7 +27,7 @@ def generated_records(draw: st.DrawFn) -> dict[str, Any]:
     for index in range(count):
         role = draw(ROLES)
         event: dict[str, Any] = {"event_id": f"event:{index}", "role": role,
-                                 "content": draw(st.text(max_size=20)), "tool_calls": [],
+                                 "text": draw(st.text(max_size=20)), "tool_calls": [],
                                  "supervised": draw(st.booleans()), "source_metadata": {}, "missing_fields": []}
         if role == "assistant" and draw(st.booleans()):
             call = f"call-{index}"
@@ -38,7 +38,7 @@ def generated_records(draw: st.DrawFn) -> dict[str, Any]:
         events.append(event)
     record = synthetic.record(0, draw(st.integers(min_value=0, max_value=1000)))
     record["events"] = events
-    record["outcome"]["result_explanation"] = "evaluator text that no model input may contain"
+    record["outcome"]["source_metadata"] = {"result_explanation": "evaluator text that no model input may contain"}
     return record
 
 
@@ -87,8 +87,8 @@ def test_turn_samples_as_chat_messages() -> None:
         chat = turn_chat_messages(sample)
         assert [m["role"] for m in chat["prompt"]][:2] == ["system", "user"]
         assert chat["completion"][0]["role"] == "assistant"
-        assert chat["completion"][0]["tool_calls"][0]["function"]["arguments"] == json.dumps(
-            sample["target"]["tool_calls"][0]["arguments"], separators=(",", ":"))
+        assert json.loads(chat["completion"][0]["tool_calls"][0]["function"]["arguments"]) == \
+            sample["target"]["tool_calls"][0]["arguments"]
         assert len(chat["prompt"]) == sample["target_index"]
 
 

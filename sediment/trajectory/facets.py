@@ -16,18 +16,18 @@ import orjson
 
 Record = Mapping[str, Any]
 
-_TRUE_SUCCESS = frozenset({True})
-
 
 def as_record(value: Any) -> dict[str, Any]:
-    """The JSON object of a record: a mapping as is, a pydantic model through its JSON dump."""
+    """The JSON object of a record: a :class:`~sediment.trajectory.record.Trajectory` through its
+    canonical text, a mapping as is."""
+    from sediment.trajectory.record import Trajectory, to_json
+
+    if isinstance(value, Trajectory):
+        result = orjson.loads(to_json(value))
+        assert isinstance(result, dict)
+        return result
     if isinstance(value, Mapping):
         return dict(value)
-    dump = getattr(value, "model_dump", None)
-    if dump is not None:
-        result = dump(mode="json", by_alias=True)
-        if isinstance(result, dict):
-            return result
     raise TypeError(f"not a trajectory record: {type(value).__name__}")
 
 
@@ -89,7 +89,7 @@ def source_url(record: Record) -> str | None:
 
 
 def source_sha256(record: Record) -> str | None:
-    return _text(source(record).get("sha256"))
+    return _text(source(record).get("file_sha256"))
 
 
 def model(record: Record) -> str | None:
@@ -103,14 +103,13 @@ def scaffold(record: Record) -> str | None:
 
 
 def demonstrator(record: Record) -> str | None:
-    p = provenance(record)
-    return _text(p.get("demonstrator")) or _text(p.get("demonstrator_class"))
+    return _text(provenance(record).get("demonstrator"))
 
 
 def is_expert(record: Record) -> bool:
-    """Expert/reference demonstration (``provenance.demonstrator`` says so); everything else is an agent."""
-    value = (demonstrator(record) or "").lower()
-    return value in {"expert", "reference", "human", "expert-demonstration", "reference-demonstration"}
+    """An expert or reference demonstration (``provenance.demonstrator``); anything else
+    (``agent``, ``unknown``) counts as a recorded agent completion."""
+    return demonstrator(record) in {"expert", "reference"}
 
 
 def success(record: Record) -> bool | None:
@@ -125,10 +124,7 @@ def reward(record: Record) -> float | int | None:
 
 
 def completeness(record: Record) -> str | None:
-    value = record.get("completeness")
-    if isinstance(value, Mapping):
-        value = value.get("status")
-    return _text(value)
+    return _text(record.get("completeness"))
 
 
 def missing_fields(record: Record) -> list[Any]:
@@ -164,20 +160,22 @@ def tool_calls(event: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def call_id(call: Mapping[str, Any]) -> str | None:
-    return _text(call.get("call_id")) or _text(call.get("id"))
+    return _text(call.get("call_id"))
 
 
 def result_link(event: Mapping[str, Any]) -> str | None:
-    """The call id a tool/environment event answers (its tool-result link), if it has one."""
-    for key in ("tool_result_of", "result_of", "tool_call_id", "in_reply_to"):
-        value = event.get(key)
-        if isinstance(value, str) and value:
-            return value
-        if isinstance(value, Mapping):
-            inner = call_id(value)
-            if inner:
-                return inner
-    return None
+    """The call id a tool event answers (``tool_result_of``), if it has one."""
+    return _text(event.get("tool_result_of"))
+
+
+def text(event: Mapping[str, Any]) -> str:
+    """The event's text (``""`` when it has none)."""
+    value = event.get("text")
+    return value if isinstance(value, str) else ""
+
+
+def reasoning(event: Mapping[str, Any]) -> str | None:
+    return _text(event.get("reasoning"))
 
 
 def supervised(event: Mapping[str, Any]) -> bool:
@@ -203,7 +201,7 @@ def _causal_form(record: Record) -> list[Any]:
                 positions.setdefault(cid, len(positions))
             calls.append([call.get("name"), call.get("arguments")])
         link = result_link(event)
-        form.append([role(event), event.get("content"), calls,
+        form.append([role(event), event.get("text"), event.get("reasoning"), calls,
                      positions.get(link) if link is not None else None, supervised(event)])
     return form
 
@@ -227,24 +225,10 @@ def count_supervised(events_: Sequence[Mapping[str, Any]]) -> int:
     return sum(1 for e in events_ if supervised(e) and role(e) == "assistant")
 
 
-VERIFICATION_STRENGTHS = ("independently-reproduced", "source-evaluator", "source-reported", "unverified")
-"""Strongest first. The rank of a strength in this tuple is its verdict reliability (reversed)."""
-
-
 def verification_strength(record: Record) -> str:
-    """How strongly the record's verdict is backed, from its ``verification`` block alone:
+    """The record model's verification strength (:func:`sediment.trajectory.record.verification_strength`)
+    of a record's JSON object."""
+    from sediment.trajectory.record import Trajectory
+    from sediment.trajectory.record import verification_strength as strength
 
-    ``independently-reproduced`` when the independent-reproduction flag is set; ``source-evaluator``
-    when the source supplied executable verification (tests it ran); ``source-reported`` when the
-    source names a method or evidence that is not executable (a status label, an LLM judge's
-    explanation); ``unverified`` otherwise."""
-    block = verification(record)
-    if block.get("independently_reproduced") is True or block.get("independent_reproduction") is True:
-        return "independently-reproduced"
-    if block.get("executable") is True or block.get("source_executable") is True:
-        return "source-evaluator"
-    method = block.get("method")
-    evidence = block.get("evidence")
-    if (isinstance(method, str) and method and method not in {"none", "unverified"}) or evidence:
-        return "source-reported"
-    return "unverified"
+    return strength(Trajectory.model_validate(dict(record)))

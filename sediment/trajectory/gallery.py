@@ -66,10 +66,11 @@ def _event_html(index: int, event: Mapping[str, Any]) -> str:
     calls = "".join(f"<div>call <code>{_e(facets.call_id(c) or '')}</code>: <code>{_e(c.get('name') or '')}</code>"
                     f"{_json(c.get('arguments'))}</div>" for c in facets.tool_calls(event))
     link = facets.result_link(event)
-    content = event.get("content")
+    reasoning = facets.reasoning(event)
+    thought = f"<div>reasoning</div><pre>{_e(reasoning)}</pre>" if reasoning else ""
     return (f"<tr class=\"role-{_e(role)}\"><td>{index}</td><td><code>{_e(facets.event_id(event) or '')}</code></td>"
             f"<td>{_e(role)}</td><td>{'<span class=supervised>supervised</span>' if facets.supervised(event) else ''}"
-            f"</td><td><pre>{_e(content if isinstance(content, str) else json.dumps(content))}</pre>{calls}"
+            f"</td><td>{thought}<pre>{_e(facets.text(event))}</pre>{calls}"
             f"{f'<div>result of <code>{_e(link)}</code></div>' if link else ''}</td></tr>")
 
 
@@ -115,7 +116,7 @@ def record_page(library: Library, trajectory_id: str) -> bytes:
         "<ul>" + "".join(f"<li>{_e(reason)}</li>" for reason in ranking["ranking_reasons"]) + "</ul>",
         f"<section><h2>Source and provenance</h2>{_json({'source': facets.source(record), 'provenance': facets.provenance(record), 'outcome': facets.outcome(record)})}</section>",  # noqa: E501
         f"<section><h2>Interaction ({len(events)} events)</h2><table><tr><th>#</th><th>event</th><th>role</th>"
-        f"<th>mask</th><th>content</th></tr>{''.join(_event_html(i, e) for i, e in enumerate(events))}</table>"
+        f"<th>mask</th><th>text</th></tr>{''.join(_event_html(i, e) for i, e in enumerate(events))}</table>"
         "</section>",
         f"<section><h2>Assistant-turn samples ({len(turns)})</h2>{''.join(turns) or '<p>none</p>'}</section>",
         f"<section><h2>Verification evidence</h2>{_json(facets.verification(record))}</section>",

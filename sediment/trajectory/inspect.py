@@ -31,8 +31,9 @@ def _json(value: Any) -> Text:
 
 
 def _content(event: Mapping[str, Any]) -> str:
-    content = event.get("content")
-    text = content if isinstance(content, str) else ("" if content is None else json.dumps(content))
+    text = facets.text(event)
+    if facets.reasoning(event):
+        text = f"(reasoning) {facets.reasoning(event)}\n{text}"
     calls = [f"→ {c.get('name')}({json.dumps(c.get('arguments'), ensure_ascii=False)}) [{facets.call_id(c)}]"
              for c in facets.tool_calls(event)]
     link = facets.result_link(event)
@@ -79,7 +80,7 @@ def render(library: Library, trajectory_id: str) -> RenderableType:
             f"retained {row['trajectory_id']} (collapsed with {row['contributing_trajectory_ids']})")))
         head.add_row("reasons", Text(visible("; ".join(json.loads(row["ranking_reasons"])))))
     events = Table(title="interaction (canonical events, causal order)", expand=True, show_lines=True)
-    for column in ("#", "event", "role", "supervised", "content"):
+    for column in ("#", "event", "role", "supervised", "text"):
         events.add_column(column)
     for index, event in enumerate(facets.events(record)):
         events.add_row(str(index), Text(visible(facets.event_id(event) or "")), Text(visible(facets.role(event) or "")),

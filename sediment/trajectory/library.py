@@ -40,7 +40,9 @@ from typing import Any
 import orjson
 
 from sediment.errors import SedimentError
+from sediment.records import encode_record
 from sediment.trajectory import facets, rankings
+from sediment.trajectory.record import Trajectory, from_json, from_plain, to_json, validated
 
 LIBRARY_VERSION = "1.0"
 MANIFEST = "manifest.json"
@@ -68,8 +70,8 @@ class ImportReport:
 
 
 def encode(record: Mapping[str, Any]) -> bytes:
-    """One record's shard line (without the newline): its JSON, keys in the record's own order."""
-    return orjson.dumps(record)
+    """One record's shard line (without the newline): the record's canonical text."""
+    return encode_record(dict(record)).encode("ascii")
 
 
 def gzip_bytes(data: bytes) -> bytes:
@@ -186,6 +188,10 @@ class Library:
                 return value
         raise LibraryError(f"{shard}: line {line + 1} missing for {trajectory_id!r} (library corrupt)")
 
+    def trajectory(self, trajectory_id: str) -> Trajectory:
+        """The record with this id as the record model (parsed and validated)."""
+        return from_json(encode(self.record(trajectory_id)))
+
     def records(self, trajectory_ids: Iterable[str] | None = None) -> Iterator[dict[str, Any]]:
         """Canonical records in ``trajectory_id`` order (all, or those named), streaming shard by shard."""
         wanted = None if trajectory_ids is None else set(trajectory_ids)
@@ -235,11 +241,14 @@ class Library:
 
     def import_records(self, records: Iterable[Any], *, materialize_all: bool = False,
                        validate: Callable[[dict[str, Any]], None] | None = None) -> ImportReport:
-        """Add the records not yet in the library; rebuild the derived indexes.
+        """Add the records (``Trajectory`` models, or their JSON objects) not yet in the library;
+        rebuild the derived indexes.
 
-        ``validate`` (the record model's validator) is called on each record before it is staged
-        and may raise ``ValueError`` to refuse it; the caller reports refusals. Holds an exclusive
-        lock on the directory for the whole import."""
+        Every record is validated against the canonical rules first (a record that breaks one
+        raises :class:`~sediment.trajectory.record.TrajectoryError` and nothing is written);
+        ``validate``, when given, is a further check on the record's JSON object. Readers that
+        report refusals line by line (:mod:`.sources`) validate before they yield. Holds an
+        exclusive lock on the directory for the whole import."""
         self.root.mkdir(parents=True, exist_ok=True)
         with self._lock():
             return self._import(records, materialize_all, validate)
@@ -269,16 +278,16 @@ class Library:
             stage = sqlite3.connect(Path(staging) / "stage.sqlite")
             stage.execute("CREATE TABLE staged (trajectory_id TEXT PRIMARY KEY, line BLOB, digest TEXT, summary TEXT)")
             for item in records:
-                record = facets.as_record(item)
+                model = item if isinstance(item, Trajectory) else from_plain(item)
+                validated(model)
+                record = facets.as_record(model)
                 if validate is not None:
                     validate(record)
-                tid = record.get("trajectory_id")
-                if not isinstance(tid, str) or not tid:
-                    raise ValueError("record has no trajectory_id")
+                tid = model.trajectory_id
                 if tid in old:
                     report.already_present += 1
                     continue
-                line = encode(record)
+                line = to_json(model).encode("ascii")
                 digest = _sha256(line)
                 existing = stage.execute("SELECT digest FROM staged WHERE trajectory_id = ?", (tid,)).fetchone()
                 if existing is not None:

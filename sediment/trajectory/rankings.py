@@ -20,6 +20,7 @@ from typing import Any
 
 from sediment.split import assign_split
 from sediment.trajectory import facets
+from sediment.trajectory.record import VERIFICATION_STRENGTHS
 
 RANKINGS_VERSION = "1.0"
 
@@ -32,9 +33,8 @@ TIERS: dict[int, str] = {
 }
 """The five quality tiers, best first."""
 
-_RELIABILITY = {name: len(facets.VERIFICATION_STRENGTHS) - 1 - i
-                for i, name in enumerate(facets.VERIFICATION_STRENGTHS)}
-_CREDIBLE = frozenset({"independently-reproduced", "source-evaluator"})
+_RELIABILITY = {name: len(VERIFICATION_STRENGTHS) - 1 - i for i, name in enumerate(VERIFICATION_STRENGTHS)}
+_CREDIBLE = frozenset({"independently_reproduced", "source_evaluator"})
 PROTECTED_SPLITS = frozenset({"test", "eval", "evaluation", "held-out", "heldout"})
 """Upstream split labels that mark a record as evaluation-only (lower-cased comparison)."""
 
@@ -149,7 +149,7 @@ def quality_tier(summary: Mapping[str, Any]) -> tuple[int, list[str]]:
         return 5, [f"completeness is {summary['completeness'] or 'not recorded'}"]
     if not eligible:
         return 5, ["inadequately observed: " + "; ".join(gate)]
-    if category == "success" and strength == "independently-reproduced":
+    if category == "success" and strength == "independently_reproduced":
         expert = summary["demonstration_provenance"] == "expert"
         reasons.append("success independently reproduced")
         reasons.append("expert demonstration" if expert else "recorded agent completion")

@@ -12,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-import orjson
+from sediment.trajectory.record import Trajectory, TrajectoryError, from_json
 
 CANONICAL = "canonical-jsonl"
 """Canonical ``Trajectory`` records, one JSON object a line (``.jsonl`` or ``.jsonl.gz``): what a
@@ -25,8 +25,9 @@ def _open(path: Path) -> IO[bytes]:
     return path.open("rb")
 
 
-def read_canonical(paths: Sequence[Path], problems: list[str]) -> Iterator[dict[str, Any]]:
-    """Stream canonical records; append a problem line for each line that is not one."""
+def read_canonical(paths: Sequence[Path], problems: list[str]) -> Iterator[Trajectory]:
+    """Stream canonical records, each parsed and validated; append a problem line (file, line,
+    field) for each line that is not a valid record."""
     for path in paths:
         try:
             handle = _open(path)
@@ -39,18 +40,9 @@ def read_canonical(paths: Sequence[Path], problems: list[str]) -> Iterator[dict[
                     if not line.strip():
                         continue
                     try:
-                        value = orjson.loads(line)
-                    except orjson.JSONDecodeError as exc:
-                        problems.append(f"{path}:{number}: not JSON: {exc}")
-                        continue
-                    if not isinstance(value, dict):
-                        problems.append(f"{path}:{number}: not a JSON object")
-                        continue
-                    tid = value.get("trajectory_id")
-                    if not isinstance(tid, str) or not tid:
-                        problems.append(f"{path}:{number}: trajectory_id: missing or not a non-empty string")
-                        continue
-                    yield value
+                        yield from_json(line.rstrip(b"\r\n"))
+                    except TrajectoryError as exc:
+                        problems.append(f"{path}:{number}: {exc}")
             except (OSError, EOFError, gzip.BadGzipFile) as exc:
                 problems.append(f"{path}: unreadable: {exc}")
 

@@ -91,25 +91,11 @@ def assistant_turns(record: Mapping[str, Any], extra_metadata: Mapping[str, Any]
         }
 
 
-_CHAT_ROLES = {"system": "system", "user": "user", "assistant": "assistant", "tool": "tool", "environment": "tool",
-               "observation": "tool"}
-
-
-def _text_of(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # content parts
-        return "".join(p.get("text", "") if isinstance(p, Mapping) else str(p) for p in content)
-    return facets.canonical_json(content).decode()
-
-
 def chat_message(event: Mapping[str, Any]) -> dict[str, Any]:
     """One event as an OpenAI-style chat message (every message has the same keys).
 
-    Tool-call arguments become a JSON string, as in chat APIs; an event whose role has no chat
-    equivalent keeps its role name in ``name``."""
+    The record's roles are the chat roles; the event's reasoning is ``reasoning_content``;
+    tool-call arguments become a JSON string, as chat APIs carry them (a string argument as is)."""
     role = facets.role(event) or ""
     calls = []
     for call in facets.tool_calls(event):
@@ -118,9 +104,8 @@ def chat_message(event: Mapping[str, Any]) -> dict[str, Any]:
                       "function": {"name": str(call.get("name") or ""),
                                    "arguments": arguments if isinstance(arguments, str)
                                    else facets.canonical_json(arguments).decode()}})
-    return {"role": _CHAT_ROLES.get(role, "user"), "content": _text_of(event.get("content")),
-            "name": None if role in _CHAT_ROLES else role, "tool_calls": calls,
-            "tool_call_id": facets.result_link(event)}
+    return {"role": role, "content": facets.text(event), "reasoning_content": facets.reasoning(event),
+            "tool_calls": calls, "tool_call_id": facets.result_link(event)}
 
 
 def turn_chat_messages(sample: Mapping[str, Any]) -> dict[str, Any]:
