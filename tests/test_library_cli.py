@@ -69,7 +69,7 @@ def test_import_views_and_partial_failure(tmp_path: Path, canonical: Path) -> No
         record = Library(library).record(sample["trajectory_id"])
         assert sample["context"] == record["events"][:sample["target_index"]]
     chat = tmp_path / "chat.jsonl"
-    assert sediment("library", "views", "--library", str(library), "--view", "turns", "--chat", "--sample", "3",
+    assert sediment("library", "views", "--library", str(library), "--view", "turns", "--format", "chat", "--sample", "3",
                     "--sampling", "source-balanced", "--out", str(chat)).returncode == 0
     assert all(set(json.loads(line)) == {"prompt", "completion"} for line in chat.read_text().splitlines())
     wrong = sediment("library", "views", "--library", str(library), "--selection", "nope", "--out", str(out))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -69,7 +71,10 @@ def views_(
     sample: int | None = typer.Option(None, "--sample", help="Keep this many (rows, or tasks with --sampling task)."),
     sampling: str = typer.Option("random", "--sampling", help="random, task or source-balanced."),
     seed: int = typer.Option(0, "--seed", help="Sampling seed (same seed, same sample)."),
-    chat: bool = typer.Option(False, "--chat", help="With --view turns: write {prompt, completion} chat messages."),
+    format: str = typer.Option("json", "--format",
+                               help="json (the view samples), arrow (flat fields plus structured fields as JSON "
+                                    "text: loads into an Arrow table without loss), or chat (with --view turns: "
+                                    "{prompt, completion} chat messages)."),
 ) -> None:
     """Write SFT view samples of the selected, filtered, sampled attempts. Selection reads
     index.sqlite; only the surviving records are read from their shards."""
@@ -77,10 +82,15 @@ def views_(
 
     from sediment.errors import UsageError
     from sediment.trajectory.adapter import CanonicalDatasetAdapter, Filters
-    from sediment.trajectory.views import turn_chat_messages
+    from sediment.trajectory.views import arrow_row, turn_chat_messages
 
-    if chat and view != "turns":
-        raise UsageError("--chat needs --view turns")
+    if format not in {"json", "arrow", "chat"}:
+        raise UsageError(f"unknown --format {format!r}; one of: json, arrow, chat")
+    if format == "chat" and view != "turns":
+        raise UsageError("--format chat needs --view turns")
+    shapes: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+        "json": dict, "arrow": arrow_row, "chat": turn_chat_messages}
+    shape = shapes[format]
     adapter = CanonicalDatasetAdapter(library)
     filters = Filters(benchmark=benchmark, source=source, source_version=source_version, model=model,
                       scaffold=scaffold, split=split, quality_tier=quality_tier, max_rank=max_rank,
@@ -90,7 +100,7 @@ def views_(
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("wb") as handle:
         for item in adapter.project(rows, view):
-            handle.write(orjson.dumps(turn_chat_messages(item) if chat else item) + b"\n")
+            handle.write(orjson.dumps(shape(item)) + b"\n")
             count += 1
     console.say(f"{count} {view} sample(s) from {len(rows)} attempt(s) written to {out}")
 

@@ -113,3 +113,29 @@ def turn_chat_messages(sample: Mapping[str, Any]) -> dict[str, Any]:
     the prompt is the context, the completion the one supervised target."""
     return {"prompt": [chat_message(e) for e in sample["model_input"]["events"]],
             "completion": [chat_message(sample["supervised_target"])]}
+
+
+_FLAT = frozenset({"view", "sample_id", "trajectory_id", "task_id", "task_key", "target_event_id", "target_index",
+                   "target_event_ids", "loss_mask"})
+
+
+def arrow_row(sample: Mapping[str, Any]) -> dict[str, Any]:
+    """A view sample in the form an Arrow table holds without loss: the flat fields (ids, index,
+    mask) as they are, every structured field (events, targets, model input, metadata, whose
+    shapes vary by source) as its canonical JSON text under ``<name>_json``.
+    :func:`from_arrow_row` gives the sample back exactly."""
+    row: dict[str, Any] = {}
+    for key, value in sample.items():
+        if key in _FLAT:
+            row[key] = value
+        else:
+            row[f"{key}_json"] = facets.canonical_json(value).decode()
+    return row
+
+
+def from_arrow_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The view sample of an :func:`arrow_row`."""
+    import orjson
+
+    return {(key[:-5] if key.endswith("_json") else key): (orjson.loads(value) if key.endswith("_json") else value)
+            for key, value in row.items()}
