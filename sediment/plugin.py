@@ -175,3 +175,11 @@ __all__ = [
     "task_skip_reasons",
     "turn_row",
 ]
+
+# --- the trajectory library: importer plugins (``describe_importer`` / ``import_source``) -----
+from sediment.trajectory import kit as trajectory_kit
+from sediment.trajectory.importing import ImporterInfo
+from sediment.trajectory.record import Trajectory
+from sediment.trajectory.sources import ImportRefusal
+
+__all__ += ["ImportRefusal", "ImporterInfo", "Trajectory", "trajectory_kit"]

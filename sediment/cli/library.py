@@ -34,7 +34,7 @@ def import_(
     cannot be imported is reported as one line (file, line, field) and the rest are imported (exit 8)."""
     from sediment.ingest import IngestError
     from sediment.trajectory.library import Library
-    from sediment.trajectory.sources import check_format, records_for
+    from sediment.trajectory.library_input import check_format, records_for
 
     check_format(format)
     problems: list[str] = []

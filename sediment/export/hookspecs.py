@@ -7,7 +7,8 @@ plugin's answer (``firstresult``). A plugin's kind follows from the ``describe_*
 implements: an **objective** is what ``sediment export NAME`` exports (its unit of evidence,
 recipes, populations and vocabularies), a **target** projects Rollouts into one canonical row
 contract of an objective, a **profile** adapts one target's rows to one consumer release, a
-**manifest** writer adds a file beside published rows. Implementations are marked with
+**manifest** writer adds a file beside published rows, an **importer** reads one source format
+into canonical trajectory records. Implementations are marked with
 :data:`sediment.plugin.hookimpl` and may accept any subset of a hook's arguments.
 """
 
@@ -35,6 +36,9 @@ if TYPE_CHECKING:
         TargetInfo,
     )
     from sediment.export.settings import PluginSettings
+    from sediment.trajectory.importing import ImporterInfo
+    from sediment.trajectory.record import Trajectory
+    from sediment.trajectory.sources import ImportRefusal
 
 PROJECT_NAME = "sediment"
 #: The version of the plugin contract these hooks define.
@@ -237,4 +241,35 @@ def write_manifest(published: PublishedExport, settings: PluginSettings) -> Path
         ``None``), the output directory and the files per stem and split with row counts.
     :param settings: this plugin's settings.
     :return: the path written, or ``None`` when this plugin wrote nothing for this export.
+    """
+
+
+# --- importers (trajectory-library sources; called for the chosen importer, per file) -----
+
+
+@hookspec(firstresult=True)
+def describe_importer() -> ImporterInfo | None:
+    """Declare that this plugin is a trajectory importer: one source format read into
+    canonical :class:`~sediment.plugin.Trajectory` records.
+
+    Called once when the registry is built. The format's name is the plugin (entry-point)
+    name; ``import_records(FORMAT, paths)`` runs it.
+
+    :return: an :class:`~sediment.plugin.ImporterInfo` (description, the file-name patterns
+        it reads in a directory, its ``source_id``); only importers implement this hook.
+    """
+
+
+@hookspec(firstresult=True)
+def import_source(path: Path) -> Iterable[Trajectory | ImportRefusal]:  # type: ignore[empty-body]
+    """Read one source file into canonical records.
+
+    Called on the chosen importer only, once per file, in the order given (a directory's
+    files in name order). Read it streaming (:func:`~sediment.plugin.read_units`), build each
+    record with :func:`~sediment.plugin.build_trajectory`, and refuse what cannot be stored
+    exactly with an :class:`~sediment.plugin.ImportRefusal` naming line and field, keeping
+    the good records around it. Never manufacture a missing observation or outcome.
+
+    :param path: the file.
+    :return: an iterable (usually a generator) of records and refusals, in file order.
     """

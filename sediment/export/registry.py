@@ -42,6 +42,7 @@ from sediment.export.rows import (
 )
 from sediment.export.settings import NoSettings, PluginSettings, SettingsSources, env_names
 from sediment.export.writer import Ownership, claim_file_name
+from sediment.trajectory.importing import ImporterInfo
 from sediment.validation import SchemaSet, core_schemas
 
 if TYPE_CHECKING:
@@ -62,7 +63,8 @@ COMPATIBILITY_FILE = "compatibility.json"
 
 _TARGET_HOOKS = ("eligible", "project_row")
 _KIND_HOOKS = {"describe_target": _TARGET_HOOKS, "describe_profile": ("adapt_row",),
-               "describe_manifest": ("write_manifest",), "describe_objective": ()}
+               "describe_manifest": ("write_manifest",), "describe_objective": (),
+               "describe_importer": ("import_source",)}
 
 
 def _composed(core: tuple[str, ...], own: tuple[str, ...], where: str) -> tuple[str, ...]:
@@ -297,6 +299,21 @@ class Manifest(_Plugin):
                 "settings": self.settings_json(), "origin": self.origin_json()}
 
 
+@dataclass(frozen=True, kw_only=True)
+class Importer(_Plugin):
+    """A registered trajectory importer (one source format)."""
+
+    info: ImporterInfo
+
+    def read(self, path: Path) -> Iterable[object]:
+        """The importer's records and refusals for one file."""
+        return self._callers["import_source"](path=path) or ()
+
+    def as_json(self) -> dict[str, Any]:
+        return {"name": self.name, "description": self.info.description, "patterns": list(self.info.patterns),
+                "source_id": self.info.source_id, "origin": self.origin_json()}
+
+
 def _count(tally: Counter[str], vocabulary: tuple[str, ...], reasons: Iterable[str], where: str) -> None:
     for reason in reasons:
         if reason not in vocabulary:
@@ -313,6 +330,7 @@ class PluginRegistry:
         self.targets: dict[str, Target] = {}
         self.profiles: dict[str, Profile] = {}
         self.manifests: dict[str, Manifest] = {}
+        self.importers: dict[str, Importer] = {}
         self.retired: dict[str, str] = {}
         schemas = dict(core_schemas())
         schema_origin = dict.fromkeys(schemas, "the Sediment core")
@@ -341,6 +359,12 @@ class PluginRegistry:
                     raise PluginError(f"manifest plugin {name!r} ({origin.distribution}): describe_manifest "
                                       "must return ManifestInfo")
                 self.manifests[name] = Manifest(**base, info=info)
+            if "describe_importer" in implemented:
+                described = callers["describe_importer"]()
+                if not isinstance(described, ImporterInfo):
+                    raise PluginError(f"importer plugin {name!r} ({origin.distribution}): describe_importer "
+                                      "must return ImporterInfo")
+                self.importers[name] = Importer(**base, info=described)
         self._check_objectives()
         for base, implemented in declared:  # targets need their objective, profiles their target
             if "describe_target" in implemented:

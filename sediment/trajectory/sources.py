@@ -1,65 +1,300 @@
-"""Where an import's records come from: canonical JSONL written by Sediment itself, or a
-source format read by an importer plugin.
+"""Reading source files record by record, and what every importer shares.
 
-Every refusal is one line naming the file, the line and the field; the good records around a
-bad one are still imported.
+:func:`read_units` streams a file's records without loading the file: a JSON Lines file line
+by line, a top-level JSON array element by element (a byte scanner finds each element's exact
+bytes), any other JSON document whole. Each :class:`SourceUnit` keeps the exact bytes, which
+become the record's ``raw_record``.
+
+The rest are the helpers the importers share: :func:`parse_json` (strict: UTF-8, no duplicate
+keys), :func:`raw_record_of` (secrets redacted, the redaction recorded), :func:`split_attempt`
+(task id vs attempt suffix), :class:`CallIds` (deterministic call-id namespacing) and
+:class:`ImportRefusal` (a one-line refusal naming file, line and field).
 """
 
 from __future__ import annotations
 
-import gzip
-from collections.abc import Iterator, Sequence
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, BinaryIO
 
-from sediment.trajectory.record import Trajectory, TrajectoryError, from_json
+from sediment.records import decode_record, sha256_hex
+from sediment.trajectory.record import RawRecord, Transformation
 
-CANONICAL = "canonical-jsonl"
-"""Canonical ``Trajectory`` records, one JSON object a line (``.jsonl`` or ``.jsonl.gz``): what a
-library's shards and ``all.jsonl.gz`` hold, so one library can be imported into another."""
-
-
-def _open(path: Path) -> IO[bytes]:
-    if path.name.endswith(".gz"):
-        return gzip.GzipFile(path, "rb")  # type: ignore[return-value]
-    return path.open("rb")
+#: Bytes read at a time.
+CHUNK = 1 << 20
+#: The version of the shared import operations (recorded in each transformation).
+TOOLKIT_VERSION = "1"
 
 
-def read_canonical(paths: Sequence[Path], problems: list[str]) -> Iterator[Trajectory]:
-    """Stream canonical records, each parsed and validated; append a problem line (file, line,
-    field) for each line that is not a valid record."""
-    for path in paths:
-        try:
-            handle = _open(path)
-        except OSError as exc:
-            problems.append(f"{path}: cannot read: {exc.strerror or exc}")
-            continue
-        with handle:
-            try:
-                for number, line in enumerate(handle, start=1):
-                    if not line.strip():
-                        continue
-                    try:
-                        yield from_json(line.rstrip(b"\r\n"))
-                    except TrajectoryError as exc:
-                        problems.append(f"{path}:{number}: {exc}")
-            except (OSError, EOFError, gzip.BadGzipFile) as exc:
-                problems.append(f"{path}: unreadable: {exc}")
+@dataclass(frozen=True)
+class SourceUnit:
+    """One record's bytes in a source file: where it starts (1-based line) and its locator."""
+
+    path: Path
+    line: int
+    locator: str
+    data: bytes
 
 
-def known_formats() -> list[str]:
-    return [CANONICAL]
+@dataclass(frozen=True)
+class ImportRefusal:
+    """A record (or a whole file) an importer refused: one line naming file, line and field."""
+
+    path: Path
+    line: int
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.field}: {self.message}"
 
 
-def check_format(format: str) -> None:
-    from sediment.errors import UsageError
+class UnitError(ValueError):
+    """A file whose records cannot be delimited (e.g. an unterminated JSON array)."""
 
-    if format not in known_formats():
-        raise UsageError(f"unknown trajectory format {format!r}; known: {', '.join(known_formats())}")
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(message)
+        self.line = line
 
 
-def records_for(format: str, paths: Sequence[Path], problems: list[str]) -> Iterator[Any]:
-    """The records of ``paths`` in ``format``: canonical JSONL here, any other format through
-    the importer plugins."""
-    check_format(format)
-    yield from read_canonical(paths, problems)
+def file_sha256(path: Path) -> str:
+    """The SHA-256 of a file, read in chunks."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _first_byte(handle: BinaryIO) -> bytes:
+    while chunk := handle.read(4096):
+        stripped = chunk.lstrip(b" \t\r\n\xef\xbb\xbf")
+        if stripped:
+            return stripped[:1]
+    return b""
+
+
+def read_units(path: Path) -> Iterator[SourceUnit]:
+    """The records of ``path``: lines of ``*.jsonl``, elements of a top-level array, or the
+    whole document. Raises :class:`UnitError` when a file cannot be delimited (the units
+    before the problem have been yielded)."""
+    with path.open("rb") as handle:
+        first = _first_byte(handle)
+        handle.seek(0)
+        if path.name.endswith(".jsonl"):
+            for number, line in enumerate(handle, start=1):
+                body = line.rstrip(b"\r\n")
+                if body.strip():
+                    yield SourceUnit(path, number, f"{path.name}:{number}", body)
+        elif first == b"[":
+            yield from _array_elements(path, handle)
+        else:
+            data = handle.read()
+            yield SourceUnit(path, 1, path.name, data)
+
+
+_ARRAY_TOKENS = re.compile(rb'[\[\]{}",\\\n]')
+
+
+def _array_elements(path: Path, handle: BinaryIO) -> Iterator[SourceUnit]:
+    """Each element of a top-level JSON array, as its exact bytes (the text between the
+    separators, blanks trimmed), with memory bounded by the largest element."""
+    buf = b""
+    pos = 0
+    depth = 0
+    in_string = False
+    escaped = False
+    region: int | None = None  # where the current element's text begins in buf
+    region_line = 0
+    line = 1
+    index = 0
+    done = False
+    while not done and (chunk := handle.read(CHUNK)):
+        buf += chunk
+        while True:
+            if escaped:
+                if pos >= len(buf):
+                    break
+                line += buf[pos:pos + 1] == b"\n"
+                pos += 1
+                escaped = False
+            match = _ARRAY_TOKENS.search(buf, pos)
+            if match is None:
+                pos = len(buf)
+                break
+            token, at = match.group(), match.start()
+            pos = at + 1
+            if token == b"\n":
+                line += 1
+            elif in_string:
+                if token == b"\\":
+                    escaped = True
+                elif token == b'"':
+                    in_string = False
+            elif token == b'"':
+                in_string = True
+            elif token in (b"[", b"{"):
+                depth += 1
+                if depth == 1:
+                    region, region_line = pos, line
+            elif token == b"\\":
+                raise UnitError(line, "a backslash outside a string")
+            elif token == b"," and depth == 1 and region is not None:
+                yield _unit(path, buf[region:at], region_line, index, line)
+                index += 1
+                region, region_line = pos, line
+            elif token in (b"]", b"}"):
+                depth -= 1
+                if depth < 0:
+                    raise UnitError(line, "unbalanced brackets")
+                if depth == 0 and region is not None:
+                    text = buf[region:at]
+                    if text.strip() or index:
+                        yield _unit(path, text, region_line, index, line)
+                    done = True
+                    break
+        keep = region if region is not None else pos
+        if keep > 0:
+            buf = buf[keep:]
+            pos -= keep
+            if region is not None:
+                region = 0
+    if not done:
+        raise UnitError(line, "the JSON array is not terminated")
+
+
+def _unit(path: Path, text: bytes, line: int, index: int, end_line: int) -> SourceUnit:
+    stripped = text.lstrip(b" \t\r\n")
+    line += text[: len(text) - len(stripped)].count(b"\n")
+    body = stripped.rstrip(b" \t\r\n")
+    if not body:
+        raise UnitError(end_line, f"array element {index} is empty")
+    return SourceUnit(path, line, f"{path.name}#{index}", body)
+
+
+def parse_json(data: bytes) -> Any:
+    """Strict JSON: UTF-8 (lone surrogate escapes kept), no duplicate keys, no trailing data."""
+    text = data.decode("utf-8")
+    return decode_record(text)
+
+
+def describe_json_error(exc: Exception) -> str:
+    if isinstance(exc, UnicodeDecodeError):
+        return f"not UTF-8 (byte {exc.start})"
+    return f"not JSON: {exc}"
+
+
+# --- secrets ---------------------------------------------------------------------------
+
+_TOKEN = re.compile(
+    r"\b(?:ghp_|gho_|ghu_|ghs_|ghr_)[A-Za-z0-9]{30,}|\bgithub_pat_[A-Za-z0-9_]{30,}|\bglpat-[A-Za-z0-9_-]{20,}"
+    r"|\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}|\bAKIA[0-9A-Z]{16}\b|\bhf_[A-Za-z0-9]{30,}"
+)
+_CREDENTIAL_MEMBER = re.compile(
+    r'"(?P<name>[A-Za-z0-9_-]*(?:api[_-]?key|access[_-]?token|secret[_-]?key|client[_-]?secret|password|'
+    r'auth[_-]?token|authorization))"(?P<sep>\s*:\s*)"(?P<value>(?:[^"\\]|\\.)*)"',
+    re.IGNORECASE,
+)
+_MASKED = re.compile(r"^(?:\**|\[redacted sha256:[0-9a-f]{64}\]|null|none|)$", re.IGNORECASE)
+
+
+def marker(value: str) -> str:
+    """The redaction marker of a value: its SHA-256, never the value."""
+    return f"[redacted sha256:{sha256_hex(value)}]"
+
+
+def redact_text(text: str) -> tuple[str, int]:
+    """``text`` with forge/provider tokens replaced by markers, and how many were replaced."""
+    count = 0
+
+    def token(match: re.Match[str]) -> str:
+        nonlocal count
+        count += 1
+        return marker(match.group())
+
+    return _TOKEN.sub(token, text), count
+
+
+def redact_source_text(text: str) -> tuple[str, int]:
+    """Source text with credential-named JSON string members and tokens replaced by markers."""
+    count = 0
+
+    def member(match: re.Match[str]) -> str:
+        nonlocal count
+        value = match.group("value")
+        if _MASKED.match(value):
+            return match.group()
+        count += 1
+        return f'"{match.group("name")}"{match.group("sep")}"{marker(value)}"'
+
+    text = _CREDENTIAL_MEMBER.sub(member, text)
+    text, tokens = redact_text(text)
+    return text, count + tokens
+
+
+def raw_record_of(data: bytes, media_type: str = "application/json") -> tuple[RawRecord, list[Transformation]]:
+    """The raw record of a unit's bytes, with any secret replaced by a marker; a replacement
+    is recorded as a ``redact-secrets`` transformation (the ``sha256`` stays the original's)."""
+    raw = RawRecord.of(data, media_type)
+    if raw.encoding != "utf-8":
+        return raw, []
+    redacted, count = redact_source_text(raw.content)
+    if not count:
+        return raw, []
+    return (raw.model_copy(update={"content": redacted}),
+            [Transformation(name="redact-secrets", version=TOOLKIT_VERSION,
+                            detail={"field": "raw_record", "values": count})])
+
+
+# --- identity ----------------------------------------------------------------------------
+
+_ATTEMPT = re.compile(r"^(?P<task>.+-\d+)_(?P<attempt>\d+)$")
+
+
+def split_attempt(instance_id: str) -> tuple[str, str | None]:
+    """``("python__mypy-15976", "0")`` from ``python__mypy-15976_0``: only a trailing
+    ``_<digits>`` after a final ``-<number>`` is an attempt suffix; nothing is split on ``-``."""
+    match = _ATTEMPT.match(instance_id)
+    if match is None:
+        return instance_id, None
+    return match.group("task"), match.group("attempt")
+
+
+class CallIds:
+    """Deterministic call ids for one record: a source id seen first is kept; a reused one
+    becomes ``<id>#<n>`` (n = 2, 3, ... in order of reuse); a call without one gets
+    ``call:<event index>.<position>``. Results resolve to the latest call of that id."""
+
+    def __init__(self) -> None:
+        self._uses: dict[str, int] = {}
+        self._latest: dict[str, str] = {}
+        self.renamed = 0
+
+    def assign(self, original: str | None, event_index: int, position: int) -> str:
+        if original is None or original == "":
+            call_id = f"call:{event_index}.{position}"
+            while call_id in self._uses:
+                call_id += "'"
+            self._uses[call_id] = 1
+            return call_id
+        uses = self._uses.get(original, 0) + 1
+        self._uses[original] = uses
+        call_id = original if uses == 1 else f"{original}#{uses}"
+        if uses > 1:
+            self.renamed += 1
+        self._latest[original] = call_id
+        return call_id
+
+    def result_of(self, original: str) -> str | None:
+        """The call id an answer naming ``original`` refers to (the latest such call)."""
+        return self._latest.get(original)
+
+    def transformations(self) -> list[Transformation]:
+        if not self.renamed:
+            return []
+        return [Transformation(name="namespace-call-ids", version=TOOLKIT_VERSION,
+                               detail={"renamed": self.renamed})]

@@ -1,0 +1,80 @@
+"""Everything an importer plugin uses, in one namespace: ``sediment.plugin.trajectory_kit``.
+
+The record models (:class:`Trajectory`, :class:`Event`, :class:`ToolCall`, ...), the builder
+(:func:`build`), streaming reading (:func:`read_units`), strict parsing, the raw record with
+secrets redacted, task/attempt splitting, call-id namespacing, and the refusal type.
+"""
+
+from __future__ import annotations
+
+from sediment.trajectory.importing import ImporterInfo
+from sediment.trajectory.record import (
+    SCHEMA_VERSION,
+    Artifact,
+    Completeness,
+    Demonstrator,
+    Event,
+    Evidence,
+    MissingField,
+    Outcome,
+    Provenance,
+    RawRecord,
+    Role,
+    Source,
+    ToolCall,
+    ToolDefinition,
+    Trajectory,
+    TrajectoryError,
+    Transformation,
+    Verification,
+    build,
+)
+from sediment.trajectory.sources import (
+    TOOLKIT_VERSION,
+    CallIds,
+    ImportRefusal,
+    SourceUnit,
+    UnitError,
+    describe_json_error,
+    file_sha256,
+    parse_json,
+    raw_record_of,
+    read_units,
+    redact_text,
+    split_attempt,
+)
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "TOOLKIT_VERSION",
+    "Artifact",
+    "CallIds",
+    "Completeness",
+    "Demonstrator",
+    "Event",
+    "Evidence",
+    "ImportRefusal",
+    "ImporterInfo",
+    "MissingField",
+    "Outcome",
+    "Provenance",
+    "RawRecord",
+    "Role",
+    "Source",
+    "SourceUnit",
+    "ToolCall",
+    "ToolDefinition",
+    "Trajectory",
+    "TrajectoryError",
+    "Transformation",
+    "UnitError",
+    "Verification",
+    "build",
+    "describe_json_error",
+    "file_sha256",
+    "parse_json",
+    "raw_record_of",
+    "read_units",
+    "redact_text",
+    "split_attempt",
+]
