@@ -137,17 +137,15 @@ def split(record: Record) -> str | None:
 
 
 def environment_key(record: Record) -> str:
-    """The environment a record's attempt ran in: ``metadata.environment_key`` when the importer
-    recorded one, else ``task_family/domain`` plus ``metadata.environment_version`` when present."""
-    meta = metadata(record)
-    explicit = _text(meta.get("environment_key"))
+    """The environment an attempt ran in, for deciding which attempts a rank compares:
+    ``metadata.environment_key`` when the importer recorded one (e.g. an image digest), else
+    ``domain:<domain>``. Only equal keys are compatible; a source's own environment names (such
+    as SWE-agent's ``swe_main``) are not, since they do not identify the same environment across
+    sources."""
+    explicit = _text(metadata(record).get("environment_key"))
     if explicit:
         return explicit
-    parts = [_text(record.get("task_family")) or "-", _text(record.get("domain")) or "-"]
-    version = meta.get("environment_version")
-    if isinstance(version, str) and version:
-        parts.append(version)
-    return "/".join(parts)
+    return f"domain:{_text(record.get('domain')) or '-'}"
 
 
 def role(event: Mapping[str, Any]) -> str | None:
