@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,9 @@ from sediment.trajectory import synthetic
 from sediment.trajectory.adapter import CanonicalDatasetAdapter, Filters
 from sediment.trajectory.library import Library
 from sediment.trajectory.views import arrow_row, from_arrow_row, turn_chat_messages
+
+sys.path.insert(0, str(Path(__file__).parent))
+from test_library_fixtures import fixture_records  # noqa: E402
 
 CHECK = Path(__file__).resolve().parents[1] / "tests" / "consumers" / "hf" / "check_library_views.py"
 
@@ -26,6 +30,9 @@ def test_views_load_in_datasets_and_turns_are_conversational(tmp_path: Path, con
     python = consumer_python("hf")
     library = Library(tmp_path / "lib")
     library.import_records(synthetic.records(12, 40))
+    real = fixture_records()  # every held-out public fixture too, when present
+    if real:
+        library.import_records(real)
     adapter = CanonicalDatasetAdapter(library)
     rows = adapter.select("all", Filters(include_ineligible=True))
     full = list(adapter.project(rows, "full"))
@@ -42,3 +49,5 @@ def test_views_load_in_datasets_and_turns_are_conversational(tmp_path: Path, con
     assert all(f["arrow_equal"] for f in facts), facts
     assert "loss_mask" in facts[0]["columns"] and "model_input_json" in facts[1]["columns"]
     assert facts[2]["columns"] == ["completion", "prompt"] and facts[2]["conversational"] is True
+    if real:
+        assert {s["trajectory_id"] for s in full} >= {r["trajectory_id"] for r in real}
