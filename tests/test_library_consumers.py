@@ -16,7 +16,7 @@ from sediment.trajectory.library import Library
 from sediment.trajectory.views import arrow_row, from_arrow_row, turn_chat_messages
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_library_fixtures import fixture_records  # noqa: E402
+from test_library_fixtures import fixture_records
 
 CHECK = Path(__file__).resolve().parents[1] / "tests" / "consumers" / "hf" / "check_library_views.py"
 

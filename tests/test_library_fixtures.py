@@ -144,3 +144,31 @@ def fixture_records() -> list[dict[str, Any]]:
     for fmt, folder in SOURCES:
         out += [facets.as_record(i) for i in import_results(fmt, [FIXTURES / folder]) if isinstance(i, Trajectory)]
     return out
+
+
+def test_views_are_causal_over_fixture_variants() -> None:
+    """Hypothesis over the real records: any fixture record, cut at any event and with any
+    assistant events (un)supervised, keeps the causal-context invariant in both views."""
+    import sys
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_trajectory_views import check_views
+
+    records = fixture_records()
+    if not records:
+        fixtures()  # skips (or fails under CI) with the reason
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.sampled_from(records), st.data())
+    def check(record: dict[str, Any], data: st.DataObject) -> None:
+        cut = data.draw(st.integers(min_value=1, max_value=len(record["events"])))
+        events = []
+        for event in record["events"][:cut]:
+            flip = event["role"] == "assistant" and data.draw(st.booleans())
+            events.append({**event, "supervised": (not event["supervised"]) if flip else event["supervised"]})
+        check_views({**record, "events": events})
+
+    check()

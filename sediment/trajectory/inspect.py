@@ -90,8 +90,9 @@ def render(library: Library, trajectory_id: str) -> RenderableType:
         ids = [facets.event_id(e) for e in sample["model_input"]["events"]]
         body = Group(
             Text(visible(f"model_input.events = events[:{sample['target_index']}] → {ids}")),
-            Text(visible(f"model_input.tool_definitions: {len(sample['model_input']['tool_definitions'])} "
-                         f"published tool(s)")),
+            Text(visible("model_input.tool_definitions: " + (
+                "none published (declared missing)" if sample["model_input"]["tool_definitions"] is None
+                else f"{len(sample['model_input']['tool_definitions'])} published tool(s)"))),
             Text("supervised target:", style="bold"),
             Text(_content(sample["supervised_target"])))
         turns.append(Panel(body, title=Text(visible(f"{sample['sample_id']} (target {sample['target_event_id']})"))))

@@ -28,6 +28,13 @@ def _is_target(event: Mapping[str, Any]) -> bool:
     return facets.role(event) == "assistant" and facets.supervised(event)
 
 
+def _tool_definitions(record: Mapping[str, Any]) -> list[Any] | None:
+    """The source-published tools; ``None`` when the source published none (the record declares
+    that in ``missing_fields``): never an invented empty list."""
+    tools = record.get("tools")
+    return copy.deepcopy(tools) if isinstance(tools, list) else None
+
+
 def _metadata(record: Mapping[str, Any], extra: Mapping[str, Any] | None) -> dict[str, Any]:
     meta: dict[str, Any] = {
         "source": copy.deepcopy(dict(facets.source(record))),
@@ -58,7 +65,7 @@ def full_trajectory(record: Mapping[str, Any], extra_metadata: Mapping[str, Any]
         "task_key": record.get("task_key"),
         "events": events,
         "target_event_ids": [e["event_id"] for e, m in zip(events, mask, strict=True) if m],
-        "model_input": {"events": copy.deepcopy(events), "tool_definitions": copy.deepcopy(facets.tools(record))},
+        "model_input": {"events": copy.deepcopy(events), "tool_definitions": _tool_definitions(record)},
         "loss_mask": mask,
         "supervised_targets": [copy.deepcopy(e) for e, m in zip(events, mask, strict=True) if m],
         "metadata": _metadata(record, extra_metadata),
@@ -70,7 +77,6 @@ def assistant_turns(record: Mapping[str, Any], extra_metadata: Mapping[str, Any]
     """One assistant-turn sample per supervised assistant event, in event order."""
     events = facets.events(record)
     trajectory_id = str(record["trajectory_id"])
-    tools = facets.tools(record)
     for index, event in enumerate(events):
         if not _is_target(event):
             continue
@@ -85,7 +91,7 @@ def assistant_turns(record: Mapping[str, Any], extra_metadata: Mapping[str, Any]
             "target_index": index,
             "context": context,
             "target": copy.deepcopy(event),
-            "model_input": {"events": copy.deepcopy(context), "tool_definitions": copy.deepcopy(tools)},
+            "model_input": {"events": copy.deepcopy(context), "tool_definitions": _tool_definitions(record)},
             "supervised_target": copy.deepcopy(event),
             "metadata": {"parent_sample_id": f"full:{_suffix(trajectory_id)}", **_metadata(record, extra_metadata)},
         }
