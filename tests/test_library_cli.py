@@ -152,3 +152,35 @@ def test_gallery_renders_in_headless_chromium(tmp_path: Path) -> None:
     assert "<script>alert(1)</script> & <b>not bold</b>" in shown  # shown as text, never run or parsed
     with gzip.open(library / "rankings.jsonl.gz") as handle:
         assert handle.read()
+
+
+def test_gallery_of_the_fixtures_in_headless_chromium(tmp_path: Path) -> None:
+    """Every source × outcome × tier of the held-out public files has a page a person can read."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_library_fixtures import fixture_records, fixtures
+
+    records = fixture_records()
+    if not records:
+        fixtures()  # skips, or fails under CI, with the reason
+    if CHROMIUM is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("chromium is missing under CI: .ci/run installs it")
+        pytest.skip("chromium is not installed (Debian package chromium; .ci/run installs it under CI)")
+    library = Library(tmp_path / "lib")
+    library.import_records(records)
+    out = tmp_path / "gallery"
+    assert sediment("library", "gallery", "--library", str(library.root), "--out", str(out)).returncode == 0
+    index = seen_text(out / "index.html", tmp_path)
+    from sediment.trajectory.gallery import page_name, representatives
+
+    chosen = representatives(library)
+    assert {r["source_id"] for r in chosen} == {r["source"]["source_id"] for r in records}
+    for row in chosen:
+        assert f"{row['source_id']}\t{row['outcome_category']}\t{row['quality_tier']}\t" in index
+        text = seen_text(out / page_name(row["trajectory_id"]), tmp_path)
+        record = library.record(row["trajectory_id"])
+        assert f"Interaction ({len(record['events'])} events)" in text
+        turns = sum(1 for e in record["events"] if e["role"] == "assistant" and e["supervised"])
+        assert f"Assistant-turn samples ({turns})" in text
+        for item in record["missing_fields"]:
+            assert item["reason"] in text
