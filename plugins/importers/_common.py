@@ -31,6 +31,11 @@ def parsed_units(path: Path) -> Iterator[tuple[kit.SourceUnit, Any] | kit.Import
         yield kit.ImportRefusal(path, exc.line, "(file)", str(exc))
 
 
+def obj(value: Any) -> dict[str, Any]:
+    """``value`` when it is an object, else an empty one (for optional metadata)."""
+    return value if isinstance(value, dict) else {}
+
+
 def text_or_none(value: Any, field: str) -> str | None:
     if value is None or isinstance(value, str):
         return value

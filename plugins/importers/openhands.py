@@ -35,6 +35,7 @@ from ._common import (
     declare_unanswered,
     event_omissions,
     mapping,
+    obj,
     parsed_units,
     required_text,
     text_or_none,
@@ -106,8 +107,8 @@ def _events(history: list[Any]) -> tuple[list[kit.Event], list[kit.Transformatio
         item = mapping(item, where)
         meta: dict[str, Any] = {k: item[k] for k in ("id", "timestamp", "source", "cause", "success")
                                 if item.get(k) is not None}
-        args = item.get("args") if isinstance(item.get("args"), dict) else {}
-        tool_meta = item.get("tool_call_metadata") if isinstance(item.get("tool_call_metadata"), dict) else {}
+        args = obj(item.get("args"))
+        tool_meta = obj(item.get("tool_call_metadata"))
         message = text_or_none(item.get("message"), f"{where}.message") if "message" in item else None
         tool_calls: list[kit.ToolCall] = []
         link = None
@@ -135,7 +136,8 @@ def _events(history: list[Any]) -> tuple[list[kit.Event], list[kit.Transformatio
                     original = tool_meta.get("tool_call_id")
                     if original is not None and not isinstance(original, str):
                         raise Refused(f"{where}.tool_call_metadata.tool_call_id", "expected text")
-                    name = tool_meta.get("function_name") if isinstance(tool_meta.get("function_name"), str) else action
+                    function_name = tool_meta.get("function_name")
+                    name = function_name if isinstance(function_name, str) and function_name else action
                     exact = _arguments_text(tool_meta, original)
                     arguments: str | dict[str, Any] = exact if exact is not None else (
                         {k: v for k, v in args.items() if k != "thought"} if "args" in item
@@ -224,9 +226,9 @@ def _common(unit: kit.SourceUnit, digest: str, history: Any, error: str | None) 
 def _evaluation(unit: kit.SourceUnit, row: dict[str, Any], digest: str) -> kit.Trajectory:
     instance_id = required_text(row.get("instance_id"), "instance_id")
     error = text_or_none(row.get("error"), "error")
-    metadata = row.get("metadata") if isinstance(row.get("metadata"), dict) else {}
-    test_result = row.get("test_result") if isinstance(row.get("test_result"), dict) else {}
-    report = test_result.get("report") if isinstance(test_result.get("report"), dict) else None
+    metadata = obj(row.get("metadata"))
+    test_result = obj(row.get("test_result"))
+    report: dict[str, Any] | None = test_result["report"] if isinstance(test_result.get("report"), dict) else None
     resolved = report.get("resolved") if report else None
     success = resolved if isinstance(resolved, bool) else None
     evidence = []

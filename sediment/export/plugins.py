@@ -36,7 +36,8 @@ BUILTIN_PROFILES: tuple[str, ...] = (
 #: The manifest plugins shipped with Sediment (the HF profiles write their dataset cards).
 BUILTIN_MANIFEST_PLUGINS: tuple[str, ...] = ("hf-chat-messages-v1", "hf-chat-prompts-v1", "openenv")
 #: The trajectory importers shipped with Sediment (one per source format).
-BUILTIN_IMPORTERS: tuple[str, ...] = ("nebius-swe-agent", "openhands", "swe-agent-traj", "swe-gym-sampled")
+BUILTIN_IMPORTERS: tuple[str, ...] = ("atif-v1", "nebius-swe-agent", "openhands", "sediment-rollouts", "swe-agent-traj",
+                                      "swe-gym-sampled")
 #: Every plugin shipped with Sediment (what the test kit loads by default).
 BUILTIN_PLUGINS: tuple[str, ...] = tuple(sorted({*BUILTIN_OBJECTIVES, *BUILTIN_TARGETS, *BUILTIN_PROFILES,
                                                   *BUILTIN_MANIFEST_PLUGINS, *BUILTIN_IMPORTERS}))

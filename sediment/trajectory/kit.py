@@ -1,5 +1,8 @@
 """Everything an importer plugin uses, in one namespace: ``sediment.plugin.trajectory_kit``.
 
+Sediment's own bundles are read with :func:`open_bundle` and their CI resolved with
+:func:`sediment.plugin.resolve_ci` and :func:`select_reward_resolution`.
+
 The record models (:class:`Trajectory`, :class:`Event`, :class:`ToolCall`, ...), the builder
 (:func:`build`), streaming reading (:func:`read_units`), strict parsing, the raw record with
 secrets redacted, task/attempt splitting, call-id namespacing, and the refusal type.
@@ -7,6 +10,10 @@ secrets redacted, task/attempt splitting, call-id namespacing, and the refusal t
 
 from __future__ import annotations
 
+from sediment.bundle import ROLLOUTS as BUNDLE_ROLLOUTS
+from sediment.bundle import open_bundle
+from sediment.ci_resolution import select_reward_resolution
+from sediment.errors import BundleError
 from sediment.trajectory.importing import ImporterInfo
 from sediment.trajectory.record import (
     SCHEMA_VERSION,
@@ -45,9 +52,11 @@ from sediment.trajectory.sources import (
 )
 
 __all__ = [
+    "BUNDLE_ROLLOUTS",
     "SCHEMA_VERSION",
     "TOOLKIT_VERSION",
     "Artifact",
+    "BundleError",
     "CallIds",
     "Completeness",
     "Demonstrator",
@@ -72,9 +81,11 @@ __all__ = [
     "build",
     "describe_json_error",
     "file_sha256",
+    "open_bundle",
     "parse_json",
     "raw_record_of",
     "read_units",
     "redact_text",
+    "select_reward_resolution",
     "split_attempt",
 ]
