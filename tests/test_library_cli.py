@@ -184,3 +184,33 @@ def test_gallery_of_the_fixtures_in_headless_chromium(tmp_path: Path) -> None:
         assert f"Assistant-turn samples ({turns})" in text
         for item in record["missing_fields"]:
             assert item["reason"] in text
+
+
+def test_sediment_rollouts_rank_by_their_ci_evidence(tmp_path: Path) -> None:
+    """Sediment's own Rollouts (the demo's bundle) mixed with public data: CI-verified attempts
+    are ranked by their independent evidence, and the bundle's eval split holds the task out."""
+    from sediment.demo import run_demo
+    from sediment.trajectory.importing import import_records
+
+    run_demo(tmp_path / "demo")
+    bundle = tmp_path / "demo" / "bundle"
+    library = tmp_path / "lib"
+    result = sediment("library", "import", "sediment-rollouts", str(bundle), "--library", str(library))
+    assert result.returncode == 0, result.stderr
+    records = {r.trajectory_id: r for r in import_records("sediment-rollouts", [bundle])}
+    lib = Library(library)
+    rows = lib.rankings()
+    assert sum(len(r["duplicate_provenance"]["contributing_trajectory_ids"]) for r in rows) == len(records)
+    splits = lib.task_splits()
+    for row in rows:
+        record = records[row["trajectory_id"]]
+        if row["outcome_category"] == "success":  # resolved CI of the attempt's commit: executable evidence
+            assert (row["verification_strength"], row["quality_tier"]) == ("source_evaluator", 3)
+        if row["outcome_category"] == "unknown":
+            assert row["quality_tier"] == 4
+        if row["outcome_category"] == "failure":
+            assert row["quality_tier"] == 5
+        if record.split == "eval":
+            assert splits[record.task_key] == "eval" and not row["sft_eligible"]
+    assert {r["outcome_category"] for r in rows} == {"success", "failure", "unknown"}
+    assert any(records[r["trajectory_id"]].split == "eval" for r in rows)
