@@ -20,7 +20,7 @@ import pytest
 from sediment.trajectory import facets
 from sediment.trajectory.gallery import representatives
 from sediment.trajectory.importing import import_results
-from sediment.trajectory.library import Library
+from sediment.trajectory.library import Library, record_text
 from sediment.trajectory.record import Trajectory
 from sediment.trajectory.sources import ImportRefusal
 from sediment.trajectory.views import assistant_turns, full_trajectory
@@ -131,7 +131,8 @@ def test_fixture_library_is_byte_identical_in_any_import_order(tmp_path: Path,
     again = Library(tmp_path / "d")
     again.import_records(sorted(everything, key=lambda r: r.trajectory_id), materialize_all=True)
     assert snapshot(tmp_path / "c") == snapshot(tmp_path / "d")
-    for model in everything:  # stored exactly
+    for model in everything:  # stored exactly, as the record's canonical text
+        assert record_text(model) == model.to_json().encode("ascii")
         assert shuffled.trajectory(model.trajectory_id) == model
         assert shuffled.record(model.trajectory_id) == orjson.loads(model.to_json())
 

@@ -38,7 +38,11 @@ def import_(
 
     check_format(format)
     problems: list[str] = []
-    report = Library(library).import_records(records_for(format, paths, problems), materialize_all=materialize_all)
+    skipped: list[str] = []
+    target = Library(library)
+    report = target.import_records(records_for(format, paths, problems, target.known_ids(), skipped),
+                                   materialize_all=materialize_all, prevalidated=True)
+    report.already_present += len(skipped)
     for problem in problems[:50]:
         console.warning(problem)
     if len(problems) > 50:

@@ -42,7 +42,7 @@ import orjson
 from sediment.errors import SedimentError
 from sediment.records import encode_record
 from sediment.trajectory import facets, rankings
-from sediment.trajectory.record import Trajectory, from_json, from_plain, to_json, validated
+from sediment.trajectory.record import Trajectory, from_json, from_plain, validated, verification_strength
 
 LIBRARY_VERSION = "1.0"
 MANIFEST = "manifest.json"
@@ -72,6 +72,15 @@ class ImportReport:
 def encode(record: Mapping[str, Any]) -> bytes:
     """One record's shard line (without the newline): the record's canonical text."""
     return encode_record(dict(record)).encode("ascii")
+
+
+def record_text(model: Trajectory) -> bytes:
+    """The record's canonical text (``to_json``), as bytes. The same keys sorted at every level,
+    compact separators and ASCII escapes, computed from pydantic's own dump instead of a
+    Python-level walk of the model (a record holds no datetimes, so the two agree; a test
+    compares them on every fixture)."""
+    return json.dumps(model.model_dump(mode="python"), sort_keys=True, separators=(",", ":"), ensure_ascii=True,
+                      allow_nan=True).encode("ascii")
 
 
 def gzip_bytes(data: bytes) -> bytes:
@@ -169,6 +178,12 @@ class Library:
         with contextlib.closing(self._connect()) as connection:
             return [dict(row) for row in connection.execute(sql, tuple(parameters))]
 
+    def known_ids(self) -> set[str]:
+        """Every ``trajectory_id`` in the library (from ``index.sqlite``)."""
+        if not (self.root / INDEX).is_file():
+            return set()
+        return {row["trajectory_id"] for row in self.query("SELECT trajectory_id FROM records")}
+
     def summaries(self) -> list[dict[str, Any]]:
         if not (self.root / INDEX).is_file():
             return []
@@ -240,18 +255,21 @@ class Library:
     # -- importing ---------------------------------------------------------------------------
 
     def import_records(self, records: Iterable[Any], *, materialize_all: bool = False,
-                       validate: Callable[[dict[str, Any]], None] | None = None) -> ImportReport:
+                       validate: Callable[[dict[str, Any]], None] | None = None,
+                       prevalidated: bool = False) -> ImportReport:
         """Add the records (``Trajectory`` models, or their JSON objects) not yet in the library;
         rebuild the derived indexes.
 
         Every record is validated against the canonical rules first (a record that breaks one
         raises :class:`~sediment.trajectory.record.TrajectoryError` and nothing is written);
         ``validate``, when given, is a further check on the record's JSON object. Readers that
-        report refusals line by line (:mod:`.sources`) validate before they yield. Holds an
-        exclusive lock on the directory for the whole import."""
+        report refusals line by line (the importers, :mod:`.library_input`) validate before they
+        yield and pass ``prevalidated=True``: their ``Trajectory`` models are then not validated
+        a second time (JSON objects always are). Holds an exclusive lock on the directory for
+        the whole import."""
         self.root.mkdir(parents=True, exist_ok=True)
         with self._lock():
-            return self._import(records, materialize_all, validate)
+            return self._import(records, materialize_all, validate, prevalidated)
 
     @contextlib.contextmanager
     def _lock(self) -> Iterator[None]:
@@ -266,7 +284,7 @@ class Library:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
     def _import(self, records: Iterable[Any], materialize_all: bool,
-                validate: Callable[[dict[str, Any]], None] | None) -> ImportReport:
+                validate: Callable[[dict[str, Any]], None] | None, prevalidated: bool) -> ImportReport:
         report = ImportReport()
         manifest = self.manifest() if self.exists() else {"shards": []}
         old = {s["trajectory_id"]: s for s in self.summaries()}
@@ -278,16 +296,18 @@ class Library:
             stage = sqlite3.connect(Path(staging) / "stage.sqlite")
             stage.execute("CREATE TABLE staged (trajectory_id TEXT PRIMARY KEY, line BLOB, digest TEXT, summary TEXT)")
             for item in records:
-                model = item if isinstance(item, Trajectory) else from_plain(item)
-                validated(model)
-                record = facets.as_record(model)
-                if validate is not None:
-                    validate(record)
+                if isinstance(item, Trajectory):
+                    model = item if prevalidated else validated(item)
+                else:
+                    model = from_plain(item)  # validates
                 tid = model.trajectory_id
                 if tid in old:
                     report.already_present += 1
                     continue
-                line = to_json(model).encode("ascii")
+                line = record_text(model)
+                record = orjson.loads(line)
+                if validate is not None:
+                    validate(record)
                 digest = _sha256(line)
                 existing = stage.execute("SELECT digest FROM staged WHERE trajectory_id = ?", (tid,)).fetchone()
                 if existing is not None:
@@ -296,7 +316,7 @@ class Library:
                         stage.execute("UPDATE staged SET line = ?, digest = ? WHERE trajectory_id = ?",
                                       (line, digest, tid))
                     continue
-                summary = json.dumps(rankings.summarize(record), sort_keys=True)
+                summary = json.dumps(rankings.summarize(record, verification_strength(model)), sort_keys=True)
                 stage.execute("INSERT INTO staged VALUES (?, ?, ?, ?)", (tid, line, digest, summary))
             stage.commit()
             shards = list(manifest["shards"])

@@ -8,9 +8,11 @@ bad one are still imported.
 from __future__ import annotations
 
 import gzip
-from collections.abc import Iterator, Sequence
+from collections.abc import Container, Iterator, Sequence
 from pathlib import Path
 from typing import IO
+
+import orjson
 
 from sediment.trajectory.record import Trajectory, TrajectoryError, from_json
 
@@ -25,9 +27,11 @@ def _open(path: Path) -> IO[bytes]:
     return path.open("rb")
 
 
-def read_canonical(paths: Sequence[Path], problems: list[str]) -> Iterator[Trajectory]:
+def read_canonical(paths: Sequence[Path], problems: list[str], known: Container[str] = (),
+                   skipped: list[str] | None = None) -> Iterator[Trajectory]:
     """Stream canonical records, each parsed and validated; append a problem line (file, line,
-    field) for each line that is not a valid record."""
+    field) for each line that is not a valid record. A line whose ``trajectory_id`` is in
+    ``known`` (already in the library) is not parsed further: its id goes to ``skipped``."""
     for path in paths:
         try:
             handle = _open(path)
@@ -39,12 +43,27 @@ def read_canonical(paths: Sequence[Path], problems: list[str]) -> Iterator[Traje
                 for number, line in enumerate(handle, start=1):
                     if not line.strip():
                         continue
+                    if known:
+                        tid = _trajectory_id(line)
+                        if tid is not None and tid in known:
+                            if skipped is not None:
+                                skipped.append(tid)
+                            continue
                     try:
                         yield from_json(line.rstrip(b"\r\n"))
                     except TrajectoryError as exc:
                         problems.append(f"{path}:{number}: {exc}")
             except (OSError, EOFError, gzip.BadGzipFile) as exc:
                 problems.append(f"{path}: unreadable: {exc}")
+
+
+def _trajectory_id(line: bytes) -> str | None:
+    try:
+        value = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    tid = value.get("trajectory_id") if isinstance(value, dict) else None
+    return tid if isinstance(tid, str) else None
 
 
 def known_formats() -> list[str]:
@@ -62,11 +81,13 @@ def check_format(format: str) -> None:
         raise UsageError(f"unknown trajectory format {format!r}; known: {', '.join(known)}")
 
 
-def records_for(format: str, paths: Sequence[Path], problems: list[str]) -> Iterator[Trajectory]:
-    """The records of ``paths`` in ``format``; every refusal (file, line, field) goes to ``problems``."""
+def records_for(format: str, paths: Sequence[Path], problems: list[str], known: Container[str] = (),
+                skipped: list[str] | None = None) -> Iterator[Trajectory]:
+    """The records of ``paths`` in ``format``, each validated; every refusal (file, line, field)
+    goes to ``problems``. Canonical lines whose id is ``known`` are skipped unparsed (``skipped``)."""
     check_format(format)
     if format == CANONICAL:
-        yield from read_canonical(paths, problems)
+        yield from read_canonical(paths, problems, known, skipped)
         return
     from sediment.trajectory.importing import import_records
 

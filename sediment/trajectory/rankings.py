@@ -39,8 +39,9 @@ PROTECTED_SPLITS = frozenset({"test", "eval", "evaluation", "held-out", "heldout
 """Upstream split labels that mark a record as evaluation-only (lower-cased comparison)."""
 
 
-def summarize(record: Mapping[str, Any]) -> dict[str, Any]:
-    """The compact, ranking-relevant facts of one canonical record (JSON-safe, flat)."""
+def summarize(record: Mapping[str, Any], strength: str | None = None) -> dict[str, Any]:
+    """The compact, ranking-relevant facts of one canonical record (JSON-safe, flat).
+    ``strength``: the record's verification strength when the caller has it from the model."""
     evs = facets.events(record)
     answered: set[str] = set()
     for event in evs:
@@ -85,7 +86,7 @@ def summarize(record: Mapping[str, Any]) -> dict[str, Any]:
         "outcome_category": outcome_category(success),
         "reward": facets.reward(record),
         "completeness": facets.completeness(record),
-        "verification_strength": facets.verification_strength(record),
+        "verification_strength": strength or facets.verification_strength(record),
         "verification_key": facets.verification_evidence_key(record),
         "event_count": len(evs),
         "assistant_count": assistants,
