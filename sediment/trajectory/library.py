@@ -91,10 +91,6 @@ def gzip_bytes(data: bytes) -> bytes:
     return buffer.getvalue()
 
 
-def _jsonl(rows: Iterable[Mapping[str, Any]]) -> bytes:
-    return b"".join(facets.canonical_json(row) + b"\n" for row in rows)
-
-
 def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -286,14 +282,13 @@ class Library:
     def _import(self, records: Iterable[Any], materialize_all: bool,
                 validate: Callable[[dict[str, Any]], None] | None, prevalidated: bool) -> ImportReport:
         report = ImportReport()
-        manifest = self.manifest() if self.exists() else {"shards": []}
-        old = {s["trajectory_id"]: s for s in self.summaries()}
-        locations = {}
-        if old:
-            locations = {row["trajectory_id"]: (row["shard"], row["line"])
-                         for row in self.query("SELECT trajectory_id, shard, line FROM records")}
+        existed = self.exists()
+        manifest = self.manifest() if existed else {"shards": []}
+        present = self.known_ids()
         with tempfile.TemporaryDirectory(dir=self.root, prefix=".staging-") as staging:
-            stage = sqlite3.connect(Path(staging) / "stage.sqlite")
+            stage_path = Path(staging) / "stage.sqlite"
+            stage = sqlite3.connect(stage_path)
+            stage.execute("PRAGMA journal_mode = OFF")
             stage.execute("CREATE TABLE staged (trajectory_id TEXT PRIMARY KEY, line BLOB, digest TEXT, summary TEXT)")
             for item in records:
                 if isinstance(item, Trajectory):
@@ -301,7 +296,7 @@ class Library:
                 else:
                     model = from_plain(item)  # validates
                 tid = model.trajectory_id
-                if tid in old:
+                if tid in present:
                     report.already_present += 1
                     continue
                 line = record_text(model)
@@ -319,28 +314,31 @@ class Library:
                 summary = json.dumps(rankings.summarize(record, verification_strength(model)), sort_keys=True)
                 stage.execute("INSERT INTO staged VALUES (?, ?, ?, ?)", (tid, line, digest, summary))
             stage.commit()
+            report.added = stage.execute("SELECT count(*) FROM staged").fetchone()[0]
+            report.record_count = len(present) + report.added
+            if existed and report.added == 0 and materialize_all == ("materialized" in manifest):
+                stage.close()
+                return report  # nothing new: every file stays as it is
             shards = list(manifest["shards"])
-            new: dict[str, dict[str, Any]] = {}
+            stage.execute("CREATE TABLE located (trajectory_id TEXT PRIMARY KEY, shard TEXT, line INTEGER, "
+                          "summary TEXT)")
             for shard_path, count, members in self._write_shards(stage):
                 shards.append({"path": shard_path, "sha256": _sha256((self.root / shard_path).read_bytes()),
                                "records": count})
                 report.new_shards.append(shard_path)
-                for line_number, (member_id, member_summary) in enumerate(members):
-                    locations[member_id] = (shard_path, line_number)
-                    new[member_id] = member_summary
+                stage.executemany("INSERT INTO located VALUES (?, ?, ?, ?)",
+                                  ((tid, shard_path, number, summary) for number, (tid, summary) in enumerate(members)))
+            stage.commit()
             stage.close()
-        report.added = len(new)
-        summaries = {**old, **new}
-        report.record_count = len(summaries)
-        shards.sort(key=lambda s: s["path"])
-        self._write_derived(summaries, locations, shards, materialize_all)
+            shards.sort(key=lambda s: s["path"])
+            self._write_derived(stage_path, shards, report.record_count, materialize_all)
         return report
 
-    def _write_shards(self, stage: sqlite3.Connection) -> Iterator[tuple[str, int, list[tuple[str, dict[str, Any]]]]]:
+    def _write_shards(self, stage: sqlite3.Connection) -> Iterator[tuple[str, int, list[tuple[str, str]]]]:
         buffer = bytearray()
-        members: list[tuple[str, dict[str, Any]]] = []
+        members: list[tuple[str, str]] = []
 
-        def flush() -> tuple[str, int, list[tuple[str, dict[str, Any]]]]:
+        def flush() -> tuple[str, int, list[tuple[str, str]]]:
             data = gzip_bytes(bytes(buffer))
             path = f"{SHARD_DIRECTORY}/{_sha256(data)[:16]}.jsonl.gz"
             if not (self.root / path).exists():
@@ -350,7 +348,7 @@ class Library:
         staged = stage.execute("SELECT trajectory_id, line, summary FROM staged ORDER BY trajectory_id")
         for tid, line, summary in staged:
             buffer += line + b"\n"
-            members.append((tid, json.loads(summary)))
+            members.append((tid, summary))
             if len(members) >= SHARD_RECORDS or len(buffer) >= SHARD_BYTES:
                 yield flush()
                 buffer.clear()
@@ -358,45 +356,124 @@ class Library:
         if members:
             yield flush()
 
-    def _write_derived(self, summaries: Mapping[str, dict[str, Any]], locations: Mapping[str, tuple[str, int]],
-                       shards: list[dict[str, Any]], materialize_all: bool) -> None:
-        ordered = [summaries[tid] for tid in sorted(summaries)]
-        ranking_rows, duplicates = rankings.rank(ordered)
-        splits = rankings.assign_task_splits(ordered)
-        files: dict[str, list[dict[str, Any]]] = {
-            "rankings.jsonl.gz": ranking_rows,
-            "duplicate_provenance.jsonl.gz": duplicates,
-            "task_splits.jsonl.gz": splits,
-        }
-        partitions: dict[str, list[str]] = {name: [] for name in PARTITIONS}
-        for row in ranking_rows:
-            partitions[_OUTCOME_PARTITION[row["outcome_category"]]].append(row["trajectory_id"])
-            if row["structurally_eligible"]:
-                partitions["structurally_eligible"].append(row["trajectory_id"])
-            if row["sft_eligible"]:
-                partitions["training_eligible"].append(row["trajectory_id"])
-        for name, ids in partitions.items():
-            files[f"{name}.index.jsonl.gz"] = [{"trajectory_id": tid} for tid in sorted(ids)]
-        derived: list[dict[str, Any]] = []
-        for name in sorted(files):
-            data = gzip_bytes(_jsonl(files[name]))
-            _write_atomic(self.root / name, data)
-            derived.append({"path": name, "sha256": _sha256(data), "records": len(files[name])})
-        index_data = self._build_index(ordered, locations, ranking_rows, splits)
-        _write_atomic(self.root / INDEX, index_data)
-        derived.append({"path": INDEX, "sha256": _sha256(index_data), "records": len(ordered)})
+    def _write_derived(self, stage_path: Path, shards: list[dict[str, Any]], record_count: int,
+                       materialize_all: bool) -> None:
+        """Build index.sqlite and every derived file, streaming: one task's summaries in memory at a time."""
+        with tempfile.TemporaryDirectory(dir=self.root, prefix=".derive-") as directory:
+            work = Path(directory)
+            index_path = work / INDEX
+            db = sqlite3.connect(index_path)
+            db.execute("PRAGMA journal_mode = OFF")
+            db.executescript(_INDEX_SCHEMA.format(columns=", ".join(_SUMMARY_COLUMNS),
+                                                  ranking_columns=", ".join(_RANKING_COLUMNS)))
+            db.execute("ATTACH DATABASE ? AS stage", (str(stage_path),))
+            db.execute("CREATE TABLE stage.partitions (name TEXT, trajectory_id TEXT)")
+            db.execute("CREATE TABLE stage.duplicates (retained TEXT, trajectory_id TEXT, row TEXT)")
+            sources = ["SELECT trajectory_id, shard, line, summary FROM stage.located"]
+            if (self.root / INDEX).is_file():
+                db.execute("ATTACH DATABASE ? AS old", (f"file:{self.root / INDEX}?mode=ro",))
+                sources.append("SELECT trajectory_id, shard, line, summary FROM old.records")
+            placeholders = ", ".join("?" for _ in range(len(_SUMMARY_COLUMNS) + 3))
+            union = " UNION ALL ".join(sources)
+            cursor = db.execute(f"SELECT shard, line, summary FROM ({union}) ORDER BY trajectory_id")
+            insert = db.cursor()
+            for shard, line, text in cursor:
+                summary = json.loads(text)
+                insert.execute(f"INSERT INTO records VALUES ({placeholders})",
+                               [*(_sql_value(summary[c]) for c in _SUMMARY_COLUMNS), shard, line, text])
+            if (self.root / INDEX).is_file():
+                db.commit()
+                db.execute("DETACH DATABASE old")
+            ranking_placeholders = ", ".join("?" for _ in range(len(_RANKING_COLUMNS) + 5))
+            rankings_file = _GzipLines(work / "rankings.jsonl.gz")
+            splits_file = _GzipLines(work / "task_splits.jsonl.gz")
+            current_task: str | None = None
+            task_summaries: list[dict[str, Any]] = []
+            group: list[dict[str, Any]] = []
+            group_key: tuple[str, str] | None = None
+
+            def flush_group() -> None:
+                ranked, duplicates = rankings.rank(group)
+                for row in ranked:
+                    rankings_file.write(row)
+                    insert.execute(f"INSERT INTO rankings VALUES ({ranking_placeholders})",
+                                   [row["trajectory_id"], row["task_key"], row["environment_key"],
+                                    *(_sql_value(row[c]) for c in _RANKING_COLUMNS),
+                                    _sql_value(row["duplicate_provenance"]["contributing_trajectory_ids"]),
+                                    _sql_value(row["ranking_reasons"])])
+                    for member in row["duplicate_provenance"]["contributing_trajectory_ids"]:
+                        insert.execute("INSERT INTO retained VALUES (?, ?)", (member, row["trajectory_id"]))
+                    names = [_OUTCOME_PARTITION[row["outcome_category"]]]
+                    if row["structurally_eligible"]:
+                        names.append("structurally_eligible")
+                    if row["sft_eligible"]:
+                        names.append("training_eligible")
+                    insert.executemany("INSERT INTO stage.partitions VALUES (?, ?)",
+                                       ((name, row["trajectory_id"]) for name in names))
+                insert.executemany("INSERT INTO stage.duplicates VALUES (?, ?, ?)",
+                                   ((d["retained_trajectory_id"], d["trajectory_id"],
+                                     facets.canonical_json(d).decode()) for d in duplicates))
+
+            def flush_task() -> None:
+                for split in rankings.assign_task_splits(task_summaries):
+                    splits_file.write(split)
+                    insert.execute("INSERT INTO task_splits VALUES (?, ?, ?)",
+                                   (split["task_key"], split["split"], split["reason"]))
+
+            ordered = db.execute("SELECT summary FROM records ORDER BY task_key, environment_key, trajectory_id")
+            for (text,) in ordered:
+                summary = json.loads(text)
+                key = (summary["task_key"], summary["environment_key"])
+                if group_key is not None and key != group_key:
+                    flush_group()
+                    group = []
+                if current_task is not None and summary["task_key"] != current_task:
+                    flush_task()
+                    task_summaries = []
+                group_key, current_task = key, summary["task_key"]
+                group.append(summary)
+                task_summaries.append(summary)
+            if group:
+                flush_group()
+                flush_task()
+            db.commit()
+            counts = {"rankings.jsonl.gz": rankings_file.close(), "task_splits.jsonl.gz": splits_file.close()}
+            duplicates_file = _GzipLines(work / "duplicate_provenance.jsonl.gz")
+            for (text,) in db.execute("SELECT row FROM stage.duplicates ORDER BY retained, trajectory_id"):
+                duplicates_file.write_text(text)
+            counts["duplicate_provenance.jsonl.gz"] = duplicates_file.close()
+            for name in PARTITIONS:
+                partition = _GzipLines(work / f"{name}.index.jsonl.gz")
+                for (tid,) in db.execute("SELECT trajectory_id FROM stage.partitions WHERE name = ? "
+                                         "ORDER BY trajectory_id", (name,)):
+                    partition.write({"trajectory_id": tid})
+                counts[f"{name}.index.jsonl.gz"] = partition.close()
+            db.execute("DETACH DATABASE stage")
+            db.execute("VACUUM")
+            db.close()
+            derived: list[dict[str, Any]] = []
+            for name in sorted(counts):
+                derived.append({"path": name, "sha256": _file_sha256(work / name), "records": counts[name]})
+                _replace(work / name, self.root / name)
+            derived.append({"path": INDEX, "sha256": _file_sha256(index_path), "records": record_count})
+            _replace(index_path, self.root / INDEX)
         derived.sort(key=lambda d: d["path"])
         manifest: dict[str, Any] = {
             "library_version": LIBRARY_VERSION,
             "record_schema": "trajectory/1.0",
-            "record_count": len(ordered),
+            "record_count": record_count,
             "shards": shards,
             "derived": derived,
         }
         if materialize_all:
-            data = gzip_bytes(b"".join(encode(r) + b"\n" for r in self._records_from(shards)))
-            _write_atomic(self.root / ALL, data)
-            manifest["materialized"] = {"path": ALL, "sha256": _sha256(data), "records": len(ordered)}
+            with tempfile.TemporaryDirectory(dir=self.root, prefix=".all-") as directory:
+                everything = _GzipLines(Path(directory) / ALL)
+                for record in self._records_from(shards):
+                    everything.write_text(encode(record).decode("ascii"))
+                everything.close()
+                manifest["materialized"] = {"path": ALL, "sha256": _file_sha256(Path(directory) / ALL),
+                                            "records": record_count}
+                _replace(Path(directory) / ALL, self.root / ALL)
         elif (self.root / ALL).exists():
             os.unlink(self.root / ALL)  # a stale materialization would disagree with the shards
         _write_atomic(self.root / MANIFEST, (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
@@ -405,51 +482,62 @@ class Library:
         streams = [(orjson.loads(line) for line in _read_gzip_lines(self.root / s["path"])) for s in shards]
         yield from heapq.merge(*streams, key=lambda r: r["trajectory_id"])
 
-    def _build_index(self, ordered: list[dict[str, Any]], locations: Mapping[str, tuple[str, int]],
-                     ranking_rows: list[dict[str, Any]], splits: list[dict[str, Any]]) -> bytes:
-        with tempfile.TemporaryDirectory(dir=self.root, prefix=".index-") as directory:
-            path = Path(directory) / INDEX
-            connection = sqlite3.connect(path)
-            columns = ", ".join(_SUMMARY_COLUMNS)
-            connection.executescript(f"""
-                PRAGMA journal_mode = OFF;
-                CREATE TABLE records ({columns}, shard TEXT NOT NULL, line INTEGER NOT NULL, summary TEXT NOT NULL,
-                                      PRIMARY KEY (trajectory_id));
-                CREATE TABLE rankings (trajectory_id TEXT PRIMARY KEY, task_key TEXT, environment_key TEXT,
-                                       {", ".join(_RANKING_COLUMNS)}, contributing_trajectory_ids TEXT,
-                                       ranking_reasons TEXT);
-                CREATE TABLE retained (trajectory_id TEXT PRIMARY KEY, retained_trajectory_id TEXT NOT NULL);
-                CREATE TABLE task_splits (task_key TEXT PRIMARY KEY, split TEXT NOT NULL, reason TEXT NOT NULL);
-                CREATE INDEX records_task ON records (task_key);
-                CREATE INDEX records_source ON records (source_id, source_revision);
-                CREATE INDEX records_model ON records (model);
-                CREATE VIEW library AS
-                    SELECT r.trajectory_id, r.task_key, r.task_id, r.environment_key, r.source_id, r.source_revision,
-                           r.model, r.scaffold, r.task_family, r.demonstration_provenance, r.outcome_category,
-                           r.verification_strength, r.completeness, k.quality_tier, k.within_task_rank,
-                           k.tie_break_score, k.structurally_eligible, k.sft_eligible, s.split
-                    FROM records r JOIN rankings k ON k.trajectory_id = r.trajectory_id
-                    JOIN task_splits s ON s.task_key = r.task_key;
-            """)
-            placeholders = ", ".join("?" for _ in range(len(_SUMMARY_COLUMNS) + 3))
-            connection.executemany(
-                f"INSERT INTO records VALUES ({placeholders})",
-                ([*(_sql_value(s[c]) for c in _SUMMARY_COLUMNS), *locations[s["trajectory_id"]],
-                  json.dumps(s, sort_keys=True)] for s in ordered))
-            connection.executemany(
-                f"INSERT INTO rankings VALUES ({', '.join('?' for _ in range(len(_RANKING_COLUMNS) + 5))})",
-                ([r["trajectory_id"], r["task_key"], r["environment_key"],
-                  *(_sql_value(r[c]) for c in _RANKING_COLUMNS),
-                  _sql_value(r["duplicate_provenance"]["contributing_trajectory_ids"]),
-                  _sql_value(r["ranking_reasons"])]
-                 for r in sorted(ranking_rows, key=lambda r: r["trajectory_id"])))
-            connection.executemany(
-                "INSERT INTO retained VALUES (?, ?)",
-                sorted((member, r["trajectory_id"]) for r in ranking_rows
-                       for member in r["duplicate_provenance"]["contributing_trajectory_ids"]))
-            connection.executemany("INSERT INTO task_splits VALUES (?, ?, ?)",
-                                   ((s["task_key"], s["split"], s["reason"]) for s in splits))
-            connection.commit()
-            connection.execute("VACUUM")
-            connection.close()
-            return path.read_bytes()
+
+_INDEX_SCHEMA = """
+    CREATE TABLE records ({columns}, shard TEXT NOT NULL, line INTEGER NOT NULL, summary TEXT NOT NULL,
+                          PRIMARY KEY (trajectory_id));
+    CREATE TABLE rankings (trajectory_id TEXT PRIMARY KEY, task_key TEXT, environment_key TEXT,
+                           {ranking_columns}, contributing_trajectory_ids TEXT, ranking_reasons TEXT);
+    CREATE TABLE retained (trajectory_id TEXT PRIMARY KEY, retained_trajectory_id TEXT NOT NULL);
+    CREATE TABLE task_splits (task_key TEXT PRIMARY KEY, split TEXT NOT NULL, reason TEXT NOT NULL);
+    CREATE INDEX records_task ON records (task_key, environment_key);
+    CREATE INDEX records_source ON records (source_id, source_revision);
+    CREATE INDEX records_model ON records (model);
+    CREATE VIEW library AS
+        SELECT r.trajectory_id, r.task_key, r.task_id, r.environment_key, r.source_id, r.source_revision,
+               r.model, r.scaffold, r.task_family, r.demonstration_provenance, r.outcome_category,
+               r.verification_strength, r.completeness, k.quality_tier, k.within_task_rank,
+               k.tie_break_score, k.structurally_eligible, k.sft_eligible, s.split
+        FROM records r JOIN rankings k ON k.trajectory_id = r.trajectory_id
+        JOIN task_splits s ON s.task_key = r.task_key;
+"""
+
+
+class _GzipLines:
+    """A byte-deterministic gzip file (mtime 0, no name) written one JSON line at a time."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._raw = path.open("wb")
+        self._gzip = gzip.GzipFile(filename="", mode="wb", fileobj=self._raw, mtime=0, compresslevel=6)
+        self.count = 0
+
+    def write(self, row: Mapping[str, Any]) -> None:
+        self._gzip.write(facets.canonical_json(row) + b"\n")
+        self.count += 1
+
+    def write_text(self, text: str) -> None:
+        self._gzip.write(text.encode("utf-8") + b"\n")
+        self.count += 1
+
+    def close(self) -> int:
+        self._gzip.close()
+        self._raw.close()
+        return self.count
+
+
+def _file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _replace(source: Path, target: Path) -> None:
+    """Move ``source`` over ``target`` unless ``target`` already holds the same bytes (left alone)."""
+    if target.is_file() and target.stat().st_size == source.stat().st_size \
+            and _file_sha256(target) == _file_sha256(source):
+        source.unlink()
+        return
+    os.replace(source, target)
