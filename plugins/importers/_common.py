@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from sediment.plugin import trajectory_kit as kit
 
 
-class Refused(Exception):
+class Refused(ValueError):
     """A record that cannot be stored exactly: the field and why (becomes an ImportRefusal)."""
 
     def __init__(self, field: str, message: str) -> None:
@@ -60,21 +60,41 @@ def array(value: Any, field: str) -> list[Any]:
     raise Refused(field, f"expected an array, found {type(value).__name__}")
 
 
-def records_of(path: Path, convert: Any) -> Iterator[kit.Trajectory | kit.ImportRefusal]:
-    """Run ``convert(unit, value, file_sha256)`` over each unit; a :class:`Refused` or a
-    canonical rule broken becomes one refusal and the next unit is read."""
-    digest = kit.file_sha256(path)
-    for item in parsed_units(path):
+def refusal(path: Path, line: int, exc: ValueError) -> kit.ImportRefusal:
+    """One refusal line for a record that could not become a canonical record: a
+    :class:`Refused` names its field, a model's validation error its first problem."""
+    if isinstance(exc, Refused):
+        return kit.ImportRefusal(path, line, exc.field, exc.message)
+    errors = getattr(exc, "errors", None)
+    if callable(errors) and not isinstance(exc, kit.TrajectoryError):
+        first = errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "(record)"
+        return kit.ImportRefusal(path, line, where, str(first.get("msg", exc)).splitlines()[0])
+    return kit.ImportRefusal(path, line, "(record)", str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+
+
+Result = kit.Trajectory | kit.ImportRefusal
+
+
+def convert_units(path: Path, units: Iterable[tuple[kit.SourceUnit, Any] | kit.ImportRefusal],
+                  convert: Callable[[kit.SourceUnit, Any], kit.Trajectory]) -> Iterator[Result]:
+    """Run ``convert(unit, value)`` over each parsed unit; a record that cannot be stored
+    exactly becomes one refusal and the next unit is read."""
+    for item in units:
         if isinstance(item, kit.ImportRefusal):
             yield item
             continue
         unit, value = item
         try:
-            yield convert(unit, value, digest)
-        except Refused as exc:
-            yield kit.ImportRefusal(path, unit.line, exc.field, exc.message)
-        except kit.TrajectoryError as exc:
-            yield kit.ImportRefusal(path, unit.line, "(record)", str(exc))
+            yield convert(unit, value)
+        except ValueError as exc:  # Refused, TrajectoryError, a model's ValidationError
+            yield refusal(path, unit.line, exc)
+
+
+def records_of(path: Path, convert: Any) -> Iterator[kit.Trajectory | kit.ImportRefusal]:
+    """Run ``convert(unit, value, file_sha256)`` over each unit of ``path``."""
+    digest = kit.file_sha256(path)
+    return convert_units(path, parsed_units(path), lambda unit, value: convert(unit, value, digest))
 
 
 def openai_tools(value: Any, field: str) -> list[kit.ToolDefinition]:
@@ -107,7 +127,7 @@ def chat_events(messages: list[Any], field: str, calls: kit.CallIds,
         where = f"{field}.{index}"
         message = mapping(message, where)
         role = message.get("role")
-        if role not in CHAT_ROLES:
+        if not isinstance(role, str) or role not in CHAT_ROLES:
             raise Refused(f"{where}.role", f"unknown role {role!r}")
         content = message.get("content")
         meta: dict[str, Any] = {}

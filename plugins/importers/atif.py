@@ -26,6 +26,7 @@ from sediment.plugin import trajectory_kit as kit
 from ._common import (
     Refused,
     array,
+    convert_units,
     declare_unanswered,
     event_omissions,
     mapping,
@@ -55,17 +56,7 @@ def import_source(path: Path) -> Any:
         return
     digest = kit.file_sha256(path)
     units = parsed_units(path) if path.name.endswith(".jsonl") else _whole(path)
-    for item in units:
-        if isinstance(item, kit.ImportRefusal):
-            yield item
-            continue
-        unit, value = item
-        try:
-            yield convert(path, unit, value, digest)
-        except Refused as exc:
-            yield kit.ImportRefusal(path, unit.line, exc.field, exc.message)
-        except kit.TrajectoryError as exc:
-            yield kit.ImportRefusal(path, unit.line, "(record)", str(exc))
+    yield from convert_units(path, units, lambda unit, value: convert(path, unit, value, digest))
 
 
 def _whole(path: Path) -> Any:
@@ -110,7 +101,7 @@ def _events(steps: list[Any]) -> tuple[list[kit.Event], kit.CallIds]:
         where = f"steps.{index}"
         step = mapping(step, where)
         source = step.get("source")
-        if source not in SOURCES:
+        if not isinstance(source, str) or source not in SOURCES:
             raise Refused(f"{where}.source", f"unknown step source {source!r}")
         extra = obj(step.get("extra"))
         meta = {k: step[k] for k in ("step_id", "timestamp", "model_name", "metrics", "llm_call_count")

@@ -46,7 +46,7 @@ def convert(unit: kit.SourceUnit, row: Any, digest: str) -> kit.Trajectory:
         where = f"trajectory.{index}"
         turn = mapping(turn, where)
         role = turn.get("role")
-        if role not in ROLES:
+        if not isinstance(role, str) or role not in ROLES:
             raise Refused(f"{where}.role", f"unknown role {role!r}")
         mask = turn.get("mask")
         if not isinstance(mask, bool):

@@ -32,6 +32,7 @@ from sediment.plugin import trajectory_kit as kit
 from ._common import (
     Refused,
     array,
+    convert_units,
     declare_unanswered,
     event_omissions,
     mapping,
@@ -58,17 +59,7 @@ def describe_importer() -> ImporterInfo:
 def import_source(path: Path) -> Any:
     digest = kit.file_sha256(path)
     units = parsed_units(path) if path.name.endswith(".jsonl") else _whole(path)
-    for item in units:
-        if isinstance(item, kit.ImportRefusal):
-            yield item
-            continue
-        unit, value = item
-        try:
-            yield convert(path, unit, value, digest)
-        except Refused as exc:
-            yield kit.ImportRefusal(path, unit.line, exc.field, exc.message)
-        except kit.TrajectoryError as exc:
-            yield kit.ImportRefusal(path, unit.line, "(record)", str(exc))
+    yield from convert_units(path, units, lambda unit, value: convert(path, unit, value, digest))
 
 
 def _whole(path: Path) -> Any:

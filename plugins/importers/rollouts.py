@@ -38,7 +38,7 @@ from sediment.plugin import (
 )
 from sediment.plugin import trajectory_kit as kit
 
-from ._common import declare_unanswered, event_omissions
+from ._common import declare_unanswered, event_omissions, refusal
 
 SOURCE_ID = "sediment/bundle"
 VERSION = "1"
@@ -68,8 +68,8 @@ def import_source(path: Path) -> Any:
             unit = kit.SourceUnit(rollouts_path, number, f"{kit.BUNDLE_ROLLOUTS}:{number}", line.rstrip(b"\n"))
             try:
                 yield from convert(rollout, bundle, unit, digest, revision)
-            except kit.TrajectoryError as exc:
-                yield kit.ImportRefusal(rollouts_path, number, "(record)", str(exc))
+            except ValueError as exc:  # TrajectoryError, a model's ValidationError
+                yield refusal(rollouts_path, number, exc)
 
 
 def _text(parts: list[str]) -> str | None:

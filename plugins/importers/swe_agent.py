@@ -24,7 +24,16 @@ from typing import Any
 from sediment.plugin import ImporterInfo, hookimpl
 from sediment.plugin import trajectory_kit as kit
 
-from ._common import Refused, array, declare_unanswered, event_omissions, mapping, parsed_units, text_or_none
+from ._common import (
+    Refused,
+    array,
+    convert_units,
+    declare_unanswered,
+    event_omissions,
+    mapping,
+    parsed_units,
+    text_or_none,
+)
 
 SOURCE_ID = "swe-agent/traj"
 URL = "https://github.com/SWE-agent/SWE-agent"
@@ -47,17 +56,7 @@ def import_source(path: Path) -> Any:
         yield kit.ImportRefusal(path, 0, "(file)", "is a predictions file; it is joined into the .traj beside it")
         return
     digest = kit.file_sha256(path)
-    for item in parsed_units(path):
-        if isinstance(item, kit.ImportRefusal):
-            yield item
-            continue
-        unit, value = item
-        try:
-            yield convert(path, unit, value, digest)
-        except Refused as exc:
-            yield kit.ImportRefusal(path, unit.line, exc.field, exc.message)
-        except kit.TrajectoryError as exc:
-            yield kit.ImportRefusal(path, unit.line, "(record)", str(exc))
+    yield from convert_units(path, parsed_units(path), lambda unit, value: convert(path, unit, value, digest))
 
 
 def exit_completeness(exit_status: str | None) -> tuple[str, list[kit.MissingField]]:

@@ -24,6 +24,7 @@ from sediment.cli.library import library_app
 from sediment.cli.mirror import mirror_app
 from sediment.cli.schema import schema_app
 from sediment.cli.targets import objectives, profiles, targets
+from sediment.cli.trajectory import trajectory_app
 from sediment.errors import SedimentError
 
 app = typer.Typer(
@@ -51,6 +52,7 @@ app.add_typer(library_app, name="library")
 app.command()(facts)
 app.command()(quarantine)
 app.command()(release)
+app.add_typer(trajectory_app, name="trajectory")
 
 
 def _version(value: bool) -> None:

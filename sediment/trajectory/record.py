@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sediment.records import decode_record, encode_record
+from sediment.records import decode_record
 
 #: The version of the canonical record these models define.
 SCHEMA_VERSION: Literal["1.0"] = "1.0"
@@ -259,14 +260,16 @@ def _plain(record: Trajectory) -> dict[str, Any]:
 
 
 def content_id(body: Mapping[str, Any]) -> str:
-    """The content address of a record body (every field but ``trajectory_id``)."""
+    """The content address of a record body (every field but ``trajectory_id``): the SHA-256
+    of its canonical text (the text :func:`to_json` writes, without that field)."""
     rest = {key: value for key, value in body.items() if key != "trajectory_id"}
-    return "trajectory:" + hashlib.sha256(encode_record(rest).encode("ascii")).hexdigest()[:ID_HEX_DIGITS]
+    text = json.dumps(rest, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=True)
+    return "trajectory:" + hashlib.sha256(text.encode("ascii")).hexdigest()[:ID_HEX_DIGITS]
 
 
 def to_json(record: Trajectory) -> str:
     """The record's canonical text: sorted keys, compact, ASCII escapes; byte-stable."""
-    return encode_record(_plain(record))
+    return json.dumps(_plain(record), sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=True)
 
 
 def from_json(text: str | bytes) -> Trajectory:
@@ -307,15 +310,17 @@ def build(**fields: Any) -> Trajectory:
         where = ".".join(str(p) for p in first["loc"]) or "(record)"
         raise TrajectoryError(f"{where}: {first['msg']}") from None
     record = draft.model_copy(update={"trajectory_id": content_id(_plain(draft))})
-    return validated(record)
+    for problem in problems(record, check_id=False):  # the id was just computed from the content
+        raise TrajectoryError(problem)
+    return record
 
 
 # --- the seed's rules ---------------------------------------------------------------------
 
 
-def problems(record: Trajectory) -> Iterator[str]:
+def problems(record: Trajectory, *, check_id: bool = True) -> Iterator[str]:
     """Every violation of the canonical rules, each one line naming the field."""
-    if record.trajectory_id != content_id(_plain(record)):
+    if check_id and record.trajectory_id != content_id(_plain(record)):
         yield f"trajectory_id: {record.trajectory_id} is not the content address of the record"
     for name in ("task_id", "task_key"):
         if not getattr(record, name).strip():

@@ -97,74 +97,80 @@ def read_units(path: Path) -> Iterator[SourceUnit]:
             yield SourceUnit(path, 1, path.name, data)
 
 
-_ARRAY_TOKENS = re.compile(rb'[\[\]{}",\\\n]')
+_STRUCTURE = re.compile(rb'[\[\]{}",\\]')
+_STRING_END = re.compile(rb'["\\]')
 
 
 def _array_elements(path: Path, handle: BinaryIO) -> Iterator[SourceUnit]:
     """Each element of a top-level JSON array, as its exact bytes (the text between the
-    separators, blanks trimmed), with memory bounded by the largest element."""
+    separators, blanks trimmed), with memory bounded by the largest element. Outside strings
+    only brackets, braces, commas and quotes matter; inside a string only its end and escapes."""
     buf = b""
     pos = 0
     depth = 0
     in_string = False
-    escaped = False
     region: int | None = None  # where the current element's text begins in buf
-    region_line = 0
-    line = 1
+    lines_before = 0  # newlines in the bytes dropped from buf
     index = 0
     done = False
+
+    def line_at(offset: int) -> int:
+        return lines_before + buf.count(b"\n", 0, offset) + 1
+
     while not done and (chunk := handle.read(CHUNK)):
         buf += chunk
         while True:
-            if escaped:
-                if pos >= len(buf):
+            if in_string:
+                match = _STRING_END.search(buf, pos)
+                if match is None:
+                    pos = len(buf)
                     break
-                line += buf[pos:pos + 1] == b"\n"
-                pos += 1
-                escaped = False
-            match = _ARRAY_TOKENS.search(buf, pos)
+                if match.group() == b"\\":
+                    if match.end() >= len(buf):  # the escaped byte is in the next chunk
+                        pos = match.start()
+                        break
+                    pos = match.end() + 1
+                    continue
+                in_string = False
+                pos = match.end()
+                continue
+            match = _STRUCTURE.search(buf, pos)
             if match is None:
                 pos = len(buf)
                 break
             token, at = match.group(), match.start()
             pos = at + 1
-            if token == b"\n":
-                line += 1
-            elif in_string:
-                if token == b"\\":
-                    escaped = True
-                elif token == b'"':
-                    in_string = False
-            elif token == b'"':
+            if token == b'"':
                 in_string = True
             elif token in (b"[", b"{"):
                 depth += 1
                 if depth == 1:
-                    region, region_line = pos, line
+                    region = pos
             elif token == b"\\":
-                raise UnitError(line, "a backslash outside a string")
+                raise UnitError(line_at(at), "a backslash outside a string")
             elif token == b"," and depth == 1 and region is not None:
-                yield _unit(path, buf[region:at], region_line, index, line)
+                yield _unit(path, buf[region:at], line_at(region), index, line_at(at))
                 index += 1
-                region, region_line = pos, line
+                region = pos
             elif token in (b"]", b"}"):
                 depth -= 1
                 if depth < 0:
-                    raise UnitError(line, "unbalanced brackets")
+                    raise UnitError(line_at(at), "unbalanced brackets")
                 if depth == 0 and region is not None:
                     text = buf[region:at]
                     if text.strip() or index:
-                        yield _unit(path, text, region_line, index, line)
+                        yield _unit(path, text, line_at(region), index, line_at(at))
                     done = True
                     break
         keep = region if region is not None else pos
         if keep > 0:
+            lines_before += buf.count(b"\n", 0, keep)
             buf = buf[keep:]
             pos -= keep
             if region is not None:
                 region = 0
     if not done:
-        raise UnitError(line, "the JSON array is not terminated")
+        raise UnitError(line_at(len(buf)), "the JSON array is not terminated")
 
 
 def _unit(path: Path, text: bytes, line: int, index: int, end_line: int) -> SourceUnit:
@@ -207,8 +213,14 @@ def marker(value: str) -> str:
     return f"[redacted sha256:{sha256_hex(value)}]"
 
 
+_TOKEN_PREFIXES = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "sk-", "AKIA", "hf_")
+_MEMBER_WORDS = ("key", "token", "secret", "password", "authorization")
+
+
 def redact_text(text: str) -> tuple[str, int]:
     """``text`` with forge/provider tokens replaced by markers, and how many were replaced."""
+    if not any(prefix in text for prefix in _TOKEN_PREFIXES):
+        return text, 0
     count = 0
 
     def token(match: re.Match[str]) -> str:
@@ -231,7 +243,9 @@ def redact_source_text(text: str) -> tuple[str, int]:
         count += 1
         return f'"{match.group("name")}"{match.group("sep")}"{marker(value)}"'
 
-    text = _CREDENTIAL_MEMBER.sub(member, text)
+    lowered = text.lower()
+    if any(word in lowered for word in _MEMBER_WORDS):
+        text = _CREDENTIAL_MEMBER.sub(member, text)
     text, tokens = redact_text(text)
     return text, count + tokens
 

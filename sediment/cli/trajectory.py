@@ -1,0 +1,105 @@
+"""``sediment trajectory``: import agent trajectories into canonical records, export them to ATIF.
+
+Thin: :func:`sediment.trajectory.importing.import_results` reads, this prints. Refusals are
+``FILE:LINE: FIELD: message`` lines on stderr; the other records are written, and the command
+exits 8 when any record was refused.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import typer
+
+from sediment.cli import console
+from sediment.errors import UsageError
+from sediment.ingest import IngestError
+
+trajectory_app = typer.Typer(
+    help="Import agent trajectories (SWE-agent, OpenHands, SWE-Gym, nebius, ATIF, Sediment bundles) into canonical "
+         "Trajectory records (docs/trajectories.md), and export records to ATIF.", no_args_is_help=True)
+
+
+def _formats() -> dict[str, str]:
+    from sediment.export.registry import load_registry
+
+    return {name: importer.info.description for name, importer in sorted(load_registry().importers.items())}
+
+
+@trajectory_app.command("formats")
+def formats() -> None:
+    """List the installed source formats (importer plugins)."""
+    for name, description in _formats().items():
+        console.show(f"{name}: {description}")
+
+
+@trajectory_app.command("import")
+def import_(fmt: str = typer.Argument(..., metavar="FORMAT", help="Source format (see `sediment trajectory formats`)."),
+            paths: list[Path] = typer.Argument(..., help="Files or directories (walked in name order)."),
+            out: Path = typer.Option(..., "--out", help="JSON Lines file to write, one canonical record per line; "
+                                                        "an existing file is refused.")) -> None:
+    """Read source files into canonical records, one per line of --out, in input order.
+
+    Every record is validated (content-addressed id, unique ids, causal links, declared
+    omissions); a record that cannot be stored exactly is refused as `FILE:LINE: FIELD: message`
+    and every other record is written (exit code 8 when any was refused).
+    """
+    from sediment.trajectory import to_json
+    from sediment.trajectory.importing import import_results
+    from sediment.trajectory.sources import ImportRefusal
+
+    installed = _formats()
+    if fmt not in installed:
+        raise UsageError(f"unknown source format {fmt!r}; installed formats: {', '.join(installed)}")
+    if out.exists():
+        raise UsageError(f"--out {out} already exists; choose a new file")
+    written = refused = 0
+    staging = out.with_name(f".{out.name}.partial")
+    with staging.open("w", encoding="ascii", newline="\n") as handle:
+        for item in import_results(fmt, paths):
+            if isinstance(item, ImportRefusal):
+                refused += 1
+                console.error(item)
+            else:
+                handle.write(to_json(item) + "\n")
+                written += 1
+        handle.flush()
+        os.fsync(handle.fileno())
+    staging.replace(out)
+    console.say(f"{written} record(s) written to {out}; {refused} refused")
+    if refused:
+        raise IngestError(f"{refused} record(s) refused; every other record was written")
+
+
+@trajectory_app.command("export-atif")
+def export_atif(records: Path = typer.Argument(..., help="Canonical records (JSON Lines, as `import` writes)."),
+                out: Path = typer.Option(..., "--out", help="Directory for <n>.json ATIF files and their "
+                                                            "<n>.outcome.json sidecars; created, must not exist."),
+                version: str = typer.Option("ATIF-v1.8", "--version", help="ATIF-v1.8 or ATIF-v1.7.")) -> None:
+    """Write each record as an ATIF document, with outcome, verification and every loss in a sidecar."""
+    from sediment.trajectory import TrajectoryError, from_json
+    from sediment.trajectory.atif import ATIF_VERSIONS, write_atif
+
+    if version not in ATIF_VERSIONS:
+        raise UsageError(f"unknown ATIF version {version!r}; use one of {', '.join(ATIF_VERSIONS)}")
+    if out.exists():
+        raise UsageError(f"--out {out} already exists; choose a new directory")
+    out.mkdir(parents=True)
+    refused = count = 0
+    with records.open("rb") as handle:
+        for number, line in enumerate(handle, start=1):
+            try:
+                record = from_json(line)
+            except TrajectoryError as exc:
+                refused += 1
+                console.error(f"{records}:{number}: {exc}")
+                continue
+            write_atif(record, out / f"{count:06d}.json", version)
+            count += 1
+    console.say(f"{count} ATIF document(s) written to {out}; {refused} refused")
+    if refused:
+        raise IngestError(f"{refused} record(s) refused; every other record was exported")
+
+
+__all__ = ["trajectory_app"]
