@@ -20,6 +20,7 @@ from sediment.cli.derive import derive
 from sediment.cli.export import export_app
 from sediment.cli.facts import facts, quarantine, release
 from sediment.cli.ingest import ingest_app
+from sediment.cli.library import library_app
 from sediment.cli.mirror import mirror_app
 from sediment.cli.schema import schema_app
 from sediment.cli.targets import objectives, profiles, targets
@@ -47,6 +48,7 @@ app.command()(objectives)
 app.command()(targets)
 app.command()(profiles)
 app.add_typer(schema_app, name="schema")
+app.add_typer(library_app, name="library")
 app.command()(facts)
 app.command()(quarantine)
 app.command()(release)

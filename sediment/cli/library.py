@@ -1,0 +1,137 @@
+"""``sediment library``: the persistent trajectory library (import, SFT views, inspect, gallery)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from sediment.cli import console
+
+library_app = typer.Typer(
+    help=("The trajectory library: one immutable canonical record per agent attempt (public sources and "
+          "Sediment's own Rollouts), ranked per task, projected into SFT views. See docs/library.md."),
+    no_args_is_help=True)
+
+_LIBRARY = typer.Option(..., "--library", help="The library directory (created by the first import).")
+
+
+@library_app.command("import")
+def import_(
+    format: str = typer.Argument(..., metavar="FORMAT",
+                                 help="Source format: an importer plugin's format name, or canonical-jsonl "
+                                      "(canonical records, e.g. another library's all.jsonl.gz)."),
+    paths: list[Path] = typer.Argument(..., exists=True, readable=True, help="Input files of that format."),
+    library: Path = _LIBRARY,
+    materialize_all: bool = typer.Option(False, "--materialize-all",
+                                         help="Also write all.jsonl.gz: every canonical record in one file."),
+) -> None:
+    """Import attempts into the library. Records already present are skipped (importing the same
+    input twice changes nothing); new records go into new content-named shards, earlier shards are
+    never rewritten; rankings, splits, partitions and index.sqlite are rebuilt. A record that
+    cannot be imported is reported as one line (file, line, field) and the rest are imported (exit 8)."""
+    from sediment.ingest import IngestError
+    from sediment.trajectory.library import Library
+    from sediment.trajectory.library_input import check_format, records_for
+
+    check_format(format)
+    problems: list[str] = []
+    skipped: list[str] = []
+    target = Library(library)
+    report = target.import_records(records_for(format, paths, problems, target.known_ids(), skipped),
+                                   materialize_all=materialize_all, prevalidated=True)
+    report.already_present += len(skipped)
+    for problem in problems[:50]:
+        console.warning(problem)
+    if len(problems) > 50:
+        console.say(f"… and {len(problems) - 50} more")
+    console.say(f"{report.added} record(s) added, {report.already_present} already present; "
+                f"{report.record_count} in the library ({len(report.new_shards)} new shard(s))")
+    if problems:
+        raise IngestError(f"{len(problems)} record(s) failed to import; every other record was imported")
+
+
+@library_app.command("views")
+def views_(
+    library: Path = _LIBRARY,
+    out: Path = typer.Option(..., "--out", help="JSONL file to write (one sample a line)."),
+    view: str = typer.Option("full", "--view", help="full (one sample per attempt, event loss mask) or turns "
+                                                    "(one sample per supervised assistant decision)."),
+    selection: str = typer.Option("best", "--selection",
+                                  help="best (rank 1 of each task and environment), successful, or all."),
+    benchmark: list[str] = typer.Option([], "--benchmark", help="Keep this task family (repeatable)."),
+    source: list[str] = typer.Option([], "--source", help="Keep this source id (repeatable)."),
+    source_version: list[str] = typer.Option([], "--source-version", help="Keep this source revision."),
+    model: list[str] = typer.Option([], "--model", help="Keep this model."),
+    scaffold: list[str] = typer.Option([], "--scaffold", help="Keep this scaffold/producer."),
+    split: list[str] = typer.Option([], "--split", help="Keep this derived task split (train or eval)."),
+    quality_tier: list[int] = typer.Option([], "--quality-tier", help="Keep this quality tier, 1 (best) to 5."),
+    max_rank: int | None = typer.Option(None, "--max-rank", help="Keep attempts ranked at most this within a task."),
+    include_ineligible: bool = typer.Option(False, "--include-ineligible",
+                                            help="Also attempts that are not SFT-eligible (structural gate "
+                                                 "failed, or evaluation-only source)."),
+    sample: int | None = typer.Option(None, "--sample", help="Keep this many (rows, or tasks with --sampling task)."),
+    sampling: str = typer.Option("random", "--sampling", help="random, task or source-balanced."),
+    seed: int = typer.Option(0, "--seed", help="Sampling seed (same seed, same sample)."),
+    format: str = typer.Option("json", "--format",
+                               help="json (the view samples), arrow (flat fields plus structured fields as JSON "
+                                    "text: loads into an Arrow table without loss), or chat (with --view turns: "
+                                    "{prompt, completion} chat messages)."),
+) -> None:
+    """Write SFT view samples of the selected, filtered, sampled attempts. Selection reads
+    index.sqlite; only the surviving records are read from their shards."""
+    import orjson
+
+    from sediment.errors import UsageError
+    from sediment.trajectory.adapter import CanonicalDatasetAdapter, Filters
+    from sediment.trajectory.views import arrow_row, turn_chat_messages
+
+    if format not in {"json", "arrow", "chat"}:
+        raise UsageError(f"unknown --format {format!r}; one of: json, arrow, chat")
+    if format == "chat" and view != "turns":
+        raise UsageError("--format chat needs --view turns")
+    shapes: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+        "json": dict, "arrow": arrow_row, "chat": turn_chat_messages}
+    shape = shapes[format]
+    adapter = CanonicalDatasetAdapter(library)
+    filters = Filters(benchmark=benchmark, source=source, source_version=source_version, model=model,
+                      scaffold=scaffold, split=split, quality_tier=quality_tier, max_rank=max_rank,
+                      include_ineligible=include_ineligible)
+    rows = adapter.sample(adapter.select(selection, filters), sample, sampling, seed)
+    count = 0
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("wb") as handle:
+        for item in adapter.project(rows, view):
+            handle.write(orjson.dumps(shape(item)) + b"\n")
+            count += 1
+    console.say(f"{count} {view} sample(s) from {len(rows)} attempt(s) written to {out}")
+
+
+@library_app.command("inspect")
+def inspect_(
+    library: Path = _LIBRARY,
+    trajectory_id: str = typer.Option(..., "--trajectory-id", help="The record to show."),
+) -> None:
+    """Show one record: its interaction, every causal turn sample with its exact model input and
+    supervised target, verification evidence, missing fields, and the task's alternatives side by side."""
+    from sediment.trajectory.inspect import render
+    from sediment.trajectory.library import Library
+
+    console.out.print(render(Library(library), trajectory_id))
+
+
+@library_app.command("gallery")
+def gallery_(
+    library: Path = _LIBRARY,
+    out: Path = typer.Option(..., "--out", help="Directory to write index.html and one page per representative."),
+) -> None:
+    """Write a static HTML gallery: one deterministic representative for every source x outcome x
+    tier combination present, each page showing the full interaction, every turn sample, the exact
+    model input, supervised target, verification evidence, missing fields and alternatives."""
+    from sediment.trajectory.gallery import write_gallery
+    from sediment.trajectory.library import Library
+
+    pages = write_gallery(Library(library), out)
+    console.say(f"gallery of {len(pages)} representative(s) written to {out / 'index.html'}")
