@@ -253,6 +253,9 @@ class TestCaseResult(FactModel):
     raw: dict[str, Any] = Field(default_factory=dict)
 
 
+ObservationSource = Literal["git_notes", "git_ai_notes"]
+
+
 class SessionCommitObservation(_Identified):
     """The first time a mirror refresh exposed a git-note Session→commit edge."""
 
@@ -263,6 +266,9 @@ class SessionCommitObservation(_Identified):
     session_id: NonEmptyId
     source_push_id: str | None = None
     captured_at: UtcDatetime
+    #: which notes named the edge: ``refs/notes/sediment`` (``git_notes``) or git-ai's
+    #: ``refs/notes/ai`` authorship notes (``git_ai_notes``, sediment.git_ai_notes)
+    attribution_source: ObservationSource = "git_notes"
 
 
 AGENT_HARNESSES: tuple[AgentHarness, ...] = ("claude-code", "copilot", "codex", "cursor", "pi")
