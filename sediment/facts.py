@@ -151,11 +151,16 @@ def check_identity_triple(provider: str | None, host: str | None, repository_id:
         raise ValueError(f"repository_host must be a lowercase DNS host: {host!r}")
 
 
+ForgeProvider = Literal["github", "gitlab"]
+"""The forges whose immutable repository ids Sediment records (GitHub ``repository.id``, GitLab
+``project.id``; renames are GitHub's only)."""
+
+
 class _Identified(FactModel):
     """A Fact scoped to a repository that may carry the identity triple."""
 
     schema_version: Annotated[Literal[1, 2], ExactInt] = 2
-    repository_provider: Literal["github"] | None = None
+    repository_provider: ForgeProvider | None = None
     repository_host: str | None = None
     repository_id: str | None = None
 
@@ -458,7 +463,7 @@ class RepositoryRename(FactModel):
 class RepositoryIdentity(FactModel):
     """A forge's immutable identity for a repository (never supplied by a name or SHA)."""
 
-    provider: Literal["github"]
+    provider: ForgeProvider
     host: str
     repository_id: str
 

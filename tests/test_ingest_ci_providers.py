@@ -81,10 +81,13 @@ NONE = {"error_type": None, "reason": None, "source_spec_version": None}
 # --- GitLab ------------------------------------------------------------------------------
 
 
+GITLAB_IDENTITY = {"repository_provider": "gitlab", "repository_host": "gitlab.com", "repository_id": "41234567"}
+
+
 def test_gitlab_pipeline_hook_of_a_merge_request() -> None:
     outcome = only(run("gitlab/pipeline_hook.json"))
     assert fields(outcome) == {
-        "schema_version": 2, **LEGACY, **NONE,
+        "schema_version": 2, **GITLAB_IDENTITY, **NONE,
         "outcome_id": fact_id("ci", ORG, "gitlab_ci", "1288401977", 0),
         "provider": "gitlab_ci",
         "run_id": "1288401977",
@@ -118,8 +121,22 @@ def test_gitlab_pipeline_with_one_timeout_and_one_script_failure_is_failed() -> 
     assert only(run("gitlab/pipeline_hook_timeout.json", delivery)).result == "failed"
 
 
+def test_gitlab_identity_host_is_configuration_and_the_project_id_must_be_a_number() -> None:
+    outcome = only(translate_gitlab(load("gitlab/job_hook.json"), org_id=ORG, captured_at=T0,
+                                    host="gitlab.example.org"))
+    assert (outcome.repository_provider, outcome.repository_host, outcome.repository_id) == (
+        "gitlab", "gitlab.example.org", "41234567")
+    delivery = load("gitlab/pipeline_hook.json")
+    delivery["payload"]["project"]["id"] = "41234567"
+    with pytest.raises(TranslationError, match="project.id: expected an integer"):
+        run("gitlab/pipeline_hook.json", delivery)
+    with pytest.raises(TranslationError, match="repository_host must be a lowercase DNS host"):
+        translate_gitlab(load("gitlab/job_hook.json"), org_id=ORG, captured_at=T0, host="GitLab Server")
+
+
 def test_gitlab_old_server_tag_pipeline() -> None:
     outcome = only(run("gitlab/pipeline_hook_old_server_tag.json"))
+    assert outcome.repository_provider is None  # no project.id: a legacy outcome
     assert (outcome.branch, outcome.provider_result, outcome.result) == ("", "success", "passed")
     assert outcome.run_url == "https://gitlab.example.org/acme/widget/-/pipelines/2031"
     assert outcome.source_event_type == "pipeline"  # no header: the object_kind
@@ -487,7 +504,9 @@ def test_a_gitlab_job_retried_in_a_later_attempt_decides_the_lineage() -> None:
     other["payload"].update(build_id=7001, build_name="compile", retries_count=0, build_status="success",
                             build_failure_reason=None)
     outcomes = [only(run("gitlab/job_hook.json", d)) for d in (first, retried, other)]
-    (resolution,) = resolve_ci(outcomes, quarantine_revision=0).resolutions
+    (resolution,) = _resolve(outcomes).resolutions
+    assert resolution.repository_identity is not None
+    assert resolution.repository_identity.provider == "gitlab"
     assert (resolution.verdict, resolution.suspected_flake) == ("passed", True)
 
 
