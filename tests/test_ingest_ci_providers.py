@@ -615,3 +615,14 @@ def test_ingest_commands_store_report_and_refuse_per_line(tmp_path: Path) -> Non
     bare = sediment(tmp_path, "ingest", "circleci", str(FIXTURES / "circleci/workflow_completed_gitlab_project.json"),
                     "--event", "workflow-completed", "--json")
     assert json.loads(bare.stdout)["stored"] == {"ci_outcomes": 1}
+    hosted = sediment(tmp_path / "other", "ingest", "gitlab", "--host", "gitlab.example.org",
+                      str(FIXTURES / "gitlab/job_hook.json"), "--json")
+    assert hosted.returncode == 0, hosted.stderr
+    store = FactStore(f"sqlite:///{tmp_path / 'other' / 'facts.db'}")
+    try:
+        (outcome,) = store.facts("ci_outcomes", ORG)
+        assert isinstance(outcome, CIOutcome) and outcome.repository_host == "gitlab.example.org"
+    finally:
+        store.close()
+    helped = sediment(tmp_path, "ingest", "gitlab", "--help")
+    assert "--host" in helped.stdout and "Pipeline Hook" in helped.stdout

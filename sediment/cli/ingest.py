@@ -21,8 +21,9 @@ from sediment.ingest import IngestError, Translation
 if TYPE_CHECKING:
     from sediment.ingest.files import IngestReport
 
-ingest_app = typer.Typer(help="Ingest Facts from files: canonical JSONL, GitHub webhooks, CI outcomes, call logs, "
-                              "JUnit test reports, agent OTLP log exports.", no_args_is_help=True)
+ingest_app = typer.Typer(help="Ingest Facts from files: canonical JSONL, GitHub, GitLab, CircleCI and Buildkite "
+                              "webhooks, CI outcomes, call logs, JUnit test reports, agent OTLP log exports.",
+                         no_args_is_help=True)
 FILES_HELP = "Input files (JSON or JSON Lines); '-' reads stdin."
 ORG_HELP = "Org id (default: SEDIMENT_ORG_ID)."
 
