@@ -347,10 +347,12 @@ def test_repository_host_must_be_lowercase(host: str) -> None:
 
 
 def test_repository_provider_vocabulary() -> None:
-    with pytest.raises(ValidationError, match=invalid("repository_provider", "Input should be 'github'")):
-        ci_outcome(**{**IDENTITY, "repository_provider": "gitlab"})
-    with pytest.raises(ValidationError, match=invalid("provider", "Input should be 'github'")):
-        RepositoryIdentity(provider="gitlab", host="gitlab.com", repository_id="1")  # type: ignore[arg-type]
+    assert ci_outcome(**{**IDENTITY, "repository_provider": "gitlab"}).repository_provider == "gitlab"
+    assert RepositoryIdentity(provider="gitlab", host="gitlab.com", repository_id="1").provider == "gitlab"
+    with pytest.raises(ValidationError, match=invalid("repository_provider", "Input should be 'github' or 'gitlab'")):
+        ci_outcome(**{**IDENTITY, "repository_provider": "bitbucket"})
+    with pytest.raises(ValidationError, match=invalid("provider", "Input should be 'github' or 'gitlab'")):
+        RepositoryIdentity(provider="bitbucket", host="bitbucket.org", repository_id="1")  # type: ignore[arg-type]
 
 
 def test_schema_version_one_forbids_identity() -> None:
@@ -470,7 +472,7 @@ def test_ci_outcome_rejects_invalid_values(overrides: dict[str, Any], field: str
 def test_ci_outcome_accepts_boundary_values() -> None:
     outcome = ci_outcome(run_attempt=1, pr_number=1, reason="x" * 4096)
     assert (outcome.run_attempt, outcome.pr_number, len(outcome.reason or "")) == (1, 1, 4096)
-    for provider in ("github_actions", "jenkins", "gitlab_ci", "circleci", "buildkite", "other"):
+    for provider in ("github_actions", "jenkins", "gitlab_ci", "circleci", "buildkite", "other", "github_checks"):
         assert ci_outcome(provider=provider).provider == provider
 
 

@@ -21,8 +21,9 @@ from sediment.ingest import IngestError, Translation
 if TYPE_CHECKING:
     from sediment.ingest.files import IngestReport
 
-ingest_app = typer.Typer(help="Ingest Facts from files: canonical JSONL, GitHub webhooks, CI outcomes, call logs, "
-                              "JUnit test reports, agent OTLP log exports.", no_args_is_help=True)
+ingest_app = typer.Typer(help="Ingest Facts from files: canonical JSONL, GitHub, GitLab, CircleCI and Buildkite "
+                              "webhooks, CI outcomes, call logs, JUnit test reports, agent OTLP log exports.",
+                         no_args_is_help=True)
 FILES_HELP = "Input files (JSON or JSON Lines); '-' reads stdin."
 ORG_HELP = "Org id (default: SEDIMENT_ORG_ID)."
 
@@ -36,6 +37,7 @@ class Provider(StrEnum):
     circleci = "circleci"
     buildkite = "buildkite"
     other = "other"
+    github_checks = "github_checks"
 
 
 class Runner(StrEnum):
@@ -109,7 +111,8 @@ def github(files: list[str] = typer.Argument(..., help=FILES_HELP),
            event: str | None = typer.Option(None, "--event", help="Event name for bare payloads (X-GitHub-Event)."),
            org: str | None = typer.Option(None, "--org", help=ORG_HELP),
            as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout.")) -> None:
-    """GitHub webhook deliveries: workflow_run, push, pull_request, repository (others are skipped)."""
+    """GitHub webhook deliveries: workflow_run, workflow_job, check_run, check_suite, push, pull_request,
+    repository (others are skipped)."""
     from sediment.ingest.github import translate_github
 
     org_id = settings.org_id(org)
@@ -146,6 +149,58 @@ def calls(files: list[str] = typer.Argument(..., help=FILES_HELP),
     memo = ReplayMemo()
     _run(files, lambda record: translate_call(record, format=format.value, org_id=org_id, captured_at=now,
                                               memo=memo), as_json, workers)
+
+
+def _provider_command(name: str, module: str, function: str, header: str, summary: str) -> None:
+    """``sediment ingest NAME FILE...``: one CI provider's webhook deliveries (docs/ci-providers.md)."""
+
+    def command(files: list[str] = typer.Argument(..., help=FILES_HELP),
+                event: str | None = typer.Option(None, "--event", help=f"Event name for bare payloads ({header})."),
+                org: str | None = typer.Option(None, "--org", help=ORG_HELP),
+                as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout.")) -> None:
+        import importlib
+
+        translate = getattr(importlib.import_module(module), function)
+        org_id = settings.org_id(org)
+        now = settings.capture_time()
+        _run(files, lambda record: translate(record, event=event, org_id=org_id, captured_at=now), as_json)
+
+    command.__doc__ = (f"{summary}\n\nA file holds deliveries: bare payloads, or envelopes "
+                       f'{{"headers": {{...}}, "payload": {{...}}}} whose headers name the event ({header}). '
+                       "Only final states are stored (others are skipped as ci_run_not_terminal); the "
+                       "provider's own state is kept in provider_result. Re-ingesting stores nothing new.")
+    ingest_app.command(name)(command)
+
+
+
+
+@ingest_app.command("gitlab")
+def gitlab(files: list[str] = typer.Argument(..., help=FILES_HELP),
+           event: str | None = typer.Option(None, "--event", help="Event name for bare payloads (X-Gitlab-Event)."),
+           host: str = typer.Option("gitlab.com", "--host",
+                                    help="The GitLab server's host (your configuration, never read from a payload); "
+                                         "with each project's id it is the repository's identity."),
+           org: str | None = typer.Option(None, "--org", help=ORG_HELP),
+           as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout.")) -> None:
+    """GitLab webhooks: Pipeline Hook and Job Hook deliveries.
+
+    A file holds deliveries: bare payloads, or envelopes {"headers": {...}, "payload": {...}}
+    (X-Gitlab-Event, X-Gitlab-Event-UUID). Only final states are stored (others are skipped as
+    ci_run_not_terminal); GitLab's own status is kept in provider_result. Outcomes carry the
+    repository identity gitlab / --host / project id. Re-ingesting stores nothing new.
+    """
+    from sediment.ingest.gitlab import translate_gitlab
+
+    org_id = settings.org_id(org)
+    now = settings.capture_time()
+    _run(files, lambda record: translate_gitlab(record, event=event, org_id=org_id, captured_at=now, host=host),
+         as_json)
+
+
+_provider_command("circleci", "sediment.ingest.circleci", "translate_circleci", "circleci-event-type",
+                  "CircleCI webhooks: workflow-completed and job-completed deliveries.")
+_provider_command("buildkite", "sediment.ingest.buildkite", "translate_buildkite", "X-Buildkite-Event",
+                  "Buildkite webhooks: build.finished deliveries (other build.* events until final).")
 
 
 _POSITIVE = re.compile(r"[1-9][0-9]*")
