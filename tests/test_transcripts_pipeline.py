@@ -131,3 +131,48 @@ def test_a_codex_rollout_becomes_rollout_rows(tmp_path: Path) -> None:
     assert [m["role"] for m in turns[0]["new_messages"]][:2] == ["system", "developer"]
     assert all(t["capture"]["source"] == "transcript:codex@0.104.0-alpha.1" for t in turns)
     assert all("tool_definitions" in t["capture"]["lacks"] for t in turns)
+
+
+def command(tmp_path: Path, *args: str, home: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEDIMENT_")}
+    env |= {"SEDIMENT_HOME": str(tmp_path / "sediment"), "SEDIMENT_ORG_ID": ORG,
+            "SEDIMENT_CAPTURE_TIME": "2026-03-03T09:00:00Z", "HOME": str(home or tmp_path / "nobody")}
+    return subprocess.run([sys.executable, "-m", "sediment", "ingest", "transcripts", *args], capture_output=True,
+                          text=True, env=env, timeout=180, check=False)
+
+
+def test_the_default_folder_is_the_clients_own_under_home(tmp_path: Path) -> None:
+    missing = command(tmp_path, "codex")
+    assert missing.returncode == 1 and missing.stderr.count("\n") == 1
+    assert "no codex session folder at" in missing.stderr and ".codex/sessions" in missing.stderr
+    home = tmp_path / "home"
+    day = home / ".codex" / "sessions" / "2026" / "02" / "23"
+    day.mkdir(parents=True)
+    (day / CODEX.name).write_bytes(CODEX.read_bytes())
+    found = command(tmp_path, "codex", "--json", home=home)
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout)["stored"] == {"inference_calls": 6}
+
+
+def test_usage_and_bad_lines(tmp_path: Path) -> None:
+    absent = command(tmp_path, "claude-code", str(tmp_path / "nope.jsonl"))
+    assert absent.returncode == 2 and "no such file or folder" in absent.stderr
+    unknown = command(tmp_path, "cursor", str(CLAUDE))
+    assert unknown.returncode == 2
+    lines = CLAUDE.read_text().splitlines()
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_text("\n".join([*lines[:5], '{"type": "user", "uuid": 7}', *lines[5:]]) + "\n")
+    result = command(tmp_path, "claude-code", str(damaged), "--json")
+    assert result.returncode == 8
+    assert f"{damaged}:6: uuid: expected a non-blank string" in result.stderr
+    assert json.loads(result.stdout)["stored"] == {"developer_decisions": 3, "inference_calls": 13}
+
+
+def test_help_teaches_the_mapping() -> None:
+    result = subprocess.run([sys.executable, "-m", "sediment", "ingest", "transcripts", "--help"],
+                            capture_output=True, text=True, timeout=60, check=False, env={
+                                **{k: v for k, v in os.environ.items() if not k.startswith("SEDIMENT_")},
+                                "COLUMNS": "200"})
+    assert result.returncode == 0
+    for phrase in ("claude-code", "codex", "~/.claude/projects", "transcript:<client>@<version>", "DeveloperDecisions"):
+        assert phrase in result.stdout, phrase

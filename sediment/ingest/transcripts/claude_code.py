@@ -147,7 +147,9 @@ class _Transcript:
                     self.loose.append((position, entry.value))
                     continue
             if uuid is None:
-                result.problems.append((entry.line, "uuid: missing"))
+                given = entry.value.get("uuid")
+                result.problems.append((entry.line, "uuid: missing" if given is None or given == ""
+                                        else "uuid: expected a non-blank string"))
                 continue
             if uuid in self.nodes:
                 result.warnings["duplicate_uuid"] += 1
