@@ -25,13 +25,15 @@ The mapping (``docs/transcripts.md``):
   ``<sessionId>/agent-<agentId>`` (else ``<sessionId>/sidechain-<uuid of its first line>``),
   whose calls name the parent Session in their capture marker.
 - ``assistant`` lines of ``<synthetic>`` model (Claude Code's own error notices) are no model call
-  and stay out of every input (``synthetic_message``). ``summary`` lines (session titles),
+  and stay out of every input (``synthetic_message``). ``system`` lines are counted as
+  ``system:<subtype>``; ``summary`` lines (session titles),
   ``file-history-snapshot`` and ``queue-operation`` lines are skipped by type; a line of any
   other type is skipped as ``unknown_entry:<type>`` and kept in the ``raw`` of the next call.
 
 Decisions: a ``tool_result`` of an edit tool (``Edit``, ``Write``, ``MultiEdit``,
 ``NotebookEdit``) that is Claude Code's rejection notice (``is_error`` and "The user doesn't want
-to proceed with this tool use") is an explicit reject; one with a structured ``toolUseResult``
+to proceed with this tool use", or "… to take this action right now" after Esc) is an explicit
+reject; one with a structured ``toolUseResult``
 (the edit was applied) is an accept, explicit only when ``toolUseResult.userModified`` is true
 (the developer changed the proposed edit before accepting it): otherwise the transcript does
 not say whether a person approved the edit or a setting did, so the accept is implicit.
@@ -65,7 +67,10 @@ from sediment.ingest.transcripts.common import (
 CLIENT: Final = "claude-code"
 SKIPPED_TYPES: Final = frozenset({"summary", "file-history-snapshot", "queue-operation"})
 EDIT_TOOLS: Final = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
-REJECTION_NOTICE: Final = "The user doesn't want to proceed with this tool use"
+#: Claude Code's notices in the result of a tool use someone refused at its permission prompt
+#: (the second one when they pressed Esc instead of answering).
+REJECTION_NOTICES: Final = ("The user doesn't want to proceed with this tool use",
+                            "The user doesn't want to take this action right now")
 SYNTHETIC_MODEL: Final = "<synthetic>"
 #: A Claude Code transcript records neither the system prompt nor the tool definitions.
 LACKS: Final[frozenset[CaptureLack]] = frozenset({"system_prompt", "tool_definitions"})
@@ -141,7 +146,10 @@ class _Transcript:
             if kind in SKIPPED_TYPES:
                 result.skipped[kind] += 1
                 continue
-            if kind not in ("user", "assistant", "system"):
+            if kind == "system":
+                subtype = entry.value.get("subtype")
+                result.skipped[f"system:{subtype if isinstance(subtype, str) else 'none'}"] += 1
+            elif kind not in ("user", "assistant"):
                 result.skipped[f"unknown_entry:{kind}"] += 1
                 if uuid is None:
                     self.loose.append((position, entry.value))
@@ -313,7 +321,8 @@ class _Transcript:
     def decision(self, node: _Node, use: dict[str, Any], block: dict[str, Any], org_id: str,
                  captured_at: datetime) -> DeveloperDecision | None:
         structured = node.value.get("toolUseResult")
-        if block.get("is_error") is True and REJECTION_NOTICE in _result_text(block.get("content")):
+        text = _result_text(block.get("content"))
+        if block.get("is_error") is True and any(notice in text for notice in REJECTION_NOTICES):
             accepted, explicit = False, True
         elif block.get("is_error") is not True and isinstance(structured, dict):
             accepted, explicit = True, structured.get("userModified") is True
