@@ -725,12 +725,13 @@ def test_fuzz_ingest_transcripts(client: str, data: st.DataObject) -> None:
         at = data.draw(st.integers(0, len(lines) - 1), label="line")
         change = data.draw(st.sampled_from(["mutate", "damage", "drift"]), label="change")
         event(f"transcript change: {change}")
-        if change == "mutate":
-            lines[at] = render(mutate(data, json.loads(lines[at]))).encode("utf-8", "surrogatepass")
-        elif change == "damage":
-            lines[at] = text_mutation(data, lines[at])
-        else:
+        parsed = reference(lines[at])
+        if change == "mutate" and parsed is not REFUSED:
+            lines[at] = render(mutate(data, parsed)).encode("utf-8", "surrogatepass")
+        elif change == "drift":
             lines.insert(at, json.dumps(data.draw(st.sampled_from(DRIFTED_ENTRIES))).encode())
+        else:
+            lines[at] = text_mutation(data, lines[at])
         touched.append(at)
     ending = b"\n" if data.draw(st.booleans(), label="final newline") else b""
     content = b"\n".join(lines) + ending

@@ -275,6 +275,15 @@ def test_codex_rollout_cut_after_a_function_call() -> None:
     assert [p.name for p in parts(calls[0], ToolCallPart)] == ["exec_command"]
 
 
+def test_a_codex_subagent_names_the_thread_that_spawned_it(tmp_path: Path) -> None:
+    entries = lines_of(CODEX)
+    entries[0]["payload"]["source"] = {"subagent": {"thread_spawn": {"parent_thread_id": "019c8bfe-parent",
+                                                                     "depth": 1}}}
+    calls = calls_of(translate(write(tmp_path / "sub.jsonl", entries), "codex"))
+    assert {c.capture.parent_session_id for c in calls} == {"019c8bfe-parent"}  # type: ignore[union-attr]
+    assert {c.capture.parent_session_id for c in calls_of(translate(CODEX, "codex"))} == {None}  # type: ignore[union-attr]
+
+
 def test_codex_compaction_replaces_the_history(tmp_path: Path) -> None:
     entries = lines_of(CODEX)
     compacted = {"timestamp": entries[18]["timestamp"], "type": "compacted", "payload": {"message": "summary so far"}}

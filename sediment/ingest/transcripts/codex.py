@@ -61,6 +61,19 @@ def _is_output(item: dict[str, Any]) -> bool:
     return kind in OUTPUT_ITEMS or (kind == "message" and item.get("role") == "assistant")
 
 
+def _parent_thread(source: Any) -> str | None:
+    """The ``parent_thread_id`` a spawned subagent's ``source`` names (at any depth of it), else None."""
+    if isinstance(source, dict):
+        found = text_or_none(source.get("parent_thread_id"))
+        if found is not None:
+            return found
+        for value in source.values():
+            found = _parent_thread(value)
+            if found is not None:
+                return found
+    return None
+
+
 def _opaque(item: dict[str, Any]) -> bool:
     """A reasoning item whose thinking text is not there (only a summary or ciphertext)."""
     if item.get("type") != "reasoning":
@@ -78,6 +91,7 @@ class _Rollout:
         self.version: str | None = None
         self.provider: str | None = None
         self.instructions: str | None = None
+        self.parent: str | None = None
         self.model: str | None = None
         self.history: list[dict[str, Any]] = []
         self.window: list[dict[str, Any]] = []  # the raw lines of the call being read
@@ -128,6 +142,7 @@ class _Rollout:
         if instructions is not None and not isinstance(instructions, str):
             raise TranslationError("payload.base_instructions: expected a string or {\"text\": string}")
         self.instructions = instructions or None
+        self.parent = _parent_thread(payload.get("source"))
 
     def item(self, item: dict[str, Any], entry: Entry) -> None:
         kind = item.get("type")
@@ -201,8 +216,8 @@ class _Rollout:
             raise _LineError(first.line, "timestamp: missing")
         rebuilt = RebuiltCall(
             session_id=self.session, inputs=tuple(inputs), outputs=tuple(produced), observed_at=observed,
-            capture=capture(CLIENT, self.version, lacks), raw=raw, model=self.model, model_provider=self.provider,
-            input_tokens=tokens[0], output_tokens=tokens[1],
+            capture=capture(CLIENT, self.version, lacks, self.parent), raw=raw, model=self.model,
+            model_provider=self.provider, input_tokens=tokens[0], output_tokens=tokens[1],
         )
         self.result.facts.append(build_call(rebuilt, self.org_id))
 
