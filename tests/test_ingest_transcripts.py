@@ -369,3 +369,12 @@ def test_a_folder_reads_every_transcript_under_it(tmp_path: Path) -> None:
     assert report.problems == [] and report.stored["inference_calls"] == 28 + 1 + 6
     assert default_folder("codex", tmp_path) == tmp_path / ".codex" / "sessions"
     assert default_folder("claude-code", tmp_path) == tmp_path / ".claude" / "projects"
+
+
+def test_codex_values_of_the_wrong_type_are_one_problem_each(tmp_path: Path) -> None:
+    entries = lines_of(CODEX)
+    entries[1]["payload"]["type"] = ["message"]  # found by the fuzz test: a list where a name belongs
+    entries[20]["payload"] = "token_count"
+    result = translate(write(tmp_path / "t.jsonl", entries), "codex")
+    assert result.problems == [(2, "payload.type: expected a string"), (21, "payload: expected an object")]
+    assert len(calls_of(result)) == 6

@@ -311,7 +311,7 @@ class _Transcript:
                 continue
             for block in node.value["message"]["content"]:
                 use = uses.get(block.get("tool_use_id")) if isinstance(block.get("tool_use_id"), str) else None
-                if use is None or use.get("name") not in EDIT_TOOLS:
+                if use is None or not isinstance(use.get("name"), str) or use["name"] not in EDIT_TOOLS:
                     continue
                 decision = self.decision(node, use, block, org_id, captured_at)
                 if decision is not None:

@@ -58,7 +58,7 @@ INPUT_ITEMS: Final = frozenset({"message", "function_call_output", "custom_tool_
 
 def _is_output(item: dict[str, Any]) -> bool:
     kind = item.get("type")
-    return kind in OUTPUT_ITEMS or (kind == "message" and item.get("role") == "assistant")
+    return (isinstance(kind, str) and kind in OUTPUT_ITEMS) or (kind == "message" and item.get("role") == "assistant")
 
 
 def _parent_thread(source: Any) -> str | None:
@@ -146,6 +146,8 @@ class _Rollout:
 
     def item(self, item: dict[str, Any], entry: Entry) -> None:
         kind = item.get("type")
+        if kind is not None and not isinstance(kind, str):
+            raise TranslationError("payload.type: expected a string")
         if kind not in OUTPUT_ITEMS | INPUT_ITEMS:
             self.result.skipped[f"response_item:{kind}"] += 1
             return
