@@ -82,6 +82,7 @@ class _Node:
 
     entry: Entry
     kind: str
+    uuid: str = ""
     session: str | None = None
     parent: str | None = None
     parts: list[AnyPart] = field(default_factory=list)
@@ -99,7 +100,8 @@ class _Node:
 
 def _parse(entry: Entry, kind: str, result: TranscriptResult) -> _Node:
     value = entry.value
-    node = _Node(entry=entry, kind=kind, parent=text_or_none(value.get("parentUuid")))
+    node = _Node(entry=entry, kind=kind, uuid=text_or_none(value.get("uuid")) or "",
+                 parent=text_or_none(value.get("parentUuid")))
     if kind not in ("user", "assistant"):
         node.session = text_or_none(value.get("sessionId"))
         return node
@@ -113,7 +115,7 @@ def _parse(entry: Entry, kind: str, result: TranscriptResult) -> _Node:
         node.warnings = notes.warnings
         if kind == "assistant":
             node.synthetic = body.get("model") == SYNTHETIC_MODEL or value.get("isApiErrorMessage") is True
-            node.group = text_or_none(body.get("id")) or text_or_none(value.get("requestId")) or value["uuid"]
+            node.group = text_or_none(body.get("id")) or text_or_none(value.get("requestId")) or node.uuid
             stop = body.get("stop_reason")
             if stop is not None and not isinstance(stop, str):
                 raise TranslationError("message.stop_reason: expected a string")
@@ -174,7 +176,7 @@ class _Transcript:
 
     def session_of(self, node: _Node) -> tuple[str, str | None]:
         """``(Session id, parent Session id)``: a sidechain is a Session of its own."""
-        uuid = node.value["uuid"]
+        uuid = node.uuid
         if uuid in self._sessions:
             return self._sessions[uuid]
         base = node.session or ""
@@ -193,7 +195,7 @@ class _Transcript:
                         break
                     seen.add(root.parent)
                     root = above
-                found = (f"{base}/sidechain-{root.value['uuid']}", base)
+                found = (f"{base}/sidechain-{root.uuid}", base)
         self._sessions[uuid] = found
         return found
 
@@ -202,7 +204,7 @@ class _Transcript:
     def path_to(self, node: _Node) -> list[_Node]:
         """The nodes from the root (or the last compaction) down to ``node``'s parent."""
         path: list[_Node] = []
-        seen = {node.value["uuid"]}
+        seen = {node.uuid}
         parent = node.parent
         while parent is not None:
             above = self.nodes.get(parent)
@@ -254,7 +256,7 @@ class _Transcript:
         """Whether a response is whole: a later line follows one of its lines, its last line
         has a stop reason, or its last line is :data:`SETTLE` older than the capture time."""
         members = {id(n) for n in lines}
-        if any(id(child) not in members for n in lines for child in self.children.get(n.value["uuid"], ())):
+        if any(id(child) not in members for n in lines for child in self.children.get(n.uuid, ())):
             return True
         if lines[-1].stop_reason is not None:
             return True

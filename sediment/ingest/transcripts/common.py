@@ -96,10 +96,15 @@ def transcript_files(paths: list[Path]) -> Iterator[Path]:
 
 def capture(client: str, version: str | None, lacks: set[CaptureLack],
             parent_session_id: str | None = None) -> CallCapture:
-    """The marker of a call rebuilt from ``client``'s transcript (``@unknown``: no version)."""
-    return CallCapture(source=f"transcript:{client}@{version or 'unknown'}",
-                       lacks=tuple(lack for lack in CAPTURE_LACKS if lack in lacks | set(ALWAYS_LACKING)),
-                       parent_session_id=parent_session_id)
+    """The marker of a call rebuilt from ``client``'s transcript (``@unknown``: no version); a
+    version or parent Session it cannot hold is refused, naming the field."""
+    try:
+        return CallCapture(source=f"transcript:{client}@{version or 'unknown'}",
+                           lacks=tuple(lack for lack in CAPTURE_LACKS if lack in lacks | set(ALWAYS_LACKING)),
+                           parent_session_id=parent_session_id)
+    except ValidationError as exc:
+        field = "parent session" if exc.errors()[0]["loc"] == ("parent_session_id",) else "version"
+        raise TranslationError(f"{field}: {exc.errors()[0]['msg']}") from None
 
 
 def text_or_none(value: Any) -> str | None:
