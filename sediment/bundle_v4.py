@@ -81,8 +81,8 @@ IMPLEMENTATION_KEYS = frozenset({"abandonment", "attribution", "attributed_compl
 ROLLOUT_KEYS = frozenset({"org_id", "session_id", "segments", "commits", "attribution_source",
                           "terminal_outcomes", "provenance", "split", "session_commit_observations"})
 TURN_KEYS = frozenset({"new_messages", "completion", "decisions", "inference_call_id", "tool_calls"})
-#: An upstream InferenceCall record: ours without ``tools``.
-CALL_KEYS = frozenset(InferenceCall.model_fields) - {"tools"}
+#: An upstream InferenceCall record: ours without ``tools`` and ``capture``.
+CALL_KEYS = frozenset(InferenceCall.model_fields) - {"tools", "capture"}
 #: What a Turn takes from its call.
 HYDRATED = ("output_messages", "model", "observed_at", "model_call_id")
 

@@ -109,8 +109,45 @@ VERDICT_RESULTS: frozenset[str] = frozenset({"passed", "failed"})
 AgentHarness = Literal["claude-code", "copilot", "codex", "cursor", "pi"]
 
 
+CaptureLack = Literal[
+    "exact_request", "system_prompt", "tool_definitions", "sampling_parameters", "token_ids", "thinking_text",
+]
+"""What a call rebuilt from a client's transcript does not hold (``docs/transcripts.md``)."""
+CAPTURE_LACKS: tuple[CaptureLack, ...] = (
+    "exact_request", "system_prompt", "tool_definitions", "sampling_parameters", "token_ids", "thinking_text",
+)
+GATEWAY_CAPTURE = "gateway"
+"""The capture source of a call recorded on the wire (a gateway or API call log)."""
+_TRANSCRIPT_SOURCE = r"^transcript:[a-z0-9][a-z0-9-]*@[^\s]+$"
+
+
+class CallCapture(FactModel):
+    """How an inference call was captured, when it was not recorded on the wire.
+
+    ``source`` is ``transcript:<client>@<client version>`` (``@unknown`` when the transcript
+    names none); ``lacks`` lists, in :data:`CAPTURE_LACKS` order, what such a call does not
+    hold that a wire record would; ``parent_session_id`` links a subagent's Session to the
+    Session that started it. A call without a capture (``InferenceCall.capture`` null) came
+    from a gateway or API call log: its capture source is :data:`GATEWAY_CAPTURE`.
+    """
+
+    source: str = Field(pattern=_TRANSCRIPT_SOURCE, max_length=200)
+    lacks: tuple[CaptureLack, ...] = ()
+    parent_session_id: NonEmptyId | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> CallCapture:
+        if list(self.lacks) != sorted(set(self.lacks), key=CAPTURE_LACKS.index):
+            raise ValueError("lacks must be distinct and in CAPTURE_LACKS order")
+        return self
+
+
 class InferenceCall(FactModel):
-    """One model call of an agent Session; one Turn of a Rollout comes from one call."""
+    """One model call of an agent Session; one Turn of a Rollout comes from one call.
+
+    ``capture`` is null for a call recorded on the wire (a gateway or API call log); a call
+    rebuilt from a client's transcript names its source and what it lacks (:class:`CallCapture`).
+    """
 
     schema_version: Annotated[Literal[1], ExactInt] = 1
     inference_call_id: FactId
@@ -130,6 +167,12 @@ class InferenceCall(FactModel):
     model_call_id: NonEmptyId | None = None
     observed_at: UtcDatetime
     raw: dict[str, Any] = Field(default_factory=dict)
+    capture: CallCapture | None = None
+
+    @property
+    def capture_source(self) -> str:
+        """``gateway`` for a call recorded on the wire, else its transcript source."""
+        return GATEWAY_CAPTURE if self.capture is None else self.capture.source
 
 
 _DNS_LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"

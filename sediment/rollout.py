@@ -16,6 +16,7 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from sediment.facts import (
+    CallCapture,
     CIOutcome,
     DeveloperDecision,
     EditObservation,
@@ -75,6 +76,9 @@ class Turn(FactModel):
     #: The call's response id, one of the ids a developer decision may name it by
     #: (:mod:`sediment.decision_attachment`). Bundle version 4.
     model_call_id: NonEmptyId | None = None
+    #: How the call was captured when not on the wire (a client transcript): its source and
+    #: what it lacks; ``None`` for a call recorded by a gateway or API call log.
+    capture: CallCapture | None = None
 
 
 class FileAttribution(FactModel):
@@ -223,6 +227,7 @@ def make_turn(
         observed_at=call.observed_at,
         tools_digest=None if call.tools is None else tools_digest(call.tools),
         model_call_id=call.model_call_id,
+        capture=call.capture,
     )
 
 

@@ -43,7 +43,7 @@ from sediment.testing import ORG, POLICY, PROVENANCE, call, message, outcome, ro
 
 UPSTREAM_VERSIONS = {"abandonment": "6", "attribution": "3", "attributed_completion": "5", "rollout": "4",
                      "repository_identity": "1"}
-OURS_ONLY_TURN = ("output_messages", "model", "observed_at", "tools_digest", "model_call_id")
+OURS_ONLY_TURN = ("output_messages", "model", "observed_at", "tools_digest", "model_call_id", "capture")
 OURS_ONLY_ROLLOUT = ("tool_sets", "test_results", "session_decisions", "edit_observations", "file_attributions")
 
 
@@ -112,7 +112,7 @@ def call_records(r: Rollout) -> list[dict[str, Any]]:
                                  model=turn.model, input_messages=tuple(inputs), output_messages=turn.output_messages,
                                  observed_at=turn.observed_at)
             record = upstream_value(fact)
-            del record["tools"]
+            del record["tools"], record["capture"]  # ours only: upstream records neither
             records.append(record)
     return records
 

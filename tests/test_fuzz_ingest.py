@@ -695,6 +695,110 @@ def test_fuzz_ingest_calls(call_format: str, data: st.DataObject) -> None:
     run_ingest(lines, _call_translator(call_format), lambda: _call_translator(call_format), _call_raw)
 
 
+# --- transcripts: whole files, read line by line -------------------------------------------
+
+TRANSCRIPTS = CASSETTES.parent
+TRANSCRIPT_SEEDS = {
+    "claude-code": ["claude_code/git-ai.example-claude-code.jsonl", "claude_code/git-ai.claude-code-with-thinking.jsonl"],
+    "codex": ["codex_rollout/localpush.rollout-2026-02-23T20-34-25-019c8bfe-ec25-79e0-97d7-bda6a9c575ff.jsonl",
+              "codex_rollout/localpush.rollout-2026-02-23T13-19-38-019c8a70-dda7-7f33-98ea-f30553347322.jsonl"],
+}
+DRIFTED_ENTRIES = [{"type": "agent-telemetry", "payload": {"n": 1}}, {"type": "progress", "uuid": "fuzz-progress"},
+                   {"type": "event_msg", "payload": {"type": "new_event", "x": [1]}},
+                   {"type": "response_item", "payload": {"type": "ghost_snapshot", "commit": "abc"}}]
+EARLY = datetime(2000, 1, 1, tzinfo=UTC)  # a capture time before every seed: no turn settles by age
+
+
+def require_transcripts(relative: str) -> Path:
+    path = TRANSCRIPTS / relative
+    if path.is_file():
+        return path
+    reason = f"shared transcript fixtures not found at {path.parent} (set SEDIMENT_INPUT_FIXTURES)"
+    if under_ci():
+        pytest.fail(f"{reason}; under CI the transcript fuzz tests must run", pytrace=False)
+    pytest.skip(reason)
+
+
+_SPANS: dict[tuple[str, int], tuple[int, FactModel]] = {}
+
+
+def _first_call_span(client: str, lines: list[bytes], directory: Path) -> tuple[int, FactModel]:
+    """The fewest leading lines that give the file's first call exactly, and that call."""
+    from sediment.ingest.transcripts import translate_transcript
+
+    key = (client, hash(tuple(lines)))
+    if key in _SPANS:
+        return _SPANS[key]
+
+    def first_call(count: int, at: datetime) -> FactModel | None:
+        path = directory / f"span-{count}.jsonl"
+        path.write_bytes(b"".join(line + b"\n" for line in lines[:count]))
+        facts = [f for f in translate_transcript(path, client, org_id=ORG, captured_at=at).facts  # type: ignore[arg-type]
+                 if type(f).__name__ == "InferenceCall"]
+        return facts[0] if facts else None
+
+    whole = first_call(len(lines), T0)
+    assert whole is not None
+    count = next((n for n in range(1, len(lines) + 1) if first_call(n, EARLY) == whole), len(lines))
+    _SPANS[key] = (count, whole)
+    return count, whole
+
+
+@pytest.mark.parametrize("client", sorted(TRANSCRIPT_SEEDS))
+@FUZZ
+@given(data=st.data())
+def test_fuzz_ingest_transcripts(client: str, data: st.DataObject) -> None:
+    """A transcript with damaged, mutated and drifted lines: nothing raises; every line that is
+    not a JSON object is one problem naming its line (a cut last line is waited for); every
+    problem names a line of the file in one line of text; the Facts read back from the store
+    exactly; and damage after the lines the first call needs leaves that call as it was."""
+    from sediment.ingest.transcripts import translate_transcript
+
+    seed = require_transcripts(data.draw(st.sampled_from(TRANSCRIPT_SEEDS[client]), label="seed"))
+    original = seed.read_bytes().splitlines()
+    lines = list(original)
+    touched: list[int] = []
+    for _ in range(data.draw(st.integers(1, 4), label="changes")):
+        at = data.draw(st.integers(0, len(lines) - 1), label="line")
+        change = data.draw(st.sampled_from(["mutate", "damage", "drift"]), label="change")
+        event(f"transcript change: {change}")
+        parsed = reference(lines[at])
+        if change == "mutate" and parsed is not REFUSED:
+            lines[at] = render(mutate(data, parsed)).encode("utf-8", "surrogatepass")
+        elif change == "drift":
+            lines.insert(at, json.dumps(data.draw(st.sampled_from(DRIFTED_ENTRIES))).encode())
+        else:
+            lines[at] = text_mutation(data, lines[at])
+        touched.append(at)
+    ending = b"\n" if data.draw(st.booleans(), label="final newline") else b""
+    content = b"\n".join(lines) + ending
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "session.jsonl"
+        path.write_bytes(content)
+        result = translate_transcript(path, client, org_id=ORG, captured_at=T0)  # type: ignore[arg-type]
+        physical = content.split(b"\n")
+        if physical and physical[-1] == b"":
+            physical.pop()
+        problem_lines = {line for line, _ in result.problems}
+        for line, message in result.problems:
+            assert 1 <= line <= len(physical) and message and "\n" not in message, (line, message)
+        for number, raw in enumerate(physical, start=1):
+            if not raw.strip():
+                continue
+            value = reference(raw.rstrip(b"\r\n"))
+            cut = number == len(physical) and not ending
+            if value is REFUSED or not isinstance(value, dict):
+                assert number in problem_lines or (cut and value is REFUSED), (number, raw[:80])
+        store = FactStore("sqlite://")
+        store.append(result.facts)
+        for call in (f for f in result.facts if type(f).__name__ == "InferenceCall"):
+            back = {c.inference_call_id: c for c in store.calls_for_session(ORG, call.session_id)}  # type: ignore[attr-defined]
+            assert encode_record(back[call.inference_call_id]) == encode_record(call)  # type: ignore[attr-defined]
+        span, first = _first_call_span(client, original, Path(tmp))
+        if min(touched) >= span:
+            assert first in result.facts, "damage after the first call's lines lost or changed it"
+
+
 # --- junit: whole reports ----------------------------------------------------------------
 
 ATTEMPT = RunAttempt(org_id=ORG, provider="github_actions", run_id="30433642", run_attempt=1, repo="acme/widget",

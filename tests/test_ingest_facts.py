@@ -223,8 +223,8 @@ def test_keyless_inference_call_is_keyed_by_session_and_content() -> None:
     data = record("inference_call", model_call_id=None)
     del data["model_call_id"]
     call = fact_of(data)
-    # an unset tools list (a field added later) is not part of the content: old ids stay
-    body = call.model_dump(mode="json", exclude={"inference_call_id", "org_id", "tools"})
+    # an unset tools list or capture (fields added later) is not part of the content: old ids stay
+    body = call.model_dump(mode="json", exclude={"inference_call_id", "org_id", "tools", "capture"})
     digest = hashlib.sha256(canonical_json(body, allow_nan=True).encode("ascii")).hexdigest()
     assert call.inference_call_id == fact_id("call", ORG, SESSION, digest)
     assert fact_of({**data, "tools": []}).inference_call_id != call.inference_call_id

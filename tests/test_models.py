@@ -85,6 +85,7 @@ INFERENCE_CALL_FIELDS = [
     "model_call_id",
     "observed_at",
     "raw",
+    "capture",  # how a call not recorded on the wire was captured (docs/transcripts.md; not in §1.1)
 ]
 
 

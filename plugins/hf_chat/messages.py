@@ -51,6 +51,7 @@ SKIP_REASONS: tuple[str, ...] = (
     "final_output_missing",
     "final_output_not_assistant",
     "tools_differ_within_segment",
+    "transcript_capture",
     "timestamp_like_text",
 )
 
@@ -160,6 +161,10 @@ def reward_evidence(row: Mapping[str, Any]) -> dict[str, Any]:
 def adapt_row(row: Mapping[str, Any], evidence: RolloutEvidence) -> AdaptedRow | str:
     """One rollout segment as a conversational row, or the reason it cannot be one."""
     turns = segment_turns(row, evidence)
+    if any(t.capture is not None for t in turns):
+        # rebuilt from a client transcript: the tool definitions (and, for Claude Code, the system
+        # prompt) the model saw were not recorded, so the row would not be the conversation it saw
+        return "transcript_capture"
     try:
         tools = chat_tools(segment_tools(turns, evidence))
         chat, prompt_length = conversation(turns)

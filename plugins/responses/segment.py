@@ -18,6 +18,7 @@ SHARED_SKIP_REASONS: tuple[str, ...] = (
     "unsupported_role",
     "unrepresentable_part",
     "unsupported_tool_definition",
+    "transcript_capture",
 )
 
 
@@ -40,9 +41,13 @@ def segment_turns(row: Mapping[str, Any], evidence: RolloutEvidence) -> Sequence
 
 
 def check_call_context(turns: Sequence[Turn]) -> None:
-    """Every Turn carries its call's recorded context (derived by this Sediment, not an older one)."""
+    """Every Turn carries its call's recorded context (derived by this Sediment, not an older one),
+    recorded on the wire: a call rebuilt from a client transcript has no exact request (no tool
+    definitions, often no system prompt) to build ``responses_create_params`` from."""
     if any(t.observed_at is None for t in turns):
         raise Unrepresentable("call_context_absent")
+    if any(t.capture is not None for t in turns):
+        raise Unrepresentable("transcript_capture")
 
 
 def reward_of(row: Mapping[str, Any]) -> float:

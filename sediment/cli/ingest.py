@@ -22,8 +22,8 @@ if TYPE_CHECKING:
     from sediment.ingest.files import IngestReport
 
 ingest_app = typer.Typer(help="Ingest Facts from files: canonical JSONL, GitHub, GitLab, CircleCI and Buildkite "
-                              "webhooks, CI outcomes, call logs, JUnit test reports, agent OTLP log exports.",
-                         no_args_is_help=True)
+                              "webhooks, CI outcomes, call logs, JUnit test reports, agent OTLP log exports, agent "
+                              "session transcripts.", no_args_is_help=True)
 FILES_HELP = "Input files (JSON or JSON Lines); '-' reads stdin."
 ORG_HELP = "Org id (default: SEDIMENT_ORG_ID)."
 
@@ -287,3 +287,57 @@ def otlp(files: list[str] = typer.Argument(..., help="OTLP/JSON log exports, one
     if report.problems:
         raise IngestError(f"{len(report.problems)} problem(s) (a log record, or a batch that is not an OTLP logs "
                           "export): nothing of those was ingested; every other log record was")
+
+
+class TranscriptClient(StrEnum):
+    """A client whose session transcripts `ingest transcripts` reads."""
+
+    claude_code = "claude-code"
+    codex = "codex"
+
+
+@ingest_app.command("transcripts")
+def transcripts(client: TranscriptClient = typer.Argument(..., help="The client that wrote the transcripts."),
+                paths: list[str] | None = typer.Argument(
+                    None, help="Transcript files or folders (every *.jsonl under a folder); default: the client's "
+                               "own session folder, ~/.claude/projects or ~/.codex/sessions."),
+                org: str | None = typer.Option(None, "--org", help=ORG_HELP),
+                as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout.")) -> None:
+    """Agent session transcripts without a gateway: Claude Code session JSONL, Codex rollouts.
+
+    Each model turn becomes an InferenceCall whose input is the conversation as the client had
+    it (after a compaction: what it continued from) and whose output is the recorded assistant
+    message, tool calls and results joined by id. Every such call is marked with its capture
+    source, transcript:<client>@<version>, and what a transcript lacks (the exact request, token
+    ids, sampling parameters; for Claude Code the system prompt and tool definitions); profiles
+    that need the wire decline those rows. A Claude Code subagent's sidechain is a Session of its
+    own, linked to its parent. Claude Code edits the transcript shows rejected or applied become
+    DeveloperDecisions.
+
+    Re-ingesting a transcript that grew stores only its new turns; the turn a client is still
+    writing waits for the next ingest. Entry types that carry no call (summaries, snapshots,
+    events a newer client added) are counted under skipped by name. A bad line is one
+    `FILE:LINE: field: problem` line, the rest of the file still ingests, and the command exits 8.
+    See docs/transcripts.md.
+    """
+    from pathlib import Path
+
+    from sediment.errors import ConfigurationError
+    from sediment.ingest.transcripts import default_folder, ingest_transcripts
+
+    org_id = settings.org_id(org)
+    now = settings.capture_time()
+    if paths:
+        chosen = [Path(p) for p in paths]
+        for path in chosen:
+            if not path.exists():
+                raise typer.BadParameter(f"no such file or folder: {path}", param_hint="'PATHS...'")
+    else:
+        folder = default_folder(client.value)
+        if not folder.is_dir():
+            raise ConfigurationError(f"no {client.value} session folder at {folder}; name transcript files or folders")
+        chosen = [folder]
+    report = ingest_transcripts(chosen, client.value, settings.store(),
+                                org_id=org_id, captured_at=now)
+    _render(report, as_json)
+    _report_problems(report, "line")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sediment.facts import DeveloperDecision, InferenceMessage
+from sediment.facts import CallCapture, DeveloperDecision, InferenceMessage
 from sediment.records import plain
 from sediment.rollout import Turn
 
@@ -32,13 +32,27 @@ def decision_row(decision: DeveloperDecision) -> dict[str, Any]:
 
 
 def turn_row(turn: Turn) -> dict[str, Any]:
-    return {
+    """One canonical turn; ``capture`` only for a call rebuilt from a client transcript (a
+    wire-recorded call's turn has no such key, exactly as before the field existed)."""
+    row: dict[str, Any] = {
         "inference_call_id": turn.inference_call_id,
         "new_messages": [message_row(m) for m in turn.new_messages],
         "completion": turn.completion,
         "tool_calls": [plain(c) for c in turn.tool_calls],
         "decisions": [decision_row(d) for d in turn.decisions],
     }
+    if turn.capture is not None:
+        row["capture"] = capture_row(turn.capture)
+    return row
+
+
+def capture_row(capture: CallCapture) -> dict[str, Any]:
+    """A transcript capture as rows carry it: source, what the call lacks, and the parent
+    Session of a subagent's Session when there is one."""
+    row: dict[str, Any] = {"source": capture.source, "lacks": list(capture.lacks)}
+    if capture.parent_session_id is not None:
+        row["parent_session_id"] = capture.parent_session_id
+    return row
 
 
 def segment_instance_id(org_id: str, session_id: str, index: int) -> str:

@@ -200,9 +200,10 @@ def decision_id(fact: DeveloperDecision) -> str:
 def fact_content_hash(fact: FactModel, id_field: str) -> str:
     """Hash of a Fact's canonical JSON without its id and org (the org is keyed separately).
 
-    An unset ``tools`` (a field InferenceCall gained later) is left out, so a call without
-    tools keeps the id it always had."""
+    An unset ``tools`` or ``capture`` (fields InferenceCall gained later) is left out, so a call
+    without them keeps the id it always had."""
     exclude = {id_field, "org_id"} | ({"tools"} if getattr(fact, "tools", ()) is None else set())
+    exclude |= {"capture"} if isinstance(fact, InferenceCall) and fact.capture is None else set()
     return content_hash(fact.model_dump(mode="json", exclude=exclude))
 
 

@@ -515,6 +515,8 @@ class FactStore:
         # without tools stores exactly the bytes it did before InferenceCall had one.
         body = plain(fact.model_copy(update={"input_messages": (), "output_messages": (), "raw": raw}))
         del body["tools"]
+        if fact.capture is None:  # likewise a wire call's body never spells its (absent) capture
+            del body["capture"]
         inputs = [self._blob(m) for m in fact.input_messages]
         delta = self._delta(fact, "input", inputs, replay, batch, portable)
         return {

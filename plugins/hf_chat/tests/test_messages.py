@@ -14,6 +14,7 @@ from sediment_hf_chat.messages import FEATURES, SKIP_REASONS
 
 from sediment.errors import ProfileError
 from sediment.facts import (
+    CallCapture,
     InferenceCall,
     InferenceMessage,
     ReasoningPart,
@@ -189,6 +190,8 @@ DECLINES: dict[str, list[InferenceCall]] = {
     "non_function_tool": single([message("user", "go")], tools=(READ, ToolDefinition(type="web_search", name="web_search"))),
     "final_output_missing": single([message("user", "go")], []),
     "final_output_not_assistant": single([message("user", "go")], [message("user", "again")]),
+    "transcript_capture": single([message("user", "go")], capture=CallCapture(
+        source="transcript:claude-code@2.0.69", lacks=("exact_request", "system_prompt", "tool_definitions"))),
     "tools_differ_within_segment": [
         call("s1", 0, [message("user", "go")], [CALL_T1], tools=(READ,)),
         call("s1", 1, [message("user", "go"), CALL_T1, message("tool", ToolCallResponsePart(id="t1", result="x"))],

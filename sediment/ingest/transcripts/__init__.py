@@ -1,0 +1,73 @@
+"""Client transcripts → InferenceCall Facts (and Claude Code's edit decisions), without a gateway.
+
+``claude_code`` reads Claude Code session JSONL, ``codex`` reads Codex rollout JSONL; ``common``
+holds what both share. A transcript is not the wire: every call carries its capture source
+(``transcript:<client>@<version>``) and what it lacks (:class:`~sediment.facts.CallCapture`).
+Each file is read whole and translated as one conversation; a bad line is one problem naming
+its line and field, and the rest of the file still ingests. Ids are deterministic, so
+re-ingesting a transcript that grew stores only its new turns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Final, Literal
+
+from sediment.ingest.files import IngestReport, InputProblem
+from sediment.ingest.transcripts import claude_code, codex
+from sediment.ingest.transcripts.common import Entry, TranscriptResult, read_entries, transcript_files
+from sediment.store import FactStore
+
+Client = Literal["claude-code", "codex"]
+CLIENTS: Final[tuple[Client, ...]] = ("claude-code", "codex")
+#: Where each client keeps its sessions, under the user's home directory.
+SESSION_FOLDERS: Final[dict[Client, tuple[str, ...]]] = {
+    "claude-code": (".claude", "projects"),
+    "codex": (".codex", "sessions"),
+}
+_TRANSLATORS: Final[dict[Client, Callable[..., None]]] = {
+    "claude-code": claude_code.translate,
+    "codex": codex.translate,
+}
+
+
+def default_folder(client: Client, home: Path | None = None) -> Path:
+    """The client's own session folder under ``home`` (default: the current user's)."""
+    return (home or Path.home()).joinpath(*SESSION_FOLDERS[client])
+
+
+def translate_transcript(path: Path, client: Client, *, org_id: str, captured_at: datetime) -> TranscriptResult:
+    """One transcript file's Facts and what was skipped, warned or refused (never raises on
+    its content; an unreadable file is one problem)."""
+    result = TranscriptResult()
+    try:
+        entries: list[Entry] = read_entries(path, result)
+    except OSError as exc:
+        result.problems.append((0, f"cannot read: {exc.strerror or exc}"))
+        return result
+    _TRANSLATORS[client](entries, result, org_id=org_id, captured_at=captured_at)
+    result.problems.sort(key=lambda problem: problem[0])
+    return result
+
+
+def ingest_transcripts(paths: Sequence[Path], client: Client, store: FactStore, *, org_id: str,
+                       captured_at: datetime) -> IngestReport:
+    """Translate every transcript file named (folders: every ``*.jsonl`` under them) and
+    append its Facts; ``records`` counts the lines read."""
+    report = IngestReport()
+    for path in transcript_files(list(paths)):
+        result = translate_transcript(path, client, org_id=org_id, captured_at=captured_at)
+        report.records += result.lines
+        report.skipped.update(result.skipped)
+        report.warnings.update(result.warnings)
+        report.problems.extend(InputProblem(str(path), line, message) for line, message in result.problems)
+        if result.facts:
+            appended = store.append(result.facts)
+            report.stored.update(appended.stored)
+            report.duplicates.update(appended.duplicates)
+    return report
+
+
+__all__ = ["CLIENTS", "SESSION_FOLDERS", "Client", "default_folder", "ingest_transcripts", "translate_transcript"]
