@@ -22,6 +22,7 @@ from sediment.cli.facts import facts, quarantine, release
 from sediment.cli.ingest import ingest_app
 from sediment.cli.mirror import mirror_app
 from sediment.cli.schema import schema_app
+from sediment.cli.serve import serve
 from sediment.cli.targets import objectives, profiles, targets
 from sediment.errors import SedimentError
 
@@ -49,6 +50,7 @@ app.add_typer(schema_app, name="schema")
 app.command()(facts)
 app.command()(quarantine)
 app.command()(release)
+app.command()(serve)
 
 
 def _version(value: bool) -> None:
