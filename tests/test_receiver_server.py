@@ -428,3 +428,48 @@ def test_kill_9_mid_load_loses_no_acknowledged_delivery(tmp_path: Path, store_ur
     assert stored <= {20_000 + n for n in range(runs)}
     assert counts(store_url) == {"ci_outcomes": len(stored)}
     assert health["spool"]["pending"] == 0 and health["spool"]["refused"] == 0
+
+
+# --- a push refreshes the pushed repository's mirror in the background -------------------
+
+
+def test_push_refreshes_the_mirror_and_stores_new_note_edges(tmp_path: Path) -> None:
+    from sediment.facts import RepositoryIdentity
+    from sediment.mirrors import MirrorRoot, MirrorWriter
+
+    delivery = json.loads((FIXTURES / "github" / "push.json").read_text())
+    payload = delivery["payload"]
+    repo, repository_id = payload["repository"]["full_name"], str(payload["repository"]["id"])
+    origin = MirrorWriter(tmp_path / "origin.git")
+    first = origin.commit({"a.py": "x = 1\n"}, "first", when=1_700_000_000)
+    origin.add_note(first, [{"tool": "claude-code", "session_id": "sess-before", "stamped_at": "2024-05-01T12:00:00Z"}])
+    mirror_root = tmp_path / "mirrors"
+    mirror_root.mkdir()
+    identity = RepositoryIdentity(provider="github", host="github.com", repository_id=repository_id)
+    MirrorRoot(mirror_root).add(ORG, repo, str(tmp_path / "origin.git"), identity)
+    second = origin.commit({"a.py": "x = 2\n"}, "second", when=1_700_000_100)
+    origin.add_note(second, [{"tool": "claude-code", "session_id": "sess-pushed", "stamped_at": "2024-05-01T12:05:00Z"}])
+
+    url = f"sqlite:///{tmp_path / 'facts.db'}"
+    body = json.dumps(payload).encode()
+    env = environment(tmp_path, url, SEDIMENT_MIRROR_PATH=str(mirror_root))
+    with running(tmp_path, env) as server:
+        response = httpx.post(f"{server.url}/ingest/github", content=body,
+                              headers=github_headers(body, delivery["headers"]["X-GitHub-Delivery"], event="push"))
+        assert response.status_code == 202
+        server.drained()
+        deadline = time.monotonic() + 20
+        while server.health()["ingested"]["mirror_refreshes"] < 1:
+            assert time.monotonic() < deadline, server.log.read_text()
+            time.sleep(0.05)
+    from sediment.facts import SessionCommitObservation
+    from sediment.store import FactStore
+
+    store = FactStore(url)
+    try:
+        observed = sorted((fact.session_id, fact.commit_sha) for fact in store.facts("session_commit_observations", ORG)
+                          if isinstance(fact, SessionCommitObservation))
+    finally:
+        store.close()
+    assert observed == sorted([("sess-before", first), ("sess-pushed", second)])
+    assert counts(url) == {"pushes": 1, "session_commit_observations": 2}
