@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from sediment.ci_jobs import runs_of_jobs
 from sediment.facts import CIOutcome, FactModel, RepositoryIdentity
 from sediment.policy import Provenance
 from sediment.repositories import REPOSITORY_SKIP_REASONS, RepositoryContext, repository_sort_key
@@ -254,8 +255,9 @@ def resolve_ci(
         members = runs[run_key]
         if any(key is None for _, key in members):
             continue  # incomplete: already counted by its repository reason
-        run = [o for o, _ in members]
-        keys = [key for _, key in members if key is not None]
+        run = runs_of_jobs([o for o, _ in members])  # a run is judged by its run-level outcomes, else its jobs
+        chosen = {o.outcome_id for o in run}
+        keys = [key for o, key in members if key is not None and o.outcome_id in chosen]
         if _is_conflicting(run, keys):
             skipped["conflicting_run_identity"] += 1
             conflicting.update(k.sort_key for k in keys)

@@ -101,7 +101,7 @@ class ToolDefinition(FactModel):
 # --- Facts ---------------------------------------------------------------------------
 
 GatewayProvider = Literal["litellm", "portkey", "helicone", "unknown"]
-CIProvider = Literal["github_actions", "jenkins", "gitlab_ci", "circleci", "buildkite", "other"]
+CIProvider = Literal["github_actions", "jenkins", "gitlab_ci", "circleci", "buildkite", "other", "github_checks"]
 CIResult = Literal[
     "passed", "failed", "error", "timed_out", "cancelled", "skipped", "neutral", "unknown"
 ]

@@ -133,9 +133,9 @@ def test_cancelled_run() -> None:
     assert not outcome.is_verdict
 
 
-def test_startup_failure_is_unknown_with_the_verbatim_conclusion() -> None:
+def test_startup_failure_is_failed_with_the_verbatim_conclusion() -> None:
     outcome = outcome_of(load("workflow_run.completed.startup_failure.json"))
-    assert (outcome.result, outcome.provider_result) == ("unknown", "startup_failure")
+    assert (outcome.result, outcome.provider_result) == ("failed", "startup_failure")
     assert outcome.run_id == "289790577"
     assert outcome.source_event_id == "4e8c2b10-0728-11eb-9d0f-1c2b3a4d5e6f"
 
@@ -201,7 +201,7 @@ def test_string_run_id_is_kept_as_text() -> None:
     assert outcome_of(delivery).run_id == "289785012"
 
 
-# --- the conclusion table (platform §3.3) ------------------------------------------------
+# --- the conclusion table (inputs.md §1.0) -----------------------------------------------
 
 CONCLUSION_TABLE = [
     ("success", "passed"),
@@ -209,10 +209,10 @@ CONCLUSION_TABLE = [
     ("cancelled", "cancelled"),
     ("timed_out", "timed_out"),
     ("skipped", "skipped"),
-    ("neutral", "neutral"),
+    ("neutral", "skipped"),
     ("action_required", "unknown"),
     ("stale", "unknown"),
-    ("startup_failure", "unknown"),
+    ("startup_failure", "failed"),
     (None, "unknown"),
     ("a_conclusion_github_adds_later", "unknown"),
 ]
@@ -395,8 +395,11 @@ def test_other_repository_actions_are_skipped(action: str) -> None:
 # --- unsupported events ------------------------------------------------------------------
 
 
-def test_check_run_is_an_unsupported_event() -> None:
-    assert translate(load("check_run.completed.json")) == Translation.skip("unsupported_event:check_run")
+def test_check_run_of_a_third_party_app_is_a_check_of_its_suite() -> None:
+    outcome = only_fact(translate(load("check_run.completed.json")))
+    assert isinstance(outcome, CIOutcome)
+    assert (outcome.provider, outcome.run_id, outcome.result, outcome.provider_result) == (
+        "github_checks", "118578147", "skipped", "completed/neutral")
 
 
 def test_ping_is_an_unsupported_event_not_an_error() -> None:
@@ -411,6 +414,8 @@ def test_skip_reasons_are_declared() -> None:
         "push_deletion",
         "pull_request_not_merged",
         "repository_not_renamed",
+        "ci_run_not_terminal",
+        "check_suite_of_actions_run",
     )
 
 

@@ -470,7 +470,7 @@ def test_ci_outcome_rejects_invalid_values(overrides: dict[str, Any], field: str
 def test_ci_outcome_accepts_boundary_values() -> None:
     outcome = ci_outcome(run_attempt=1, pr_number=1, reason="x" * 4096)
     assert (outcome.run_attempt, outcome.pr_number, len(outcome.reason or "")) == (1, 1, 4096)
-    for provider in ("github_actions", "jenkins", "gitlab_ci", "circleci", "buildkite", "other"):
+    for provider in ("github_actions", "jenkins", "gitlab_ci", "circleci", "buildkite", "other", "github_checks"):
         assert ci_outcome(provider=provider).provider == provider
 
 

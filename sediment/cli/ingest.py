@@ -36,6 +36,7 @@ class Provider(StrEnum):
     circleci = "circleci"
     buildkite = "buildkite"
     other = "other"
+    github_checks = "github_checks"
 
 
 class Runner(StrEnum):
@@ -109,7 +110,8 @@ def github(files: list[str] = typer.Argument(..., help=FILES_HELP),
            event: str | None = typer.Option(None, "--event", help="Event name for bare payloads (X-GitHub-Event)."),
            org: str | None = typer.Option(None, "--org", help=ORG_HELP),
            as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout.")) -> None:
-    """GitHub webhook deliveries: workflow_run, push, pull_request, repository (others are skipped)."""
+    """GitHub webhook deliveries: workflow_run, workflow_job, check_run, check_suite, push, pull_request,
+    repository (others are skipped)."""
     from sediment.ingest.github import translate_github
 
     org_id = settings.org_id(org)
@@ -146,6 +148,35 @@ def calls(files: list[str] = typer.Argument(..., help=FILES_HELP),
     memo = ReplayMemo()
     _run(files, lambda record: translate_call(record, format=format.value, org_id=org_id, captured_at=now,
                                               memo=memo), as_json, workers)
+
+
+def _provider_command(name: str, module: str, function: str, header: str, summary: str) -> None:
+    """``sediment ingest NAME FILE...``: one CI provider's webhook deliveries (docs/ci-providers.md)."""
+
+    def command(files: list[str] = typer.Argument(..., help=FILES_HELP),
+                event: str | None = typer.Option(None, "--event", help=f"Event name for bare payloads ({header})."),
+                org: str | None = typer.Option(None, "--org", help=ORG_HELP),
+                as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout.")) -> None:
+        import importlib
+
+        translate = getattr(importlib.import_module(module), function)
+        org_id = settings.org_id(org)
+        now = settings.capture_time()
+        _run(files, lambda record: translate(record, event=event, org_id=org_id, captured_at=now), as_json)
+
+    command.__doc__ = (f"{summary}\n\nA file holds deliveries: bare payloads, or envelopes "
+                       f'{{"headers": {{...}}, "payload": {{...}}}} whose headers name the event ({header}). '
+                       "Only final states are stored (others are skipped as ci_run_not_terminal); the "
+                       "provider's own state is kept in provider_result. Re-ingesting stores nothing new.")
+    ingest_app.command(name)(command)
+
+
+_provider_command("gitlab", "sediment.ingest.gitlab", "translate_gitlab", "X-Gitlab-Event",
+                  "GitLab webhooks: Pipeline Hook and Job Hook deliveries.")
+_provider_command("circleci", "sediment.ingest.circleci", "translate_circleci", "circleci-event-type",
+                  "CircleCI webhooks: workflow-completed and job-completed deliveries.")
+_provider_command("buildkite", "sediment.ingest.buildkite", "translate_buildkite", "X-Buildkite-Event",
+                  "Buildkite webhooks: build.finished deliveries (other build.* events until final).")
 
 
 _POSITIVE = re.compile(r"[1-9][0-9]*")

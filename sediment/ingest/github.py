@@ -8,7 +8,9 @@ whose headers name the event and carry the delivery id (``X-GitHub-Delivery``, k
 - ``workflow_run`` ``completed`` → CIOutcome (provider ``github_actions``);
 - ``push`` to a branch (not a deletion) → Push;
 - ``pull_request`` ``closed`` and merged → PullRequestMerge;
-- ``repository`` ``renamed`` → RepositoryRename.
+- ``repository`` ``renamed`` → RepositoryRename;
+- ``workflow_job``, ``check_run`` and ``check_suite`` ``completed`` → CIOutcome of a job or a
+  check suite (:mod:`.github_checks`, docs/ci-providers.md).
 
 Other actions of those events are skipped with a reason from :data:`SKIP_REASONS`; any other
 event is skipped as ``unsupported_event:<name>``, never an error. A malformed payload (missing
@@ -58,13 +60,15 @@ IDENTITY_CAPABLE_VERSION: Final = 2
 CONCLUSION_RESULTS: Final[Mapping[str, CIResult]] = MappingProxyType({
     "success": "passed",
     "failure": "failed",
+    "startup_failure": "failed",
     "cancelled": "cancelled",
     "timed_out": "timed_out",
     "skipped": "skipped",
-    "neutral": "neutral",
+    "neutral": "skipped",
 })
-"""``workflow_run.conclusion`` → ``result`` (platform §3.3). Anything else — ``action_required``,
-``stale``, ``startup_failure``, null, a value GitHub adds later — is ``unknown``."""
+"""``conclusion`` → ``result`` of every GitHub run, job and check (inputs.md §1.0's table): a run
+that failed to start failed; ``neutral`` carries no verification signal, so it is ``skipped``.
+Anything else — ``action_required``, ``stale``, null, a value GitHub adds later — is ``unknown``."""
 
 SKIP_REASONS: Final[tuple[str, ...]] = (
     "workflow_run_not_completed",
@@ -72,8 +76,11 @@ SKIP_REASONS: Final[tuple[str, ...]] = (
     "push_deletion",
     "pull_request_not_merged",
     "repository_not_renamed",
+    "ci_run_not_terminal",
+    "check_suite_of_actions_run",
 )
-"""Declined on purpose; besides these, ``unsupported_event:<name>`` for any other event."""
+"""Declined on purpose; besides these, ``unsupported_event:<name>`` for any other event. The
+last two come from the job and check events (:mod:`.github_checks`)."""
 
 UNSUPPORTED_EVENT_PREFIX: Final = "unsupported_event:"
 
@@ -462,9 +469,21 @@ _RENAME_PATHS: Final = MappingProxyType({
 })
 
 
+def _check_event(name: str) -> Callable[[_Delivery], Translation]:
+    def handle(delivery: _Delivery) -> Translation:
+        from sediment.ingest.github_checks import translate_check_event
+
+        return translate_check_event(name, delivery.payload, delivery_id=delivery.delivery_id,
+                                     org_id=delivery.org_id, captured_at=delivery.captured_at)
+    return handle
+
+
 _HANDLERS: Final[Mapping[str, Callable[[_Delivery], Translation]]] = MappingProxyType({
     "workflow_run": _workflow_run,
     "push": _push,
     "pull_request": _pull_request,
     "repository": _repository,
+    "workflow_job": _check_event("workflow_job"),
+    "check_run": _check_event("check_run"),
+    "check_suite": _check_event("check_suite"),
 })

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from sediment.ci_jobs import job_id
 from sediment.facts import (
     CIOutcome,
     DeveloperDecision,
@@ -69,8 +70,9 @@ def table_and_key(fact: FactModel) -> tuple[str, str, str]:
         return "inference_calls", fact.inference_call_id, call_key(fact)
     if isinstance(fact, CIOutcome):
         forge = (fact.repository_provider, fact.repository_host) if fact.is_identified else ("", "")
+        job = job_id(fact)  # a job of the run adds its own id (sediment.ci_jobs)
         return "ci_outcomes", fact.outcome_id, _key(fact.org_id, fact.provider, *forge, fact.run_id,
-                                                    fact.run_attempt or 0)
+                                                    fact.run_attempt or 0, *(() if job is None else ("job", job)))
     if isinstance(fact, SessionCommitObservation):
         repository = fact.forge_key if fact.is_identified else (fact.repo,)
         return ("session_commit_observations", fact.observation_id,
