@@ -16,7 +16,7 @@ from sediment.errors import ConfigurationError
 from sediment.receiver import auth
 from sediment.receiver.config import from_environment, ingest_tokens
 from sediment.receiver.spool import Spool, body_digest, delivery_key
-from sediment.receiver.translators import TRANSLATORS, WEBHOOK_PROVIDERS, translate_delivery
+from sediment.receiver.translators import FORGES, TRANSLATORS, provider_supported, translate_delivery
 
 FIXTURES = Path(__file__).parent / "fixtures"
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
@@ -201,7 +201,8 @@ def test_spool_directory_that_cannot_be_made_is_one_line(tmp_path: Path) -> None
 
 
 def test_every_route_has_a_translator_and_forges_come_from_the_registry() -> None:
-    assert set(TRANSLATORS) == {"github", "ci", "gateway", "otlp", *WEBHOOK_PROVIDERS}
+    assert set(TRANSLATORS) == {"ci", "gateway", "otlp", *FORGES}
+    assert all(provider_supported(forge) for forge in FORGES)
 
 
 def test_a_spooled_github_delivery_translates_like_ingest_github(tmp_path: Path) -> None:

@@ -26,6 +26,8 @@ import httpx
 ORG = "acme"
 GITHUB_SECRET = "it's a secret to everybody"
 GITLAB_TOKEN = "gitlab-token-0123456789"
+CIRCLECI_SECRET = "circleci-signing-secret"
+BUILDKITE_TOKEN = "buildkite-webhook-token"
 TOKENS = {"litellm-gateway": "gateway-token-0123456789", "claude-hooks": "hooks-token-0123456789",
           "ci-sender": "ci-token-0123456789ab"}
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -101,6 +103,8 @@ def environment(tmp_path: Path, store_url: str, **extra: str) -> dict[str, str]:
         "SEDIMENT_RECEIVER_SPOOL": str(tmp_path / "spool"),
         "SEDIMENT_GITHUB_WEBHOOK_SECRET": GITHUB_SECRET,
         "SEDIMENT_GITLAB_WEBHOOK_TOKEN": GITLAB_TOKEN,
+        "SEDIMENT_CIRCLECI_WEBHOOK_SECRET": CIRCLECI_SECRET,
+        "SEDIMENT_BUILDKITE_WEBHOOK_TOKEN": BUILDKITE_TOKEN,
         "SEDIMENT_INGEST_TOKENS": json.dumps(TOKENS),
         "SEDIMENT_CAPTURE_TIME": "",
     })
@@ -277,6 +281,59 @@ def test_body_cap_refuses_with_413_before_reading_it_all(tmp_path: Path) -> None
         health = server.drained()
     assert health["spool"] == {"pending": 0, "done": 1, "refused": 0}
     assert stored_run_ids(url) == ["4004"]
+
+
+def vendor_body(name: str) -> tuple[bytes, str]:
+    """A provider's own webhook payload (kept as ``raw`` of the fixture's normalized record) and its run id."""
+    record = json.loads((FIXTURES / "ci" / name).read_text())
+    return json.dumps(record["raw"]).encode(), record["run_id"]
+
+
+def test_gitlab_circleci_and_buildkite_webhooks_verify_then_store(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'facts.db'}"
+    gitlab, gitlab_run = vendor_body("gitlab_pipeline_hook.json")
+    circleci, circleci_run = vendor_body("circleci_workflow_completed.json")
+    buildkite, buildkite_run = vendor_body("buildkite_build_finished.json")
+    stamp = str(int(time.time()))
+    kite = hmac.new(BUILDKITE_TOKEN.encode(), f"{stamp}.".encode() + buildkite, hashlib.sha256).hexdigest()
+    circle = hmac.new(CIRCLECI_SECRET.encode(), circleci, hashlib.sha256).hexdigest()
+    refused = [
+        ("/ingest/gitlab", gitlab, {"X-Gitlab-Event": "Pipeline Hook"}),
+        ("/ingest/gitlab", gitlab, {"X-Gitlab-Event": "Pipeline Hook", "X-Gitlab-Token": GITLAB_TOKEN + "x"}),
+        ("/ingest/circleci", circleci, {"circleci-event-type": "workflow-completed"}),
+        ("/ingest/circleci", circleci, {"circleci-event-type": "workflow-completed",
+                                        "circleci-signature": f"v1={circle}"[:-1] + "0"}),
+        ("/ingest/buildkite", buildkite, {"X-Buildkite-Event": "build.finished"}),
+        ("/ingest/buildkite", buildkite, {"X-Buildkite-Event": "build.finished",
+                                          "X-Buildkite-Signature": f"timestamp={int(stamp) - 3600},signature={kite}"}),
+        ("/ingest/buildkite", buildkite, {"X-Buildkite-Event": "build.finished", "X-Buildkite-Token": "nope"}),
+    ]
+    accepted = [
+        ("/ingest/gitlab", gitlab, {"X-Gitlab-Event": "Pipeline Hook", "X-Gitlab-Token": GITLAB_TOKEN,
+                                    "X-Gitlab-Event-UUID": "0e7c6a3b-5f6e-4b8e-a1d1-6e9a8c1b2f00"}),
+        ("/ingest/circleci", circleci, {"circleci-event-type": "workflow-completed",
+                                        "circleci-signature": f"v1={circle}"}),
+        ("/ingest/buildkite", buildkite, {"X-Buildkite-Event": "build.finished",
+                                          "X-Buildkite-Signature": f"timestamp={stamp},signature={kite}"}),
+    ]
+    with running(tmp_path, environment(tmp_path, url)) as server, httpx.Client(base_url=server.url) as client:
+        for path, body, headers in refused:
+            assert client.post(path, content=body, headers=headers).status_code == 401, (path, headers)
+        assert server.health()["spool"]["pending"] + server.health()["spool"]["done"] == 0
+        for path, body, headers in accepted:
+            assert client.post(path, content=body, headers=headers).status_code == 202, path
+        # The same GitLab delivery again (its event UUID); the Buildkite build by plain token.
+        path, body, headers = accepted[0]
+        assert client.post(path, content=body, headers=headers).json()["duplicate"] is True
+        token = {"X-Buildkite-Event": "build.finished", "X-Buildkite-Token": BUILDKITE_TOKEN}
+        # No delivery id from Buildkite: the same body on the same route is the same delivery …
+        assert client.post("/ingest/buildkite", content=buildkite, headers=token).status_code == 200
+        # … and a re-sent build whose bytes differ is spooled again but stored once (its natural key).
+        assert client.post("/ingest/buildkite", content=buildkite + b"\n", headers=token).status_code == 202
+        health = server.drained()
+    assert health["spool"] == {"pending": 0, "done": 4, "refused": 0}
+    assert stored_run_ids(url) == sorted([gitlab_run, circleci_run, buildkite_run])
+    assert counts(url) == {"ci_outcomes": 3}
 
 
 def test_bearer_routes_need_a_configured_capture_token(tmp_path: Path) -> None:

@@ -37,7 +37,7 @@ from sediment.ingest.json_text import RecordProblem
 from sediment.receiver import auth
 from sediment.receiver.config import ReceiverConfig
 from sediment.receiver.spool import Spool, body_digest, delivery_key
-from sediment.receiver.translators import EVENT_HEADERS, WEBHOOK_PROVIDERS, parse_body, provider_supported
+from sediment.receiver.translators import EVENT_HEADERS, FORGES, parse_body, provider_supported
 from sediment.receiver.worker import IngestWorker
 
 log = logging.getLogger(__name__)
@@ -191,7 +191,7 @@ def route_table(receiver: Receiver) -> list[Route]:
     routes = [Route("/healthz", receiver.health, methods=["GET"]), Route("/health", receiver.health, methods=["GET"])]
     routes += [Route(path, receiver.forge("github"), methods=["POST"]) for path in GITHUB_PATHS]
     routes += [Route(f"/ingest/{provider}", receiver.forge(provider), methods=["POST"])
-               for provider in WEBHOOK_PROVIDERS if provider_supported(provider)]
+               for provider in FORGES if provider != "github" and provider_supported(provider)]
     routes += [Route("/ingest/gateway", receiver.captured("gateway"), methods=["POST"]),
                Route("/ingest/ci", receiver.captured("ci"), methods=["POST"]),
                Route("/v1/logs", receiver.captured("otlp"), methods=["POST"])]

@@ -1,16 +1,15 @@
 """What each receiver route's deliveries become: the same translators ``sediment ingest`` uses.
 
-A route names its translator by a :class:`Kind`; the worker hands it the spooled delivery
+Each route names its translator in :data:`TRANSLATORS`; the worker hands it the spooled delivery
 (headers as received, the body parsed exactly as ``sediment ingest`` reads files) and the
 acting org and receive time, so a delivery processed again after a restart yields the same
-Facts. The forge webhooks of GitLab, CircleCI and Buildkite go through the provider translator
-registry (:mod:`sediment.ingest.webhooks`, ``translate(provider, event_name, body)``): their
-routes exist only when that registry knows the provider.
+Facts. Forge webhooks (GitHub, GitLab, CircleCI, Buildkite) go through the provider translator
+registry (:mod:`sediment.ingest.webhooks`, ``translate(provider, event_name, body)``) by the
+provider's name, with the event header's value and the delivery id.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Final
@@ -22,8 +21,9 @@ from sediment.receiver.spool import Delivery
 Translate = Callable[[Delivery, Any, str, datetime], list[Translation]]
 """``(delivery, parsed body, org id, received at)`` → the Translations of its records."""
 
-WEBHOOK_PROVIDERS: Final = ("gitlab", "circleci", "buildkite")
-"""Forges whose webhooks the provider registry translates; each route lights up when it does."""
+FORGES: Final = ("github", "gitlab", "circleci", "buildkite")
+"""Forges and CI services whose signed webhooks the provider translator registry translates
+(:mod:`sediment.ingest.webhooks`); a route exists for each the registry knows."""
 
 EVENT_HEADERS: Final = {
     "github": "x-github-event",
@@ -37,17 +37,6 @@ def parse_body(body: bytes, *, keep_flaws: bool = False) -> Any:
     """The body read exactly (duplicate keys, overflowing numbers and bad UTF-8 refused, as
     ``sediment ingest`` refuses them); a RecordProblem names what is wrong."""
     return JsonReader(keep_flaws=keep_flaws).parse(body)
-
-
-def _github(delivery: Delivery, body: Any, org_id: str, received_at: datetime) -> list[Translation]:
-    from sediment.ingest.github import translate_github
-
-    headers = {"X-GitHub-Event": delivery.header("x-github-event") or ""}
-    delivered = delivery.header("x-github-delivery")
-    if delivered:
-        headers["X-GitHub-Delivery"] = delivered
-    return [translate_github({"headers": headers, "payload": body}, event=None, org_id=org_id,
-                             captured_at=received_at)]
 
 
 def _records(body: Any) -> list[dict[str, Any]]:
@@ -80,42 +69,34 @@ def _otlp(delivery: Delivery, body: Any, org_id: str, received_at: datetime) -> 
     return [translate_otlp(body, org_id=org_id, captured_at=received_at)]
 
 
-def provider_registry() -> Any | None:
-    """The provider translator registry, when this installation has it."""
-    try:
-        return importlib.import_module("sediment.ingest.webhooks")
-    except ModuleNotFoundError as exc:
-        if exc.name != "sediment.ingest.webhooks":
-            raise
-        return None
+DELIVERY_ID_HEADERS: Final = {"github": "x-github-delivery", "gitlab": "x-gitlab-event-uuid"}
+"""The header a forge names its delivery by, kept as the Facts' ``source_event_id``."""
 
 
 def provider_supported(provider: str) -> bool:
-    registry = provider_registry()
-    if registry is None:
-        return False
-    providers = getattr(registry, "PROVIDERS", None)
-    return providers is not None and provider in providers
+    """Whether the provider translator registry knows ``provider``'s webhooks."""
+    from sediment.ingest import webhooks
+
+    return provider in webhooks.PROVIDERS and webhooks.event_header(provider) is not None
 
 
-def _provider(provider: str) -> Translate:
+def _forge(provider: str) -> Translate:
     def translate(delivery: Delivery, body: Any, org_id: str, received_at: datetime) -> list[Translation]:
-        registry = provider_registry()
-        if registry is None:
-            raise TranslationError(f"no translator for {provider} webhooks is installed")
-        event = delivery.header(EVENT_HEADERS[provider]) or ""
-        result = registry.translate(provider, event, body, org_id=org_id, captured_at=received_at)
-        return list(result) if isinstance(result, list | tuple) else [result]
+        from sediment.ingest import webhooks
+
+        header = DELIVERY_ID_HEADERS.get(provider)
+        return [webhooks.translate(provider, delivery.header(EVENT_HEADERS[provider]), delivery.body, org_id=org_id,
+                                   captured_at=received_at,
+                                   delivery_id=delivery.header(header) if header is not None else None)]
 
     return translate
 
 
 TRANSLATORS: Final[dict[str, Translate]] = {
-    "github": _github,
     "ci": _ci,
     "gateway": _gateway,
     "otlp": _otlp,
-    **{provider: _provider(provider) for provider in WEBHOOK_PROVIDERS},
+    **{provider: _forge(provider) for provider in FORGES},
 }
 """Route name → translator."""
 
