@@ -382,6 +382,25 @@ def test_litellm_callback_and_otlp_logs(tmp_path: Path) -> None:
     assert health["spool"]["refused"] == 0
 
 
+def test_litellm_batches_keep_the_good_calls_around_a_bad_one(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'facts.db'}"
+    second = {**LITELLM_PAYLOAD, "litellm_call_id": "3f1e0a52-4d3c-4c7e-9a55-0b7a1f1d2e02"}
+    third = {**LITELLM_PAYLOAD, "litellm_call_id": "3f1e0a52-4d3c-4c7e-9a55-0b7a1f1d2e03"}
+    broken = {**LITELLM_PAYLOAD, "litellm_call_id": "3f1e0a52-4d3c-4c7e-9a55-0b7a1f1d2e04", "messages": 7}
+    array = json.dumps([LITELLM_PAYLOAD, broken, second]).encode()  # LiteLLM's json_array log format
+    ndjson = (json.dumps(third) + "\n{oops\n").encode()  # its ndjson format, one line broken
+    gateway = {"Authorization": f"Bearer {TOKENS['litellm-gateway']}"}
+    with running(tmp_path, environment(tmp_path, url)) as server, httpx.Client(base_url=server.url) as client:
+        assert client.post("/ingest/gateway", content=array, headers=gateway).status_code == 202
+        assert client.post("/ingest/gateway", content=ndjson, headers=gateway).status_code == 202
+        assert client.post("/ingest/gateway", content=b"{oops\n{oops\n", headers=gateway).status_code == 400
+        health = server.drained()
+    assert health["spool"] == {"pending": 0, "done": 0, "refused": 2}
+    assert counts(url) == {"inference_calls": 3}
+    reasons = sorted(p.read_text().strip() for p in (tmp_path / "spool" / "refused").glob("*.reason"))
+    assert reasons[0].startswith("[1]: messages: ") and reasons[1].startswith("[1]: not JSON: ")
+
+
 def test_a_malformed_delivery_is_refused_with_its_reason_and_the_next_still_ingests(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'facts.db'}"
     broken = json.loads(workflow_run(5005))

@@ -7,7 +7,9 @@ A request is handled in this order, each step refusing on its own:
 2. authentication: a bearer route checks ``Authorization`` before reading the body, a forge
    route verifies its signature over the exact bytes received; a failure is 401 and stores
    nothing;
-3. the body must be JSON (400 otherwise, nothing stored) and name its event (forge routes);
+3. the body must be JSON (400 otherwise, nothing stored; a capture source may send an array
+   of records or JSON Lines, refused only when no record is JSON) and a forge's delivery must
+   name its event;
 4. the delivery is written to the spool and ``fsync``'d; only then the answer: 202
    ``{"accepted": true, "duplicate": false, "delivery": KEY}``, or 200 with ``"duplicate":
    true`` for a redelivery (same ``X-GitHub-Delivery`` or sender delivery id, else the same
@@ -37,7 +39,14 @@ from sediment.ingest.json_text import RecordProblem
 from sediment.receiver import auth
 from sediment.receiver.config import ReceiverConfig
 from sediment.receiver.spool import Spool, body_digest, delivery_key
-from sediment.receiver.translators import EVENT_HEADERS, FORGES, parse_body, provider_supported
+from sediment.receiver.translators import (
+    EVENT_HEADERS,
+    FORGES,
+    RECORD_ROUTES,
+    parse_body,
+    parse_records,
+    provider_supported,
+)
 from sediment.receiver.worker import IngestWorker
 
 log = logging.getLogger(__name__)
@@ -90,7 +99,12 @@ class Receiver:
     async def _accept(self, request: Request, route: str, source: str, body: bytes, identity: str | None,
                       *, ok: Callable[[str, bool], Response] | None = None) -> Response:
         try:
-            parse_body(body, keep_flaws=route == "otlp")
+            if route in RECORD_ROUTES:
+                records = parse_records(body)
+                if records and all(isinstance(record, RecordProblem) for record in records):
+                    raise records[0]
+            else:
+                parse_body(body, keep_flaws=route == "otlp")
         except RecordProblem as exc:
             return _error(400, f"body: {exc}")
         headers = {name: value for name, value in request.headers.items() if name in KEPT_HEADERS}

@@ -39,26 +39,65 @@ def parse_body(body: bytes, *, keep_flaws: bool = False) -> Any:
     return JsonReader(keep_flaws=keep_flaws).parse(body)
 
 
-def _records(body: Any) -> list[dict[str, Any]]:
-    items = body if isinstance(body, list) else [body]
-    for index, item in enumerate(items):
-        if not isinstance(item, dict):
-            where = f"[{index}]" if isinstance(body, list) else "body"
-            raise TranslationError(f"{where}: a record must be a JSON object, not {type(item).__name__}")
-    return items
+def parse_records(body: bytes) -> list[Any | RecordProblem]:
+    """A capture source's body as records: one JSON value (an array holds records), or JSON
+    Lines (LiteLLM's ``ndjson`` log format). A line that is not JSON is its own problem."""
+    try:
+        value = parse_body(body)
+    except RecordProblem as exc:
+        if not exc.syntax or b"\n" not in body.strip():
+            raise
+        records: list[Any | RecordProblem] = []
+        for line in body.splitlines():
+            if line.strip():
+                try:
+                    records.append(parse_body(line))
+                except RecordProblem as problem:
+                    records.append(problem)
+        return records
+    return value if isinstance(value, list) else [value]
+
+
+def _each(body: bytes, translate: Callable[[dict[str, Any]], Translation]) -> list[Translation]:
+    """One Translation per record; a bad record is a problem of its own (``[INDEX]: field:
+    message``), never the loss of the records around it."""
+    from pydantic import ValidationError
+
+    translations = []
+    for index, record in enumerate(parse_records(body)):
+        try:
+            if isinstance(record, RecordProblem):
+                raise record
+            if not isinstance(record, dict):
+                raise TranslationError(f"a record must be a JSON object, not {type(record).__name__}")
+            translations.append(translate(record))
+        except (TranslationError, ValidationError) as exc:
+            translations.append(Translation(problems=(f"[{index}]: {describe(exc)}",)))
+    return translations
+
+
+def describe(exc: Exception) -> str:
+    """A translator's refusal in one line: the field, then what is wrong."""
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError):
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(record)"
+        return f"{where}: {first['msg']}"
+    return str(exc)
 
 
 def _ci(delivery: Delivery, body: Any, org_id: str, received_at: datetime) -> list[Translation]:
     from sediment.ingest.ci import translate_ci
 
-    return [translate_ci(record, org_id=org_id, captured_at=received_at) for record in _records(body)]
+    return _each(delivery.body, lambda record: translate_ci(record, org_id=org_id, captured_at=received_at))
 
 
 def _gateway(delivery: Delivery, body: Any, org_id: str, received_at: datetime) -> list[Translation]:
     from sediment.ingest.calls import translate_call
 
-    return [translate_call(record, format="litellm", org_id=org_id, captured_at=received_at)
-            for record in _records(body)]
+    return _each(delivery.body, lambda record: translate_call(record, format="litellm", org_id=org_id,
+                                                                 captured_at=received_at))
 
 
 def _otlp(delivery: Delivery, body: Any, org_id: str, received_at: datetime) -> list[Translation]:
@@ -101,10 +140,18 @@ TRANSLATORS: Final[dict[str, Translate]] = {
 """Route name → translator."""
 
 
+RECORD_ROUTES: Final = frozenset({"ci", "gateway"})
+"""Routes whose body is records (one, an array of them, or JSON Lines), each translated on its own."""
+
+
 def translate_delivery(delivery: Delivery, org_id: str) -> list[Translation]:
     """The Translations of one spooled delivery; TranslationError when it is refused whole."""
     try:
-        body = parse_body(delivery.body, keep_flaws=delivery.route == "otlp")
+        body = None if delivery.route in RECORD_ROUTES else parse_body(delivery.body,
+                                                                         keep_flaws=delivery.route == "otlp")
     except RecordProblem as exc:
         raise TranslationError(f"body: {exc}") from None
-    return TRANSLATORS[delivery.route](delivery, body, org_id, delivery.received_at)
+    try:
+        return TRANSLATORS[delivery.route](delivery, body, org_id, delivery.received_at)
+    except RecordProblem as exc:
+        raise TranslationError(f"body: {exc}") from None

@@ -5,7 +5,9 @@ includes every delivery a previous process acknowledged but did not finish), tra
 delivery, appends its Facts and marks it done. A store that cannot be written (down, full)
 leaves the delivery pending and is tried again after :data:`RETRY_SECONDS`; a delivery the
 translators refuse (malformed for its route) is moved to ``refused/`` with the reason and
-logged. After a stored Push, the pushed repository's mirror (when there is one) is fetched
+logged; a delivery of several records some of which are refused has its good records stored
+and is kept in ``refused/`` with the refused ones named (``[INDEX]: field: problem``). After a
+stored Push, the pushed repository's mirror (when there is one) is fetched
 and its new note edges stored, in a second thread so ingest never waits for git.
 """
 
@@ -26,7 +28,7 @@ from sediment.errors import SedimentError
 from sediment.facts import FactModel, Push
 from sediment.ingest import TranslationError
 from sediment.receiver.spool import Spool
-from sediment.receiver.translators import translate_delivery
+from sediment.receiver.translators import describe, translate_delivery
 
 if TYPE_CHECKING:
     from sediment.store import FactStore
@@ -120,20 +122,22 @@ class IngestWorker:
         try:
             translations = translate_delivery(delivery, self.org_id)
         except (TranslationError, ValidationError) as exc:
-            reason = _describe(exc)
+            reason = describe(exc)
             log.warning("refused delivery %s (%s): %s", key, delivery.route, reason)
             self.spool.mark_refused(key, reason)
             self.stats.refused += 1
             return True
         facts: list[FactModel] = []
+        problems: list[str] = []
         for translation in translations:
             facts.extend(translation.facts)
             if translation.skipped:
                 self.stats.skipped[translation.skipped] += 1
             self.stats.skipped.update(translation.skips)
-            for problem in translation.problems:
-                log.warning("delivery %s (%s): %s", key, delivery.route, problem)
-            self.stats.problems += len(translation.problems)
+            problems.extend(translation.problems)
+        for problem in problems:
+            log.warning("delivery %s (%s): %s", key, delivery.route, problem)
+        self.stats.problems += len(problems)
         try:
             result = store.append(facts) if facts else None
         except SedimentError as exc:  # the store is down, full or read-only: keep the delivery
@@ -142,20 +146,16 @@ class IngestWorker:
         if result is not None:
             self.stats.stored.update(result.stored)
             self.stats.duplicates.update(result.duplicates)
-        self.spool.mark_done(key)
+        if problems:  # the good records are stored; the delivery is kept with what was refused
+            self.spool.mark_refused(key, "; ".join(problems))
+            self.stats.refused += 1
+        else:
+            self.spool.mark_done(key)
         self.stats.processed += 1
         for fact in facts:
             if isinstance(fact, Push):
                 self._mirrors.request(fact)
         return True
-
-
-def _describe(exc: Exception) -> str:
-    if isinstance(exc, ValidationError):
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(record)"
-        return f"{where}: {first['msg']}"
-    return str(exc)
 
 
 class MirrorRefresher:
