@@ -54,14 +54,13 @@ log = logging.getLogger(__name__)
 KEPT_HEADERS: Final = frozenset({
     "content-type", "user-agent", "x-github-event", "x-github-delivery", "x-github-hook-id",
     "x-gitlab-event", "x-gitlab-event-uuid", "x-gitlab-instance", "idempotency-key", "circleci-event-type",
-    "x-buildkite-event", "x-buildkite-request",
+    "x-buildkite-event",
 })
 """Headers kept with a spooled delivery: event names and delivery ids (never a secret or token)."""
 
 DELIVERY_ID_HEADERS: Final = {
     "github": ("x-github-delivery",),
     "gitlab": ("idempotency-key", "x-gitlab-event-uuid"),
-    "buildkite": ("x-buildkite-request",),
 }
 """Per forge, the headers naming a delivery, which a redelivery repeats (first present wins)."""
 
