@@ -219,3 +219,70 @@ def test_a_spooled_github_delivery_translates_like_ingest_github(tmp_path: Path)
                                  "payload": delivery_file["payload"]}, event=None, org_id="acme", captured_at=T0)
     assert translation == expected
     assert translation.facts[0].source_event_id == "abc"  # type: ignore[attr-defined]
+
+
+# --- the worker, in process ----------------------------------------------------------------
+
+
+def test_worker_drains_in_order_and_survives_a_translator_bug(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    from sediment.receiver import translators
+    from sediment.receiver.worker import IngestWorker
+    from sediment.store import FactStore
+
+    record = json.loads((FIXTURES / "ci" / "buildkite_build_finished.json").read_text())
+    spool = Spool(tmp_path / "spool")
+    bodies = []
+    for n in range(3):
+        body = json.dumps({**record, "run_id": f"run-{n}"}).encode()
+        bodies.append(body)
+        spool.accept(delivery_key("ci", body_digest(body)), route="ci", source="ci-sender", headers={},
+                     received_at=T0, body=body)
+    real = translators.TRANSLATORS["ci"]
+
+    def buggy(delivery, body, org_id, received_at):  # type: ignore[no-untyped-def]
+        if b'"run-1"' in delivery.body:
+            raise RuntimeError("a bug")
+        return real(delivery, body, org_id, received_at)
+
+    monkeypatch.setitem(translators.TRANSLATORS, "ci", buggy)
+    url = f"sqlite:///{tmp_path / 'facts.db'}"
+    worker = IngestWorker(spool, org_id="acme", database_url=url, mirror_path=None)
+    worker.start()
+    try:
+        deadline = time.monotonic() + 20
+        while spool.counts()["pending"]:
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        assert worker.alive
+    finally:
+        worker.stop()
+    assert spool.counts() == {"pending": 0, "done": 2, "refused": 1}
+    ((_, reason),) = spool.refusals()
+    assert reason == "internal error: RuntimeError: a bug"
+    store = FactStore(url)
+    try:
+        assert sorted(fact.run_id for fact in store.facts("ci_outcomes", "acme")) == ["run-0", "run-2"]  # type: ignore[attr-defined]
+        # captured_at is the receive time, so processing a delivery again yields the same Fact
+        assert {fact.captured_at for fact in store.facts("ci_outcomes", "acme")} == {T0}  # type: ignore[attr-defined]
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(("env", "message"), [
+    ({}, "error: SEDIMENT_ORG_ID is not set; pass --org or export SEDIMENT_ORG_ID"),
+    ({"SEDIMENT_ORG_ID": "acme", "SEDIMENT_INGEST_TOKENS": '{"gateway": "short"}'},
+     "error: SEDIMENT_INGEST_TOKENS: the token of 'gateway' must be a string of at least 16 characters"),
+    ({"SEDIMENT_ORG_ID": "acme", "SEDIMENT_RECEIVER_PORT": "99999"},
+     "error: SEDIMENT_RECEIVER_PORT must be a port number (0-65535): '99999'"),
+])
+def test_serve_refuses_bad_settings_in_one_line_before_listening(tmp_path: Path, env: dict[str, str],
+                                                                 message: str) -> None:
+    import subprocess
+    import sys
+
+    environ = {**os.environ, "SEDIMENT_HOME": str(tmp_path), **env}
+    result = subprocess.run([sys.executable, "-m", "sediment", "serve"], env=environ, capture_output=True, text=True,
+                            timeout=60)
+    assert (result.returncode, result.stderr.strip(), result.stdout) == (1, message, "")

@@ -180,13 +180,15 @@ class Receiver:
     async def health(self, request: Request) -> Response:
         stats = self.worker.stats
         counts = await run_in_threadpool(self.spool.counts)
+        alive = self.worker.alive
         return JSONResponse({
-            "status": "ok", "version": __version__, "spool": counts,
+            "status": "ok" if alive else "ingest worker stopped", "version": __version__, "spool": counts,
             "ingested": {"processed": stats.processed, "refused": stats.refused,
                          "stored": dict(sorted(stats.stored.items())),
                          "duplicates": dict(sorted(stats.duplicates.items())),
-                         "store_errors": stats.store_errors, "mirror_refreshes": stats.mirror_refreshes},
-        })
+                         "store_errors": stats.store_errors, "mirror_refreshes": stats.mirror_refreshes,
+                         "last_error": stats.last_error},
+        }, status_code=200 if alive else 503)
 
 
 def _json_content(content_type: str | None) -> bool:

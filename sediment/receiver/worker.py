@@ -5,7 +5,8 @@ includes every delivery a previous process acknowledged but did not finish), tra
 delivery, appends its Facts and marks it done. A store that cannot be written (down, full)
 leaves the delivery pending and is tried again after :data:`RETRY_SECONDS`; a delivery the
 translators refuse (malformed for its route) is moved to ``refused/`` with the reason and
-logged; a delivery of several records some of which are refused has its good records stored
+logged, and so is one a translator fails on (a bug: logged with its traceback, the worker goes
+on); a delivery of several records some of which are refused has its good records stored
 and is kept in ``refused/`` with the refused ones named (``[INDEX]: field: problem``). After a
 stored Push, the pushed repository's mirror (when there is one) is fetched
 and its new note edges stored, in a second thread so ingest never waits for git.
@@ -105,13 +106,26 @@ class IngestWorker:
         self.stats.last_error = str(exc)
         log.error("%s: %s", what, exc)
 
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
     def _drain(self, store: FactStore) -> bool:
-        """Process every pending delivery; False when the store failed and they must wait."""
+        """Process every pending delivery; False when the store or disk failed and they must wait."""
         for key in self.spool.pending():
             if self._stop.is_set():
                 return True
-            if not self._process(store, key):
+            try:
+                if not self._process(store, key):
+                    return False
+            except OSError as exc:  # the spool's disk: the delivery stays pending
+                self.stats.last_error = f"spool: {exc}"
+                log.error("cannot move delivery %s through the spool (retrying): %s", key, exc)
                 return False
+            except Exception as exc:  # a bug in a translator: keep the delivery, go on with the others
+                log.exception("delivery %s could not be processed (a bug; it is kept in refused/)", key)
+                self.spool.mark_refused(key, f"internal error: {type(exc).__name__}: {exc}")
+                self.stats.refused += 1
         return True
 
     def _process(self, store: FactStore, key: str) -> bool:
