@@ -87,6 +87,21 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+def _unreadable(route: str, body: bytes) -> RecordProblem | None:
+    """Why the body cannot be read as its route's JSON, else None (run off the event loop:
+    a body of megabytes takes a while to parse)."""
+    try:
+        if route in RECORD_ROUTES:
+            records = parse_records(body)
+            if records and all(isinstance(record, RecordProblem) for record in records):
+                return records[0]
+        else:
+            parse_body(body, keep_flaws=route == "otlp")
+    except RecordProblem as exc:
+        return exc
+    return None
+
+
 @dataclass
 class Receiver:
     config: ReceiverConfig
@@ -97,15 +112,9 @@ class Receiver:
 
     async def _accept(self, request: Request, route: str, source: str, body: bytes, identity: str | None,
                       *, ok: Callable[[str, bool], Response] | None = None) -> Response:
-        try:
-            if route in RECORD_ROUTES:
-                records = parse_records(body)
-                if records and all(isinstance(record, RecordProblem) for record in records):
-                    raise records[0]
-            else:
-                parse_body(body, keep_flaws=route == "otlp")
-        except RecordProblem as exc:
-            return _error(400, f"body: {exc}")
+        problem = await run_in_threadpool(_unreadable, route, body)
+        if problem is not None:
+            return _error(400, f"body: {problem}")
         headers = {name: value for name, value in request.headers.items() if name in KEPT_HEADERS}
         key = delivery_key(route, identity or body_digest(body))
         try:

@@ -19,7 +19,7 @@ from sediment.ingest.json_text import JsonReader, RecordProblem
 from sediment.receiver.spool import Delivery
 
 Translate = Callable[[Delivery, Any, str, datetime], list[Translation]]
-"""``(delivery, parsed body, org id, received at)`` → the Translations of its records."""
+"""``(delivery, parsed body (OTLP only, else None), org id, received at)`` → the Translations of its records."""
 
 FORGES: Final = ("github", "gitlab", "circleci", "buildkite")
 """Forges and CI services whose signed webhooks the provider translator registry translates
@@ -146,9 +146,8 @@ RECORD_ROUTES: Final = frozenset({"ci", "gateway"})
 
 def translate_delivery(delivery: Delivery, org_id: str) -> list[Translation]:
     """The Translations of one spooled delivery; TranslationError when it is refused whole."""
-    try:
-        body = None if delivery.route in RECORD_ROUTES else parse_body(delivery.body,
-                                                                         keep_flaws=delivery.route == "otlp")
+    try:  # forge bodies are read by the registry, record bodies record by record
+        body = parse_body(delivery.body, keep_flaws=True) if delivery.route == "otlp" else None
     except RecordProblem as exc:
         raise TranslationError(f"body: {exc}") from None
     try:
