@@ -203,7 +203,10 @@ def attribute(
             observed.append((observation, CommitRef(repo=resolved.repo, commit_sha=observation.commit_sha,
                                                     repository_identity=resolved.identity)))
         commits = trajectory_order((ref for _, ref in observed), org_id, index)
-        return Attribution(commits, "git_notes", observed=tuple(observed), declined=declined)
+        # a Session bound only by git-ai authorship notes says so; one sediment note makes it git_notes
+        source: AttributionSource = ("git_ai_notes" if all(o.attribution_source == "git_ai_notes"
+                                                            for o in observations) else "git_notes")
+        return Attribution(commits, source, observed=tuple(observed), declined=declined)
     if not calls:
         return Attribution((), "jaccard", "jaccard_no_candidate_commit")
     call_tokens = [t for c in calls if (t := tokens(scoring_text(c.output_messages)))]
@@ -253,7 +256,7 @@ def attribute_files(
     them, at least the window's ``min_similarity`` and above 0, is attributed (ties: the earliest
     ``(observed_at, inference_call_id)``). Sorted by (qualified commit, file path).
     """
-    window = policy.git_notes if source == "git_notes" else policy.jaccard
+    window = policy.jaccard if source == "jaccard" else policy.git_notes  # git-ai notes bind like ours
     grace = timedelta(minutes=policy.post_push_grace_period_minutes)
     lookback = timedelta(minutes=window.lookback_window_minutes)
     scored = [(c, t) for c in sorted(calls, key=lambda c: (c.observed_at, c.inference_call_id))

@@ -145,7 +145,7 @@ class ConfidenceEvidence:
     abandoned: bool = False
     has_ci_outcomes: bool = False
     ci_resolution: ResolutionEvidence | None = None
-    attribution_source: Literal["git_notes", "jaccard"] | None = None
+    attribution_source: Literal["git_notes", "git_ai_notes", "jaccard"] | None = None
     similarity_score: float | None = None
 
     def __post_init__(self) -> None:
@@ -160,7 +160,7 @@ class ConfidenceEvidence:
                 _check_unit("CIResolution", "reliability", self.ci_resolution.reliability)
         if self.attribution_source == "jaccard":
             _check_unit("ConfidenceEvidence", "similarity_score", self.similarity_score)
-        elif self.attribution_source not in (None, "git_notes"):
+        elif self.attribution_source not in (None, "git_notes", "git_ai_notes"):
             raise ValueError(f"unknown attribution_source {self.attribution_source!r}")
 
 

@@ -151,11 +151,16 @@ def check_identity_triple(provider: str | None, host: str | None, repository_id:
         raise ValueError(f"repository_host must be a lowercase DNS host: {host!r}")
 
 
+ForgeProvider = Literal["github", "gitlab"]
+"""The forges whose immutable repository ids Sediment records (GitHub ``repository.id``, GitLab
+``project.id``; renames are GitHub's only)."""
+
+
 class _Identified(FactModel):
     """A Fact scoped to a repository that may carry the identity triple."""
 
     schema_version: Annotated[Literal[1, 2], ExactInt] = 2
-    repository_provider: Literal["github"] | None = None
+    repository_provider: ForgeProvider | None = None
     repository_host: str | None = None
     repository_id: str | None = None
 
@@ -253,6 +258,9 @@ class TestCaseResult(FactModel):
     raw: dict[str, Any] = Field(default_factory=dict)
 
 
+ObservationSource = Literal["git_notes", "git_ai_notes"]
+
+
 class SessionCommitObservation(_Identified):
     """The first time a mirror refresh exposed a git-note Session→commit edge."""
 
@@ -263,6 +271,9 @@ class SessionCommitObservation(_Identified):
     session_id: NonEmptyId
     source_push_id: str | None = None
     captured_at: UtcDatetime
+    #: which notes named the edge: ``refs/notes/sediment`` (``git_notes``) or git-ai's
+    #: ``refs/notes/ai`` authorship notes (``git_ai_notes``, sediment.git_ai_notes)
+    attribution_source: ObservationSource = "git_notes"
 
 
 AGENT_HARNESSES: tuple[AgentHarness, ...] = ("claude-code", "copilot", "codex", "cursor", "pi")
@@ -452,7 +463,7 @@ class RepositoryRename(FactModel):
 class RepositoryIdentity(FactModel):
     """A forge's immutable identity for a repository (never supplied by a name or SHA)."""
 
-    provider: Literal["github"]
+    provider: ForgeProvider
     host: str
     repository_id: str
 

@@ -41,7 +41,10 @@ from sediment.repositories import RepositoryContext, describe
 NOTES_REF = "refs/notes/sediment"
 IDENTIFIED_ROOT = "repositories-v1"
 NAME_KEY = "sediment.repository"  #: an identified mirror's git config entry: the name it was added under
-FETCH_REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/notes/sediment*:refs/notes/sediment*")
+GIT_AI_NOTES_REF = "refs/notes/ai"  #: git-ai's authorship notes (sediment.git_ai_notes)
+FETCH_REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/notes/sediment*:refs/notes/sediment*",
+                  "+refs/notes/ai*:refs/notes/ai*")
+"""Branches, our notes and git-ai's (globs, so a repository without notes still fetches)."""
 PARTIAL_PREFIX = ".sediment-partial-"  #: a mirror being built or removed; org ids never start with "."
 _T = TypeVar("_T")
 
@@ -207,7 +210,8 @@ class MirrorRoot:
                 if identity is not None:
                     repository.config[NAME_KEY] = repo
                 repository.remotes.create("origin", source, FETCH_REFSPECS[0])
-                repository.remotes.add_fetch("origin", FETCH_REFSPECS[1])
+                for refspec in FETCH_REFSPECS[1:]:
+                    repository.remotes.add_fetch("origin", refspec)
                 repository.remotes["origin"].fetch(prune=pygit2.enums.FetchPrune.PRUNE)
                 self._point_head(repository)
 
@@ -324,6 +328,10 @@ class MirrorRoot:
         repository = mirror._repo
 
         def refresh() -> None:
+            known = set(repository.remotes["origin"].fetch_refspecs)
+            for refspec in FETCH_REFSPECS:  # a mirror added before a refspec existed gains it
+                if refspec not in known:
+                    repository.remotes.add_fetch("origin", refspec)
             repository.remotes["origin"].fetch(prune=pygit2.enums.FetchPrune.PRUNE)
             self._point_head(repository)
 
@@ -469,6 +477,18 @@ class Mirror:
             except (ValueError, AttributeError) as exc:
                 yield f"malformed sediment note on {sha}: {exc}"
 
+    def git_ai_notes(self) -> Iterator[tuple[str, str]]:
+        """``(annotated commit, note text)`` of every ``refs/notes/ai`` note, by commit; a note
+        that is not UTF-8 is read with replacement (its parser refuses what it cannot read)."""
+        try:
+            notes = list(self._repo.notes(GIT_AI_NOTES_REF))  # type: ignore[call-arg]  # the stub omits the ref
+        except (KeyError, pygit2.GitError):
+            return
+        for note in sorted(notes, key=lambda n: str(n.annotated_id)):
+            blob = self._repo[note.id]
+            data = blob.data if isinstance(blob, pygit2.Blob) else b""
+            yield str(note.annotated_id), data.decode("utf-8", "replace")
+
     def commits(self) -> Iterator[CommitInfo]:
         """Every commit reachable from the branches, with the text its first-parent diff adds."""
         seen: set[str] = set()
@@ -562,6 +582,11 @@ class MirrorWriter:
         oid = repo.create_commit(None, signature, signature, message, tree, parent_ids)
         repo.references.create(ref, oid, force=True)
         return str(oid)
+
+    def add_git_ai_note(self, sha: str, text: str) -> None:
+        """Write the ``refs/notes/ai`` note of a commit (as git-ai's hooks would)."""
+        signature = pygit2.Signature("git-ai", "notes@example.com", 0, 0)
+        self._repo.create_note(text, signature, signature, sha, GIT_AI_NOTES_REF, True)
 
     def add_note(self, sha: str, sessions: list[dict[str, str]]) -> None:
         """Write the ``refs/notes/sediment`` note of a commit (as an agent's hook would)."""

@@ -1,15 +1,23 @@
 """Git-note edges seen in a mirror become SessionCommitObservation Facts (first seen wins).
 
-An identified mirror's observations carry its repository identity (and the name it was added
-under); a legacy mirror's carry only the name.
+Two kinds of notes are read: ours (``refs/notes/sediment``, attribution source ``git_notes``) and
+git-ai's authorship notes (``refs/notes/ai``, ``git_ai_notes``; :mod:`sediment.git_ai_notes`):
+every agent Session a git-ai note names becomes an edge of the commit the note is attached to
+(not its ``base_commit_sha``). Ours are stored first, so an edge both name keeps ``git_notes``.
+A git-ai note that cannot be read is one problem line naming the commit and why; its attestation
+lines of keys without metadata (dangling keys) and its human lines bind no Session and are
+counted. An identified mirror's observations carry its repository identity (and the name it was
+added under); a legacy mirror's carry only the name.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sediment.facts import RepositoryIdentity, SessionCommitObservation
+from sediment.facts import ObservationSource, RepositoryIdentity, SessionCommitObservation
+from sediment.git_ai_notes import GitAiNoteError, parse_note
 from sediment.ingest.facts_jsonl import PENDING_ID, with_natural_id
 from sediment.mirrors import MirrorRoot
 from sediment.store import FactStore
@@ -20,6 +28,10 @@ class ObservationResult:
     stored: int = 0
     already_seen: int = 0
     problems: list[str] = field(default_factory=list)
+    #: git-ai attestation lines that bind no Session: ``dangling_key`` (an AI key without
+    #: metadata, kept as lines of an unknown agent), ``human`` (a person's lines)
+    unbound_attestations: Counter[str] = field(default_factory=Counter)
+    git_ai_notes: int = 0
 
 
 def observe_notes(mirrors: MirrorRoot, store: FactStore, org_id: str, repo: str,
@@ -34,19 +46,45 @@ def observe_notes(mirrors: MirrorRoot, store: FactStore, org_id: str, repo: str,
         result.problems.append(f"no mirror of {repo}")
         return result
     facts = []
-    for edge in mirror.note_edges():
-        if isinstance(edge, str):
-            result.problems.append(edge)
-            continue
+
+    def edge(commit_sha: str, session_id: str, source: ObservationSource) -> None:
         try:
             observation = SessionCommitObservation(
-                observation_id=PENDING_ID, org_id=org_id, repo=repo, commit_sha=edge.commit_sha,
-                session_id=edge.session_id, source_push_id=None, captured_at=captured_at, **forge,
+                observation_id=PENDING_ID, org_id=org_id, repo=repo, commit_sha=commit_sha,
+                session_id=session_id, source_push_id=None, captured_at=captured_at,
+                attribution_source=source, **forge,
             )
             facts.append(with_natural_id(observation, "observation_id"))
         except ValueError as exc:
-            result.problems.append(f"note on {edge.commit_sha}: {exc}")
-    appended = store.append(facts)
+            kind = "note" if source == "git_notes" else "git-ai note"
+            result.problems.append(f"{kind} on {commit_sha}: {exc}")
+
+    for found in mirror.note_edges():
+        if isinstance(found, str):
+            result.problems.append(found)
+            continue
+        edge(found.commit_sha, found.session_id, "git_notes")
+    for commit_sha, text in mirror.git_ai_notes():
+        result.git_ai_notes += 1
+        try:
+            note = parse_note(text)
+        except GitAiNoteError as exc:
+            result.problems.append(f"git-ai note on {commit_sha}: {exc}")
+            continue
+        for attestation in note.attestations:
+            if attestation.author_kind == "human":
+                result.unbound_attestations["human"] += 1
+            elif attestation.agent is None or attestation.agent.session_id is None:
+                result.unbound_attestations["dangling_key"] += 1
+        for agent in note.sessions:
+            assert agent.session_id is not None
+            edge(commit_sha, agent.session_id, "git_ai_notes")
+    unique, seen = [], set()
+    for fact in facts:  # an edge both kinds of notes name is stored once, as ours
+        if fact.observation_id not in seen:
+            seen.add(fact.observation_id)
+            unique.append(fact)
+    appended = store.append(unique)
     result.stored = appended.stored["session_commit_observations"]
     result.already_seen = appended.duplicates["session_commit_observations"]
     return result

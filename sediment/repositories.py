@@ -46,6 +46,7 @@ from pydantic import model_validator
 from sediment.facts import (
     CIOutcome,
     FactModel,
+    ForgeProvider,
     PullRequestMerge,
     Push,
     RepositoryIdentity,
@@ -146,7 +147,7 @@ class RepositoryEvidence(FactModel):
     role: RepositoryRole = "repo"
     org_id: OrgId
     repo: RepoSlug
-    repository_provider: Literal["github"] | None = None
+    repository_provider: ForgeProvider | None = None
     repository_host: str | None = None
     repository_id: str | None = None
     captured_at: UtcDatetime

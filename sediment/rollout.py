@@ -42,7 +42,7 @@ FRAGMENT_REASONS: tuple[FragmentReason, ...] = (
     "input_history_changed",
     "prior_output_not_replayed",
 )
-AttributionSource = Literal["git_notes", "jaccard"]
+AttributionSource = Literal["git_notes", "git_ai_notes", "jaccard"]
 
 
 class CommitRef(FactModel):

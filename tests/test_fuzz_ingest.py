@@ -118,7 +118,13 @@ def ci_seeds() -> list[dict[str, Any]]:
 
 
 def github_seeds() -> list[dict[str, Any]]:
-    return [_load(p) for p in sorted((HERE / "fixtures" / "github").glob("*.json"))]
+    return [_load(p) for p in sorted((HERE / "fixtures" / "github").glob("*.json"))
+            + sorted((HERE / "fixtures" / "ci" / "github").glob("*.json"))]
+
+
+def provider_seeds(provider: str) -> list[dict[str, Any]]:
+    """The webhook deliveries of one CI provider (``fixtures/ci/<provider>``)."""
+    return [_load(p) for p in sorted((HERE / "fixtures" / "ci" / provider).glob("*.json"))]
 
 
 def fact_seeds() -> list[dict[str, Any]]:
@@ -558,11 +564,33 @@ def _ci_raw(fact: FactModel, record: dict[str, Any]) -> tuple[Any, Any]:
 
 
 def _github_raw(fact: FactModel, record: dict[str, Any]) -> tuple[Any, Any]:
-    """A run keeps its ``workflow_run``, a push its whole payload; merges and renames keep none."""
+    """A run, job or check keeps its event's object (``workflow_run``, ``workflow_job``, …), a
+    push its whole payload; merges and renames keep none."""
     if not isinstance(fact, CIOutcome | Push):
         return None, None
     payload = record["payload"]
-    return fact.raw, payload["workflow_run"] if isinstance(fact, CIOutcome) else payload
+    if isinstance(fact, CIOutcome):
+        event = (fact.source_event_type or "").split(".")[1]  # github.<event>.<action>
+        return fact.raw, payload[event]
+    return fact.raw, payload
+
+
+def _provider_translator(provider: str) -> Callable[[Any], Translation]:
+    from sediment.ingest.buildkite import translate_buildkite
+    from sediment.ingest.circleci import translate_circleci
+    from sediment.ingest.gitlab import translate_gitlab
+
+    function = {"gitlab": translate_gitlab, "circleci": translate_circleci, "buildkite": translate_buildkite}[provider]
+
+    def translate(record: Any) -> Translation:
+        return function(record, event=None, org_id=ORG, captured_at=T0)
+    return translate
+
+
+def _provider_raw(fact: FactModel, record: dict[str, Any]) -> tuple[Any, Any]:
+    """A provider's outcome keeps the whole delivered payload (the envelope's, or the bare one)."""
+    payload = record["payload"] if "headers" in record and "payload" in record else record
+    return getattr(fact, "raw"), payload  # noqa: B009
 
 
 def _fact_raw(fact: FactModel, record: dict[str, Any]) -> tuple[Any, Any]:
@@ -585,6 +613,15 @@ def test_fuzz_ingest_ci(data: st.DataObject) -> None:
 @given(data=st.data())
 def test_fuzz_ingest_github(data: st.DataObject) -> None:
     run_ingest(build_file(data, github_seeds(), text_damage=True), _github, lambda: _github, _github_raw)
+
+
+@pytest.mark.parametrize("provider", ["gitlab", "circleci", "buildkite"])
+@FUZZ
+@given(data=st.data())
+def test_fuzz_ingest_ci_providers(provider: str, data: st.DataObject) -> None:
+    translate = _provider_translator(provider)
+    run_ingest(build_file(data, provider_seeds(provider), text_damage=True), translate, lambda: translate,
+               _provider_raw)
 
 
 @FUZZ

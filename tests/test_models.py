@@ -347,10 +347,12 @@ def test_repository_host_must_be_lowercase(host: str) -> None:
 
 
 def test_repository_provider_vocabulary() -> None:
-    with pytest.raises(ValidationError, match=invalid("repository_provider", "Input should be 'github'")):
-        ci_outcome(**{**IDENTITY, "repository_provider": "gitlab"})
-    with pytest.raises(ValidationError, match=invalid("provider", "Input should be 'github'")):
-        RepositoryIdentity(provider="gitlab", host="gitlab.com", repository_id="1")  # type: ignore[arg-type]
+    assert ci_outcome(**{**IDENTITY, "repository_provider": "gitlab"}).repository_provider == "gitlab"
+    assert RepositoryIdentity(provider="gitlab", host="gitlab.com", repository_id="1").provider == "gitlab"
+    with pytest.raises(ValidationError, match=invalid("repository_provider", "Input should be 'github' or 'gitlab'")):
+        ci_outcome(**{**IDENTITY, "repository_provider": "bitbucket"})
+    with pytest.raises(ValidationError, match=invalid("provider", "Input should be 'github' or 'gitlab'")):
+        RepositoryIdentity(provider="bitbucket", host="bitbucket.org", repository_id="1")  # type: ignore[arg-type]
 
 
 def test_schema_version_one_forbids_identity() -> None:

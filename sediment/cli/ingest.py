@@ -21,8 +21,9 @@ from sediment.ingest import IngestError, Translation
 if TYPE_CHECKING:
     from sediment.ingest.files import IngestReport
 
-ingest_app = typer.Typer(help="Ingest Facts from files: canonical JSONL, GitHub webhooks, CI outcomes, call logs, "
-                              "JUnit test reports, agent OTLP log exports.", no_args_is_help=True)
+ingest_app = typer.Typer(help="Ingest Facts from files: canonical JSONL, GitHub, GitLab, CircleCI and Buildkite "
+                              "webhooks, CI outcomes, call logs, JUnit test reports, agent OTLP log exports.",
+                         no_args_is_help=True)
 FILES_HELP = "Input files (JSON or JSON Lines); '-' reads stdin."
 ORG_HELP = "Org id (default: SEDIMENT_ORG_ID)."
 
@@ -171,8 +172,31 @@ def _provider_command(name: str, module: str, function: str, header: str, summar
     ingest_app.command(name)(command)
 
 
-_provider_command("gitlab", "sediment.ingest.gitlab", "translate_gitlab", "X-Gitlab-Event",
-                  "GitLab webhooks: Pipeline Hook and Job Hook deliveries.")
+
+
+@ingest_app.command("gitlab")
+def gitlab(files: list[str] = typer.Argument(..., help=FILES_HELP),
+           event: str | None = typer.Option(None, "--event", help="Event name for bare payloads (X-Gitlab-Event)."),
+           host: str = typer.Option("gitlab.com", "--host",
+                                    help="The GitLab server's host (your configuration, never read from a payload); "
+                                         "with each project's id it is the repository's identity."),
+           org: str | None = typer.Option(None, "--org", help=ORG_HELP),
+           as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout.")) -> None:
+    """GitLab webhooks: Pipeline Hook and Job Hook deliveries.
+
+    A file holds deliveries: bare payloads, or envelopes {"headers": {...}, "payload": {...}}
+    (X-Gitlab-Event, X-Gitlab-Event-UUID). Only final states are stored (others are skipped as
+    ci_run_not_terminal); GitLab's own status is kept in provider_result. Outcomes carry the
+    repository identity gitlab / --host / project id. Re-ingesting stores nothing new.
+    """
+    from sediment.ingest.gitlab import translate_gitlab
+
+    org_id = settings.org_id(org)
+    now = settings.capture_time()
+    _run(files, lambda record: translate_gitlab(record, event=event, org_id=org_id, captured_at=now, host=host),
+         as_json)
+
+
 _provider_command("circleci", "sediment.ingest.circleci", "translate_circleci", "circleci-event-type",
                   "CircleCI webhooks: workflow-completed and job-completed deliveries.")
 _provider_command("buildkite", "sediment.ingest.buildkite", "translate_buildkite", "X-Buildkite-Event",

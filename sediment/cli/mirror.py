@@ -28,6 +28,10 @@ def _report(location: MirrorLocation, mirrors: MirrorRoot, org: str) -> None:
         console.warning(problem)
     console.say(f"{location.repo}: {result.stored} new session-commit observation(s), "
                 f"{result.already_seen} already seen")
+    if result.git_ai_notes:
+        unbound = ", ".join(f"{k}: {v}" for k, v in sorted(result.unbound_attestations.items())) or "none"
+        console.say(f"{location.repo}: {result.git_ai_notes} git-ai note(s) read; attestation lines "
+                    f"binding no Session: {unbound}")
 
 
 def _context(org: str) -> RepositoryContext:

@@ -9,9 +9,9 @@ is a new build carrying ``rebuilt_from``, so there is no attempt number), ``repo
 ``HEAD`` of a build made without a SHA is refused), ``branch`` ``build.branch``,
 ``workflow_name`` ``pipeline.name`` (else ``pipeline.slug``), ``workflow_id`` ``pipeline.id``,
 ``run_url`` ``build.web_url``, ``pr_number`` ``build.pull_request.id``, ``provider_result``
-``build.state`` (``<state>/blocked`` for a blocked build, which is not final whatever its state),
-and a ``cancel_reason`` in ``reason``. Buildkite names no forge repository id, so outcomes are
-legacy (no identity triple).
+``build.state``, and a ``cancel_reason`` in ``reason``. A build with ``blocked: true`` is not
+final whatever its state (Buildkite keeps the last state, e.g. ``passed``, on a blocked build).
+Buildkite names no forge repository id, so outcomes are legacy (no identity triple).
 """
 
 from __future__ import annotations

@@ -17,6 +17,12 @@ older servers ``Build Hook``) becomes ``source_event_type`` (else the ``object_k
 
 Non-final states are declined as ``ci_run_not_terminal``; any other ``object_kind`` is
 ``unsupported_event:<kind>``.
+
+Repository identity: GitLab names every project by an immutable numeric id (``project.id`` in a
+Pipeline Hook, ``project_id`` in a Job Hook), so outcomes carry the triple ``gitlab`` / the host /
+that id. The host is the caller's trusted configuration (``--host``, default
+:data:`DEFAULT_HOST`), never read from a URL in the payload. A payload without the id (old
+servers) yields a legacy outcome; an id that is not a positive integer is refused.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ from sediment.ingest.payload import (
 )
 
 PROVIDER: Final = "gitlab_ci"
+DEFAULT_HOST: Final = "gitlab.com"
 
 TIMEOUT_FAILURE_REASONS: Final = frozenset({"stuck_or_timeout_failure", "job_execution_timeout"})
 """The ``failure_reason`` values of a job that ran out of time."""
@@ -80,6 +87,7 @@ _PATHS: Final = MappingProxyType({
     "pr_number": "merge_request.iid",
     "source_event_type": "headers.X-Gitlab-Event",
     "source_event_id": "headers.X-Gitlab-Event-UUID",
+    "repository_host": "--host",
 })
 _JOB_PATHS: Final = MappingProxyType({
     "repo": "repository.homepage",
@@ -87,6 +95,7 @@ _JOB_PATHS: Final = MappingProxyType({
     "branch": "ref",
     "source_event_type": "headers.X-Gitlab-Event",
     "source_event_id": "headers.X-Gitlab-Event-UUID",
+    "repository_host": "--host",
 })
 
 
@@ -108,9 +117,18 @@ def job_result(status: str, failure_reason: str | None) -> CIResult:
     return result
 
 
+def _identity(payload: Mapping[str, Any], path: str, host: str) -> dict[str, str | None]:
+    project_id = optional_int(payload, path, minimum=1)
+    identified = project_id is not None
+    return {"repository_provider": "gitlab" if identified else None,
+            "repository_host": host if identified else None,
+            "repository_id": str(project_id) if identified else None}
+
+
 def translate_gitlab(delivery: dict[str, Any], *, event: str | None = None, org_id: str,
-                     captured_at: datetime) -> Translation:
-    """One GitLab webhook delivery → its CIOutcome, or the reason it was skipped."""
+                     captured_at: datetime, host: str = DEFAULT_HOST) -> Translation:
+    """One GitLab webhook delivery → its CIOutcome, or the reason it was skipped; ``host`` is the
+    GitLab server's host, from trusted configuration (it keys the repository identity)."""
     payload, headers = unwrap(delivery)
     kind = text(payload, "object_kind")
     named = header(headers, "X-Gitlab-Event") or (event.strip() if event and event.strip() else None)
@@ -123,9 +141,9 @@ def translate_gitlab(delivery: dict[str, Any], *, event: str | None = None, org_
         "raw": json_copy(dict(payload)),
     }
     if kind == "pipeline":
-        return _pipeline(payload, common)
+        return _pipeline(payload, {**common, **_identity(payload, "project.id", host)})
     if kind == "build":
-        return _job(payload, common)
+        return _job(payload, {**common, **_identity(payload, "project_id", host)})
     return Translation.skip(f"{UNSUPPORTED_EVENT_PREFIX}{kind}")
 
 

@@ -91,8 +91,10 @@ def parse_body(body: bytes) -> dict[str, Any]:
 
 
 def translate(provider: str, event_name: str | None, body: bytes, *, org_id: str, captured_at: datetime,
-              delivery_id: str | None = None) -> Translation:
+              delivery_id: str | None = None, gitlab_host: str = "gitlab.com") -> Translation:
     """Translate one verified delivery of ``provider`` (see the module) into its Facts or a skip.
+
+    ``gitlab_host`` is the receiver's configured GitLab host (it keys GitLab repository identity).
 
     Raises :class:`WebhookRefusal` (one line, naming the field) when it cannot be stored, and
     ``ValueError`` for a provider outside :data:`PROVIDERS` (a receiver's bug, not the sender's).
@@ -114,7 +116,8 @@ def translate(provider: str, event_name: str | None, body: bytes, *, org_id: str
         if delivery_id is not None and delivery_id.strip() and provider in _DELIVERY_HEADERS:
             headers[_DELIVERY_HEADERS[provider]] = delivery_id
         delivery: dict[str, Any] = {"headers": headers, "payload": payload} if headers else payload
-        return _translator(provider)(delivery, event=None, org_id=org_id, captured_at=captured_at)
+        extra = {"host": gitlab_host} if provider == "gitlab" else {}
+        return _translator(provider)(delivery, event=None, org_id=org_id, captured_at=captured_at, **extra)
     except WebhookRefusal:
         raise
     except TranslationError as exc:

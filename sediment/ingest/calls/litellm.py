@@ -15,15 +15,20 @@ Fields read:
   entry read in the shape it was sent: Chat (settings under ``function`` / ``custom``),
   Anthropic (an ``input_schema``, or no ``type``), else Responses (flat, or a built-in tool);
 * ``duration_ms``: ``response_time_ms``, else ``response_time`` (seconds), else
-  ``endTime - startTime`` (unix seconds); ``observed_at``: ``endTime``, else ``startTime``,
-  else the capture time;
+  ``endTime - startTime`` (unix seconds or timestamps); ``observed_at``: ``endTime``, else
+  ``startTime``, else the capture time. A timestamp string without a UTC offset
+  (``2025-06-02T14:03:11.482913``, as a LiteLLM logger writes the proxy's naive datetimes) is
+  read as UTC, the proxy's clock (docs/evidence.md); one with an offset keeps it;
 * Session, first found: ``metadata.session_id``, ``metadata.requester_metadata.session_id``
-  (clients send ``metadata: {"session_id": ...}``), the ``x-sediment-session`` header, the
+  (clients send ``metadata: {"session_id": ...}``), ``metadata.spend_logs_metadata.session_id``
+  (the request's or key's spend-log metadata), the ``x-sediment-session`` header, the
   ``session_id`` in Codex's ``x-codex-turn-metadata`` header (client ``x-*`` headers are on
   ``metadata.requester_custom_headers``), then a Claude Code identity (``end_user``,
   ``requester_metadata.user_id``, ``metadata.user_id``) ending in ``session_<uuid>`` or
   holding JSON with a UUID ``session_id``. ``trace_id`` is never used: LiteLLM fills it
-  with a fresh UUID when the client sends none, which would invent a Session;
+  with a fresh UUID when the client sends none, which would invent a Session; neither are the
+  key, team and user fields of ``metadata`` (``user_api_key_*``: who called, not which Session).
+  A payload with none of these is skipped as ``no_session``;
 * ``user_id``: ``requester_metadata.user_id``, ``metadata.user_id``, else ``end_user``
   (a Claude Code identity loses its session suffix; a JSON identity blob is not a user id).
 
@@ -35,6 +40,7 @@ moderation, rerank) as ``not_a_model_call``.
 from __future__ import annotations
 
 import math
+import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -129,9 +135,11 @@ def _tool_definition(entry: dict[str, Any], path: str) -> ToolDefinition:
 
 
 def _session(record: dict[str, Any], metadata: dict[str, Any], requester: dict[str, Any]) -> str | None:
+    spend = optional_object(metadata, "spend_logs_metadata", "metadata")
     for value, path in (
         (metadata.get("session_id"), "metadata.session_id"),
         (requester.get("session_id"), "metadata.requester_metadata.session_id"),
+        (spend.get("session_id"), "metadata.spend_logs_metadata.session_id"),
     ):
         session = optional_text(value, path)
         if session is not None:
@@ -171,12 +179,28 @@ def _milliseconds(value: Any, scale: float, path: str) -> int:
     return round(value * scale)
 
 
+_NAIVE_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,6})?")
+
+
+def litellm_time(value: str, path: str) -> datetime | None:
+    """A LiteLLM timestamp string: RFC 3339, or the same without an offset, which is UTC."""
+    text = value.strip()
+    if _NAIVE_TIME.fullmatch(text):
+        text = f"{text[:10]}T{text[11:]}+00:00"
+    return parse_timestamp(text, path)
+
+
 def _duration(record: dict[str, Any]) -> int | None:
     if record.get("response_time_ms") is not None:
         return _milliseconds(record["response_time_ms"], 1, "response_time_ms")
     if record.get("response_time") is not None:
         return _milliseconds(record["response_time"], 1000, "response_time")
     start, end = record.get("startTime"), record.get("endTime")
+    if isinstance(start, str) and isinstance(end, str):
+        first, last = litellm_time(start, "startTime"), litellm_time(end, "endTime")
+        if first is None or last is None:
+            return None
+        return _milliseconds((last - first).total_seconds(), 1000, "endTime")
     numbers = all(isinstance(t, int | float) and not isinstance(t, bool) for t in (start, end))
     if start is None or end is None or not numbers:
         return None
@@ -189,7 +213,7 @@ def _observed_at(record: dict[str, Any], captured_at: datetime) -> datetime:
         if value is None:
             continue
         if isinstance(value, str):
-            return parse_timestamp(value, key) or captured_at
+            return litellm_time(value, key) or captured_at
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
             fail(key, "expected unix seconds or an RFC 3339 timestamp")
         try:
