@@ -23,6 +23,7 @@ from sediment.cli.ingest import ingest_app
 from sediment.cli.library import library_app
 from sediment.cli.mirror import mirror_app
 from sediment.cli.schema import schema_app
+from sediment.cli.serve import serve
 from sediment.cli.targets import objectives, profiles, targets
 from sediment.cli.trajectory import trajectory_app
 from sediment.errors import SedimentError
@@ -53,6 +54,7 @@ app.command()(facts)
 app.command()(quarantine)
 app.command()(release)
 app.add_typer(trajectory_app, name="trajectory")
+app.command()(serve)
 
 
 def _version(value: bool) -> None:

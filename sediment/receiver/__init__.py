@@ -1,0 +1,1 @@
+"""The live receiver: verified webhook and telemetry deliveries, durably spooled, then ingested."""
