@@ -7,9 +7,12 @@ small bar charts on stdout. Lines about files written go to stderr.
 
 from __future__ import annotations
 
+import enum
+import inspect
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,10 +25,13 @@ from sediment.cli import console, settings
 from sediment.errors import ConfigurationError, SedimentError, UsageError
 
 if TYPE_CHECKING:
+    from sediment.export.registry import Objective, PluginRegistry
     from sediment.mirrors import MirrorRoot
+    from sediment.reports.dataset_diagnostics import DatasetDiagnosticsReport
     from sediment.reports.merge_retention import MergeRetentionReport
 
 MIRROR_ENV = "SEDIMENT_MIRROR_PATH"
+DIAGNOSTICS = "dataset-diagnostics"
 BAR_WIDTH = 24
 
 
@@ -38,6 +44,14 @@ class ReportCommands(TyperGroup):
             typer.echo(ctx.get_help(), err=True)
             ctx.exit(2)
         return list(super().parse_args(ctx, args))
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return sorted({*super().list_commands(ctx), DIAGNOSTICS})
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name == DIAGNOSTICS:
+            return diagnostics_command()
+        return super().get_command(ctx, cmd_name)
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         name = args[0] if args else ""
@@ -223,3 +237,181 @@ def merge_retention(
         _emit_json(found.report.as_json())
     else:
         render_merge_retention(found.report, found.rows)
+
+
+# --- dataset-diagnostics ----------------------------------------------------------------------
+
+
+@cache
+def _registry() -> PluginRegistry:
+    from sediment.export.registry import load_registry
+
+    return load_registry()
+
+
+def _diagnosing() -> list[Objective]:
+    return [o for _, o in sorted(_registry().objectives.items()) if o.diagnoses]
+
+
+def _stratum_label(row: dict[str, Any]) -> str:
+    sources = [row.get(k) for k in ("chosen_label_source", "rejected_label_source", "eligibility_source")]
+    return " > ".join(str(s) for s in sources if s)
+
+
+def _dataset_label(row: dict[str, Any]) -> str:
+    dataset = row.get("dataset")
+    head = f"{dataset} {row['recipe_id']} v{row['recipe_version']}" if dataset else \
+        f"{row['recipe_id']} v{row['recipe_version']}"
+    return f"{head} · {_stratum_label(row)}"
+
+
+def _short(text: str, width: int = 70) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def render_dataset_diagnostics(report: DatasetDiagnosticsReport) -> None:
+    """The report as a person reads it, in the contract's section order: bar charts for the
+    balance, the Confidence histograms and the bucket sizes; duplicates named with row ids."""
+    _print(console.line(("org: ", "bold"), report.org_id))
+    recipes = sorted({f"{r['dataset']} {r['recipe_id']} v{r['recipe_version']}" for r in report.model_balance})
+    if recipes:
+        _print(console.line("recipes: ", ", ".join(recipes)))
+    _print(bar_chart("class/model balance (rows)",
+                     [(f"{r['dataset']} · {_stratum_label(r)} · {r['model']}", float(r["rows"]))
+                      for r in report.model_balance], value_format="{:.0f}"))
+    if not report.model_balance:
+        _print("  no rows")
+    _print(console.line(("confidence distribution", "bold")))
+    for chart in report.histograms:
+        stratum = {"chosen_label_source": chart.stratum.chosen_label_source,
+                   "rejected_label_source": chart.stratum.rejected_label_source,
+                   "eligibility_source": chart.stratum.eligibility_source}
+        title = f"{chart.dataset} · {_stratum_label(stratum)} · {chart.metric}"
+        rows = [r for r in report.confidence_distributions if r["dataset"] == chart.dataset
+                and r["metric"] == chart.metric and _stratum_label(r) == _stratum_label(stratum)]
+        table = Table(title=console.cell(title), title_justify="left", box=None, pad_edge=False)
+        for column in ("model", "n", "mean", "median", "min", "max", "stdev"):
+            table.add_column(column, justify="left" if column == "model" else "right")
+        for row in rows:
+            st = row["stats"]
+            table.add_row(console.cell(row["model"] or "(all models)"), str(st["count"]), _number(st["mean"]),
+                          _number(st["median"]), _number(st["min"]), _number(st["max"]), _number(st["stdev"]))
+        _print(table, bar_chart("", [(b, float(n)) for b, n in chart.bins], value_format="{:.0f}"))
+    _print(console.line(("dpo prompt-bucket sparsity", "bold")))
+    for row in report.dpo_bucket_sparsity:
+        _print(bar_chart(f"  {_dataset_label(row)}: {row['total_buckets']} buckets, {row['total_candidates']} "
+                         f"candidates, {row['singleton_candidates']} singletons "
+                         f"({row['singleton_candidate_fraction']:.1%}), {row['cap_hit_buckets']} over the cap",
+                         [(f"size {k}", float(v)) for k, v in row["bucket_size_histogram"].items()],
+                         value_format="{:.0f}"))
+    _print(console.line(("cross-split prompt duplicates", "bold")))
+    for row in report.cross_split_duplicates:
+        _print(console.line(f"  {_dataset_label(row)}: {row['duplicate_prompt_count']} prompts in train and eval"))
+        for example in row["examples"]:
+            _print(console.line("    ", (_short(example["prompt"]), "italic")))
+            _print(console.line(f"      train ({example['train_count']}): ", ", ".join(example["train_row_ids"])))
+            _print(console.line(f"      eval ({example['eval_count']}): ", ", ".join(example["eval_row_ids"])))
+    _print(console.line(("confidence-floor exclusions", "bold")))
+    for row in report.confidence_floor_exclusions:
+        _print(console.line(f"  {row['dataset']} {row['recipe_id']} v{row['recipe_version']} · "
+                            f"{row['eligibility_source']} · {row['model']}: {row['excluded_by_floor']} of "
+                            f"{row['otherwise_eligible_completions']} excluded ({row['exclusion_rate']:.1%})"))
+    _print(console.line(("dpo near-duplicate prompt buckets", "bold")))
+    for row in report.dpo_near_duplicate_buckets:
+        _print(console.line(f"  {_dataset_label(row)}: {row['near_miss_pair_count']} of "
+                            f"{row['comparable_pair_count']} bucket pairs at Jaccard >= {row['threshold']:g} "
+                            f"({row['bucket_count']} buckets)"))
+        for example in row["examples"]:
+            _print(console.line(f"    {example['similarity']:.3f} ", example["model"], ": ",
+                                ", ".join(example["bucket_a_row_ids"]), " ~ ", ", ".join(example["bucket_b_row_ids"])))
+    fate = report.fate
+    _print(bar_chart("Fate diagnostic (edits whose observation joins a decision)",
+                     [(k, float(v)) for k, v in fate["fates"].items()], value_format="{:.0f}"))
+    _print(console.line(f"  explicit accepts: {_counts(fate['explicit_accept_fates'])}; with external changes: "
+                        f"{fate['fates_with_external_changes']}; skipped: {_counts(fate['skipped'])}"))
+    ab = report.abandonment
+    _print(console.line(("abandonment", "bold"), f"  abandoned sessions: {ab['abandoned_sessions']}; "
+                        f"not abandoned: {_counts(ab['derivation_skipped'])}"))
+
+
+def _recipe_option(objective: Objective) -> inspect.Parameter:
+    info = objective.info
+    choices = enum.Enum(f"{objective.name}_report_recipes", {r.name: r.name for r in info.recipes},  # type: ignore[misc]
+                        type=str)
+    return inspect.Parameter(
+        f"recipe_{objective.name.replace('-', '_')}", inspect.Parameter.KEYWORD_ONLY,
+        default=typer.Option(choices(info.default_recipe.name), f"--{objective.name}-recipe",
+                             help=f"{info.title} recipe the {objective.name} rows are diagnosed under."),
+        annotation=choices)
+
+
+def run_diagnostics(*, org: str | None, mirrors: Path | None, as_json: bool, max_examples: int,
+                    threshold: float, recipes: dict[str, str | None], config: Path | None = None) -> None:
+    """One ``sediment report dataset-diagnostics`` run."""
+    from sediment.export.settings import SettingsSources
+    from sediment.reports.dataset_diagnostics import store_dataset_diagnostics
+
+    if max_examples < 0:
+        raise UsageError("--max-examples must be >= 0")
+    if not 0.0 <= threshold <= 1.0:
+        raise UsageError("--dpo-near-duplicate-threshold must be between 0.0 and 1.0")
+    org_id = settings.org_id(org)
+    diagnosing = _diagnosing()
+    root = _mirror_root(mirrors) if any(o.info.direct_needs_mirrors for o in diagnosing) else (
+        _mirror_root(mirrors) if mirrors is not None else None)
+    registry = _registry()
+    sources = SettingsSources.load(config_file=config, overrides=[])
+    registry.check_settings_sources(sources)
+    report = store_dataset_diagnostics(settings.store(), org_id, root, registry=registry, sources=sources,
+                                       recipes=recipes, max_examples=max_examples,
+                                       near_duplicate_threshold=threshold)
+    if as_json:
+        _emit_json(report.as_json())
+    else:
+        render_dataset_diagnostics(report)
+
+
+@cache
+def diagnostics_command() -> Any:
+    """The click command of ``sediment report dataset-diagnostics``: one ``--NAME-recipe`` option
+    per installed objective that takes part (from its declaration)."""
+    diagnosing = _diagnosing()
+    params = [
+        inspect.Parameter("org", inspect.Parameter.KEYWORD_ONLY, default=ORG_OPTION, annotation=str | None),
+        inspect.Parameter("mirrors", inspect.Parameter.KEYWORD_ONLY, default=MIRRORS_OPTION, annotation=Path | None),
+        inspect.Parameter("as_json", inspect.Parameter.KEYWORD_ONLY, annotation=bool, default=typer.Option(
+            False, "--json", help="Print the report as one JSON object on stdout (sections in contract order).")),
+        *(_recipe_option(o) for o in diagnosing),
+        inspect.Parameter("max_examples", inspect.Parameter.KEYWORD_ONLY, annotation=int, default=typer.Option(
+            5, "--max-examples", metavar="N", help="Examples listed per duplicate section (at least 0).")),
+        inspect.Parameter("threshold", inspect.Parameter.KEYWORD_ONLY, annotation=float, default=typer.Option(
+            0.8, "--dpo-near-duplicate-threshold", metavar="F",
+            help="Jaccard similarity of two prompt buckets' tokens at which they are flagged (0.0 to 1.0).")),
+        inspect.Parameter("config", inspect.Parameter.KEYWORD_ONLY, annotation=Path | None, default=typer.Option(
+            None, "--config", metavar="FILE", envvar="SEDIMENT_CONFIG_FILE", show_envvar=True,
+            help="TOML file of plugin settings and the ladder's label-confidence table, as for an export.")),
+    ]
+    recipe_names = {f"recipe_{o.name.replace('-', '_')}": o.name for o in diagnosing}
+
+    def command(**options: Any) -> None:
+        recipes = {recipe_names[k]: (None if v is None else v.value) for k, v in list(options.items())
+                   if k in recipe_names}
+        for key in recipe_names:
+            options.pop(key)
+        run_diagnostics(recipes=recipes, **options)
+
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    command.__doc__ = (
+        "What the training datasets would look like: class/model balance, Confidence distributions, "
+        "cross-split prompt duplicates, Confidence-floor exclusions, prompt-bucket sparsity, near-duplicate "
+        "prompt buckets, edit Fates and abandonment.\n\n\b\nEvery installed objective that implements "
+        "diagnose_evidence takes part (" + (", ".join(o.name for o in diagnosing) or "none installed")
+        + "), each under the recipe its --NAME-recipe option names, reading the fact store directly "
+        "as a direct export would; nothing is written. See docs/reports.md.\n\n\b\nExamples:\n"
+        "  sediment report dataset-diagnostics\n"
+        "  sediment report dataset-diagnostics --json --max-examples 10\n")
+    app = typer.Typer(add_completion=False)
+    decorate: Callable[[Callable[..., None]], Any] = app.command(DIAGNOSTICS)
+    decorate(command)
+    return typer.main.get_command(app)
