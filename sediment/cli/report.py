@@ -36,12 +36,12 @@ BAR_WIDTH = 24
 
 
 class ReportCommands(TyperGroup):
-    """The ``report`` group: bare ``sediment report`` prints the help, exit 2; an unknown name
-    is one line naming the reports there are, exit 2."""
+    """The ``report`` group: bare ``sediment report`` prints the help (as every command group
+    does), exit 2; an unknown name is one line naming the reports there are, exit 2."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         if not args and not ctx.resilient_parsing:
-            typer.echo(ctx.get_help(), err=True)
+            typer.echo(ctx.get_help())  # as the other command groups do: the help, exit code 2
             ctx.exit(2)
         return list(super().parse_args(ctx, args))
 

@@ -433,27 +433,26 @@ def session_edits(rollout: Any) -> SessionEdits:
                         observed_commit=bool(rollout.session_commit_observations))
 
 
-def store_dataset_diagnostics(store: Any, org_id: str, mirrors: Any, *, registry: Any, sources: Any,
-                              recipes: dict[str, str | None] | None = None,
-                              max_examples: int = DEFAULT_MAX_EXAMPLES,
-                              near_duplicate_threshold: float = DEFAULT_NEAR_DUPLICATE_THRESHOLD
-                              ) -> DatasetDiagnosticsReport:
-    """:func:`dataset_diagnostics` over the fact store: every installed objective that implements
-    ``diagnose_evidence``, under the recipe ``recipes`` names for it (default: its first),
-    reads the org's evidence directly (Rollouts derived one Session at a time under the default
-    derivation policy), as a direct export would.
+def evidence_dataset_diagnostics(evidence: Any, org_id: str, *, registry: Any, sources: Any,
+                                 recipes: dict[str, str | None] | None = None,
+                                 max_examples: int = DEFAULT_MAX_EXAMPLES,
+                                 near_duplicate_threshold: float = DEFAULT_NEAR_DUPLICATE_THRESHOLD
+                                 ) -> DatasetDiagnosticsReport:
+    """:func:`dataset_diagnostics` over an export's evidence (``sediment.export.context.Evidence``):
+    every installed objective that implements ``diagnose_evidence`` reads it under the recipe
+    ``recipes`` names for it (default: its first), then the Sessions' edits are read from its
+    Rollouts.
 
     :param registry: the plugin registry (:func:`sediment.export.registry.load_registry`).
     :param sources: the plugin settings sources (``SettingsSources``), as for an export.
     """
     from sediment.errors import PluginError
-    from sediment.export.context import ExportContext, export_order, store_evidence
+    from sediment.export.context import ExportContext, export_order
 
     # checked before reading anything
     dataset_diagnostics([], [], max_examples=max_examples, near_duplicate_threshold=near_duplicate_threshold)
-    evidence = store_evidence(store, org_id, mirrors)
     source = evidence.rollouts
-    repositories = getattr(source, "repositories", None)
+    repositories = evidence.repositories or getattr(source, "repositories", None)
     datasets = []
     for name, objective in sorted(registry.objectives.items()):
         if not objective.diagnoses:
@@ -472,3 +471,18 @@ def store_dataset_diagnostics(store: Any, org_id: str, mirrors: Any, *, registry
     return dataset_diagnostics(datasets, sessions, org_id=org_id,
                                quarantine_revision=0 if facts is None else facts.quarantine_revision,
                                max_examples=max_examples, near_duplicate_threshold=near_duplicate_threshold)
+
+
+def store_dataset_diagnostics(store: Any, org_id: str, mirrors: Any, *, registry: Any, sources: Any,
+                              recipes: dict[str, str | None] | None = None,
+                              max_examples: int = DEFAULT_MAX_EXAMPLES,
+                              near_duplicate_threshold: float = DEFAULT_NEAR_DUPLICATE_THRESHOLD
+                              ) -> DatasetDiagnosticsReport:
+    """:func:`evidence_dataset_diagnostics` over the fact store: the org's Rollouts derived one
+    Session at a time under the default derivation policy, as a direct export reads them."""
+    from sediment.export.context import store_evidence
+
+    dataset_diagnostics([], [], max_examples=max_examples, near_duplicate_threshold=near_duplicate_threshold)
+    return evidence_dataset_diagnostics(store_evidence(store, org_id, mirrors), org_id, registry=registry,
+                                        sources=sources, recipes=recipes, max_examples=max_examples,
+                                        near_duplicate_threshold=near_duplicate_threshold)
