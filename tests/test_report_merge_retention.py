@@ -18,7 +18,12 @@ from sediment.edit_retention import four_gram_containment
 from sediment.facts import DeveloperDecision, PullRequestMerge, SessionCommitObservation
 from sediment.mirrors import MirrorRoot
 from sediment.policy import Provenance
-from sediment.reports.merge_retention import ROW_FIELDS, SCORING_SKIP_REASONS, merge_retention
+from sediment.reports.merge_retention import (
+    MERGE_RETENTION_SCHEMA_ID,
+    ROW_FIELDS,
+    SCORING_SKIP_REASONS,
+    merge_retention,
+)
 from sediment.reports.statistics import distribution, percentile, summary, thresholds
 from sediment.repositories import RepositoryContext
 from sediment.testing import ORG, REPO, T0, GitRepo
@@ -131,6 +136,19 @@ def test_scores_follow_the_file_to_head_and_merge(history: dict[str, Any]) -> No
     assert (moved["head_retention_score"], moved["merge_retention_score"]) == (1.0, 1.0)
     assert fixed["provenance"] == {"policy_version": "3", "quarantine_revision": 3, "policy_digest": None}
     assert fixed["session_commit_observation_ids"] == [f"obs-s1-{history['c1'][:7]}"]
+
+
+def test_rows_validate_against_the_merge_retention_schema(history: dict[str, Any]) -> None:
+    from sediment.validation import SchemaSet, core_schemas
+
+    schemas = SchemaSet(core_schemas())
+    rows = run(history, evidence(history)).rows
+    assert rows
+    for row in rows:
+        assert schemas.errors(row, MERGE_RETENTION_SCHEMA_ID) == []
+    broken = {**rows[0], "head_retention_score": 1.5}
+    assert schemas.errors(broken, MERGE_RETENTION_SCHEMA_ID)
+    assert schemas.errors({k: v for k, v in rows[0].items() if k != "merge_id"}, MERGE_RETENTION_SCHEMA_ID)
 
 
 def test_distributions_thresholds_and_explicit_accepts(history: dict[str, Any]) -> None:
@@ -249,6 +267,15 @@ def test_the_demo_store_report_joins_and_scores(demo_home: Path, tmp_path: Path)
     text = invoke(demo_home, "merge-retention")
     assert text.returncode == 0
     assert "merge retention · org demo" in text.stdout and "█" in text.stdout
+
+
+def test_a_write_failure_is_one_line(demo_home: Path, tmp_path: Path) -> None:
+    out = tmp_path / "missing" / "rows.jsonl"
+    result = invoke(demo_home, "merge-retention", "--rows-out", str(out))
+    assert result.returncode == 1
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("error: couldn't write merge-retention rows: ")
+    assert not out.parent.exists()
 
 
 def test_no_rows_leaves_the_file_unchanged(demo_home: Path, tmp_path: Path) -> None:
