@@ -297,3 +297,28 @@ def test_the_demo_store(demo_home: Path) -> None:
                     "dpo near-duplicate prompt buckets", "Fate diagnostic", "abandonment"):
         assert heading in text.stdout
     assert "█" in text.stdout
+
+
+def test_text_mode_prints_input_literally_on_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from rich.console import Console
+
+    from sediment.cli import console
+    from sediment.cli.report import render_dataset_diagnostics
+
+    evil = "[bold]m\x1b[31m\nx"
+    stratum = Stratum(eligibility_source="explicit_accept")
+    prompt = [{"role": "user", "content": "line one\nline two"}]
+    records = [DiagnosedRow("r\x1bid", ORG, evil, "train", prompt, stratum, {"label_confidence": 0.7}),
+               DiagnosedRow("r2", ORG, evil, "eval", prompt, stratum, {"label_confidence": 0.9})]
+    found = dataset_diagnostics([DatasetDiagnosis("sft", "sft_curated", 1, records)], [], org_id=ORG)
+    buffer = io.StringIO()
+    monkeypatch.setattr(console, "out", Console(file=buffer, width=400, soft_wrap=True, markup=False,
+                                                highlight=False, emoji=False))
+    render_dataset_diagnostics(found)
+    text = buffer.getvalue()
+    assert "\x1b" not in text
+    assert "[bold]m\\x1b[31m\\nx" in text        # the model, escaped, markup literal
+    assert "r\\x1bid" in text                      # the cross-split row id, named
+    assert "line one\\nline two" in text            # the prompt as JSON text, on one line
