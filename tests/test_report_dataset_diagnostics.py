@@ -322,3 +322,61 @@ def test_text_mode_prints_input_literally_on_one_line(monkeypatch: pytest.Monkey
     assert "[bold]m\\x1b[31m\\nx" in text        # the model, escaped, markup literal
     assert "r\\x1bid" in text                      # the cross-split row id, named
     assert "line one\\nline two" in text            # the prompt as JSON text, on one line
+
+
+def _third_party(yielded: Any) -> Any:
+    """An objective outside Sediment taking part in the report: its own name, recipes and records."""
+    import types
+
+    from sediment.plugin import ExportContext, ObjectiveInfo, PopulationInfo, Recipe, hookimpl
+
+    module = types.ModuleType("objective_notes")
+
+    @hookimpl
+    def describe_objective() -> ObjectiveInfo:
+        return ObjectiveInfo(title="NOTES", unit="Rollout", units="rollouts",
+                             recipes=(Recipe("notes_all", 3, "every Rollout"),),
+                             populations={"notes": PopulationInfo("https://example.com/notes/v1.json", ())},
+                             direct_needs_mirrors=False)
+
+    @hookimpl
+    def register_schemas() -> Any:
+        return [{"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "https://example.com/notes/v1.json"}]
+
+    @hookimpl
+    def project_evidence(context: ExportContext) -> Any:
+        return iter(())
+
+    @hookimpl
+    def diagnose_evidence(context: ExportContext) -> Any:
+        for evidence in context.rollouts():
+            yield from yielded(evidence.rollout, context.recipe)
+
+    for fn in (describe_objective, register_schemas, project_evidence, diagnose_evidence):
+        setattr(module, fn.__name__, fn)
+    return module
+
+
+def test_a_third_party_objective_takes_part_without_the_core_knowing_it() -> None:
+    from sediment.testing import plugin_registry
+
+    def rows(r: Rollout, recipe: Any) -> Any:
+        yield DiagnosedRow(f"note-{r.session_id}", r.org_id, "m", r.split, [], Stratum(eligibility_source="note"),
+                           {"score": 0.5})
+
+    registry = plugin_registry(("notes", _third_party(rows)))
+    found = evidence_dataset_diagnostics(Evidence(evidence_sessions()[:2], True), ORG, registry=registry,
+                                         sources=SettingsSources.empty()).as_json()
+    notes = [r for r in found["model_balance"] if r["dataset"] == "notes"]
+    assert notes == [{"dataset": "notes", "recipe_id": "notes_all", "recipe_version": 3, "chosen_label_source": None,
+                      "rejected_label_source": None, "eligibility_source": "note", "model": "m", "rows": 2}]
+    assert [r["dataset"] for r in found["model_balance"]] == ["dpo", "notes", "sft"]
+    def strings(r: Rollout, recipe: Any) -> Any:
+        yield "not a record"
+
+    from sediment.errors import PluginError
+
+    with pytest.raises(PluginError, match="objective 'notes' yielded str from diagnose_evidence"):
+        evidence_dataset_diagnostics(Evidence(evidence_sessions()[:1], True), ORG,
+                                     registry=plugin_registry(("notes", _third_party(strings))),
+                                     sources=SettingsSources.empty())
