@@ -22,6 +22,7 @@ from sediment.reports.merge_retention import (
     MERGE_RETENTION_SCHEMA_ID,
     ROW_FIELDS,
     SCORING_SKIP_REASONS,
+    MergeRetentionPolicy,
     merge_retention,
 )
 from sediment.reports.statistics import distribution, percentile, summary, thresholds
@@ -179,6 +180,31 @@ def test_a_pr_number_on_the_commits_ci_joins_without_ancestry(history: dict[str,
     assert without_mirrors.membership["ancestry_check_failed"] == 1
 
 
+def test_each_scoring_skip_names_the_first_problem(tmp_path: Path) -> None:
+    (tmp_path / "m").mkdir()
+    root = MirrorRoot(tmp_path / "m")
+    repo = GitRepo(root)
+    base = repo.commit({"keep.py": "one\ntwo\nthree\n", "gone.py": "print('soon gone')\n"})
+    trimmed = repo.commit({"keep.py": "one\n"}, branch="pr-1", parents=[base])           # deletes lines only
+    binary = repo.commit({"blob.bin": "\x00\x01 not text \x00"}, branch="pr-1")
+    big = repo.commit({"big.py": "x = 1\n" * 40}, branch="pr-1")
+    edited = repo.commit({"gone.py": "print('edited, then deleted')\n"}, branch="pr-1")
+    merged = repo.commit({"gone.py": None, "big.py": "x = 1\n" * 40, "blob.bin": "\x00\x01 not text \x00",
+                          "keep.py": "one\n"}, parents=[base, edited])
+    merges = [merge(1, edited, base, merged)]
+    found = merge_retention(
+        [completion("s1", trimmed, "keep.py"), completion("s2", binary, "blob.bin"),
+         completion("s3", big, "big.py"), completion("s4", edited, "gone.py")],
+        merges, org_id=ORG, repositories=RepositoryContext.build(ORG, merges), mirrors=root, quarantine_revision=0,
+        policy_digest=None, policy=MergeRetentionPolicy(max_file_bytes=100))
+    assert found.report.membership["joined"] == 4
+    assert {k: v for k, v in found.report.scoring_skips.items() if v} == {
+        "source_text_empty": 1, "binary_file": 1, "file_oversized": 1, "merge_file_absent": 1}
+    assert found.rows == ()
+    with pytest.raises(ValueError, match=r"MergeRetentionPolicy.max_file_bytes must be >= 1 \(got 0\)"):
+        MergeRetentionPolicy(max_file_bytes=0)
+
+
 def test_the_boundary_leaves_later_merges_out(history: dict[str, Any]) -> None:
     report = run(history, evidence(history), as_of=T0 + timedelta(hours=1, minutes=30)).report
     # only PR 1 was captured by then: util.py's commit has no merge yet, both.py's only one is gone
@@ -276,6 +302,12 @@ def test_a_write_failure_is_one_line(demo_home: Path, tmp_path: Path) -> None:
     (line,) = result.stderr.strip().splitlines()
     assert line.startswith("error: couldn't write merge-retention rows: ")
     assert not out.parent.exists()
+
+
+def test_a_bad_boundary_is_a_usage_error(demo_home: Path) -> None:
+    result = invoke(demo_home, "merge-retention", "--as-of", "yesterday")
+    assert result.returncode == 2
+    assert result.stderr.strip() == "error: --as-of is not an RFC 3339 time: 'yesterday'"
 
 
 def test_no_rows_leaves_the_file_unchanged(demo_home: Path, tmp_path: Path) -> None:
