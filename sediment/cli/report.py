@@ -198,7 +198,19 @@ def _write_rows(path: Path, rows: Sequence[dict[str, Any]]) -> None:
     console.say(f"wrote {len(rows)} merge-retention rows to {path}")
 
 
-@report_app.command("merge-retention")
+MERGE_RETENTION_HELP = (
+    "How much of each attributed agent edit survives to its pull request's head and merge.\n\n"
+    "Candidates are attributed files whose Session a git note binds to the commit; each is matched to the "
+    "pull request whose head contains the commit and whose base does not (or whose number a CI run on the "
+    "commit names); a joined one is scored with four-gram containment of the lines it added against the file "
+    "at the head and at the merge commit (1.0: all of it survived). Needs the mirrors. See docs/reports.md.\n\n"
+    "\b\nExamples:\n"
+    "  sediment report merge-retention\n"
+    "  sediment report merge-retention --json --rows-out merge-retention.jsonl\n"
+)
+
+
+@report_app.command("merge-retention", help=MERGE_RETENTION_HELP)
 def merge_retention(
     org: str | None = ORG_OPTION,
     mirrors: Path | None = MIRRORS_OPTION,
@@ -211,20 +223,7 @@ def merge_retention(
         None, "--as-of", metavar="TIME",
         help="Boundary: merges captured after this RFC 3339 time are left out (default: now)."),
 ) -> None:
-    """How much of each attributed agent edit survives to its pull request's head and merge.
-
-    \b
-    Candidates are attributed files whose Session a git note binds to the commit; each is
-    matched to the pull request whose head contains the commit and whose base does not (or
-    whose number a CI run on the commit names); a joined one is scored with four-gram
-    containment of the lines it added against the file at the head and at the merge commit
-    (1.0: all of it survived). Needs the mirrors. See docs/reports.md.
-
-    \b
-    Examples:
-      sediment report merge-retention
-      sediment report merge-retention --json --rows-out merge-retention.jsonl
-    """
+    """How much of each attributed agent edit survives to its pull request's head and merge."""
     from sediment.reports.merge_retention import store_merge_retention
 
     org_id = settings.org_id(org)
