@@ -45,8 +45,8 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[list[FactModel], Mir
     return facts, mirrors, out
 
 
-def reports(facts: list[FactModel], mirrors: MirrorRoot, path: Path) -> tuple[str, str, Any]:
-    store = FactStore(f"sqlite:///{path}")
+def reports(facts: list[FactModel], mirrors: MirrorRoot, path: Path | str) -> tuple[str, str, Any]:
+    store = FactStore(path if isinstance(path, str) else f"sqlite:///{path}")
     for fact in facts:  # one at a time: the order of arrival is the order given
         store.append([fact])
     diagnostics = store_dataset_diagnostics(store, ORG, mirrors, registry=load_registry(),
@@ -66,3 +66,11 @@ def test_repeated_and_shuffled_ingest_give_identical_reports(demo: tuple[list[Fa
     diagnostics, retention, rows = first
     assert json.loads(retention)["scored_rows"] == len(rows) > 0
     assert json.loads(diagnostics)["model_balance"]
+
+
+def test_both_backends_give_the_same_reports(demo: tuple[list[FactModel], MirrorRoot, Path], store_url: str,
+                                             tmp_path: Path) -> None:
+    facts, mirrors, _ = demo
+    shuffled = list(facts)
+    random.Random(9).shuffle(shuffled)
+    assert reports(shuffled, mirrors, store_url) == reports(facts, mirrors, tmp_path / "sqlite.db")
