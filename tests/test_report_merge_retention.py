@@ -201,6 +201,7 @@ def test_each_scoring_skip_names_the_first_problem(tmp_path: Path) -> None:
     assert {k: v for k, v in found.report.scoring_skips.items() if v} == {
         "source_text_empty": 1, "binary_file": 1, "file_oversized": 1, "merge_file_absent": 1}
     assert found.rows == ()
+    assert found.report.attribution_skips == {"session_commit_unobserved": 0}
     with pytest.raises(ValueError, match=r"MergeRetentionPolicy.max_file_bytes must be >= 1 \(got 0\)"):
         MergeRetentionPolicy(max_file_bytes=0)
 

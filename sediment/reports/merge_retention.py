@@ -73,6 +73,8 @@ SCORING_SKIP_REASONS: tuple[str, ...] = (
     "scorer_error",
     "invalid_score",
 )
+#: Why an attributed file is not a candidate (per distinct commit and Session edge).
+ATTRIBUTION_SKIP_REASONS: tuple[str, ...] = ("session_commit_unobserved",)
 #: The row's fields, in the order they are written (``--rows-out``).
 ROW_FIELDS: tuple[str, ...] = (
     "org_id", "repo", "pr_number", "merge_id", "inference_call_id", "session_id", "source_commit_sha",
@@ -394,7 +396,7 @@ def merge_retention(completions: Iterable[AttributedCompletion], merges: Iterabl
         scored_pull_requests=len(scored_prs),
         membership=_ordered(membership, MEMBERSHIP_REASONS),
         scoring_skips=_ordered(scoring, SCORING_SKIP_REASONS),
-        attribution_skips=_ordered(Counter({"session_commit_unobserved": len(unobserved)})),
+        attribution_skips=_ordered(Counter({"session_commit_unobserved": len(unobserved)}), ATTRIBUTION_SKIP_REASONS),
         decision_attachment_skips=_ordered(Counter(attachment_skipped or {})),
         head=RetentionScores(distribution(head), thresholds(head)),
         merge=RetentionScores(distribution(merged), thresholds(merged)),
