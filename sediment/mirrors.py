@@ -82,6 +82,18 @@ class CommitInfo:
     added_by_file: tuple[tuple[str, str], ...] = ()
 
 
+@dataclass(frozen=True)
+class FileChange:
+    """One file's section of a commit's first-parent diff (renames detected): its old and new
+    path (``None`` for an add or a delete), whether git saw it as binary, and the text of its
+    added lines."""
+
+    old_path: str | None
+    new_path: str | None
+    binary: bool
+    added_text: str
+
+
 def _encode(text: str) -> str:
     return quote(text, safe="")
 
@@ -532,6 +544,68 @@ class Mirror:
             return "".join(patch.data.decode("utf-8", "replace") for patch in diff if patch is not None)
         except pygit2.GitError as exc:
             raise MirrorReadError(f"diff of {sha}: {exc}") from exc
+
+    def file_changes(self, sha: str) -> tuple[FileChange, ...]:
+        """Every file's section of the diff ``sha`` introduces against its first parent (from
+        the empty tree for a root commit), with rename detection (limit 1000), in diff order."""
+        commit = self._commit(sha)
+        try:
+            if commit.parents:
+                diff = commit.parents[0].tree.diff_to_tree(commit.tree)
+            else:
+                diff = commit.tree.diff_to_tree(swap=True)
+            diff.find_similar(flags=pygit2.enums.DiffFind.FIND_RENAMES, rename_limit=1000)
+            changes: list[FileChange] = []
+            for patch in diff:
+                if patch is None:
+                    continue
+                delta = patch.delta
+                status = delta.status
+                old = None if status == pygit2.enums.DeltaStatus.ADDED else delta.old_file.path
+                new = None if status == pygit2.enums.DeltaStatus.DELETED else delta.new_file.path
+                added = "" if delta.is_binary else "".join(
+                    line.content for hunk in patch.hunks for line in hunk.lines if line.origin == "+")
+                changes.append(FileChange(old, new, bool(delta.is_binary), added))
+            return tuple(changes)
+        except pygit2.GitError as exc:
+            raise MirrorReadError(f"diff of {sha}: {exc}") from exc
+
+    def renamed_paths(self, base: str, head: str, path: str) -> tuple[str, ...]:
+        """The paths ``path`` was renamed to between ``base`` and ``head`` (rename detection,
+        limit 1000), sorted."""
+        try:
+            old, new = self._commit(base), self._commit(head)
+            diff = old.tree.diff_to_tree(new.tree)
+            diff.find_similar(flags=pygit2.enums.DiffFind.FIND_RENAMES, rename_limit=1000)
+            return tuple(sorted({d.new_file.path for d in diff.deltas
+                                 if d.status == pygit2.enums.DeltaStatus.RENAMED and d.old_file.path == path}))
+        except pygit2.GitError as exc:
+            raise MirrorReadError(f"diff {base}..{head}: {exc}") from exc
+
+    def has_path(self, sha: str, path: str) -> bool:
+        """Whether ``path`` names a file (a blob) in ``sha``'s tree."""
+        tree = self._commit(sha).tree
+        try:
+            entry = tree[path]
+        except (KeyError, ValueError, pygit2.GitError):
+            return False
+        return entry.type_str == "blob"
+
+    def file_bytes(self, sha: str, path: str) -> bytes | None:
+        """The content of the file ``path`` in ``sha``'s tree, or ``None`` when there is none."""
+        tree = self._commit(sha).tree
+        try:
+            entry = tree[path]
+            if entry.type_str != "blob":
+                return None
+            blob = self._repo[entry.id]
+            return bytes(blob.data)  # type: ignore[attr-defined]
+        except (KeyError, ValueError) as exc:
+            if isinstance(exc, KeyError):
+                return None
+            raise MirrorReadError(f"cannot read {path} at {sha}: {exc}") from exc
+        except pygit2.GitError as exc:
+            raise MirrorReadError(f"cannot read {path} at {sha}: {exc}") from exc
 
     def diff(self, base: str, head: str) -> str:
         """Unified diff ``base..head`` with rename detection (limit 1000) and ``a/``/``b/`` prefixes."""

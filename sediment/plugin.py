@@ -74,6 +74,7 @@ from sediment.identifiers import render_datetime
 from sediment.mirrors import Mirror, MirrorReadError
 from sediment.policy import Provenance, TrainingProvenance
 from sediment.records import canonical_digest, canonical_json, plain, sha256_hex
+from sediment.reports.diagnosis import DiagnosedRow, FloorCandidate, PromptBucket, Stratum
 from sediment.rollout import Rollout, Turn
 from sediment.split import Split
 from sediment.test_transitions import TRANSITION_SKIP_REASONS, TestTransitions
@@ -112,7 +113,9 @@ __all__ = [
     "CompletionResolution",
     "Declined",
     "Dependency",
+    "DiagnosedRow",
     "ExportContext",
+    "FloorCandidate",
     "InferenceMessage",
     "LabelConfidencePolicy",
     "ManifestInfo",
@@ -127,6 +130,7 @@ __all__ = [
     "PopulationInfo",
     "ProfileInfo",
     "ProjectedRow",
+    "PromptBucket",
     "Provenance",
     "PublishedExport",
     "ReasoningPart",
@@ -137,6 +141,7 @@ __all__ = [
     "SessionAbandonment",
     "SessionCompletions",
     "Split",
+    "Stratum",
     "TargetInfo",
     "TaskBasis",
     "TestCaseResult",

@@ -53,7 +53,7 @@ def _load(entry: Traversable) -> dict[str, Any]:
 def core_schemas() -> Mapping[str, dict[str, Any]]:
     """The core's own schemas, by ``$id``."""
     found: dict[str, dict[str, Any]] = {}
-    for folder in ("training-rows", "trainer-messages", "profile-rows", "trajectories"):
+    for folder in ("training-rows", "trainer-messages", "profile-rows", "trajectories", "derived-artifacts"):
         for schema in schemas_in("sediment.schemas", folder):
             found[schema["$id"]] = schema
     return found

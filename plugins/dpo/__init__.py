@@ -27,16 +27,19 @@ from sediment.plugin import (
     REPRESENTATION_REASONS,
     RESOLVER_SKIP_REASONS,
     Declined,
+    DiagnosedRow,
     ExportContext,
     ObjectiveInfo,
     PluginSettings,
     PopulationInfo,
     ProjectedRow,
+    PromptBucket,
     Recipe,
     hookimpl,
     schemas_in,
 )
 
+from .diagnosis import diagnose
 from .pairing import (
     DPO_POLICY_VERSION,
     DPO_RECIPES,
@@ -121,3 +124,14 @@ def project_evidence(context: ExportContext, settings: DPOSettings) -> Iterator[
             yield Declined(item)
         else:
             yield ProjectedRow(item["metadata"]["split"], item)
+
+
+def _policy(context: ExportContext, settings: DPOSettings) -> DPOPolicy:
+    return DPOPolicy(label_confidence=context.label_confidence, max_pairs_per_bucket=settings.max_pairs_per_bucket,
+                     recipe_id=context.recipe.name, label_confidence_formula=settings.label_confidence)
+
+
+@hookimpl
+def diagnose_evidence(context: ExportContext, settings: DPOSettings) -> Iterator[DiagnosedRow | PromptBucket]:
+    """The prompt buckets and pairs ``sediment report dataset-diagnostics`` reads (:mod:`.diagnosis`)."""
+    yield from diagnose(context.attributed_completions(), _policy(context, settings))

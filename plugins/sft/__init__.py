@@ -19,7 +19,9 @@ from typing import Any
 
 from sediment.plugin import (
     Declined,
+    DiagnosedRow,
     ExportContext,
+    FloorCandidate,
     ObjectiveInfo,
     PluginSettings,
     PopulationInfo,
@@ -29,6 +31,7 @@ from sediment.plugin import (
     schemas_in,
 )
 
+from .diagnosis import diagnose
 from .eligibility import CURATED, VERIFIED
 from .samples import SCHEMA_ID, SKIP_REASONS, project_session
 
@@ -83,3 +86,9 @@ def project_evidence(context: ExportContext, settings: PluginSettings) -> Iterat
     policy = context.label_confidence
     for completions in context.attributed_completions():
         yield from project_session(completions, context.recipe, policy)
+
+
+@hookimpl
+def diagnose_evidence(context: ExportContext, settings: PluginSettings) -> Iterator[DiagnosedRow | FloorCandidate]:
+    """The rows and floor candidates ``sediment report dataset-diagnostics`` reads (:mod:`.diagnosis`)."""
+    yield from diagnose(context.attributed_completions(), context.recipe, context.label_confidence)

@@ -22,6 +22,7 @@ from sediment.cli.facts import facts, quarantine, release
 from sediment.cli.ingest import ingest_app
 from sediment.cli.library import library_app
 from sediment.cli.mirror import mirror_app
+from sediment.cli.report import report_app
 from sediment.cli.schema import schema_app
 from sediment.cli.serve import serve
 from sediment.cli.targets import objectives, profiles, targets
@@ -45,6 +46,7 @@ app.add_typer(ingest_app, name="ingest")
 app.add_typer(mirror_app, name="mirror")
 app.command()(derive)
 app.add_typer(export_app, name="export")
+app.add_typer(report_app, name="report")
 app.command()(objectives)
 app.command()(targets)
 app.command()(profiles)

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from sediment.trajectory.importing import ImporterInfo
     from sediment.trajectory.record import Trajectory
     from sediment.trajectory.sources import ImportRefusal
+    from sediment.reports.diagnosis import Diagnosis
 
 PROJECT_NAME = "sediment"
 #: The version of the plugin contract these hooks define.
@@ -159,6 +160,27 @@ def project_evidence(context: ExportContext,  # type: ignore[empty-body]
     :param context: the export's evidence, recipe, split and mirrors (``ExportContext``).
     :param settings: this plugin's settings.
     :return: an iterable (usually a generator) of rows and declines, in emission order.
+    """
+
+
+@hookspec(firstresult=True)
+def diagnose_evidence(context: ExportContext,  # type: ignore[empty-body]
+                      settings: PluginSettings) -> Iterable[Diagnosis]:
+    """Describe the dataset this objective would write, for ``sediment report dataset-diagnostics``.
+
+    Optional; an objective that implements it takes part in the report (docs/reports.md).
+    Called once per report on that objective only, with a context like an export's (the recipe
+    the report asks for, the evidence read directly from the fact store), outside any output
+    directory: nothing is written. The implementation reads the evidence as
+    ``project_evidence`` does and yields :class:`~sediment.plugin.DiagnosedRow` for every row
+    the export would write, :class:`~sediment.plugin.PromptBucket` for every prompt bucket
+    holding a labelled member (objectives that pair completions of one prompt), and
+    :class:`~sediment.plugin.FloorCandidate` for every unit that passed every check but the
+    Confidence floor. The report aggregates them without knowing the objective.
+
+    :param context: the evidence, recipe and split (``ExportContext``).
+    :param settings: this plugin's settings.
+    :return: an iterable (usually a generator) of those records, in any order.
     """
 
 

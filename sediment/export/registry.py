@@ -143,6 +143,18 @@ class Objective(_Plugin):
             raise PluginError(f"objective {self.name!r} returned nothing from project_evidence")
         return result  # type: ignore[no-any-return]
 
+    @property
+    def diagnoses(self) -> bool:
+        """Whether it takes part in ``sediment report dataset-diagnostics`` (``diagnose_evidence``)."""
+        return "diagnose_evidence" in self._callers
+
+    def diagnose(self, context: ExportContext, settings: PluginSettings) -> Iterable[Any]:
+        """What ``diagnose_evidence`` yields for this report (records checked by the caller)."""
+        result = self._callers["diagnose_evidence"](context=context, settings=settings)
+        if result is None:
+            raise PluginError(f"objective {self.name!r} returned nothing from diagnose_evidence")
+        return result  # type: ignore[no-any-return]
+
     def count(self, tally: Counter[str], population: Population, reasons: Iterable[str]) -> None:
         """Add ``reasons`` to ``tally``; a reason outside the vocabulary is a plugin bug."""
         _count(tally, self.vocabularies[population], reasons, f"the {population} vocabulary of objective "
@@ -389,9 +401,10 @@ class PluginRegistry:
                                   f"{[h for h in hooks if h not in implemented]}")
             if has and describe not in implemented:
                 raise PluginError(f"plugin {name!r} ({origin.distribution}) implements {has} but not {describe}")
-        if "project_evidence" in implemented and "describe_objective" not in implemented:
-            raise PluginError(f"plugin {name!r} ({origin.distribution}) implements ['project_evidence'] but not "
-                              "describe_objective")
+        for hook in ("project_evidence", "diagnose_evidence"):
+            if hook in implemented and "describe_objective" not in implemented:
+                raise PluginError(f"plugin {name!r} ({origin.distribution}) implements ['{hook}'] but not "
+                                  "describe_objective")
 
     @staticmethod
     def _settings_model(name: str, origin: PluginOrigin, callers: Mapping[str, Any]) -> type[PluginSettings]:
