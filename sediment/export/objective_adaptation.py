@@ -62,7 +62,7 @@ class ObjectiveProfileProjection(ObjectiveProjection):
 
     def __init__(self, objective: Objective, objective_settings: PluginSettings, profile: Profile,
                  settings: PluginSettings, schemas: SchemaSet, *, split_enabled: bool,
-                 budget: int = PROFILE_MATERIALIZATION_BUDGET) -> None:
+                 budget: int | None = None) -> None:
         super().__init__(objective, objective_settings)
         self.profile = profile
         self.profile_settings = settings
@@ -72,7 +72,7 @@ class ObjectiveProfileProjection(ObjectiveProjection):
         self.population = profile.info.population
         self.schema_id = profile.info.canonical_schema
         self.stems = ProfileProjection.stems
-        self.budget = budget
+        self.budget = PROFILE_MATERIALIZATION_BUDGET if budget is None else budget
         self._positions: Counter[str] = Counter()
         self._read: Counter[str] = Counter()
 
