@@ -108,6 +108,10 @@ class ObjectiveProfileProjection(ObjectiveProjection):
         if problems:
             raise PluginError(f"objective {self.objective.name!r} emitted a {self.population} row that violates "
                               f"{self.schema_id}: {problems[0]}")
+        named = row_field(row.body, "split")
+        if named is not None and named != row.split:
+            raise PluginError(f"objective {self.objective.name!r} routed a {self.population} row to {row.split} whose "
+                              f"split field says {named!r}")
         tally.emitted[CANONICAL] += 1
         side = row.split if self.split_enabled else "all"
         adapted = self.profile.adapt(row.body, None, self.profile_settings, self._read[side])
