@@ -453,6 +453,7 @@ def run_demo(out: Path) -> dict[str, Any]:
     operator's settings file (``inputs/settings.toml``)."""
     from sediment.bundle import open_bundle
     from sediment.derive import derive_bundle
+    from sediment.errors import ProfileError
     from sediment.export.context import Evidence, store_evidence
     from sediment.export.pipeline import export_objective, export_rlvr_from_rollouts
     from sediment.export.registry import load_registry
@@ -504,15 +505,28 @@ def run_demo(out: Path) -> dict[str, Any]:
                                          split_enabled=bundle.split_enabled, registry=registry,
                                          settings=settings, fragmented=bundle.manifest.fragmented)
 
+    def own_rows(directory: Path, objective: str, profile: str | None = None) -> dict[str, Any]:
+        # an objective without targets: from the bundle, or from the store if it reads no bundle
+        evidence = (Evidence(bundle, bundle.split_enabled, mirrors, bundle.manifest.fragmented)
+                    if registry.objectives[objective].info.supports_from else store_evidence(store, ORG, mirrors))
+        return export_objective(evidence, directory, objective=objective, profile=profile, registry=registry,
+                                settings=settings)
+
     exports = {name: export(out / "exports" / name, name) for name in sorted(registry.targets)}
     for name, objective in sorted(registry.objectives.items()):
-        if not objective.has_targets:  # from the bundle, or from the store if it reads no bundle
-            evidence = (Evidence(bundle, bundle.split_enabled, mirrors, bundle.manifest.fragmented)
-                        if objective.info.supports_from else store_evidence(store, ORG, mirrors))
-            exports[name] = export_objective(evidence, out / "exports" / name, objective=name, registry=registry,
-                                             settings=settings)
-    profiles = {name: export(out / "profiles" / name, p.info.target, name)
-                for name, p in sorted(registry.profiles.items())}
+        if not objective.has_targets:
+            exports[name] = own_rows(out / "exports" / name, name)
+    def profile_export(name: str, profile: Any) -> dict[str, Any]:
+        directory = out / "profiles" / name
+        if profile.info.target in registry.targets:
+            return export(directory, profile.info.target, name)
+        try:
+            return own_rows(directory, profile.objective, name)
+        except ProfileError as refused:  # a format-only profile that cannot carry the demo's rows
+            return {"profile": name, "target": profile.info.target, "objective": profile.objective,
+                    "refused": str(refused), "written": {}}
+
+    profiles = {name: profile_export(name, p) for name, p in sorted(registry.profiles.items())}
     return {
         "inputs": str(inputs.calls.parent), "home": str(home), "bundle": str(bundle_path),
         "ingested": {"calls": calls.as_json(), "webhooks": hooks.as_json(), "decisions": decided.as_json(),

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from sediment.errors import OutputDirectoryError, PluginError, UnknownObjectiveError, UsageError
+from sediment.errors import OutputDirectoryError, PluginError, UnknownObjectiveError, UnknownProfileError, UsageError
 from sediment.export.pipeline import Evidence, export_objective
 from sediment.export.plugins import BUILTIN_OBJECTIVES, PluginOrigin, PluginSource
 from sediment.export.registry import load_registry
@@ -115,7 +115,10 @@ def test_discovery_finds_the_builtin_objectives() -> None:
     assert registry.default_objective is rlvr
     assert rlvr.targets == ("nemo-gym", "sediment", "swe-bench")
     assert {t.objective for t in registry.targets.values()} == {"rlvr"}
-    assert {p.objective for p in registry.profiles.values()} == {"rlvr"}
+    assert {p.objective for p in registry.profiles.values()} == {"rlvr", "sft", "dpo"}
+    # a profile of an objective without targets names the objective as what it adapts
+    assert {(n, p.info.target) for n, p in registry.profiles.items() if p.objective != "rlvr"} == {
+        ("hf-trl-sft-v2", "sft"), ("fireworks-sft-v1", "sft"), ("hf-trl-dpo-v3", "dpo"), ("fireworks-dpo-v2", "dpo")}
 
 
 @pytest.mark.parametrize(("changes", "message"), [
@@ -276,10 +279,13 @@ def test_the_recipe_and_settings_reach_the_objective(tmp_path: Path) -> None:
     assert not (tmp_path / "c").exists()
 
 
-def test_an_objective_without_targets_takes_no_target_or_profile(tmp_path: Path) -> None:
+def test_an_objective_without_targets_takes_no_target_and_only_its_own_profiles(tmp_path: Path) -> None:
     registry = registry_with(("notes", make_objective()))
-    with pytest.raises(UsageError, match="objective notes has no targets or profiles; it writes notes rows itself"):
+    with pytest.raises(UsageError, match="objective notes has no targets; it writes notes rows itself"):
         export(registry, tmp_path / "out", [], target="sediment")
+    with pytest.raises(UnknownProfileError, match="unsupported profile: hf-trl-sft-v2; installed profiles: none"):
+        export(registry, tmp_path / "out", [], profile="hf-trl-sft-v2")
+    assert not (tmp_path / "out").exists()
 
 
 def test_the_context_streams_rollouts_in_export_order_with_progress(tmp_path: Path) -> None:

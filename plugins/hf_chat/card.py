@@ -141,8 +141,8 @@ def render(profile_id: str, info: ProfileInfo, published: PublishedExport, featu
     body = [
         f"# {title}",
         "",
-        f"Exported by Sediment profile `{profile_id}` (version {info.version}) from the rows of target "
-        f"`{info.target}`, population `{info.population}` (`{info.canonical_schema}`).",
+        f"Exported by Sediment profile `{profile_id}` (version {info.version}) from the `{info.population}` "
+        f"rows of `{info.target}` (`{info.canonical_schema}`).",
         "",
         f"Validated with {versions}: {info.validation}.",
         "",

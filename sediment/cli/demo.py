@@ -34,6 +34,9 @@ def demo(
     from sediment.cli.export import render_summary
 
     for summary in [*result["exports"].values(), *result["profiles"].values()]:
+        if "refused" in summary:  # a format-only profile that cannot carry the demo's rows
+            console.say(f"profile {summary['profile']} wrote nothing: {summary['refused']}")
+            continue
         render_summary(summary)
     ingested = result["ingested"]
     console.say(f"ingested {ingested['calls']['records']} model calls, {ingested['webhooks']['records']} "

@@ -139,7 +139,7 @@ def render_summary(summary: dict[str, Any], objective: Objective | None = None) 
         objective = registry.objective(str(name))
     info = objective.info
     if "profile" in summary:
-        _render_profile_summary(summary, info.units)
+        _render_profile_summary(summary, info.units, "target" if info.has_targets else "objective")
         return
     owner = f"target {summary['target']}" if "target" in summary else f"objective {summary['objective']}"
     table = Table(title=console.cell(f"{info.title} export · {owner}"), title_justify="left")
@@ -162,8 +162,8 @@ def render_summary(summary: dict[str, Any], objective: Objective | None = None) 
     _render_files(summary)
 
 
-def _render_profile_summary(summary: dict[str, Any], units: str) -> None:
-    table = Table(title=console.cell(f"Profile export · {summary['profile']} (target {summary['target']})"),
+def _render_profile_summary(summary: dict[str, Any], units: str, owner: str = "target") -> None:
+    table = Table(title=console.cell(f"Profile export · {summary['profile']} ({owner} {summary['target']})"),
                   title_justify="left")
     table.add_column("population")
     table.add_column("rows", justify="right")
@@ -229,6 +229,8 @@ def run_export(objective_name: str, *, out: Path, recipe: str | None = None, sou
         chosen = registry.get(target, objective=objective.name)
         if profile is not None:
             registry.profile(profile, target=chosen.name)
+    elif profile is not None:
+        registry.profile(profile, objective=objective.name)
     sources = SettingsSources.load(config_file=config, overrides=assignments or [])
     registry.check_settings_sources(sources)
     direct = source is None
@@ -290,6 +292,12 @@ def _parameters(objective: Objective) -> list[inspect.Parameter]:
             None, "--profile", "-p", metavar="PROFILE",
             help="Adapt the target's rows to one consumer release (see `sediment profiles`); writes "
                  "data/evidence files and compatibility.json instead of canonical rows.")))
+    else:
+        adapters = sorted(n for n, p in _registry().profiles.items() if p.objective == objective.name)
+        params.append(_option("profile", str | None, typer.Option(
+            None, "--profile", "-p", metavar="PROFILE", hidden=not adapters,  # hidden: refused in one line
+            help=f"Adapt the {info.title} rows to one consumer release ({', '.join(adapters)}; see `sediment "
+                 "profiles`); writes data/evidence files and compatibility.json instead of canonical rows.")))
     params.append(_option("config", Path | None, typer.Option(
         None, "--config", metavar="FILE", envvar="SEDIMENT_CONFIG_FILE", show_envvar=True,
         help="TOML file of plugin settings, one [plugins.NAME] table per plugin.")))

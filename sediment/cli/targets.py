@@ -111,7 +111,9 @@ def profiles(
                              for name, s in item["settings"].items()) or "none"
         console.show((item["id"], "bold"), f"  {item['description']}")  # plugin-supplied: never markup
         for label, value in (
-            ("adapts", f"target {item['target']} {item['population']} ({item['canonical_schema']})"),
+            ("adapts", (f"target {item['target']} {item['population']}" if item["target"] in registry.targets
+                        else f"objective {item['objective']} {item['population']} rows")
+             + f" ({item['canonical_schema']})"),
             ("consumer", f"{item['consumer']}, validated with "
                          + (", ".join(f"{p}=={v}" for p, v in item["validated_with"]) or "no package")),
             ("support", item["support"]),

@@ -49,7 +49,7 @@ def evidence_row(profile: str, canonical: dict[str, Any], schema_id: str, adapte
     """The sidecar line of one data line (keys in this order)."""
     return {
         "profile": profile,
-        "instance_id": row_field(canonical, "instance_id"),
+        "instance_id": row_field(canonical, "instance_id") or adapted.instance_id,
         "split": split,
         "row_sha256": canonical_digest(adapted.body),
         "source_row_sha256": canonical_digest(canonical),
@@ -110,33 +110,45 @@ class ProfileProjection:
             tally.reward_sources[row_field(row.body, "reward_source") or "absent"] += 1
 
     def before_publish(self, tally: Tally) -> None:
-        """Refuse an export whose train and eval rows share an exact prompt."""
-        overlap = len(tally.prompts.get("train", set()) & tally.prompts.get("eval", set()))
-        if overlap:
-            raise ProfileError(f"consumer export has {overlap} exact prompts in both train and eval; "
-                               "nothing was published (select a coherent cohort, or derive with another split)")
+        refuse_prompt_overlap(tally)
 
     def summary(self, rollouts: int, tally: Tally, published: PublishedExport) -> dict[str, Any]:
-        summary: dict[str, Any] = {
-            "profile": self.profile.name,
-            "target": self.target.name,
-            self.objective.info.units: rollouts,
-            "rows": tally.emitted["data"],
-            "skipped": ordered_counts(tally.skips(PROFILE), self.profile.vocabulary),
-            "canonical_rows": tally.emitted[CANONICAL],
-            "canonical_skipped": ordered_counts(tally.skips(CANONICAL), self.target.vocabularies[self.population]),
-            "diagnostics": {
-                "rows_by_split": {side: count for side in ("train", "eval", "all")
-                                  if (count := self._positions[side])},
-                "reward_sources": dict(sorted(tally.reward_sources.items())),
-                "exact_prompt_overlap": 0,
-                "semantic_task_overlap": "not_assessed",
-            },
-            "compatibility": None,
-        }
-        if published.rows("data"):
-            summary["compatibility"] = str(write_compatibility(published, self.profile, self.settings, summary))
-        return summary
+        return profile_summary(self.profile, self.settings, self.target.name, self.objective.info.units, rollouts,
+                               tally, self._positions, self.target.vocabularies[self.population], published)
+
+
+def refuse_prompt_overlap(tally: Tally) -> None:
+    """Refuse an export whose train and eval rows share an exact prompt."""
+    overlap = len(tally.prompts.get("train", set()) & tally.prompts.get("eval", set()))
+    if overlap:
+        raise ProfileError(f"consumer export has {overlap} exact prompts in both train and eval; "
+                           "nothing was published (select a coherent cohort, or derive with another split)")
+
+
+def profile_summary(profile: Profile, settings: PluginSettings, owner: str, units_key: str, units: int,
+                    tally: Tally, positions: Counter[str], canonical_vocabulary: tuple[str, ...],
+                    published: PublishedExport) -> dict[str, Any]:
+    """The summary of a profile export (``owner``: the target, or the objective without targets,
+    whose rows were adapted); writes ``compatibility.json`` when rows were published."""
+    summary: dict[str, Any] = {
+        "profile": profile.name,
+        "target": owner,
+        units_key: units,
+        "rows": tally.emitted["data"],
+        "skipped": ordered_counts(tally.skips(PROFILE), profile.vocabulary),
+        "canonical_rows": tally.emitted[CANONICAL],
+        "canonical_skipped": ordered_counts(tally.skips(CANONICAL), canonical_vocabulary),
+        "diagnostics": {
+            "rows_by_split": {side: count for side in ("train", "eval", "all") if (count := positions[side])},
+            "reward_sources": dict(sorted(tally.reward_sources.items())),
+            "exact_prompt_overlap": 0,
+            "semantic_task_overlap": "not_assessed",
+        },
+        "compatibility": None,
+    }
+    if published.rows("data"):
+        summary["compatibility"] = str(write_compatibility(published, profile, settings, summary))
+    return summary
 
 
 def _file_record(path: Path, rows: int) -> dict[str, Any]:

@@ -84,12 +84,13 @@ def describe_target() -> TargetInfo | None:
 
 @hookspec(firstresult=True)
 def describe_profile() -> ProfileInfo | None:
-    """Declare that this plugin is a consumer profile: the target population it adapts, the
-    consumer release it was validated against, its support claim and its skip reasons.
+    """Declare that this plugin is a consumer profile: the target population it adapts (or the
+    population of an objective without targets, named as its ``target``), the consumer release
+    it was validated against, its support claim and its skip reasons.
 
     Called once when the registry is built. The profile id is its plugin (entry-point) name.
-    The registry checks that the target exists and that the canonical schema is the one that
-    target declares for the population.
+    The registry checks that the target (or objective) exists and that the canonical schema is
+    the one it declares for the population.
 
     :return: a :class:`~sediment.plugin.ProfileInfo`; only profiles implement this hook.
     """
@@ -226,21 +227,24 @@ def project_row(population: Population, evidence: RolloutEvidence,  # type: igno
 
 
 @hookspec(firstresult=True)
-def adapt_row(row: Mapping[str, Any], evidence: RolloutEvidence,  # type: ignore[empty-body]
+def adapt_row(row: Mapping[str, Any], evidence: RolloutEvidence | None,  # type: ignore[empty-body]
               settings: PluginSettings, index: int) -> AdaptedRow | str:
     """Adapt one canonical row to the consumer's native row, or decline it.
 
-    Called on the chosen profile only, for every canonical row of its target population
-    that was emitted and validated against the canonical schema, in export order. The
-    adaptation must never invent evidence: a row that cannot be represented natively is
-    declined with a reason from the profile's vocabulary. The pipeline checks the adapted row
-    for representability, writes it to ``data[.train|.eval].jsonl`` and links it to its
-    canonical row in the evidence sidecar.
+    Called on the chosen profile only, for every canonical row of its target population (or,
+    for a profile of an objective without targets, of that objective's population) that was
+    emitted and validated against the canonical schema, in export order. The adaptation must
+    never invent evidence: a row that cannot be represented natively is declined with a reason
+    from the profile's vocabulary, or, when the consumer cannot do without it, refuses the
+    whole export by raising :class:`~sediment.plugin.IncompatibleRow` (nothing is published).
+    The pipeline checks the adapted row for representability, writes it to
+    ``data[.train|.eval].jsonl`` and links it to its canonical row in the evidence sidecar.
 
-    :param row: the canonical row, as the target emitted it (read only).
+    :param row: the canonical row, as the target (or objective) emitted it (read only).
     :param evidence: the Rollout the row came from, with the recorded calls' context
         (``evidence.rollout``; for example the output messages, model and tool definitions of
-        each Turn).
+        each Turn); ``None`` for rows of an objective without targets (their evidence is in
+        the row).
     :param settings: this plugin's settings.
     :param index: the row's position in its data file if it is kept (0-based, per split side).
     :return: an :class:`~sediment.plugin.AdaptedRow`, or one skip reason.

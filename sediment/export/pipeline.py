@@ -31,6 +31,7 @@ from sediment.export.context import (
     export_order,
 )
 from sediment.export.evidence import RolloutEvidence
+from sediment.export.objective_adaptation import ObjectiveProfileProjection
 from sediment.export.projection import ObjectiveProjection, Projection, Tally, TargetProjection
 from sediment.export.registry import PluginRegistry, load_registry
 from sediment.export.rows import Recipe
@@ -93,7 +94,8 @@ def export_objective(
         the mirror root (``None`` for exports that read no mirror) and the derivation's counts.
     :param target: the target to project for (required for an objective with targets, refused
         for one without).
-    :param profile: a consumer profile adapting the target's rows; the output directory then
+    :param profile: a consumer profile adapting the target's rows (for an objective without
+        targets, the objective's own rows of the profile's population); the output directory then
         holds ``data``/``evidence`` files and ``compatibility.json`` instead of canonical rows.
     :param recipe: one of the objective's recipes (default: its first).
     :param settings: where plugin settings come from (default: their defaults only).
@@ -136,12 +138,19 @@ def export_objective(
                                            split_enabled=evidence.split_enabled, objective=chosen_objective)
             workers = 1
     else:
-        if target is not None or profile is not None:
-            raise UsageError(f"objective {chosen_objective.name} has no targets or profiles; it writes "
+        if target is not None:
+            raise UsageError(f"objective {chosen_objective.name} has no targets; it writes "
                              f"{', '.join(chosen_objective.populations)} rows itself")
         if mirrors is None and chosen_objective.info.from_needs_mirrors:
             raise ConfigurationError(f"mirrors must be supplied for objective {chosen_objective.name!r}")
-        projection = ObjectiveProjection(chosen_objective, registry.settings(chosen_objective.name, sources))
+        objective_settings = registry.settings(chosen_objective.name, sources)
+        if profile is None:
+            projection = ObjectiveProjection(chosen_objective, objective_settings)
+        else:
+            adapter = registry.profile(profile, objective=chosen_objective.name)
+            projection = ObjectiveProfileProjection(chosen_objective, objective_settings, adapter,
+                                                    registry.settings(adapter.name, sources), registry.schemas,
+                                                    split_enabled=evidence.split_enabled)
     if verifier_commands is None:
         verifier_commands = VerifierCommands.from_environment()
     owner = registry.ownership(chosen_objective)

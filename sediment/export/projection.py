@@ -139,14 +139,15 @@ class ObjectiveProjection:
         self.stems: tuple[str, ...] = objective.populations
 
     def _population(self, named: str | None, what: str) -> str:
+        declared = self.objective.populations
         if named is None:
-            if len(self.stems) != 1:
+            if len(declared) != 1:
                 raise PluginError(f"objective {self.objective.name!r} yielded a {what} without a population; it "
-                                  f"declares {list(self.stems)}")
-            return self.stems[0]
-        if named not in self.stems:
+                                  f"declares {list(declared)}")
+            return declared[0]
+        if named not in declared:
             raise PluginError(f"objective {self.objective.name!r} yielded a {what} for population {named!r}, which "
-                              f"it does not declare ({list(self.stems)})")
+                              f"it does not declare ({list(declared)})")
         return named
 
     def run(self, context: ExportContext, files: RowFiles, tally: Tally) -> None:
@@ -167,13 +168,18 @@ class ObjectiveProjection:
             elif isinstance(item, Declined):
                 population = self._population(item.population, "decline")
                 self.objective.count(tally.skips(population), population, [item.reason] * item.count)
-            elif isinstance(item, NotDerived) and self.objective.unit_vocabulary:
-                self.objective.count_units(tally.skips(UNITS_TALLY), [item.reason] * item.count)
             else:
-                allowed = "ProjectedRow, Declined or NotDerived" if self.objective.unit_vocabulary else \
-                    "ProjectedRow or Declined"
-                raise PluginError(f"objective {self.objective.name!r} project_evidence must yield {allowed} values, "
-                                  f"got {type(item).__name__}")
+                self.count_not_derived(item, tally)
+
+    def count_not_derived(self, item: Any, tally: Tally) -> None:
+        """Count a :class:`NotDerived` value; anything else the objective yields is a plugin bug."""
+        if isinstance(item, NotDerived) and self.objective.unit_vocabulary:
+            self.objective.count_units(tally.skips(UNITS_TALLY), [item.reason] * item.count)
+        else:
+            allowed = "ProjectedRow, Declined or NotDerived" if self.objective.unit_vocabulary else \
+                "ProjectedRow or Declined"
+            raise PluginError(f"objective {self.objective.name!r} project_evidence must yield {allowed} values, "
+                              f"got {type(item).__name__}")
 
     def before_publish(self, tally: Tally) -> None:
         return None

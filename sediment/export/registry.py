@@ -24,12 +24,19 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 from sediment.ci_resolution import RESOLVER_SKIP_REASONS
-from sediment.errors import PluginError, UnknownObjectiveError, UnknownProfileError, UnknownTargetError
+from sediment.errors import (
+    PluginError,
+    ProfileError,
+    UnknownObjectiveError,
+    UnknownProfileError,
+    UnknownTargetError,
+)
 from sediment.export.evidence import RolloutEvidence
 from sediment.export.plugins import PluginOrigin, PluginSource, build_plugin_manager, discover_entry_points
 from sediment.export.representation import REPRESENTATION_REASONS
 from sediment.export.rows import (
     AdaptedRow,
+    IncompatibleRow,
     ManifestInfo,
     ObjectiveInfo,
     Population,
@@ -266,9 +273,12 @@ class Profile(_Plugin):
     def file_names(self) -> tuple[str, ...]:
         return (*jsonl_names("data"), *jsonl_names("evidence"), COMPATIBILITY_FILE)
 
-    def adapt(self, row: Mapping[str, Any], evidence: RolloutEvidence, settings: PluginSettings,
+    def adapt(self, row: Mapping[str, Any], evidence: RolloutEvidence | None, settings: PluginSettings,
               index: int) -> AdaptedRow | str:
-        result = self._callers["adapt_row"](row=row, evidence=evidence, settings=settings, index=index)
+        try:
+            result = self._callers["adapt_row"](row=row, evidence=evidence, settings=settings, index=index)
+        except IncompatibleRow as refused:
+            raise ProfileError(f"profile {self.name}: {refused}; nothing was published") from None
         if not isinstance(result, AdaptedRow | str):
             raise PluginError(f"profile {self.name!r} adapt_row must return an AdaptedRow or a skip reason, "
                               f"got {type(result).__name__}")
@@ -502,7 +512,12 @@ class PluginRegistry:
             raise PluginError(f"profile {name!r} ({origin.distribution}): describe_profile must return ProfileInfo")
         vocabulary = _composed(PROFILE_CORE_REASONS, info.skip_reasons, f"profile {name!r} ({origin.distribution})")
         adapted = self.targets.get(info.target)
-        objective = info.objective or (adapted.objective if adapted is not None else "")
+        own = self.objectives.get(info.target)
+        if adapted is None and own is not None and not own.has_targets:
+            adapted_objective = own.name  # an objective without targets adapts its own rows
+        else:
+            adapted_objective = adapted.objective if adapted is not None else ""
+        objective = info.objective or adapted_objective
         return Profile(**base, info=info, vocabulary=vocabulary, objective=objective)
 
     def _check_references(self) -> None:
@@ -520,11 +535,19 @@ class PluginRegistry:
                                       f"{target.schema_id(population)} for {population}, but no plugin registers it")
         for profile in self.profiles.values():
             info, where = profile.info, f"profile {profile.name!r} ({profile.origin.distribution})"
-            adapted = self.targets.get(info.target)
+            adapted: Target | Objective | None = self.targets.get(info.target)
+            own = self.objectives.get(info.target)
+            if adapted is None and own is not None and not own.has_targets:
+                adapted = own
             if adapted is None or info.population not in adapted.populations:
-                raise PluginError(f"{where} adapts {info.target} {info.population}, which no installed target writes")
+                raise PluginError(f"{where} adapts {info.target} {info.population}, which no installed target writes "
+                                  "(nor an objective without targets)")
+            kind = "target" if isinstance(adapted, Target) else "objective"
+            if kind == "target" and info.row_order != "export":
+                raise PluginError(f"{where} orders its rows by {info.row_order}, which only profiles of an objective "
+                                  "without targets may do")
             if adapted.schema_id(info.population) != info.canonical_schema:
-                raise PluginError(f"{where} reads {info.canonical_schema}, but target {info.target} writes "
+                raise PluginError(f"{where} reads {info.canonical_schema}, but {kind} {info.target} writes "
                                   f"{adapted.schema_id(info.population)}")
             for old in info.retires:
                 if old in self.profiles or old in self.retired:
@@ -564,7 +587,9 @@ class PluginRegistry:
         """The profile called ``name``, checked against ``objective`` (default: ``target``'s, else
         the default objective) and ``target``; retired and unknown names are one-line usage errors."""
         if name in self.retired:
-            raise UnknownProfileError(f"profile {name} is retired; use {self.retired[name]}")
+            successor = self.retired[name]
+            note = self.profiles[successor].info.retirement_notes.get(name)
+            raise UnknownProfileError(f"profile {name} is retired; use {successor}" + (f" {note}" if note else ""))
         if name not in self.profiles:
             installed = ", ".join(sorted(self.profiles)) or "none"
             raise UnknownProfileError(f"unsupported profile: {name}; installed profiles: {installed}")

@@ -281,6 +281,13 @@ class Dependency:
     version: str
 
 
+#: How a profile orders its data rows (:attr:`ProfileInfo.row_order`).
+PROFILE_ROW_ORDERS: tuple[str, ...] = ("export", "row_sha256")
+#: The most encoded JSON (data rows plus evidence lines) a ``row_sha256``-ordered profile
+#: export holds in memory: 64 MiB.
+PROFILE_MATERIALIZATION_BUDGET = 64 * 1024 * 1024
+
+
 @dataclass(frozen=True)
 class ProfileInfo:
     """What a consumer profile declares (``describe_profile``): an immutable, versioned adapter
@@ -290,8 +297,9 @@ class ProfileInfo:
 
     :param consumer: the consumer's name, e.g. ``nemo-gym``.
     :param version: the profile version; a different adaptation is a new profile id.
-    :param target: the target whose rows it adapts.
-    :param population: which of that target's populations.
+    :param target: the target whose rows it adapts; for an objective without targets (SFT,
+        DPO), that objective itself (its name), whose own rows it adapts.
+    :param population: which of that target's (or objective's) populations.
     :param canonical_schema: the ``$id`` of the canonical rows it reads (checked at start-up
         against the target's declaration, and per row before adaptation).
     :param validated_with: the consumer packages, at exact versions, whose own loaders and
@@ -303,6 +311,12 @@ class ProfileInfo:
     :param retires: ids of earlier profiles this one replaces; asking for one names this one.
     :param description: one line for ``sediment profiles``.
     :param objective: the export objective whose rows it adapts; by default its target's.
+    :param retirement_notes: for a retired id, what its users must do beyond asking for this
+        profile (appended to the error), e.g. re-export evidence with a newer recipe.
+    :param row_order: ``"export"`` (default): data rows in the canonical export order;
+        ``"row_sha256"``: each data file sorted by the data row's SHA-256, then by its evidence
+        line (the rows are held in memory up to :data:`PROFILE_MATERIALIZATION_BUDGET` bytes;
+        ``adapt_row``'s ``index`` is then the row's position in export order).
     """
 
     consumer: str
@@ -317,12 +331,21 @@ class ProfileInfo:
     retires: tuple[str, ...] = ()
     description: str = ""
     objective: str | None = None
+    retirement_notes: Mapping[str, str] = field(default_factory=dict)
+    row_order: str = "export"
 
     def __post_init__(self) -> None:
         for name in ("validated_with", "skip_reasons", "retires"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
+        object.__setattr__(self, "retirement_notes", dict(self.retirement_notes))
         _check_word(self.population, "a profile's population")
         _check_reasons(self.skip_reasons, f"profile for {self.consumer}")
+        if self.row_order not in PROFILE_ROW_ORDERS:
+            raise ValueError(f"profile for {self.consumer}: row_order must be one of {list(PROFILE_ROW_ORDERS)}, "
+                             f"got {self.row_order!r}")
+        stray = sorted(set(self.retirement_notes) - set(self.retires))
+        if stray:
+            raise ValueError(f"profile for {self.consumer}: retirement_notes name ids it does not retire: {stray}")
 
     def record(self, profile_id: str, objective: str | None = None) -> dict[str, Any]:
         """The profile record published in ``compatibility.json`` (``objective``: the one the
@@ -351,11 +374,21 @@ class AdaptedRow:
         the export).
     :param evidence: profile-specific evidence for the sidecar row (for example the inference
         call ids the row was hydrated from); plain JSON values.
+    :param instance_id: the id the sidecar row names, for canonical rows that carry no
+        ``instance_id`` (top level or in ``metadata``), e.g. an SFT row's completion id.
     """
 
     body: dict[str, Any] = field(repr=False)
     prompt: Any = field(repr=False)
     evidence: Mapping[str, Any] = field(default_factory=dict)
+    instance_id: str | None = None
+
+
+class IncompatibleRow(Exception):
+    """Raised by ``adapt_row`` when one canonical row cannot be represented and the profile's
+    claim is that every row of the population can (its consumer has no way to skip it): the
+    export stops, nothing is published, and the message (one line) is shown with the profile id
+    (exit code 9). A row the consumer can do without is declined with a skip reason instead."""
 
 
 @dataclass(frozen=True)

@@ -75,7 +75,7 @@ def test_profile_exports_load_and_render_in_datasets_and_trl(consumer_python: Ca
     summaries = demo["profiles"]
     demo_dirs = {name: tmp_path / "demo" / "profiles" / name for name in (messages.PROFILE_ID, prompts.PROFILE_ID)}
     expected = {name: summaries[name]["diagnostics"]["rows_by_split"] for name in demo_dirs}
-    assert expected == {messages.PROFILE_ID: {"train": 10, "eval": 2}, prompts.PROFILE_ID: {"train": 7, "eval": 2}}
+    assert expected == {messages.PROFILE_ID: {"train": 12, "eval": 2}, prompts.PROFILE_ID: {"train": 9, "eval": 2}}
     rich_splits = rich_messages_export(tmp_path / "rich", mirror_root)
     command_splits = prompts_export_with_commands(tmp_path / "commands", mirror_root, git_repo)
 
@@ -92,7 +92,7 @@ def test_profile_exports_load_and_render_in_datasets_and_trl(consumer_python: Ca
     # the demo's OpenAI Chat calls declare three function tools and run a tool loop
     assert demo_messages["counts"]["tools"] == 3 * sum(expected[messages.PROFILE_ID].values())
     # every call's result is in the conversation, but for the compacted Session's first segment, which
-    # ends on a tool call: 22 tool calls in the demo's rollout segments
-    assert demo_messages["counts"]["tool_calls"] == demo_messages["counts"]["tool_messages"] + 1 == 22
+    # ends on a tool call: 24 tool calls in the demo's rollout segments
+    assert demo_messages["counts"]["tool_calls"] == demo_messages["counts"]["tool_messages"] + 1 == 24
     assert rich["counts"] == {"tool_calls": 2, "tool_messages": 2, "reasoning": 2, "tools": 1}
     assert demo_prompts["render_ends"] == ["<|assistant|>"] * sum(expected[prompts.PROFILE_ID].values()) and commands["render_ends"] == ["<|assistant|>"] * 2

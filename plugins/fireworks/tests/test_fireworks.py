@@ -1,0 +1,199 @@
+"""fireworks-sft-v1 and fireworks-dpo-v2: every refusal, the weights, the argument text and the
+reasoning rename on hand-built canonical rows; then whole exports (a refusal publishes nothing,
+exit 9 through the CLI) and the profile records' format-only claim."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sediment_fireworks import dpo, sft
+from sediment_fireworks.messages import DEVELOPER, SYSTEM_NOT_FIRST
+
+from sediment.bundle import write_bundle
+from sediment.errors import ProfileError
+from sediment.export.pipeline import Evidence, export_objective
+from sediment.export.registry import load_registry
+from sediment.export.verifier_commands import VerifierCommands
+from sediment.facts import DeveloperDecision, InferenceMessage, ReasoningPart, ToolCallPart
+from sediment.plugin import IncompatibleRow
+from sediment.rollout import FileAttribution, Rollout
+from sediment.testing import ORG, POLICY, REPO, T0, call, message, outcome, rollout
+
+SYSTEM = {"role": "system", "content": "You are a coding agent."}
+USER = {"role": "user", "content": "fix add()"}
+CALL = {"id": "tu_1", "type": "function", "function": {"name": "bash", "arguments": {"cmd": "pytest", "a": "é"}}}
+TOOL = {"role": "tool", "name": "bash", "tool_call_id": "tu_1", "content": "1 failed"}
+
+
+def sample(prompt: list[dict[str, Any]], completion: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"prompt": prompt, "completion": completion, "tools": [], "metadata": {"completion_id": "c1", "split": "train"}}
+
+
+def pair(prompt: list[dict[str, Any]], chosen: list[dict[str, Any]], rejected: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"prompt": prompt, "chosen": chosen, "rejected": rejected, "tools": [],
+            "metadata": {"chosen_completion_id": "c1", "rejected_completion_id": "c2", "split": "train"}}
+
+
+def assistant(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": text}
+
+
+# --- fireworks-sft-v1 -------------------------------------------------------------------------
+
+
+def test_sft_weights_assistant_messages_zero_in_the_prompt_one_in_the_completion() -> None:
+    row = sample([SYSTEM, USER, {"role": "assistant", "thinking": "run it", "tool_calls": [CALL]}, TOOL],
+                 [{"role": "assistant", "thinking": "fix", "content": "Fixed."}])
+    before = copy.deepcopy(row)
+    adapted = sft.adapt_row(row)
+    assert adapted.body == {"messages": [
+        SYSTEM, USER,
+        {"role": "assistant", "reasoning_content": "run it",
+         "tool_calls": [{"id": "tu_1", "type": "function", "function": {"name": "bash",
+                                                                       "arguments": '{"a":"é","cmd":"pytest"}'}}],
+         "weight": 0},
+        TOOL,
+        {"role": "assistant", "reasoning_content": "fix", "content": "Fixed.", "weight": 1},
+    ]}
+    assert row == before  # the canonical row is not touched
+    assert adapted.prompt == row["prompt"] and adapted.instance_id == "c1"
+    assert adapted.evidence == {"metadata": row["metadata"], "tool_definitions": "absent"}
+    # only assistant messages carry a weight
+    assert [("weight" in m) for m in adapted.body["messages"]] == [False, False, True, False, True]
+
+
+@pytest.mark.parametrize(("prompt", "message"), [
+    ([{"role": "developer", "content": "Be brief."}, USER], f"{DEVELOPER} (row c1, message 0)"),
+    ([SYSTEM, USER, {"role": "developer", "content": "Be brief."}], f"{DEVELOPER} (row c1, message 2)"),
+    ([USER, SYSTEM], f"{SYSTEM_NOT_FIRST} (row c1, message 1)"),
+    ([SYSTEM, USER, assistant("ok"), SYSTEM, USER], f"{SYSTEM_NOT_FIRST} (row c1, message 3)"),
+])
+def test_sft_refuses_developer_messages_and_a_system_message_after_the_first(prompt: list[dict[str, Any]],
+                                                                             message: str) -> None:
+    with pytest.raises(IncompatibleRow) as refused:
+        sft.adapt_row(sample(prompt, [assistant("done")]))
+    assert str(refused.value) == message
+
+
+def test_sft_takes_a_leading_system_message_and_no_system_at_all() -> None:
+    assert sft.adapt_row(sample([SYSTEM, USER], [assistant("x")])).body["messages"][0] == SYSTEM
+    assert sft.adapt_row(sample([USER], [assistant("x")])).body == {
+        "messages": [USER, {"role": "assistant", "content": "x", "weight": 1}]}
+
+
+# --- fireworks-dpo-v2 -------------------------------------------------------------------------
+
+
+def test_dpo_text_pairs_become_input_preferred_and_non_preferred_outputs() -> None:
+    row = pair([SYSTEM, USER, assistant("earlier"), USER], [assistant("good")], [assistant("bad")])
+    adapted = dpo.adapt_row(row)
+    assert adapted.body == {"input": {"messages": [SYSTEM, USER, assistant("earlier"), USER], "tools": []},
+                            "preferred_output": [assistant("good")], "non_preferred_output": [assistant("bad")]}
+    assert list(adapted.body) == ["input", "preferred_output", "non_preferred_output"]
+    assert adapted.instance_id == "c1>c2" and adapted.prompt == row["prompt"]
+
+
+@pytest.mark.parametrize(("row", "message"), [
+    (pair([{"role": "developer", "content": "d"}, USER], [assistant("a")], [assistant("b")]),
+     f"{DEVELOPER} (row c1>c2, message 0)"),
+    (pair([USER, SYSTEM], [assistant("a")], [assistant("b")]), f"{SYSTEM_NOT_FIRST} (row c1>c2, message 1)"),
+    (pair([USER], [assistant("a"), assistant("b")], [assistant("c")]), f"{dpo.ONE_OUTPUT} (row c1>c2, chosen has 2)"),
+    (pair([USER], [assistant("a")], []), f"{dpo.ONE_OUTPUT} (row c1>c2, rejected has 0)"),
+    (pair([USER], [{"role": "assistant", "thinking": "hm", "content": "a"}], [assistant("b")]),
+     f"{dpo.TEXT_ONLY} (row c1>c2, preferred_output message 0)"),
+    (pair([USER], [assistant("a")], [{"role": "assistant", "tool_calls": [CALL]}]),
+     f"{dpo.TEXT_ONLY} (row c1>c2, non_preferred_output message 0)"),
+    (pair([USER, {"role": "assistant", "tool_calls": [CALL]}, TOOL], [assistant("a")], [assistant("b")]),
+     f"{dpo.TEXT_ONLY} (row c1>c2, input message 1)"),
+])
+def test_dpo_refuses_what_its_text_only_format_cannot_carry(row: dict[str, Any], message: str) -> None:
+    with pytest.raises(IncompatibleRow) as refused:
+        dpo.adapt_row(row)
+    assert str(refused.value) == message
+
+
+# --- whole exports ----------------------------------------------------------------------------
+
+
+def session(name: str, prompt: list[InferenceMessage], answer: InferenceMessage, accepted: bool) -> Rollout:
+    commit = f"{abs(hash(name)) % 16**40:040x}"
+    decision = DeveloperDecision(
+        decision_id=f"d-{name}", org_id=ORG, session_id=name, agent_harness="claude-code", file_path="a.py",
+        accepted=accepted, explicit=True, interaction_mode="agent", call_id=f"resp-{name}",
+        occurred_at=T0, captured_at=T0 + timedelta(days=1))
+    return rollout(name, calls=[call(name, 0, prompt, [answer], model="gpt-x", model_call_id=f"resp-{name}")],
+                   commits=[commit], outcomes=[outcome(f"o-{name}", commit, "passed", run_id=f"r-{name}")],
+                   session_decisions=(decision,), split="train",
+                   file_attributions=(FileAttribution(inference_call_id=f"{name}-c0", repo=REPO, commit_sha=commit,
+                                                      file_path="a.py", similarity_score=0.9),))
+
+
+def export(rollouts: list[Rollout], out: Path, objective: str, profile: str) -> dict[str, Any]:
+    return export_objective(Evidence(rollouts, False), out, objective=objective, profile=profile,
+                            verifier_commands=VerifierCommands.empty())
+
+
+TEXT = [message("system", "Be exact."), message("user", "name a prime")]
+
+
+def test_a_text_pair_exports_and_a_tool_call_refuses_the_whole_export(tmp_path: Path) -> None:
+    text = [session("a", TEXT, message("assistant", "7"), True), session("b", TEXT, message("assistant", "9"), False)]
+    summary = export(text, tmp_path / "ok", "dpo", dpo.PROFILE_ID)
+    assert (summary["rows"], summary["skipped"]) == (1, {})
+    [row] = [json.loads(line) for line in (tmp_path / "ok" / "data.jsonl").read_text(encoding="ascii").splitlines()]
+    assert row == {"input": {"messages": [{"role": "system", "content": "Be exact."},
+                                          {"role": "user", "content": "name a prime"}], "tools": []},
+                   "preferred_output": [assistant("7")], "non_preferred_output": [assistant("9")]}
+    compatibility = json.loads((tmp_path / "ok" / "compatibility.json").read_text(encoding="ascii"))
+    assert compatibility["profile"]["validated_with"] == []
+    assert compatibility["profile"]["support"] == "format; hosted acceptance not tested"
+    assert not (tmp_path / "ok" / "README.md").exists()
+
+    tooled = [*text, session("c", TEXT, message("assistant", ToolCallPart(id="t", name="calc", arguments={})), False)]
+    with pytest.raises(ProfileError, match=r"^profile fireworks-dpo-v2: Fireworks DPO v2 supports documented text "
+                                           r"messages only \(row a-c0>c-c0, non_preferred_output message 0\); "
+                                           "nothing was published$"):
+        export(tooled, tmp_path / "refused", "dpo", dpo.PROFILE_ID)
+    assert not [p for p in (tmp_path / "refused").iterdir() if not p.name.startswith(".sediment-")]
+
+
+def test_sft_reasoning_is_kept_and_a_developer_message_refuses(tmp_path: Path) -> None:
+    answer = message("assistant", ReasoningPart(content="small primes"), "7")
+    summary = export([session("a", TEXT, answer, True)], tmp_path / "ok", "sft", sft.PROFILE_ID)
+    assert summary["rows"] == 1
+    [row] = [json.loads(line) for line in (tmp_path / "ok" / "data.jsonl").read_text(encoding="ascii").splitlines()]
+    assert row["messages"][-1] == {"role": "assistant", "reasoning_content": "small primes", "content": "7",
+                                   "weight": 1}
+    developer = [message("developer", "Be exact."), message("user", "name a prime")]
+    with pytest.raises(ProfileError, match=f"^profile fireworks-sft-v1: {DEVELOPER}"):
+        export([session("a", developer, answer, True)], tmp_path / "refused", "sft", sft.PROFILE_ID)
+
+
+def test_the_cli_refuses_with_exit_code_9_and_one_line(tmp_path: Path) -> None:
+    developer = [message("developer", "Be exact."), message("user", "name a prime")]
+    bundle = write_bundle([session("a", developer, message("assistant", "7"), True)], tmp_path / "bundle",
+                          org_id=ORG, policy=POLICY, quarantine_revision=0)
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("SEDIMENT_")}
+    result = subprocess.run([sys.executable, "-m", "sediment", "export", "sft", "--profile", sft.PROFILE_ID,
+                             "--from", str(bundle), "--out", str(tmp_path / "out")], capture_output=True, text=True,
+                            env=environ, timeout=120, check=False)
+    assert result.returncode == 9, result.stderr
+    assert f"profile fireworks-sft-v1: {DEVELOPER} (row a-c0, message 0); nothing was published" in result.stderr
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_the_records_claim_the_format_only() -> None:
+    registry = load_registry()
+    for name in (sft.PROFILE_ID, dpo.PROFILE_ID):
+        record = registry.profiles[name].record()
+        assert (record["consumer"], record["validation"], record["support"], record["validated_with"]) == (
+            "fireworks", "Fireworks documented JSONL contract, 2026-09-13", "format; hosted acceptance not tested", [])
+    assert (registry.profiles[sft.PROFILE_ID].objective, registry.profiles[dpo.PROFILE_ID].objective) == ("sft", "dpo")

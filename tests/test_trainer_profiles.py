@@ -1,0 +1,179 @@
+"""Profiles of objectives without targets (``sediment export sft|dpo --profile P``) through the
+real CLI and the registry: selection and its one-line errors (unknown, wrong objective, retired
+with what to do), the listing, the byte budget, the output-directory discipline, and bundle
+exports equal to in-process ones."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sediment.bundle import write_bundle
+from sediment.errors import CapacityError, UnknownProfileError
+from sediment.export import objective_adaptation
+from sediment.export.pipeline import Evidence, export_objective
+from sediment.export.registry import load_registry
+from sediment.export.verifier_commands import VerifierCommands
+from sediment.facts import DeveloperDecision
+from sediment.rollout import FileAttribution, Rollout
+from sediment.split import assign_split
+from sediment.testing import ORG, POLICY, REPO, T0, call, message, outcome, rollout, snapshot
+
+
+def sediment(*args: str) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("SEDIMENT_")}
+    return subprocess.run([sys.executable, "-m", "sediment", *args], capture_output=True, text=True, env=environ,
+                          timeout=120, check=False)
+
+
+def session(name: str, answer: str, accepted: bool, prompt: str = "name a prime") -> Rollout:
+    commit = f"{abs(hash(name)) % 16**40:040x}"
+    decision = DeveloperDecision(
+        decision_id=f"d-{name}", org_id=ORG, session_id=name, agent_harness="claude-code", file_path="a.py",
+        accepted=accepted, explicit=True, interaction_mode="agent", call_id=f"resp-{name}",
+        occurred_at=T0, captured_at=T0 + timedelta(days=1))
+    calls = [call(name, 0, [message("user", prompt)], [message("assistant", answer)], model="gpt-x",
+                  model_call_id=f"resp-{name}")]
+    return rollout(name, calls=calls, commits=[commit], outcomes=[outcome(f"o-{name}", commit, "passed",
+                                                                          run_id=f"r-{name}")],
+                   session_decisions=(decision,), split="train",
+                   file_attributions=(FileAttribution(inference_call_id=f"{name}-c0", repo=REPO, commit_sha=commit,
+                                                      file_path="a.py", similarity_score=0.9),))
+
+
+TRAIN = [s for s in (f"s{i}" for i in range(200)) if assign_split(s, 0.1) == "train"]
+
+
+def sessions() -> list[Rollout]:
+    a, b, c, d = TRAIN[:4]
+    return [session(a, "7", True), session(b, "9", False), session(c, "11", True),
+            session(d, "4", False, prompt="name an even number")]
+
+
+@pytest.fixture
+def bundle(tmp_path: Path) -> Path:
+    return write_bundle(sessions(), tmp_path / "bundle", org_id=ORG, policy=POLICY, quarantine_revision=0)
+
+
+@pytest.mark.parametrize(("objective", "profile", "rows"), [
+    ("sft", "hf-trl-sft-v2", 2), ("dpo", "hf-trl-dpo-v3", 2), ("sft", "fireworks-sft-v1", 2),
+    ("dpo", "fireworks-dpo-v2", 2)])
+def test_cli_profile_exports_from_a_bundle_equal_the_in_process_export(tmp_path: Path, bundle: Path, objective: str,
+                                                                       profile: str, rows: int) -> None:
+    out = tmp_path / "out"
+    result = sediment("export", objective, "--profile", profile, "--from", str(bundle), "--out", str(out), "--json")
+    assert result.returncode == 0, result.stderr
+    summary = json.loads(result.stdout)
+    units = load_registry().objectives[objective].info.units
+    assert list(summary)[:4] == ["objective", "profile", "target", units]
+    assert (summary["objective"], summary["profile"], summary["rows"], summary["skipped"]) == (
+        objective, profile, rows, {})
+    assert summary["compatibility"] == str(out / "compatibility.json")
+    assert (out / f".sediment-{objective}-target").read_text(encoding="ascii").strip() == f"profile:{profile}"
+    direct = tmp_path / "direct"
+    export_objective(Evidence(sessions(), True), direct, objective=objective, profile=profile,
+                     verifier_commands=VerifierCommands.empty())
+    assert snapshot(out) == snapshot(direct)
+    assert not (out / "data.eval.jsonl").exists()
+    validated = sediment("schema", "validate", str(out / "evidence.train.jsonl"))
+    assert validated.returncode == 0, validated.stderr
+    table = sediment("export", objective, "--profile", profile, "--from", str(bundle), "--out", str(tmp_path / "t"))
+    assert table.returncode == 0, table.stderr
+    assert f"Profile export · {profile} (objective {objective})" in table.stderr
+    assert f"wrote {tmp_path / 't' / 'data.train.jsonl'} ({rows} rows)" in table.stderr
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("sft", "--profile", "trl-v9"), "unsupported profile: trl-v9; installed profiles: fireworks-dpo-v2, "),
+    (("sft", "--profile", "hf-trl-dpo-v3"), "profile hf-trl-dpo-v3 does not support objective sft; it adapts dpo rows"),
+    (("dpo", "--profile", "fireworks-sft-v1"),
+     "profile fireworks-sft-v1 does not support objective dpo; it adapts sft rows"),
+    (("recovery", "--profile", "hf-trl-sft-v2"),
+     "profile hf-trl-sft-v2 does not support objective recovery; it adapts sft rows"),
+    (("rlvr", "--target", "sediment", "--profile", "hf-trl-sft-v2"),
+     "profile hf-trl-sft-v2 does not support objective rlvr; it adapts sft rows"),
+    (("sft", "--profile", "nemo-gym-rollouts-v2"),
+     "profile nemo-gym-rollouts-v2 does not support objective sft; it adapts rlvr rows"),
+    (("dpo", "--profile", "hf-trl-dpo-v1"), "profile hf-trl-dpo-v1 is retired; use hf-trl-dpo-v3 and re-export "
+                                            "canonical evidence with DPO recipe v2/schema v4"),
+    (("dpo", "--profile", "fireworks-dpo-v1"), "profile fireworks-dpo-v1 is retired; use fireworks-dpo-v2 and "
+                                               "re-export canonical evidence with DPO recipe v2/schema v4"),
+    (("dpo", "--profile", "hf-trl-dpo-v2"), "profile hf-trl-dpo-v2 is retired; use hf-trl-dpo-v3 (the same rows; "
+                                            "v2 was validated with trl 1.13.0, datasets 5.0.1, transformers 5.17.0)"),
+    (("sft", "--profile", "hf-trl-sft-v1"), "profile hf-trl-sft-v1 is retired; use hf-trl-sft-v2 (the same rows; "
+                                            "v1 was validated with trl 1.13.0"),
+])
+def test_unknown_mismatched_and_retired_profiles_are_one_line_usage_errors(tmp_path: Path, bundle: Path,
+                                                                          args: tuple[str, ...], message: str) -> None:
+    objective, *rest = args
+    source = () if objective == "recovery" else ("--from", str(bundle))
+    result = sediment("export", objective, *rest, *source, "--out", str(tmp_path / "o"))
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "o").exists()
+
+
+def test_profiles_are_listed_with_what_they_adapt_and_export_help_names_them() -> None:
+    result = sediment("profiles", "--json")
+    assert result.returncode == 0, result.stderr
+    listed = {p["id"]: p for p in json.loads(result.stdout)["profiles"]}
+    wanted = {"hf-trl-sft-v2": ("hf-trl", "sft", 2), "hf-trl-dpo-v3": ("hf-trl", "dpo", 3),
+              "fireworks-sft-v1": ("fireworks", "sft", 1), "fireworks-dpo-v2": ("fireworks", "dpo", 2)}
+    for name, (consumer, objective, version) in wanted.items():
+        record = listed[name]
+        assert (record["consumer"], record["objective"], record["target"], record["population"], record["version"]) == (
+            consumer, objective, objective, objective, version)
+    assert listed["hf-trl-sft-v2"]["validated_with"] == [["datasets", "5.2.0"], ["trl", "1.16.0"],
+                                                         ["transformers", "5.24.0"]]
+    assert listed["hf-trl-dpo-v3"]["retires"] == ["hf-trl-dpo-v1", "hf-trl-dpo-v2"]
+    assert listed["fireworks-dpo-v2"]["skip_reasons"] == ["non_finite_number", "unrepresentable_unicode"]
+    table = sediment("profiles")
+    assert table.returncode == 0 and "hf-trl-sft-v2" in table.stdout + table.stderr
+    sft_help = sediment("export", "sft", "--help")
+    assert "--profile" in sft_help.stdout and "fireworks-sft-v1, hf-trl-sft-v2" in sft_help.stdout
+    assert "--profile" not in sediment("export", "recovery", "--help").stdout
+
+
+def test_a_profile_export_beyond_the_byte_budget_publishes_nothing(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(objective_adaptation, "PROFILE_MATERIALIZATION_BUDGET", 900)
+    with pytest.raises(CapacityError, match=r"^consumer profile materialization exceeds byte budget \(900 bytes\); "
+                                            "nothing was published$"):
+        export_objective(Evidence(sessions(), False), tmp_path / "out", objective="sft", profile="hf-trl-sft-v2",
+                         verifier_commands=VerifierCommands.empty())
+    assert not [p for p in (tmp_path / "out").iterdir() if not p.name.startswith(".sediment-")]
+
+
+def test_the_directory_belongs_to_one_export(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+
+    def run(profile: str | None, objective: str = "sft") -> Any:
+        return export_objective(Evidence(sessions(), False), out, objective=objective, profile=profile,
+                                verifier_commands=VerifierCommands.empty())
+
+    run("hf-trl-sft-v2")
+    from sediment.errors import OutputDirectoryError
+
+    with pytest.raises(OutputDirectoryError):
+        run("hf-trl-sft-v2")  # a second generation into a directory holding artifacts
+    with pytest.raises(OutputDirectoryError):
+        run(None)  # the canonical export of the same objective
+    with pytest.raises(OutputDirectoryError):
+        run("hf-trl-dpo-v3", "dpo")
+
+
+def test_the_registry_resolves_a_profile_against_the_objective_it_adapts() -> None:
+    registry = load_registry()
+    assert registry.profile("hf-trl-sft-v2", objective="sft").name == "hf-trl-sft-v2"
+    with pytest.raises(UnknownProfileError, match="^profile hf-trl-sft-v2 does not support objective dpo"):
+        registry.profile("hf-trl-sft-v2", objective="dpo")
+    with pytest.raises(UnknownProfileError, match="^profile hf-trl-sft-v2 does not support objective rlvr"):
+        registry.profile("hf-trl-sft-v2")  # no objective named: the default (RLVR)
