@@ -36,10 +36,10 @@ if TYPE_CHECKING:
         TargetInfo,
     )
     from sediment.export.settings import PluginSettings
+    from sediment.reports.diagnosis import Diagnosis
     from sediment.trajectory.importing import ImporterInfo
     from sediment.trajectory.record import Trajectory
     from sediment.trajectory.sources import ImportRefusal
-    from sediment.reports.diagnosis import Diagnosis
 
 PROJECT_NAME = "sediment"
 #: The version of the plugin contract these hooks define.
