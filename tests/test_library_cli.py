@@ -90,6 +90,14 @@ def test_inspect_shows_every_part(tmp_path: Path, canonical: Path) -> None:
         assert heading in text
     turns = sum(1 for e in record["events"] if e["role"] == "assistant" and e["supervised"])
     assert f"assistant-turn samples ({turns})" in text or turns == 0
+    as_json = sediment("library", "inspect", "--library", str(library), "--trajectory-id", record["trajectory_id"],
+                       "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    shown = json.loads(as_json.stdout)
+    assert shown["record"] == record and shown["ranking"]["trajectory_id"] == record["trajectory_id"]
+    for turn in shown["assistant_turns"]:
+        assert turn["model_input"]["events"] == record["events"][:turn["target_index"]]
+    assert len(shown["assistant_turns"]) == turns
     absent = sediment("library", "inspect", "--library", str(library), "--trajectory-id", "trajectory:nope")
     assert absent.returncode == 1 and "no trajectory 'trajectory:nope'" in absent.stderr
 

@@ -173,3 +173,20 @@ def test_views_are_causal_over_fixture_variants() -> None:
         check_views({**record, "events": events})
 
     check()
+
+
+def test_source_balanced_sampling_over_the_fixtures(tmp_path: Path, by_source: dict[str, list[Trajectory]]) -> None:
+    from sediment.trajectory.adapter import CanonicalDatasetAdapter, Filters
+
+    library = Library(tmp_path / "lib")
+    for records in by_source.values():
+        library.import_records(records)
+    adapter = CanonicalDatasetAdapter(library)
+    rows = adapter.select("all", Filters(include_ineligible=True))
+    sources = {r["source_id"] for r in rows}
+    assert len(sources) == len(by_source)
+    sample = adapter.sample(rows, len(sources), "source-balanced", seed=7)
+    assert {r["source_id"] for r in sample} == sources  # one of each before any source twice
+    assert adapter.sample(list(reversed(rows)), len(sources), "source-balanced", seed=7) == sample
+    successful = adapter.select("successful", Filters(include_ineligible=True, source=["swe-gym/openhands-sampled-trajectories"]))
+    assert successful and all(r["outcome_category"] == "success" for r in successful)

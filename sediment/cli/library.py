@@ -113,12 +113,20 @@ def views_(
 def inspect_(
     library: Path = _LIBRARY,
     trajectory_id: str = typer.Option(..., "--trajectory-id", help="The record to show."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead: the record, its ranking row, its "
+                                                       "full-trajectory sample, every assistant-turn sample (the "
+                                                       "exact model_input objects) and the task's alternatives."),
 ) -> None:
     """Show one record: its interaction, every causal turn sample with its exact model input and
     supervised target, verification evidence, missing fields, and the task's alternatives side by side."""
-    from sediment.trajectory.inspect import render
+    from sediment.trajectory.inspect import render, report
     from sediment.trajectory.library import Library
 
+    if as_json:
+        import json
+
+        typer.echo(json.dumps(report(Library(library), trajectory_id), ensure_ascii=False, sort_keys=True))
+        return
     console.out.print(render(Library(library), trajectory_id))
 
 

@@ -17,7 +17,7 @@ from rich.text import Text
 
 from sediment.trajectory import facets
 from sediment.trajectory.library import Library
-from sediment.trajectory.views import assistant_turns
+from sediment.trajectory.views import assistant_turns, full_trajectory
 
 
 def visible(value: object) -> str:
@@ -110,3 +110,15 @@ def render(library: Library, trajectory_id: str) -> RenderableType:
         Panel(_json(missing) if missing else Text("none declared"), title="missing fields"),
         alternatives_table(library, str(record.get("task_key")), trajectory_id),
     )
+
+
+def report(library: Library, trajectory_id: str) -> dict[str, Any]:
+    """What :func:`render` shows, as JSON: the record, the ranking row it belongs to, its
+    full-trajectory sample, every assistant-turn sample and the task's alternatives."""
+    record = library.record(trajectory_id)
+    retained = library.query("SELECT retained_trajectory_id FROM retained WHERE trajectory_id = ?", [trajectory_id])
+    alternatives = library.alternatives(str(record.get("task_key")))
+    keep = retained[0]["retained_trajectory_id"] if retained else None
+    ranking = next((r for r in alternatives if r["trajectory_id"] == keep), None)
+    return {"record": record, "ranking": ranking, "full_trajectory": full_trajectory(record),
+            "assistant_turns": list(assistant_turns(record)), "alternatives": alternatives}

@@ -1,6 +1,7 @@
 """Run inside .venv-consumers/hf: load trajectory-library view files with the real packages.
 
-Usage: python check_library_views.py KIND=FILE...   (KIND: ``arrow`` rows or ``chat`` messages)
+Usage: python check_library_views.py KIND=FILE...   (KIND: ``arrow`` rows, ``chat`` messages, or
+``raw`` view samples as they are)
 
 For each file it prints one JSON line of facts: the row count, whether ``Dataset.from_list``
 followed by an Arrow round trip (``to_list`` after writing and reading the table back from an
@@ -25,7 +26,11 @@ def main():
         kind, path = argument.split("=", 1)
         with open(path, encoding="utf-8") as handle:
             rows = [json.loads(line) for line in handle]
-        dataset = datasets.Dataset.from_list(rows)
+        try:
+            dataset = datasets.Dataset.from_list(rows)
+        except Exception as exc:  # what Arrow makes of the samples as they are is a fact to report
+            print(json.dumps({"kind": kind, "rows": len(rows), "error": type(exc).__name__}))
+            continue
         with tempfile.TemporaryDirectory() as directory:
             dataset.save_to_disk(directory)
             reloaded = datasets.load_from_disk(directory)
