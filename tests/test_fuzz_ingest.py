@@ -1,10 +1,12 @@
 """Fuzzing every ingest command with mutated real payloads (hypothesis).
 
 Seeds are real payloads: the vendor-neutral CI records (``fixtures/ci``), the GitHub webhook
-deliveries (``fixtures/github``), canonical Fact lines made from both, the recorded model calls
-of the shared cassettes (``<repository root>/../shared/fixtures/inputs/llm_calls``, or
-``$SEDIMENT_INPUT_FIXTURES/llm_calls``: each format's envelopes, and LiteLLM payloads made from
-the Chat ones), the JUnit reports (``fixtures/junit``) and the agent OTLP log exports
+deliveries (``fixtures/github``, and the job and check events of ``fixtures/ci/github``), the
+GitLab, CircleCI and Buildkite deliveries (``fixtures/ci/<provider>``), canonical Fact lines made
+from the CI and GitHub ones, the recorded model calls of the shared cassettes (``<repository
+root>/../shared/fixtures/inputs/llm_calls``, or ``$SEDIMENT_INPUT_FIXTURES/llm_calls``: each
+format's envelopes, and LiteLLM payloads made from the Chat ones, beside the StandardLoggingPayload
+of ``fixtures/litellm``), the JUnit reports (``fixtures/junit``) and the agent OTLP log exports
 (``fixtures/otlp``: real Claude Code captures, and batches hand-built in each other client's
 record shape). Each example writes one file of
 several records, some of them mutated (values, types, keys, duplicate keys, nesting, numbers
@@ -191,6 +193,8 @@ def call_seeds(call_format: str) -> list[dict[str, Any]]:
                     "messages": request.get("messages"), "response": response,
                     "model_parameters": {k: v for k, v in request.items() if k not in ("messages", "model")},
                 })
+    if call_format == "litellm":  # a StandardLoggingPayload as a proxy logger writes it: naive times, spend-log Session
+        seeds.append(_load(HERE / "fixtures" / "litellm" / "standard_logging_payload.json"))
     return seeds
 
 

@@ -351,3 +351,27 @@ def test_a_session_bound_only_by_git_ai_notes_says_so() -> None:
     both = attribute(ORG, [], [_observation("s1", "git_ai_notes"), _observation("s1", "git_notes")],
                      _NoCommits(), policy)  # type: ignore[arg-type]
     assert both.source == "git_notes"
+
+
+def test_mirror_add_reports_git_ai_notes_and_their_refused_ones(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    writer, shas = build_source(tmp_path / "source.git")
+    writer.add_git_ai_note(shas[0], note("sessions_multi_agent_claude_codex"))
+    writer.add_git_ai_note(shas[1], note("humans_only"))
+    writer.add_git_ai_note(shas[2], note("old_ref_format_authorship_0.0.1"))
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("SEDIMENT_")}
+    environ |= {"SEDIMENT_HOME": str(tmp_path / "home"), "SEDIMENT_ORG_ID": ORG,
+                "SEDIMENT_CAPTURE_TIME": "2026-03-03T09:00:00Z", "SEDIMENT_LOAD_PLUGINS": ""}
+    result = subprocess.run([sys.executable, "-m", "sediment", "mirror", "add", REPO, str(tmp_path / "source.git")],
+                            capture_output=True, text=True, env=environ, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    lines = result.stderr.splitlines()
+    assert lines[0].startswith(f"mirrored {REPO} into ")
+    assert lines[1:] == [
+        f"warning: git-ai note on {shas[2]}: schema_version authorship/0.0.1: the old per-commit format "
+        "(refs/ai/authorship/<sha>) names authors, not Sessions; not read",
+        f"{REPO}: 3 new session-commit observation(s), 0 already seen",
+        f"{REPO}: 3 git-ai note(s) read; attestation lines binding no Session: human: 1",
+    ]
