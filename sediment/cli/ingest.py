@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from sediment.ingest.files import IngestReport
 
 ingest_app = typer.Typer(help="Ingest Facts from files: canonical JSONL, GitHub webhooks, CI outcomes, call logs, "
-                              "JUnit test reports, agent OTLP log exports, agent session transcripts.", no_args_is_help=True)
+                              "JUnit test reports, agent OTLP log exports, agent session transcripts.",
+                         no_args_is_help=True)
 FILES_HELP = "Input files (JSON or JSON Lines); '-' reads stdin."
 ORG_HELP = "Org id (default: SEDIMENT_ORG_ID)."
 
