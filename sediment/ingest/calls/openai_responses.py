@@ -99,6 +99,11 @@ def _item(entry: Any, path: str, notes: Notes) -> tuple[str, list[AnyPart]] | No
     return None
 
 
+#: ``(role, parts)`` of one item, or None for an item dropped with a warning (the transcript
+#: reader translates each item of a rollout once, and groups them as :func:`response_items` does).
+item_parts = _item
+
+
 def response_items(value: Any, path: str, notes: Notes) -> list[InferenceMessage]:
     """Items as messages; consecutive assistant-side items share one assistant message."""
     grouped: list[tuple[str, list[AnyPart]]] = []

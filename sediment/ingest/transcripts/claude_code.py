@@ -171,6 +171,7 @@ class _Transcript:
             if node.parent is not None:
                 self.children[node.parent].append(node)
         self._sessions: dict[str, tuple[str, str | None]] = {}
+        self._messages: dict[tuple[Any, ...], InferenceMessage] = {}
 
     # --- Sessions --------------------------------------------------------------------
 
@@ -222,25 +223,31 @@ class _Transcript:
         path.reverse()
         return path
 
-    @staticmethod
-    def messages(path: list[_Node]) -> list[InferenceMessage]:
+    def messages(self, path: list[_Node]) -> list[InferenceMessage]:
         """The model-visible nodes of a path as messages (neighbouring blocks of one response,
-        and neighbouring tool-result lines, are one message)."""
-        grouped: list[tuple[str, str | None, list[AnyPart], str | None]] = []  # role, key, parts, finish
+        and neighbouring tool-result lines, are one message); each message is built once per
+        file, however many later calls replay it."""
+        grouped: list[tuple[str, str | None, list[_Node]]] = []  # role, key, nodes
         for node in path:
             if node.refused or node.kind not in ("user", "assistant") or node.synthetic:
                 continue
             if node.kind == "assistant":
                 if grouped and grouped[-1][0] == "assistant" and grouped[-1][1] == node.group:
-                    finish = node.stop_reason or grouped[-1][3]
-                    grouped[-1] = ("assistant", node.group, grouped[-1][2] + node.parts, finish)
+                    grouped[-1][2].append(node)
                 else:
-                    grouped.append(("assistant", node.group, list(node.parts), node.stop_reason))
+                    grouped.append(("assistant", node.group, [node]))
             elif node.tool_results_only and grouped and grouped[-1][1] == "tool_results":
-                grouped[-1][2].extend(node.parts)
+                grouped[-1][2].append(node)
             else:
-                grouped.append(("user", "tool_results" if node.tool_results_only else None, list(node.parts), None))
-        return [message(role, parts, finish) for role, _key, parts, finish in grouped]
+                grouped.append(("user", "tool_results" if node.tool_results_only else None, [node]))
+        found = []
+        for role, _key, nodes in grouped:
+            key = (role, *(id(n) for n in nodes))
+            if key not in self._messages:
+                finish = next((n.stop_reason for n in reversed(nodes) if n.stop_reason is not None), None)
+                self._messages[key] = message(role, [part for n in nodes for part in n.parts], finish)
+            found.append(self._messages[key])
+        return found
 
     # --- calls ------------------------------------------------------------------------
 

@@ -36,10 +36,18 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Final
 
-from sediment.facts import CaptureLack
+from sediment.facts import CaptureLack, InferenceMessage
 from sediment.ingest import TranslationError
-from sediment.ingest.calls.openai_responses import input_messages, response_items
-from sediment.ingest.calls.toolkit import Notes, as_object, parse_timestamp, token_count
+from sediment.ingest.calls.openai_responses import item_parts
+from sediment.ingest.calls.toolkit import (
+    AnyPart,
+    Notes,
+    as_object,
+    content_parts,
+    message,
+    parse_timestamp,
+    token_count,
+)
 from sediment.ingest.transcripts.common import (
     SETTLE,
     Entry,
@@ -99,6 +107,32 @@ class _Rollout:
         self.outputs: list[tuple[dict[str, Any], Entry]] = []
         self.late: list[dict[str, Any]] = []  # inputs read after an output: the next call's
         self.total: int | None = None
+        self.parts: dict[int, tuple[str, list[AnyPart]] | None] = {}  # by id(item): each item read once
+
+    def translated(self, item: dict[str, Any], path: str) -> None:
+        """Read ``item`` once (a malformed item fails, naming its field); its warnings are counted."""
+        notes = Notes()
+        self.parts[id(item)] = item_parts(item, path, notes)
+        self.result.warn(notes)
+
+    def messages(self, items: list[dict[str, Any]], instructions: str | None = None) -> list[InferenceMessage]:
+        """Items as messages, grouped as the Responses call format groups them (consecutive
+        assistant-side items are one assistant message), after the instructions."""
+        found: list[InferenceMessage] = []
+        if instructions:
+            found.append(message("system", content_parts(instructions, "base_instructions", Notes())))
+        grouped: list[tuple[str, list[AnyPart]]] = []
+        for item in items:
+            translated = self.parts.get(id(item))
+            if translated is None:
+                continue
+            role, parts = translated
+            if role == "assistant" and grouped and grouped[-1][0] == "assistant":
+                grouped[-1][1].extend(parts)
+            else:
+                grouped.append((role, list(parts)))
+        found.extend(message(role, parts) for role, parts in grouped)
+        return found
 
     def read(self, entry: Entry) -> None:
         value = entry.value
@@ -151,9 +185,7 @@ class _Rollout:
         if kind not in OUTPUT_ITEMS | INPUT_ITEMS:
             self.result.skipped[f"response_item:{kind}"] += 1
             return
-        notes = Notes()
-        response_items([item], "payload", notes)  # refuses a malformed item, naming its field
-        self.result.warn(notes)
+        self.translated(item, "payload")
         if _is_output(item):
             self.outputs.append((item, entry))
         elif self.outputs:
@@ -164,14 +196,17 @@ class _Rollout:
     def compact(self, payload: dict[str, Any]) -> None:
         replacement = payload.get("replacement_history")
         if isinstance(replacement, list):
-            notes = Notes()
-            response_items(replacement, "payload.replacement_history", notes)
-            self.history = [i for i in replacement if isinstance(i, dict)]
+            for index, item in enumerate(replacement):
+                self.translated(as_object(item, f"payload.replacement_history[{index}]"),
+                                f"payload.replacement_history[{index}]")
+            self.history = list(replacement)
         else:
             summary = payload.get("message")
             if not isinstance(summary, str):
                 raise TranslationError("payload.message: expected a string (or a replacement_history list)")
-            self.history = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": summary}]}]
+            summary_item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": summary}]}
+            self.translated(summary_item, "payload.message")
+            self.history = [summary_item]
         self.inputs = []
 
     def count(self, event: dict[str, Any], entry: Entry) -> None:
@@ -196,9 +231,8 @@ class _Rollout:
         outputs = [item for item, _ in self.outputs]
         first = self.outputs[0][1]
         sent = [*self.history, *self.inputs]
-        notes = Notes()
-        inputs = input_messages(self.instructions, sent, "input", notes)
-        produced = response_items(outputs, "output", notes)
+        inputs = self.messages(sent, self.instructions)
+        produced = self.messages(outputs)
         lacks: set[CaptureLack] = {"tool_definitions"}
         if self.instructions is None:
             lacks.add("system_prompt")
