@@ -16,7 +16,7 @@ from sediment.errors import ConfigurationError
 from sediment.receiver import auth
 from sediment.receiver.config import from_environment, ingest_tokens
 from sediment.receiver.spool import Spool, body_digest, delivery_key
-from sediment.receiver.translators import FORGES, TRANSLATORS, provider_supported, translate_delivery
+from sediment.receiver.translators import FORGES, TRANSLATORS, Acting, provider_supported, translate_delivery
 
 FIXTURES = Path(__file__).parent / "fixtures"
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
@@ -121,7 +121,12 @@ def test_config_defaults_to_loopback_and_reads_the_environment(tmp_path: Path) -
     flags = from_environment(org_id="acme", database_url="sqlite://", home=tmp_path, mirror_path=None, environ=env,
                              host="0.0.0.0", port=9100, max_body_bytes=10)
     assert (flags.host, flags.port, flags.max_body_bytes) == ("0.0.0.0", 9100, 10)
-    for name, value in (("SEDIMENT_RECEIVER_PORT", "70000"), ("SEDIMENT_RECEIVER_PORT", "http"),
+    assert config.gitlab_host == "gitlab.com"
+    hosted = from_environment(org_id="acme", database_url="sqlite://", home=tmp_path, mirror_path=None,
+                              environ={"SEDIMENT_GITLAB_HOST": "gitlab.example.com"})
+    assert hosted.gitlab_host == "gitlab.example.com"
+    for name, value in (("SEDIMENT_GITLAB_HOST", "https://gitlab.example.com"), ("SEDIMENT_GITLAB_HOST", "GitLab"),
+                        ("SEDIMENT_RECEIVER_PORT", "70000"), ("SEDIMENT_RECEIVER_PORT", "http"),
                         ("SEDIMENT_RECEIVER_MAX_BODY_BYTES", "0"), ("SEDIMENT_RECEIVER_MAX_BODY_BYTES", "1e6")):
         with pytest.raises(ConfigurationError, match=name):
             from_environment(org_id="acme", database_url="sqlite://", home=tmp_path, mirror_path=None,
@@ -214,7 +219,7 @@ def test_a_spooled_github_delivery_translates_like_ingest_github(tmp_path: Path)
     key = delivery_key("github", "x-github-delivery:abc")
     spool.accept(key, route="github", source="github", received_at=T0, body=body,
                  headers={"x-github-event": "workflow_run", "x-github-delivery": "abc"})
-    (translation,) = translate_delivery(spool.read(key), "acme")
+    (translation,) = translate_delivery(spool.read(key), Acting("acme"))
     expected = translate_github({"headers": {"X-GitHub-Event": "workflow_run", "X-GitHub-Delivery": "abc"},
                                  "payload": delivery_file["payload"]}, event=None, org_id="acme", captured_at=T0)
     assert translation == expected
@@ -241,10 +246,10 @@ def test_worker_drains_in_order_and_survives_a_translator_bug(tmp_path: Path, mo
                      received_at=T0, body=body)
     real = translators.TRANSLATORS["ci"]
 
-    def buggy(delivery, body, org_id, received_at):  # type: ignore[no-untyped-def]
+    def buggy(delivery, body, acting, received_at):  # type: ignore[no-untyped-def]
         if b'"run-1"' in delivery.body:
             raise RuntimeError("a bug")
-        return real(delivery, body, org_id, received_at)
+        return real(delivery, body, acting, received_at)
 
     monkeypatch.setitem(translators.TRANSLATORS, "ci", buggy)
     url = f"sqlite:///{tmp_path / 'facts.db'}"

@@ -316,7 +316,8 @@ def test_gitlab_circleci_and_buildkite_webhooks_verify_then_store(tmp_path: Path
         ("/ingest/buildkite", buildkite, {"X-Buildkite-Event": "build.finished",
                                           "X-Buildkite-Signature": f"timestamp={stamp},signature={kite}"}),
     ]
-    with running(tmp_path, environment(tmp_path, url)) as server, httpx.Client(base_url=server.url) as client:
+    env = environment(tmp_path, url, SEDIMENT_GITLAB_HOST="gitlab.example.com")
+    with running(tmp_path, env) as server, httpx.Client(base_url=server.url) as client:
         for path, body, headers in refused:
             assert client.post(path, content=body, headers=headers).status_code == 401, (path, headers)
         assert server.health()["spool"]["pending"] + server.health()["spool"]["done"] == 0
@@ -334,6 +335,17 @@ def test_gitlab_circleci_and_buildkite_webhooks_verify_then_store(tmp_path: Path
     assert health["spool"] == {"pending": 0, "done": 4, "refused": 0}
     assert stored_run_ids(url) == sorted([gitlab_run, circleci_run, buildkite_run])
     assert counts(url) == {"ci_outcomes": 3}
+    from sediment.facts import CIOutcome
+    from sediment.store import FactStore
+
+    store = FactStore(url)
+    try:
+        hosts = {fact.provider: fact.repository_host for fact in store.facts("ci_outcomes", ORG)
+                 if isinstance(fact, CIOutcome)}
+    finally:
+        store.close()
+    project_id = json.loads(gitlab).get("project", {}).get("id")
+    assert hosts["gitlab_ci"] == ("gitlab.example.com" if project_id is not None else None)  # the configured host
 
 
 def test_bearer_routes_need_a_configured_capture_token(tmp_path: Path) -> None:

@@ -33,6 +33,9 @@ def serve(
     spool: str | None = typer.Option(None, "--spool", metavar="DIR",
                                      help="Where deliveries are spooled before ingest (default: "
                                           "SEDIMENT_RECEIVER_SPOOL, else $SEDIMENT_HOME/spool)."),
+    gitlab_host: str | None = typer.Option(None, "--gitlab-host", metavar="HOST",
+                                           help="The GitLab server's host, which keys GitLab repository identity "
+                                                "(default: SEDIMENT_GITLAB_HOST, else gitlab.com)."),
     org: str | None = typer.Option(None, "--org", help="Org id every delivery is stored for "
                                    "(default: SEDIMENT_ORG_ID; never taken from a request)."),
 ) -> None:
@@ -44,7 +47,7 @@ def serve(
 
     from sediment.home import ensure_home
     from sediment.receiver.app import create_app, route_table
-    from sediment.receiver.config import from_environment
+    from sediment.receiver.config import GITLAB_HOST_ENV, from_environment
     from sediment.store import FactStore, database_url
 
     org_id = settings.org_id(org)
@@ -53,7 +56,10 @@ def serve(
     raw_mirrors = os.environ.get(settings.MIRROR_ENV, "").strip()
     home = ensure_home()
     mirrors = Path(raw_mirrors) if raw_mirrors else home / "mirrors"  # refreshed only while it exists
-    config = from_environment(org_id=org_id, database_url=url, home=home, mirror_path=mirrors,
+    environ = dict(os.environ)
+    if gitlab_host is not None:
+        environ[GITLAB_HOST_ENV] = gitlab_host
+    config = from_environment(environ=environ, org_id=org_id, database_url=url, home=home, mirror_path=mirrors,
                               host=host, port=port, max_body_bytes=max_body_bytes,
                               spool=Path(spool) if spool else None)
     app = create_app(config)

@@ -226,7 +226,7 @@ def create_app(config: ReceiverConfig) -> Starlette:
     """The receiver for ``config``; its worker starts (and drains what is pending) with the app."""
     spool = Spool(config.spool)
     worker = IngestWorker(spool, org_id=config.org_id, database_url=config.database_url,
-                          mirror_path=config.mirror_path)
+                          mirror_path=config.mirror_path, gitlab_host=config.gitlab_host)
     receiver = Receiver(config, spool, worker)
 
     @contextlib.asynccontextmanager

@@ -28,6 +28,8 @@ GITLAB_TOKEN_ENV: Final = "SEDIMENT_GITLAB_WEBHOOK_TOKEN"
 CIRCLECI_SECRET_ENV: Final = "SEDIMENT_CIRCLECI_WEBHOOK_SECRET"
 BUILDKITE_TOKEN_ENV: Final = "SEDIMENT_BUILDKITE_WEBHOOK_TOKEN"
 INGEST_TOKENS_ENV: Final = "SEDIMENT_INGEST_TOKENS"
+GITLAB_HOST_ENV: Final = "SEDIMENT_GITLAB_HOST"
+DEFAULT_GITLAB_HOST: Final = "gitlab.com"
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,8 @@ class ReceiverConfig:
     ingest_tokens: Mapping[str, str] = field(default_factory=dict)
     #: root of the bare mirrors refreshed after a push (None: no refresh)
     mirror_path: Path | None = None
+    #: the GitLab server's host (trusted configuration; it keys GitLab repository identity)
+    gitlab_host: str = DEFAULT_GITLAB_HOST
 
 
 def _positive(name: str, value: str) -> int:
@@ -57,6 +61,17 @@ def port_number(name: str, value: str) -> int:
     if not 0 <= port <= 65535:
         raise ConfigurationError(f"{name} must be a port number (0-65535): {value!r}")
     return port
+
+
+def gitlab_host(value: str) -> str:
+    from sediment.facts import check_identity_triple
+
+    try:
+        check_identity_triple("gitlab", value, "1")
+    except ValueError:
+        raise ConfigurationError(f"{GITLAB_HOST_ENV} must be a lowercase DNS host (gitlab.example.com): "
+                                 f"{value!r}") from None
+    return value
 
 
 def ingest_tokens(raw: str) -> dict[str, str]:
@@ -108,4 +123,5 @@ def from_environment(*, org_id: str, database_url: str, home: Path, mirror_path:
         secrets=secrets,
         ingest_tokens=ingest_tokens(env.get(INGEST_TOKENS_ENV, "")),
         mirror_path=mirror_path,
+        gitlab_host=gitlab_host(text(GITLAB_HOST_ENV) or DEFAULT_GITLAB_HOST),
     )

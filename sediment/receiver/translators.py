@@ -11,6 +11,7 @@ provider's name, with the event header's value and the delivery id.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
@@ -18,8 +19,18 @@ from sediment.ingest import Translation, TranslationError
 from sediment.ingest.json_text import JsonReader, RecordProblem
 from sediment.receiver.spool import Delivery
 
-Translate = Callable[[Delivery, Any, str, datetime], list[Translation]]
-"""``(delivery, parsed body (OTLP only, else None), org id, received at)`` → the Translations of its records."""
+
+@dataclass(frozen=True)
+class Acting:
+    """The trusted configuration a delivery is translated under (never taken from a request)."""
+
+    org_id: str
+    gitlab_host: str = "gitlab.com"
+
+
+Translate = Callable[[Delivery, Any, Acting, datetime], list[Translation]]
+"""``(delivery, parsed body (OTLP only, else None), acting configuration, received at)`` → the
+Translations of its records."""
 
 FORGES: Final = ("github", "gitlab", "circleci", "buildkite")
 """Forges and CI services whose signed webhooks the provider translator registry translates
@@ -87,25 +98,25 @@ def describe(exc: Exception) -> str:
     return str(exc)
 
 
-def _ci(delivery: Delivery, body: Any, org_id: str, received_at: datetime) -> list[Translation]:
+def _ci(delivery: Delivery, body: Any, acting: Acting, received_at: datetime) -> list[Translation]:
     from sediment.ingest.ci import translate_ci
 
-    return _each(delivery.body, lambda record: translate_ci(record, org_id=org_id, captured_at=received_at))
+    return _each(delivery.body, lambda record: translate_ci(record, org_id=acting.org_id, captured_at=received_at))
 
 
-def _gateway(delivery: Delivery, body: Any, org_id: str, received_at: datetime) -> list[Translation]:
+def _gateway(delivery: Delivery, body: Any, acting: Acting, received_at: datetime) -> list[Translation]:
     from sediment.ingest.calls import translate_call
 
-    return _each(delivery.body, lambda record: translate_call(record, format="litellm", org_id=org_id,
+    return _each(delivery.body, lambda record: translate_call(record, format="litellm", org_id=acting.org_id,
                                                                  captured_at=received_at))
 
 
-def _otlp(delivery: Delivery, body: Any, org_id: str, received_at: datetime) -> list[Translation]:
+def _otlp(delivery: Delivery, body: Any, acting: Acting, received_at: datetime) -> list[Translation]:
     from sediment.ingest.otlp import translate_otlp
 
     if not isinstance(body, dict):
         raise TranslationError(f"body: an OTLP logs export must be a JSON object, not {type(body).__name__}")
-    return [translate_otlp(body, org_id=org_id, captured_at=received_at)]
+    return [translate_otlp(body, org_id=acting.org_id, captured_at=received_at)]
 
 
 DELIVERY_ID_HEADERS: Final = {"github": "x-github-delivery", "gitlab": "x-gitlab-event-uuid"}
@@ -120,13 +131,14 @@ def provider_supported(provider: str) -> bool:
 
 
 def _forge(provider: str) -> Translate:
-    def translate(delivery: Delivery, body: Any, org_id: str, received_at: datetime) -> list[Translation]:
+    def translate(delivery: Delivery, body: Any, acting: Acting, received_at: datetime) -> list[Translation]:
         from sediment.ingest import webhooks
 
         header = DELIVERY_ID_HEADERS.get(provider)
-        return [webhooks.translate(provider, delivery.header(EVENT_HEADERS[provider]), delivery.body, org_id=org_id,
-                                   captured_at=received_at,
-                                   delivery_id=delivery.header(header) if header is not None else None)]
+        return [webhooks.translate(provider, delivery.header(EVENT_HEADERS[provider]), delivery.body,
+                                   org_id=acting.org_id, captured_at=received_at,
+                                   delivery_id=delivery.header(header) if header is not None else None,
+                                   gitlab_host=acting.gitlab_host)]
 
     return translate
 
@@ -144,13 +156,13 @@ RECORD_ROUTES: Final = frozenset({"ci", "gateway"})
 """Routes whose body is records (one, an array of them, or JSON Lines), each translated on its own."""
 
 
-def translate_delivery(delivery: Delivery, org_id: str) -> list[Translation]:
+def translate_delivery(delivery: Delivery, acting: Acting) -> list[Translation]:
     """The Translations of one spooled delivery; TranslationError when it is refused whole."""
     try:  # forge bodies are read by the registry, record bodies record by record
         body = parse_body(delivery.body, keep_flaws=True) if delivery.route == "otlp" else None
     except RecordProblem as exc:
         raise TranslationError(f"body: {exc}") from None
     try:
-        return TRANSLATORS[delivery.route](delivery, body, org_id, delivery.received_at)
+        return TRANSLATORS[delivery.route](delivery, body, acting, delivery.received_at)
     except RecordProblem as exc:
         raise TranslationError(f"body: {exc}") from None

@@ -29,7 +29,7 @@ from sediment.errors import SedimentError
 from sediment.facts import FactModel, Push
 from sediment.ingest import TranslationError
 from sediment.receiver.spool import Spool
-from sediment.receiver.translators import describe, translate_delivery
+from sediment.receiver.translators import Acting, describe, translate_delivery
 
 if TYPE_CHECKING:
     from sediment.store import FactStore
@@ -55,9 +55,11 @@ class WorkerStats:
 
 
 class IngestWorker:
-    def __init__(self, spool: Spool, *, org_id: str, database_url: str, mirror_path: Path | None) -> None:
+    def __init__(self, spool: Spool, *, org_id: str, database_url: str, mirror_path: Path | None,
+                 gitlab_host: str = "gitlab.com") -> None:
         self.spool = spool
         self.org_id = org_id
+        self.acting = Acting(org_id=org_id, gitlab_host=gitlab_host)
         self.database_url = database_url
         self.stats = WorkerStats()
         self._wake = threading.Event()
@@ -134,7 +136,7 @@ class IngestWorker:
         except FileNotFoundError:
             return True
         try:
-            translations = translate_delivery(delivery, self.org_id)
+            translations = translate_delivery(delivery, self.acting)
         except (TranslationError, ValidationError) as exc:
             reason = describe(exc)
             log.warning("refused delivery %s (%s): %s", key, delivery.route, reason)
