@@ -28,7 +28,9 @@ def import_(
     materialize_all: bool = typer.Option(False, "--materialize-all",
                                          help="Also write all.jsonl.gz: every canonical record in one file."),
 ) -> None:
-    """Import attempts into the library. Records already present are skipped (importing the same
+    """Import attempts (an importer's format, or canonical-jsonl) into a library.
+
+    Records already present are skipped (importing the same
     input twice changes nothing); new records go into new content-named shards, earlier shards are
     never rewritten; rankings, splits, partitions and index.sqlite are rebuilt. A record that
     cannot be imported is reported as one line (file, line, field) and the rest are imported (exit 8)."""
@@ -80,7 +82,9 @@ def views_(
                                     "text: loads into an Arrow table without loss), or chat (with --view turns: "
                                     "{prompt, completion} chat messages)."),
 ) -> None:
-    """Write SFT view samples of the selected, filtered, sampled attempts. Selection reads
+    """Write SFT view samples (full or turns) of selected, filtered, sampled attempts.
+
+    Selection reads
     index.sqlite; only the surviving records are read from their shards."""
     import orjson
 
@@ -117,7 +121,9 @@ def inspect_(
                                                        "full-trajectory sample, every assistant-turn sample (the "
                                                        "exact model_input objects) and the task's alternatives."),
 ) -> None:
-    """Show one record: its interaction, every causal turn sample with its exact model input and
+    """Show one record, its turn samples and its task's alternatives.
+
+    Shows the interaction, every causal turn sample with its exact model input and
     supervised target, verification evidence, missing fields, and the task's alternatives side by side."""
     from sediment.trajectory.inspect import render, report
     from sediment.trajectory.library import Library
@@ -135,7 +141,9 @@ def gallery_(
     library: Path = _LIBRARY,
     out: Path = typer.Option(..., "--out", help="Directory to write index.html and one page per representative."),
 ) -> None:
-    """Write a static HTML gallery: one deterministic representative for every source x outcome x
+    """Write a static HTML gallery of representative attempts.
+
+    One deterministic representative for every source x outcome x
     tier combination present, each page showing the full interaction, every turn sample, the exact
     model input, supervised target, verification evidence, missing fields and alternatives."""
     from sediment.trajectory.gallery import write_gallery
