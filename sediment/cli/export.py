@@ -292,10 +292,9 @@ def _parameters(objective: Objective) -> list[inspect.Parameter]:
             None, "--profile", "-p", metavar="PROFILE",
             help="Adapt the target's rows to one consumer release (see `sediment profiles`); writes "
                  "data/evidence files and compatibility.json instead of canonical rows.")))
-    else:
-        adapters = sorted(n for n, p in _registry().profiles.items() if p.objective == objective.name)
+    elif adapters := sorted(n for n, p in _registry().profiles.items() if p.objective == objective.name):
         params.append(_option("profile", str | None, typer.Option(
-            None, "--profile", "-p", metavar="PROFILE", hidden=not adapters,  # hidden: refused in one line
+            None, "--profile", "-p", metavar="PROFILE",
             help=f"Adapt the {info.title} rows to one consumer release ({', '.join(adapters)}; see `sediment "
                  "profiles`); writes data/evidence files and compatibility.json instead of canonical rows.")))
     params.append(_option("config", Path | None, typer.Option(
