@@ -9,10 +9,16 @@ same completions in any Session order give the same rows and counts.
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator
+import pickle
+import sqlite3
+import tempfile
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import cmp_to_key
+from pathlib import Path
 from typing import Any, Literal
 
 from sediment.plugin import (
@@ -261,19 +267,65 @@ def _bucket(members: list[Member], policy: DPOPolicy) -> Iterator[dict[str, Any]
         yield "bucket_capped"
 
 
+#: How many characters of each bucket's prompt stay in memory to order the buckets (the whole
+#: prompt is read back from disk only when two prompts share this prefix).
+PROMPT_PREFIX = 4096
+
+
+def _bucket_order(meta: dict[bytes, tuple[str, str, str]], full_text: Callable[[bytes], str]) -> list[bytes]:
+    """The bucket digests in ascending ``(org, model, prompt)`` order, as sorting the full keys
+    would give: prefixes decide unless they are equal and truncated, then the prompts are read."""
+    def compare(a: bytes, b: bytes) -> int:
+        (org_a, model_a, prefix_a), (org_b, model_b, prefix_b) = meta[a], meta[b]
+        left: tuple[str, ...] = (org_a, model_a, prefix_a)
+        right: tuple[str, ...] = (org_b, model_b, prefix_b)
+        if left == right:
+            left, right = (org_a, model_a, full_text(a)), (org_b, model_b, full_text(b))
+        return (left > right) - (left < right)
+
+    return sorted(meta, key=cmp_to_key(compare))
+
+
 def project_pairs(sessions: Iterable[SessionCompletions], policy: DPOPolicy) -> Iterator[dict[str, Any] | str]:
     """Every pair row and skip reason of ``sessions`` under ``policy``, in output order:
     admission counts (per AC, Sessions in the order given), then per bucket in ascending key
-    order its dedupe, CI-resolver and labelling counts, pairs and cap count."""
-    buckets: dict[tuple[str, str, str], list[Member]] = defaultdict(list)
-    for completions in sessions:
-        for completion in completions:
-            admitted = _admit(completions, completion, policy)
-            if isinstance(admitted, str):
-                yield admitted
-                continue
-            key, member = admitted
-            buckets[key].append(member)
-    for key in sorted(buckets):
-        members = sorted(buckets[key], key=lambda m: (m.call_id, m.completion.sort_key))
-        yield from _bucket(members, policy)
+    order its dedupe, CI-resolver and labelling counts, pairs and cap count.
+
+    Memory stays flat as Sessions grow: a bucket key holds the whole prompt and a member its
+    mapped conversation, so admitted members and their prompts wait in a temporary SQLite file;
+    only each bucket's digest and a prompt prefix stay in memory, and one bucket is resident at
+    a time while pairing."""
+    with tempfile.TemporaryDirectory(prefix="sediment-dpo-") as directory:
+        db = sqlite3.connect(Path(directory) / "members.db")
+        try:
+            db.execute("CREATE TABLE prompt (digest BLOB PRIMARY KEY, text BLOB)")
+            db.execute("CREATE TABLE member (digest BLOB, seq INTEGER, body BLOB)")
+            meta: dict[bytes, tuple[str, str, str]] = {}
+            seq = 0
+            for completions in sessions:
+                for completion in completions:
+                    admitted = _admit(completions, completion, policy)
+                    if isinstance(admitted, str):
+                        yield admitted
+                        continue
+                    (org, model, prompt), member = admitted
+                    digest = hashlib.sha256(json.dumps([org, model, prompt]).encode("ascii")).digest()
+                    if digest not in meta:
+                        meta[digest] = (org, model, prompt[:PROMPT_PREFIX])
+                        db.execute("INSERT INTO prompt VALUES (?, ?)",
+                                   (digest, prompt.encode("utf-8", "surrogatepass")))
+                    db.execute("INSERT INTO member VALUES (?, ?, ?)",
+                               (digest, seq, pickle.dumps(member, protocol=pickle.HIGHEST_PROTOCOL)))
+                    seq += 1
+            db.execute("CREATE INDEX member_bucket ON member (digest, seq)")
+
+            def full_text(digest: bytes) -> str:
+                [(text,)] = db.execute("SELECT text FROM prompt WHERE digest = ?", (digest,)).fetchall()
+                return bytes(text).decode("utf-8", "surrogatepass")
+
+            for digest in _bucket_order(meta, full_text):
+                members = [pickle.loads(body) for (body,) in db.execute(
+                    "SELECT body FROM member WHERE digest = ? ORDER BY seq", (digest,))]
+                yield from _bucket(sorted(members, key=lambda m: (m.call_id, m.completion.sort_key)), policy)
+        finally:
+            db.close()

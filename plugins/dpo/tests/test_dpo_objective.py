@@ -370,3 +370,25 @@ def test_resolver_counts_are_added_once_per_kept_member(tmp_path: Path) -> None:
     assert outcome_recipe.summary["pair_rows"] == 0
     assert outcome_recipe.summary["pair_skipped"] == {"duplicate_completion": 1, "ambiguous_workflow_verdicts": 1,
                                                       "no_label_source": 1}
+
+
+def test_buckets_are_visited_in_prompt_order_when_prompts_share_a_long_prefix(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Members wait on disk; only a prefix of each prompt orders the buckets in memory, and the
+    whole prompts decide when prefixes tie: the order is still that of the full keys."""
+    import sediment_dpo.pairing as pairing
+
+    shared = "p" * 64
+    suffixes = ["b", "a", "ab", "", "é", "c"]
+    evidence = []
+    for index, suffix in enumerate(suffixes):
+        chosen, rejected = TRAIN[2 * index], TRAIN[2 * index + 1]
+        evidence += [member(chosen, decisions=ACCEPT, prompt=shared + suffix),
+                     member(rejected, decisions=REJECT, prompt=shared + suffix)]
+    monkeypatch.setattr(pairing, "PROMPT_PREFIX", 8)  # every prefix ties: the full prompts decide
+    short = export(tmp_path, evidence, "short")
+    monkeypatch.setattr(pairing, "PROMPT_PREFIX", 4096)  # every prompt is its own prefix
+    whole = export(tmp_path, evidence, "whole")
+    prompts = [row["prompt"][0]["content"] for row in only_rows(short)]
+    assert prompts == sorted(shared + s for s in suffixes)
+    assert snapshot(short.out_dir) == snapshot(whole.out_dir)
