@@ -358,7 +358,8 @@ def test_hookspecs_document_every_argument() -> None:
     names = [n for n, f in inspect.getmembers(hookspecs, inspect.isfunction) if hasattr(f, "sediment_spec")]
     assert set(names) == {"describe_objective", "describe_target", "describe_profile", "describe_manifest",
                           "plugin_settings", "register_schemas", "project_evidence", "diagnose_evidence", "eligible",
-                          "project_row", "adapt_row", "write_manifest", "describe_importer", "import_source"}
+                          "project_row", "adapt_row", "write_manifest", "describe_importer", "import_source",
+                          "import_store"}
     for name in names:
         spec = getattr(pm.hook, name).spec
         assert spec.opts["firstresult"], f"{name} is dispatched one plugin at a time"

@@ -1,7 +1,10 @@
-"""Importer ``sediment-rollouts``: Sediment's own Rollouts, from a bundle directory.
+"""Importer ``sediment-rollouts``: Sediment's own Rollouts, from a bundle directory or the store.
 
 Give the bundle directory (or its ``manifest.json``). The bundle is opened and fully
-validated first (a bad bundle is one refusal). Each Rollout segment becomes one record: a
+validated first (a bad bundle is one refusal). From the fact store (``import_store``), the
+core derives the org's Rollouts one Session at a time and each is converted exactly as its
+bundle line would be; only ``source`` differs (``sediment/store``, the org, the quarantine
+revision, no file digest). Each Rollout segment becomes one record: a
 segment is one model context, so an assistant decision's context is exactly the events
 before it. Per Turn, its ``new_messages`` become events (text parts joined, reasoning parts as
 ``reasoning``, tool calls structured, each tool-call response its own tool event linked by
@@ -41,6 +44,7 @@ from sediment.plugin import trajectory_kit as kit
 from ._common import declare_unanswered, event_omissions, refusal
 
 SOURCE_ID = "sediment/bundle"
+STORE_SOURCE_ID = "sediment/store"
 VERSION = "1"
 ROLES: dict[str, kit.Role] = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant",
                               "tool": "tool"}
@@ -67,9 +71,24 @@ def import_source(path: Path) -> Any:
         for number, (rollout, line) in enumerate(zip(bundle, lines, strict=True), start=1):
             unit = kit.SourceUnit(rollouts_path, number, f"{kit.BUNDLE_ROLLOUTS}:{number}", line.rstrip(b"\n"))
             try:
-                yield from convert(rollout, bundle, unit, digest, revision)
+                source = kit.Source(source_id=SOURCE_ID, url=None, revision=revision, locator=unit.locator,
+                                    file_sha256=digest)
+                yield from convert(rollout, bundle.repositories, source, unit.data)
             except ValueError as exc:  # TrajectoryError, a model's ValidationError
                 yield refusal(rollouts_path, number, exc)
+
+
+@hookimpl
+def import_store(source: kit.StoreSource) -> Any:
+    where = Path(f"store:{source.org_id}")
+    revision = f"quarantine-revision:{source.quarantine_revision}"
+    for number, (rollout, line) in enumerate(source.rollouts(), start=1):
+        origin = kit.Source(source_id=STORE_SOURCE_ID, url=None, revision=revision,
+                            locator=f"store:{rollout.org_id}/{rollout.session_id}", file_sha256=None)
+        try:
+            yield from convert(rollout, source.repositories, origin, line)
+        except ValueError as exc:  # TrajectoryError, a model's ValidationError
+            yield refusal(where, number, exc)
 
 
 def _text(parts: list[str]) -> str | None:
@@ -155,9 +174,12 @@ def _turn_events(turn: Turn, previous: Turn | None, start: int, calls: kit.CallI
     return events
 
 
-def convert(rollout: Rollout, bundle: Any, unit: kit.SourceUnit, digest: str, revision: str) -> Any:
+def convert(rollout: Rollout, repositories: Any, source: kit.Source, line: bytes) -> Any:
+    """The records of one Rollout (one per segment): ``repositories`` is the context CI resolves
+    with, ``source`` the origin (each segment's locator gets ``#segN``), ``line`` the Rollout's
+    canonical bundle line (the raw record)."""
     result = resolve_ci(rollout.terminal_outcomes, quarantine_revision=rollout.provenance.quarantine_revision,
-                        repositories=bundle.repositories)
+                        repositories=repositories)
     resolution = kit.select_reward_resolution(result.resolutions, rollout.org_id, rollout.commits)
     evidence = []
     success = None
@@ -173,7 +195,7 @@ def convert(rollout: Rollout, bundle: Any, unit: kit.SourceUnit, digest: str, re
                     "non_verdict_outcome_ids": list(resolution.non_verdict_outcome_ids),
                     "suspected_flake": resolution.suspected_flake}))
     tool_sets = {s.digest: s.tools for s in rollout.tool_sets}
-    raw, redactions = kit.raw_record_of(unit.data)
+    raw, redactions = kit.raw_record_of(line)
     for segment_index, segment in enumerate(rollout.segments):
         calls = kit.CallIds()
         fields: list[dict[str, Any]] = []
@@ -196,8 +218,7 @@ def convert(rollout: Rollout, bundle: Any, unit: kit.SourceUnit, digest: str, re
         models = sorted({t.model for t in segment if t.model})
         yield kit.build(
             task_id=task_id, task_key=f"sediment:{rollout.org_id}-{rollout.session_id}",
-            source=kit.Source(source_id=SOURCE_ID, url=None, revision=revision,
-                              locator=f"{unit.locator}#seg{segment_index}", file_sha256=digest),
+            source=kit.Source(**{**source.model_dump(), "locator": f"{source.locator}#seg{segment_index}"}),
             task_family="sediment-session", domain="software-engineering", split=rollout.split,
             events=events, tools=tools,
             provenance=kit.Provenance(demonstrator="agent", producer="sediment",

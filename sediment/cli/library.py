@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from sediment.cli import console
+from sediment.cli import console, settings
 
 library_app = typer.Typer(
     help=("The trajectory library: one immutable canonical record per agent attempt (public sources and "
@@ -23,8 +23,13 @@ def import_(
     format: str = typer.Argument(..., metavar="FORMAT",
                                  help="Source format: an importer plugin's format name, or canonical-jsonl "
                                       "(canonical records, e.g. another library's all.jsonl.gz)."),
-    paths: list[Path] = typer.Argument(..., exists=True, readable=True, help="Input files of that format."),
+    paths: list[Path] | None = typer.Argument(None, exists=True, readable=True, help="Input files of that format."),
     library: Path = _LIBRARY,
+    from_store: bool = typer.Option(False, "--from-store",
+                                    help="Read Sediment's own Rollouts from the configured fact store "
+                                         "(SEDIMENT_DATABASE_URL / SEDIMENT_HOME) instead of PATHs, derived one "
+                                         "Session at a time (format sediment-rollouts)."),
+    org: str | None = typer.Option(None, "--org", help="Org id with --from-store (default: SEDIMENT_ORG_ID)."),
     materialize_all: bool = typer.Option(False, "--materialize-all",
                                          help="Also write all.jsonl.gz: every canonical record in one file."),
 ) -> None:
@@ -36,14 +41,19 @@ def import_(
     cannot be imported is reported as one line (file, line, field) and the rest are imported (exit 8)."""
     from sediment.ingest import IngestError
     from sediment.trajectory.library import Library
-    from sediment.trajectory.library_input import check_format, records_for
+    from sediment.trajectory.library_input import check_format, records_for, store_records
+    from sediment.trajectory.record import Trajectory
 
     check_format(format)
+    files = settings.import_paths(paths, from_store)
     problems: list[str] = []
     skipped: list[str] = []
+    if from_store:
+        records: Iterator[Trajectory] = store_records(format, settings.store_rollouts(org), problems)
     target = Library(library)
-    report = target.import_records(records_for(format, paths, problems, target.known_ids(), skipped),
-                                   materialize_all=materialize_all, prevalidated=True)
+    if not from_store:
+        records = records_for(format, files, problems, target.known_ids(), skipped)
+    report = target.import_records(records, materialize_all=materialize_all, prevalidated=True)
     report.already_present += len(skipped)
     for problem in problems[:50]:
         console.warning(problem)

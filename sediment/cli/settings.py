@@ -12,6 +12,7 @@ from sediment.errors import ConfigurationError
 if TYPE_CHECKING:
     from sediment.mirrors import MirrorRoot
     from sediment.store import FactStore
+    from sediment.trajectory.store_source import StoreSource
 
 ORG_ENV = "SEDIMENT_ORG_ID"
 MIRROR_ENV = "SEDIMENT_MIRROR_PATH"
@@ -68,3 +69,23 @@ def capture_time() -> datetime:
         return parsed.astimezone(UTC)
     except OverflowError:
         raise ConfigurationError(f"{CAPTURE_TIME_ENV} is out of range once converted to UTC: {value!r}") from None
+
+
+def store_rollouts(org: str | None) -> StoreSource:
+    """The configured fact store's Rollouts of ``--org`` / ``SEDIMENT_ORG_ID`` for an importer,
+    derived one Session at a time with the configured mirrors (as ``sediment derive`` does)."""
+    from sediment.trajectory.store_source import store_source
+
+    org_id_ = org_id(org)
+    return store_source(store(), org_id_, mirror_root())
+
+
+def import_paths(paths: list[Path] | None, from_store: bool) -> list[Path]:
+    """The input files of an import, or none with ``--from-store`` (one of the two is required)."""
+    from sediment.errors import UsageError
+
+    if from_store and paths:
+        raise UsageError("give input PATHs or --from-store, not both")
+    if not from_store and not paths:
+        raise UsageError("give input PATHs, or --from-store to read the fact store's Rollouts")
+    return list(paths or [])

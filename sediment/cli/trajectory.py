@@ -12,7 +12,7 @@ from pathlib import Path
 
 import typer
 
-from sediment.cli import console
+from sediment.cli import console, settings
 from sediment.errors import UsageError
 from sediment.ingest import IngestError
 
@@ -36,10 +36,17 @@ def formats() -> None:
 
 @trajectory_app.command("import")
 def import_(fmt: str = typer.Argument(..., metavar="FORMAT", help="Source format (see `sediment trajectory formats`)."),
-            paths: list[Path] = typer.Argument(..., help="Files or directories (walked in name order)."),
+            paths: list[Path] | None = typer.Argument(None, help="Files or directories (walked in name order)."),
             out: Path = typer.Option(..., "--out", help="JSON Lines file to write, one canonical record per line; "
-                                                        "an existing file is refused.")) -> None:
-    """Read source files into canonical records, one per line of --out, in input order.
+                                                        "an existing file is refused."),
+            from_store: bool = typer.Option(False, "--from-store",
+                                            help="Read Sediment's own Rollouts from the configured fact store "
+                                                 "(SEDIMENT_DATABASE_URL / SEDIMENT_HOME) instead of PATHs, "
+                                                 "derived one Session at a time (sediment-rollouts)."),
+            org: str | None = typer.Option(None, "--org", help="Org id with --from-store (default: SEDIMENT_ORG_ID).")
+            ) -> None:
+    """Read source files (or, with --from-store, the fact store's Rollouts) into canonical records,
+    one per line of --out, in input order.
 
     Every record is validated (content-addressed id, unique ids, causal links, declared
     omissions); a record that cannot be stored exactly is refused as `FILE:LINE: FIELD: message`
@@ -54,10 +61,17 @@ def import_(fmt: str = typer.Argument(..., metavar="FORMAT", help="Source format
         raise UsageError(f"unknown source format {fmt!r}; installed formats: {', '.join(installed)}")
     if out.exists():
         raise UsageError(f"--out {out} already exists; choose a new file")
+    files = settings.import_paths(paths, from_store)
+    if from_store:
+        from sediment.trajectory.importing import import_store_results
+
+        results = import_store_results(fmt, settings.store_rollouts(org))
+    else:
+        results = import_results(fmt, files)
     written = refused = 0
     staging = out.with_name(f".{out.name}.partial")
     with staging.open("w", encoding="ascii", newline="\n") as handle:
-        for item in import_results(fmt, paths):
+        for item in results:
             if isinstance(item, ImportRefusal):
                 refused += 1
                 console.error(item)

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from sediment.trajectory.importing import ImporterInfo
     from sediment.trajectory.record import Trajectory
     from sediment.trajectory.sources import ImportRefusal
+    from sediment.trajectory.store_source import StoreSource
 
 PROJECT_NAME = "sediment"
 #: The version of the plugin contract these hooks define.
@@ -298,4 +299,18 @@ def import_source(path: Path) -> Iterable[Trajectory | ImportRefusal]:  # type: 
 
     :param path: the file.
     :return: an iterable (usually a generator) of records and refusals, in file order.
+    """
+
+
+@hookspec(firstresult=True)
+def import_store(source: StoreSource) -> Iterable[Trajectory | ImportRefusal]:  # type: ignore[empty-body]
+    """Read Sediment's own Rollouts straight from the fact store (optional; an importer only).
+
+    Called on the chosen importer only, when the import reads the store instead of files
+    (``--from-store``). The core derives the org's Rollouts one Session at a time; convert each
+    as its bundle line would be, with a ``source`` naming the store (the org, the quarantine
+    revision as the immutable revision, no file digest).
+
+    :param source: a :class:`~sediment.plugin.trajectory_kit.StoreSource`.
+    :return: an iterable of records and refusals, in Session order.
     """

@@ -331,6 +331,15 @@ class Importer(_Plugin):
         """The importer's records and refusals for one file."""
         return self._callers["import_source"](path=path) or ()
 
+    @property
+    def reads_store(self) -> bool:
+        """Whether it reads Sediment's Rollouts straight from the fact store (``import_store``)."""
+        return "import_store" in self._callers
+
+    def read_store(self, source: Any) -> Iterable[object]:
+        """The importer's records and refusals for the fact store's Rollouts."""
+        return self._callers["import_store"](source=source) or ()
+
     def as_json(self) -> dict[str, Any]:
         return {"name": self.name, "description": self.info.description, "patterns": list(self.info.patterns),
                 "source_id": self.info.source_id, "origin": self.origin_json()}
@@ -411,6 +420,9 @@ class PluginRegistry:
                                   f"{[h for h in hooks if h not in implemented]}")
             if has and describe not in implemented:
                 raise PluginError(f"plugin {name!r} ({origin.distribution}) implements {has} but not {describe}")
+        if "import_store" in implemented and "describe_importer" not in implemented:
+            raise PluginError(f"plugin {name!r} ({origin.distribution}) implements ['import_store'] but not "
+                              "describe_importer")
         for hook in ("project_evidence", "diagnose_evidence"):
             if hook in implemented and "describe_objective" not in implemented:
                 raise PluginError(f"plugin {name!r} ({origin.distribution}) implements ['{hook}'] but not "

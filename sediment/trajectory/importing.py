@@ -20,12 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sediment.errors import PluginError
+from sediment.errors import PluginError, UsageError
 from sediment.trajectory.record import Trajectory, TrajectoryError, validated
 from sediment.trajectory.sources import ImportRefusal
 
 if TYPE_CHECKING:
     from sediment.export.registry import PluginRegistry
+    from sediment.trajectory.store_source import StoreSource
 
 
 @dataclass(frozen=True)
@@ -75,21 +76,25 @@ def import_results(fmt: str, paths: Iterable[Path | str], *,
         yield from _one_file(importer.read, path)
 
 
+def _checked(items: Iterable[object], where: Path) -> Iterator[Trajectory | ImportRefusal]:
+    for item in items:
+        if isinstance(item, ImportRefusal):
+            yield item
+        elif isinstance(item, Trajectory):
+            try:
+                yield validated(item)
+            except TrajectoryError as exc:
+                yield ImportRefusal(where, 0, item.source.locator, str(exc))
+        else:
+            raise PluginError(f"importer yielded {type(item).__name__}, not a Trajectory or ImportRefusal")
+
+
 def _one_file(read: Callable[[Path], Iterable[object]], path: Path) -> Iterator[Trajectory | ImportRefusal]:
     if not path.is_file():
         yield ImportRefusal(path, 0, "(file)", "is not a readable file")
         return
     try:
-        for item in read(path):
-            if isinstance(item, ImportRefusal):
-                yield item
-            elif isinstance(item, Trajectory):
-                try:
-                    yield validated(item)
-                except TrajectoryError as exc:
-                    yield ImportRefusal(path, 0, item.source.locator, str(exc))
-            else:
-                raise PluginError(f"importer yielded {type(item).__name__}, not a Trajectory or ImportRefusal")
+        yield from _checked(read(path), path)
     except OSError as exc:
         yield ImportRefusal(path, 0, "(file)", f"cannot be read: {exc.strerror or exc}")
 
@@ -104,3 +109,22 @@ def import_records(fmt: str, paths: Iterable[Path | str], *,
                 on_refusal(item)
         else:
             yield item
+
+
+def import_store_results(fmt: str, source: StoreSource, *,
+                         registry: PluginRegistry | None = None) -> Iterator[Trajectory | ImportRefusal]:
+    """Every record and refusal the importer of ``fmt`` reads from the fact store's Rollouts
+    (hook ``import_store``), each record validated; refusals name ``store:ORG``. An importer
+    that does not read the store is refused at once (a usage error)."""
+    if registry is None:
+        from sediment.export.registry import load_registry
+
+        registry = load_registry()
+    importer = registry.importers.get(fmt)
+    if importer is None:
+        known = ", ".join(sorted(registry.importers)) or "none"
+        raise PluginError(f"no importer for source format {fmt!r} (installed: {known})")
+    if not importer.reads_store:
+        readers = ", ".join(sorted(n for n, i in registry.importers.items() if i.reads_store)) or "none"
+        raise UsageError(f"source format {fmt!r} does not read the fact store (--from-store: {readers})")
+    return _checked(importer.read_store(source), Path(f"store:{source.org_id}"))

@@ -50,6 +50,7 @@ from sediment.trajectory.sources import (
     redact_text,
     split_attempt,
 )
+from sediment.trajectory.store_source import StoreSource
 
 __all__ = [
     "BUNDLE_ROLLOUTS",
@@ -71,6 +72,7 @@ __all__ = [
     "Role",
     "Source",
     "SourceUnit",
+    "StoreSource",
     "ToolCall",
     "ToolDefinition",
     "Trajectory",

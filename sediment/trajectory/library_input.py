@@ -10,11 +10,14 @@ from __future__ import annotations
 import gzip
 from collections.abc import Container, Iterator, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import orjson
 
 from sediment.trajectory.record import Trajectory, TrajectoryError, from_json
+
+if TYPE_CHECKING:
+    from sediment.trajectory.store_source import StoreSource
 
 CANONICAL = "canonical-jsonl"
 """Canonical ``Trajectory`` records, one JSON object a line (``.jsonl`` or ``.jsonl.gz``): what a
@@ -92,3 +95,25 @@ def records_for(format: str, paths: Sequence[Path], problems: list[str], known: 
     from sediment.trajectory.importing import import_records
 
     yield from import_records(format, paths, on_refusal=lambda refusal: problems.append(str(refusal)))
+
+
+def store_records(format: str, source: StoreSource, problems: list[str]) -> Iterator[Trajectory]:
+    """The records the importer of ``format`` reads from the fact store's Rollouts, each
+    validated; every refusal goes to ``problems``."""
+    from sediment.trajectory.importing import import_store_results
+    from sediment.trajectory.sources import ImportRefusal
+
+    if format == CANONICAL:
+        from sediment.errors import UsageError
+
+        raise UsageError(f"{CANONICAL} is read from files, not from the fact store; drop --from-store")
+    results = import_store_results(format, source)
+
+    def records() -> Iterator[Trajectory]:
+        for item in results:
+            if isinstance(item, ImportRefusal):
+                problems.append(str(item))
+            else:
+                yield item
+
+    return records()
