@@ -60,6 +60,7 @@ EXPECTED_FILES = {
     "provenance.v1.json",
     "training-provenance.v1.json",
     "repository-identity.v1.json",
+    "call-capture.v1.json",
     "message-part.v1.json",
     # trainer messages (the SFT / DPO message components)
     "function-call.v1.json",
