@@ -344,8 +344,14 @@ def test_the_row_schema_refuses_what_the_contract_forbids(tmp_path: Path) -> Non
         lambda r: r.update(chosen=[]),
         lambda r: r.update(rejected=[{"role": "user", "content": "x"}]),
         lambda r: r["prompt"].append({"role": "user", "content": "x", "name": "extra"}),
+        lambda r: r["metadata"].update(chosen_capture={"source": "gateway", "lacks": []}),
+        lambda r: r["metadata"].update(rejected_capture={"source": "transcript:codex@1", "lacks": ["tokens"]}),
+        lambda r: r["metadata"].update(capture={"source": "transcript:codex@1", "lacks": []}),
     ):
         assert schemas.errors(broken(change), PAIR), change
+    assert schemas.errors(broken(lambda r: r["metadata"].update(
+        chosen_capture={"source": "transcript:codex@1", "lacks": []},
+        rejected_capture={"source": "transcript:claude-code@unknown", "lacks": ["exact_request"]})), PAIR) == []
 
 
 HF_CHECK = Path(__file__).parents[3] / "tests" / "consumers" / "hf" / "check_dpo.py"
