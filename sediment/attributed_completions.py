@@ -58,6 +58,7 @@ from sediment.confidence import ConfidenceEvidence, LabelConfidencePolicy
 from sediment.decision_attachment import ATTACHMENT_SKIP_REASONS, CallTarget, attach_decisions
 from sediment.edit_retention import SCORER_NON_FINITE, Scorer, fill_edit_retention, four_gram_containment
 from sediment.facts import (
+    CallCapture,
     CIOutcome,
     DeveloperDecision,
     FactModel,
@@ -203,7 +204,8 @@ class AttributedCompletion(FactModel):
 @dataclass(frozen=True)
 class CompletionCall:
     """A recorded inference call as its Rollout holds it: the whole input it was sent (its
-    segment's messages up to it), its output messages, model and time."""
+    segment's messages up to it), its output messages, model and time, and its transcript
+    capture (``None`` for a call recorded on the wire)."""
 
     inference_call_id: str
     org_id: str
@@ -213,6 +215,7 @@ class CompletionCall:
     model: str | None
     observed_at: datetime | None
     model_call_id: str | None = None
+    capture: CallCapture | None = None
 
 
 @dataclass(frozen=True)
@@ -310,7 +313,7 @@ def completion_calls(rollout: Rollout) -> dict[str, CompletionCall]:
             calls[turn.inference_call_id] = CompletionCall(
                 inference_call_id=turn.inference_call_id, org_id=rollout.org_id, session_id=rollout.session_id,
                 input_messages=tuple(sent), output_messages=turn.output_messages, model=turn.model,
-                observed_at=turn.observed_at, model_call_id=turn.model_call_id)
+                observed_at=turn.observed_at, model_call_id=turn.model_call_id, capture=turn.capture)
     return calls
 
 

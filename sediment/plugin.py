@@ -58,9 +58,17 @@ from sediment.export.rows import (
 )
 from sediment.export.settings import PluginSettings
 from sediment.export.tasks import TaskBasis, task_basis, task_ineligibility, task_instance_id, task_skip_reasons
-from sediment.export.turns import ROLLOUT_SKIP_REASONS, decision_row, message_row, segment_instance_id, turn_row
+from sediment.export.turns import (
+    ROLLOUT_SKIP_REASONS,
+    capture_row,
+    decision_row,
+    message_row,
+    segment_instance_id,
+    turn_row,
+)
 from sediment.export.writer import atomic_write_bytes
 from sediment.facts import (
+    CallCapture,
     CIOutcome,
     InferenceMessage,
     Part,
@@ -107,6 +115,7 @@ __all__ = [
     "CIResolution",
     "CIResolutionResult",
     "CIWorkflowResolution",
+    "CallCapture",
     "CallRecord",
     "CommitAttributions",
     "CommitKey",
@@ -159,6 +168,7 @@ __all__ = [
     "atomic_write_bytes",
     "canonical_digest",
     "canonical_json",
+    "capture_row",
     "decision_row",
     "hookimpl",
     "label_confidence",

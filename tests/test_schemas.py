@@ -60,6 +60,7 @@ EXPECTED_FILES = {
     "provenance.v1.json",
     "training-provenance.v1.json",
     "repository-identity.v1.json",
+    "call-capture.v1.json",
     "message-part.v1.json",
     # trainer messages (the SFT / DPO message components)
     "function-call.v1.json",
@@ -355,3 +356,24 @@ def test_contract_violations_are_rejected(
     name: str, change: Callable[[dict[str, Any]], object]
 ) -> None:
     assert errors(name, mutated(SAMPLES[name], change))
+
+
+CAPTURE = {"source": "transcript:claude-code@2.0.69", "lacks": ["exact_request", "token_ids"],
+           "parent_session_id": "parent-1"}
+
+
+@pytest.mark.parametrize(("change", "valid"), [
+    (lambda c: None, True),
+    (lambda c: c.pop("parent_session_id"), True),
+    (lambda c: c.update(lacks=[]), True),
+    (lambda c: c.update(source="gateway"), False),
+    (lambda c: c.update(source="transcript:Claude Code@1"), False),
+    (lambda c: c.update(lacks=["token_ids", "token_ids"]), False),
+    (lambda c: c.update(lacks=["tokens"]), False),
+    (lambda c: c.pop("lacks"), False),
+    (lambda c: c.update(parent_session_id=""), False),
+    (lambda c: c.update(extra=1), False),
+])
+def test_the_call_capture_schema(change: Callable[[dict[str, Any]], object], valid: bool) -> None:
+    """The marker SFT, diff-SFT and DPO metadata carry for a call rebuilt from a client transcript."""
+    assert (errors("call-capture.v1.json", mutated(CAPTURE, change)) == []) is valid

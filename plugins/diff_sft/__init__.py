@@ -32,8 +32,10 @@ from sediment.plugin import (
     SessionCompletions,
     TrainerDecline,
     TrainingProvenance,
+    capture_row,
     hookimpl,
     map_inference_prompt,
+    put_optional,
     resolve_ci,
     schemas_in,
 )
@@ -270,7 +272,7 @@ def _project_group(found: SessionCompletions, call_id: str, members: list[Attrib
     if not paths <= parsed.paths:
         yield _decline("file_diff_unavailable")
         return
-    yield ProjectedRow(first.split, {
+    row: dict[str, Any] = {
         "prompt": prompt,
         "completion": [{"role": "assistant", "content": parsed.for_paths(paths)}],
         "tools": [],
@@ -300,7 +302,9 @@ def _project_group(found: SessionCompletions, call_id: str, members: list[Attrib
             "schema_id": SCHEMA_ID,
             "schema_version": SCHEMA_VERSION,
         },
-    }, population=POPULATION)
+    }
+    put_optional(row["metadata"], "capture", None if call.capture is None else capture_row(call.capture))
+    yield ProjectedRow(first.split, row, population=POPULATION)
 
 
 def project_session(found: SessionCompletions, context: ExportContext, settings: DiffSFTSettings,

@@ -29,9 +29,11 @@ from sediment.plugin import (
     SessionCompletions,
     TrainerConversation,
     TrainingProvenance,
+    capture_row,
     map_conversation,
     pair_confidence,
     plain,
+    put_optional,
     representation_problem,
     strict_json,
 )
@@ -100,6 +102,8 @@ class Member:
     confidence: float | None
     reliability: float | None
     resolver_skipped: Counter[str]
+    #: The call's transcript capture as rows carry it; ``None`` for a call recorded on the wire.
+    capture: dict[str, Any] | None = None
 
     @property
     def call_id(self) -> str:
@@ -163,7 +167,8 @@ def _admit(completions: SessionCompletions, completion: AttributedCompletion, po
         label=label, label_source=source, unlabelled=unlabelled,
         confidence=completions.confidence(completion, policy.label_confidence),
         reliability=None if found.resolution is None else found.resolution.reliability,
-        resolver_skipped=Counter(found.skipped))
+        resolver_skipped=Counter(found.skipped),
+        capture=None if call.capture is None else capture_row(call.capture))
     return (completion.org_id, call.model, prompt_key(call.input_messages)), member
 
 
@@ -186,7 +191,7 @@ def pair_row(chosen: Member, rejected: Member, policy: DPOPolicy) -> dict[str, A
                    else values.upstream_label_confidence)
     reliabilities = [r for r in (chosen.reliability, rejected.reliability) if r is not None]
     a, b = chosen.completion, rejected.completion
-    return {
+    row: dict[str, Any] = {
         "prompt": chosen.conversation.as_dict()["prompt"],
         "chosen": chosen.conversation.as_dict()["completion"],
         "rejected": rejected.conversation.as_dict()["completion"],
@@ -221,6 +226,9 @@ def pair_row(chosen: Member, rejected: Member, policy: DPOPolicy) -> dict[str, A
             "schema_version": PAIR_SCHEMA_VERSION,
         },
     }
+    put_optional(row["metadata"], "chosen_capture", chosen.capture)
+    put_optional(row["metadata"], "rejected_capture", rejected.capture)
+    return row
 
 
 def _bucket(members: list[Member], policy: DPOPolicy) -> Iterator[dict[str, Any] | str]:

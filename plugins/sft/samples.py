@@ -31,6 +31,7 @@ from typing import Any
 from sediment.plugin import (
     TRAINER_SKIP_REASONS,
     AttributedCompletion,
+    CallCapture,
     CIResolution,
     Declined,
     LabelConfidencePolicy,
@@ -39,8 +40,10 @@ from sediment.plugin import (
     SessionCompletions,
     TrainerDecline,
     TrainingProvenance,
+    capture_row,
     map_conversation,
     plain,
+    put_optional,
 )
 
 from .eligibility import MIN_CONFIDENCE, EligibilitySource, Eligible, eligibility
@@ -119,31 +122,31 @@ def judge(completion: AttributedCompletion, found: SessionCompletions, recipe: s
 
 
 def row(candidate: Candidate, body: dict[str, Any], model: str, recipe: Recipe,
-        policy: LabelConfidencePolicy) -> dict[str, Any]:
-    """The ``sft-sample`` v3 row: ``prompt``, ``completion``, ``tools``, ``metadata`` (key order as emitted)."""
+        policy: LabelConfidencePolicy, capture: CallCapture | None = None) -> dict[str, Any]:
+    """The ``sft-sample`` v3 row: ``prompt``, ``completion``, ``tools``, ``metadata`` (key order as
+    emitted); ``metadata.capture`` last, only for a call rebuilt from a client transcript."""
     completion = candidate.completion
     resolution = candidate.resolution
     identity = completion.repository_identity
-    return {
-        **body,
-        "metadata": {
-            "org_id": completion.org_id,
-            "source_model": model,
-            "completion_id": completion.inference_call_id,
-            "recipe_id": recipe.name,
-            "recipe_version": recipe.version,
-            "eligibility_source": candidate.source,
-            "label_confidence": candidate.confidence,
-            "ci_reliability": None if resolution is None else resolution.reliability,
-            "provenance": plain(TrainingProvenance.of(completion.provenance, policy)),
-            "split": completion.split,
-            "repository_identity": None if identity is None else plain(identity),
-            "attribution_source": completion.attribution_source,
-            "session_commit_observation_ids": list(completion.observation_ids),
-            "schema_id": SCHEMA_ID,
-            "schema_version": SCHEMA_VERSION,
-        },
+    metadata: dict[str, Any] = {
+        "org_id": completion.org_id,
+        "source_model": model,
+        "completion_id": completion.inference_call_id,
+        "recipe_id": recipe.name,
+        "recipe_version": recipe.version,
+        "eligibility_source": candidate.source,
+        "label_confidence": candidate.confidence,
+        "ci_reliability": None if resolution is None else resolution.reliability,
+        "provenance": plain(TrainingProvenance.of(completion.provenance, policy)),
+        "split": completion.split,
+        "repository_identity": None if identity is None else plain(identity),
+        "attribution_source": completion.attribution_source,
+        "session_commit_observation_ids": list(completion.observation_ids),
+        "schema_id": SCHEMA_ID,
+        "schema_version": SCHEMA_VERSION,
     }
+    put_optional(metadata, "capture", None if capture is None else capture_row(capture))
+    return {**body, "metadata": metadata}
 
 
 def project_session(found: SessionCompletions, recipe: Recipe,
@@ -175,4 +178,5 @@ def project_session(found: SessionCompletions, recipe: Recipe,
         kept = min(candidates, key=lambda c: (-c.confidence, c.completion.sort_key))
         if len(candidates) > 1:
             yield Declined("duplicate_completion", len(candidates) - 1)
-        yield ProjectedRow(kept.completion.split, row(kept, mapped.as_dict(), call.model, recipe, policy))
+        yield ProjectedRow(kept.completion.split, row(kept, mapped.as_dict(), call.model, recipe, policy,
+                                                           call.capture))

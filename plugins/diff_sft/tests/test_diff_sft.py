@@ -19,7 +19,7 @@ from sediment.export.pipeline import Evidence, export_objective
 from sediment.export.registry import load_registry
 from sediment.export.settings import SettingsSources
 from sediment.export.verifier_commands import VerifierCommands
-from sediment.facts import DeveloperDecision, ToolCallPart
+from sediment.facts import CallCapture, DeveloperDecision, ToolCallPart
 from sediment.mirrors import Mirror, MirrorRoot
 from sediment.rollout import FileAttribution, Rollout
 from sediment.testing import ORG, REPO, T0, GitRepo, call, message, outcome, rollout, run_objective, snapshot
@@ -33,23 +33,25 @@ def decision(decision_id: str, call_id: str, *, accepted: bool = True, explicit:
                              captured_at=T0 + timedelta(days=1))
 
 
-def calls(session: str, count: int = 2, model: str | None = "gpt-x") -> list[Any]:
+def calls(session: str, count: int = 2, model: str | None = "gpt-x", capture: CallCapture | None = None) -> list[Any]:
     history = [message("user", "fix the bug")]
     found = []
     for index in range(count):
         output = message("assistant", ToolCallPart(id=f"{session}-t{index}", name="edit",
                                                    arguments={"path": "calc.py", "text": f"step {index}"}))
-        found.append(call(session, index, history, [output], model=model, model_call_id=f"resp-{session}-{index}"))
+        found.append(call(session, index, history, [output], model=model, model_call_id=f"resp-{session}-{index}",
+                          capture=capture))
         history = [*history, output, message("user", f"next {index}")]
     return found
 
 
 def session(session_id: str, sha: str, paths: list[tuple[int, str]], *, split: str = "train",
             decisions: tuple[DeveloperDecision, ...] = (), outcomes: tuple[Any, ...] = (),
-            model: str | None = "gpt-x", repo: str = REPO) -> Rollout:
+            model: str | None = "gpt-x", repo: str = REPO, capture: CallCapture | None = None) -> Rollout:
     attributions = tuple(FileAttribution(inference_call_id=f"{session_id}-c{i}", repo=repo, commit_sha=sha,
                                          file_path=p, similarity_score=0.9) for i, p in paths)
-    return rollout(session_id, calls=calls(session_id, model=model), commits=[sha], split=split, repo=repo,
+    return rollout(session_id, calls=calls(session_id, model=model, capture=capture), commits=[sha], split=split,
+                   repo=repo,
                    file_attributions=attributions, session_decisions=decisions, terminal_outcomes=outcomes)
 
 
@@ -94,6 +96,31 @@ def test_a_row_per_call_and_commit_with_the_exact_patch_of_its_files(tmp_path: P
     assert (meta["repo"], meta["commit_sha"], meta["attribution_sources"]) == (REPO, sha, ["git_notes"])
     assert meta["schema_id"].endswith("/training-rows/diff-sft-sample/v3.json")
     assert skips(result) == {}
+
+
+CAPTURE = CallCapture(source="transcript:claude-code@2.0.14",
+                      lacks=("exact_request", "system_prompt", "sampling_parameters", "token_ids"),
+                      parent_session_id="parent-1")
+
+
+def test_a_transcript_captured_call_carries_its_capture_and_a_gateway_call_none(
+        tmp_path: Path, mirror_root: MirrorRoot, history: dict[str, str]) -> None:
+    sha = history["two"]
+    captured = session("s1", sha, [(1, "calc.py")], decisions=(decision("d1", "resp-s1-1"),), capture=CAPTURE)
+    wire = session("s2", sha, [(1, "calc.py")], decisions=(decision("d2", "resp-s2-1", session="s2"),))
+    rows = export([captured, wire], tmp_path, mirror_root).rows["diff_sft.jsonl"]  # each row validated
+    by_call = {row["metadata"]["completion_id"]: row["metadata"] for row in rows}
+    assert set(by_call) == {"s1-c1", "s2-c1"}
+    assert list(by_call["s1-c1"])[-3:] == ["schema_id", "schema_version", "capture"]
+    assert by_call["s1-c1"]["capture"] == {
+        "source": "transcript:claude-code@2.0.14",
+        "lacks": ["exact_request", "system_prompt", "sampling_parameters", "token_ids"],
+        "parent_session_id": "parent-1"}
+    assert "capture" not in by_call["s2-c1"]
+    assert {k: v for k, v in by_call["s1-c1"].items() if k not in ("capture", "org_id", "session_id", "completion_id",
+                                                                  "source_ids")} \
+        == {k: v for k, v in by_call["s2-c1"].items() if k not in ("org_id", "session_id", "completion_id",
+                                                                  "source_ids")}
 
 
 def test_only_the_groups_files_are_in_the_completion(tmp_path: Path, mirror_root: MirrorRoot,

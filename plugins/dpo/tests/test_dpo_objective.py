@@ -17,7 +17,7 @@ from sediment.export.pipeline import Evidence, export_objective
 from sediment.export.registry import load_registry
 from sediment.export.settings import SettingsSources
 from sediment.export.verifier_commands import VerifierCommands
-from sediment.facts import DeveloperDecision, ToolCallPart
+from sediment.facts import CallCapture, DeveloperDecision, ToolCallPart
 from sediment.rollout import FileAttribution, Rollout
 from sediment.split import assign_split
 from sediment.testing import ORG, REPO, T0, call, message, outcome, rollout, run_objective, snapshot
@@ -33,12 +33,14 @@ def sha(session: str, n: int = 0) -> str:
 
 def member(session: str, answer: Any = None, *, decisions: tuple[tuple[bool, bool], ...] = (),
            ci: str | None = None, model: str | None = "gpt-x", prompt: str = "fix the bug",
-           files: tuple[str, ...] = ("a.py",), split: str | None = None, output: Any = None) -> Rollout:
+           files: tuple[str, ...] = ("a.py",), split: str | None = None, output: Any = None,
+           capture: CallCapture | None = None) -> Rollout:
     """One Session whose one call answers ``prompt``; ``decisions`` are ``(accepted, explicit)``
     on it, ``ci`` the result of the one run on its commit, ``files`` the files attributed to it."""
     commit = sha(session)
     out = output if output is not None else message("assistant", answer if answer is not None else f"answer {session}")
-    calls = [call(session, 0, [message("user", prompt)], [out], model=model, model_call_id=f"resp-{session}")]
+    calls = [call(session, 0, [message("user", prompt)], [out], model=model, model_call_id=f"resp-{session}",
+                  capture=capture)]
     made = tuple(DeveloperDecision(
         decision_id=f"d-{session}-{i}", org_id=ORG, session_id=session, agent_harness="claude-code",
         file_path="a.py", accepted=accepted, explicit=explicit, interaction_mode="agent", call_id=f"resp-{session}",
@@ -122,6 +124,23 @@ def test_dpo_human_pairs_an_explicit_accept_with_an_explicit_reject_of_the_same_
     assert provenance["chosen"]["trainer_messages_version"] == "1"
     assert (provenance["dpo_policy_version"], provenance["max_pairs_per_bucket"],
             provenance["label_confidence_formula"]) == ("1", 3, "label")
+
+
+def test_each_side_carries_its_calls_transcript_capture_only_when_it_has_one(tmp_path: Path) -> None:
+    capture = CallCapture(source="transcript:claude-code@unknown", lacks=("exact_request", "token_ids"))
+    rows = only_rows(export(tmp_path, [  # every row validated against its schema
+        member(TRAIN[0], decisions=ACCEPT, capture=capture), member(TRAIN[1], decisions=REJECT),
+        member(TRAIN[2], decisions=ACCEPT, prompt="other"), member(TRAIN[3], decisions=REJECT, prompt="other",
+                                                                     capture=capture),
+        member(TRAIN[4], decisions=ACCEPT, prompt="wire"), member(TRAIN[5], decisions=REJECT, prompt="wire")]))
+    by_chosen = {row["metadata"]["chosen_completion_id"]: row["metadata"] for row in rows}
+    marker = {"source": "transcript:claude-code@unknown", "lacks": ["exact_request", "token_ids"]}
+    chosen_side, rejected_side, wire = (by_chosen[f"{TRAIN[i]}-c0"] for i in (0, 2, 4))
+    assert list(chosen_side)[-3:] == ["schema_id", "schema_version", "chosen_capture"]
+    assert chosen_side["chosen_capture"] == marker and "rejected_capture" not in chosen_side
+    assert list(rejected_side)[-3:] == ["schema_id", "schema_version", "rejected_capture"]
+    assert rejected_side["rejected_capture"] == marker and "chosen_capture" not in rejected_side
+    assert list(wire)[-1] == "schema_version" and not {"chosen_capture", "rejected_capture"} & set(wire)
 
 
 def test_a_reject_wins_and_without_ci_the_label_confidence_is_certain(tmp_path: Path) -> None:
@@ -325,8 +344,14 @@ def test_the_row_schema_refuses_what_the_contract_forbids(tmp_path: Path) -> Non
         lambda r: r.update(chosen=[]),
         lambda r: r.update(rejected=[{"role": "user", "content": "x"}]),
         lambda r: r["prompt"].append({"role": "user", "content": "x", "name": "extra"}),
+        lambda r: r["metadata"].update(chosen_capture={"source": "gateway", "lacks": []}),
+        lambda r: r["metadata"].update(rejected_capture={"source": "transcript:codex@1", "lacks": ["tokens"]}),
+        lambda r: r["metadata"].update(capture={"source": "transcript:codex@1", "lacks": []}),
     ):
         assert schemas.errors(broken(change), PAIR), change
+    assert schemas.errors(broken(lambda r: r["metadata"].update(
+        chosen_capture={"source": "transcript:codex@1", "lacks": []},
+        rejected_capture={"source": "transcript:claude-code@unknown", "lacks": ["exact_request"]})), PAIR) == []
 
 
 HF_CHECK = Path(__file__).parents[3] / "tests" / "consumers" / "hf" / "check_dpo.py"

@@ -11,13 +11,21 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sediment_hf_chat import trl_dpo, trl_sft
 
 from sediment.demo import run_demo
 from sediment.export.pipeline import Evidence, export_objective
 from sediment.export.registry import load_registry
 from sediment.export.verifier_commands import VerifierCommands
-from sediment.facts import DeveloperDecision, InferenceMessage, ReasoningPart, ToolCallPart, ToolCallResponsePart
+from sediment.facts import (
+    CallCapture,
+    DeveloperDecision,
+    InferenceMessage,
+    ReasoningPart,
+    ToolCallPart,
+    ToolCallResponsePart,
+)
 from sediment.records import canonical_digest
 from sediment.rollout import FileAttribution, Rollout
 from sediment.split import assign_split
@@ -32,10 +40,10 @@ REJECT = ((False, True),)
 
 
 def session(name: str, prompt: list[InferenceMessage], answer: InferenceMessage, decisions: Any = ACCEPT,
-            ci: str | None = "passed") -> Rollout:
+            ci: str | None = "passed", capture: CallCapture | None = None) -> Rollout:
     """One Session whose one call answers ``prompt`` with ``answer``, explicitly decided on."""
     commit = f"{abs(hash(name)) % 16**40:040x}"
-    calls = [call(name, 0, prompt, [answer], model="gpt-x", model_call_id=f"resp-{name}")]
+    calls = [call(name, 0, prompt, [answer], model="gpt-x", model_call_id=f"resp-{name}", capture=capture)]
     made = tuple(DeveloperDecision(
         decision_id=f"d-{name}-{i}", org_id=ORG, session_id=name, agent_harness="claude-code", file_path="a.py",
         accepted=accepted, explicit=explicit, interaction_mode="agent", call_id=f"resp-{name}",
@@ -191,3 +199,25 @@ def test_rows_load_and_render_in_datasets_and_trl(consumer_python: Callable[[str
         # every recorded text (contents, reasoning, tool names and argument values) is in its own rendering
         assert checked["missing"] == []
         assert checked["render_arrow_equal"] is True
+
+
+@pytest.mark.parametrize(("objective", "profile"), [
+    ("sft", trl_sft.PROFILE_ID), ("dpo", trl_dpo.PROFILE_ID), ("sft", "fireworks-sft-v1"), ("dpo", "fireworks-dpo-v2")])
+def test_trainer_profiles_keep_transcript_rows_with_the_marker_in_their_evidence(
+        tmp_path: Path, objective: str, profile: str) -> None:
+    capture = CallCapture(source="transcript:codex@0.104.0", lacks=("exact_request", "tool_definitions"))
+    prompt = [message("user", "fix add()")]
+    sessions = [session(TRAIN[0], prompt, message("assistant", "Fixed."), capture=capture),
+                session(TRAIN[1], prompt, message("assistant", "Rewrote it."), REJECT),
+                session(TRAIN[2], [message("user", "and sub()")], message("assistant", "Done."))]
+    summary = profile_export(sessions, tmp_path / "out", objective, profile, split_enabled=False)
+    assert summary["skipped"] == {}
+    evidence = read_rows(tmp_path / "out" / "evidence.jsonl", load_registry())
+    marker = {"source": "transcript:codex@0.104.0", "lacks": ["exact_request", "tool_definitions"]}
+    found = {line["instance_id"]: line["evidence"]["metadata"] for line in evidence}
+    if objective == "sft":
+        assert len(found) == 2
+        assert found[f"{TRAIN[0]}-c0"]["capture"] == marker and "capture" not in found[f"{TRAIN[2]}-c0"]
+    else:
+        [metadata] = found.values()
+        assert metadata["chosen_capture"] == marker and "rejected_capture" not in metadata

@@ -21,13 +21,14 @@ from sediment.errors import BundleError, OutputDirectoryError
 from sediment.export.pipeline import Evidence, export_objective
 from sediment.export.registry import load_registry
 from sediment.export.settings import SettingsSources
-from sediment.facts import CIOutcome, DeveloperDecision, EditObservation, InferenceCall, ToolCallPart
+from sediment.facts import CallCapture, CIOutcome, DeveloperDecision, EditObservation, InferenceCall, ToolCallPart
 from sediment.mirrors import MirrorRoot, MirrorWriter
 from sediment.observations import observe_notes
 from sediment.policy import DerivationPolicy
+from sediment.rollout import FileAttribution
 from sediment.split import assign_split
 from sediment.store import FactStore
-from sediment.testing import ORG, REPO, T0, message, read_rows, snapshot
+from sediment.testing import ORG, REPO, T0, call, message, read_rows, rollout, run_objective, snapshot
 
 SCHEMA_ID = "https://sediment.so/schemas/training-rows/sft-sample/v3.json"
 METADATA_KEYS = ["org_id", "source_model", "completion_id", "recipe_id", "recipe_version", "eligibility_source",
@@ -519,3 +520,28 @@ def test_cli_ladder_settings_reach_the_rows_and_bad_ones_stop_it(world: World, t
     assert bad.returncode == 1
     assert bad.stderr.strip().count("\n") == 0 and "baseline_confidence must be in [0.0, 1.0] (got 1.5)" in bad.stderr
     assert not list((tmp_path / "bad").glob("*.jsonl"))
+
+
+def test_a_transcript_captured_call_carries_its_capture_and_a_gateway_call_none(tmp_path: Path) -> None:
+    capture = CallCapture(source="transcript:claude-code@2.0.14", lacks=("exact_request", "system_prompt"),
+                          parent_session_id="parent-1")
+    sha = "c" * 40
+
+    def one(name: str, marker: CallCapture | None) -> Any:
+        made = call(name, 0, [message("user", "fix the bug")], [message("assistant", f"done {name}")], model="m",
+                    model_call_id=f"resp-{name}", capture=marker)
+        accept = DeveloperDecision(
+            decision_id=f"d-{name}", org_id=ORG, session_id=name, agent_harness="claude-code", accepted=True,
+            explicit=True, interaction_mode="agent", call_id=f"resp-{name}", occurred_at=T0, captured_at=T0)
+        return rollout(name, calls=[made], commits=[sha], session_decisions=(accept,), file_attributions=(
+            FileAttribution(inference_call_id=f"{name}-c0", repo=REPO, commit_sha=sha, file_path="a.py",
+                            similarity_score=0.9),))
+
+    for order in ([one("captured", capture), one("wire", None)], [one("wire", None), one("captured", capture)]):
+        result = run_objective(order, tmp_path / f"out-{order[0].session_id}", objective="sft")  # rows validated
+        by_call = {row["metadata"]["completion_id"]: row["metadata"] for row in result.rows["sft.jsonl"]}
+        assert list(by_call["captured-c0"])[-3:] == ["schema_id", "schema_version", "capture"]
+        assert by_call["captured-c0"]["capture"] == {
+            "source": "transcript:claude-code@2.0.14", "lacks": ["exact_request", "system_prompt"],
+            "parent_session_id": "parent-1"}
+        assert list(by_call["wire-c0"])[-1] == "schema_version" and "capture" not in by_call["wire-c0"]
