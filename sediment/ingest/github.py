@@ -34,20 +34,23 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Final
 
-from pydantic import TypeAdapter, ValidationError
-
 from sediment.facts import CIOutcome, CIResult, FactModel, PullRequestMerge, Push, RepositoryRename
-from sediment.identifiers import CommitSha
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.facts_jsonl import (
     PENDING_ID,
     acting_org,
     build_fact,
     content_hash,
-    describe_validation_error,
     json_copy,
     with_natural_id,
 )
+from sediment.ingest.payload import header as _header
+from sediment.ingest.payload import id_text as _id_text
+from sediment.ingest.payload import lookup as _lookup
+from sediment.ingest.payload import obj
+from sediment.ingest.payload import optional_text as _optional_text
+from sediment.ingest.payload import sha as _sha
+from sediment.ingest.payload import text as _text
 
 GITHUB_HOST: Final = "github.com"
 """The forge host of every GitHub delivery (GitHub Enterprise Server is not supported yet)."""
@@ -84,7 +87,6 @@ last two come from the job and check events (:mod:`.github_checks`)."""
 
 UNSUPPORTED_EVENT_PREFIX: Final = "unsupported_event:"
 
-_SHA: Final = TypeAdapter(CommitSha)
 _ZERO_SHA: Final = re.compile(r"^0+$")
 
 
@@ -97,40 +99,17 @@ def github_result(status: str | None, conclusion: str | None) -> CIResult:
     return CONCLUSION_RESULTS.get(conclusion, "unknown")
 
 
-# --- payload access ---------------------------------------------------------------------
-
-
-def _lookup(payload: Mapping[str, Any], path: str) -> Any:
-    """The value at a dotted ``path``, or None when any step is absent or null."""
-    value: Any = payload
-    for step in path.split("."):
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(step)
-    return value
+# --- payload access (the accessors are sediment.ingest.payload's) -----------------------
 
 
 def _object(payload: Mapping[str, Any], path: str) -> Mapping[str, Any]:
-    value = _lookup(payload, path)
-    if value is None:
-        raise TranslationError(f"{path}: missing")
-    if not isinstance(value, Mapping):
-        raise TranslationError(f"{path}: expected an object, got {type(value).__name__}")
-    return value
+    found = obj(payload, path)
+    assert found is not None  # required: obj raises when it is missing
+    return found
 
 
-def _text(payload: Mapping[str, Any], path: str) -> str:
-    value = _optional_text(payload, path)
-    if value is None or not value.strip():
-        raise TranslationError(f"{path}: missing")
-    return value
 
 
-def _optional_text(payload: Mapping[str, Any], path: str) -> str | None:
-    value = _lookup(payload, path)
-    if value is not None and not isinstance(value, str):
-        raise TranslationError(f"{path}: expected a string, got {type(value).__name__}")
-    return value
 
 
 def _optional_positive_int(payload: Mapping[str, Any], path: str) -> int | None:
@@ -142,16 +121,6 @@ def _optional_positive_int(payload: Mapping[str, Any], path: str) -> int | None:
     return value
 
 
-def _id_text(payload: Mapping[str, Any], path: str, *, required: bool) -> str | None:
-    """A numeric or string GitHub id as text."""
-    value = _lookup(payload, path)
-    if value is None:
-        if required:
-            raise TranslationError(f"{path}: missing")
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | str) or (isinstance(value, str) and not value.strip()):
-        raise TranslationError(f"{path}: expected a number or a non-empty string, got {value!r}")
-    return str(value)
 
 
 def _identity(payload: Mapping[str, Any], path: str, prefix: str = "repository") -> dict[str, str | None]:
@@ -170,11 +139,6 @@ def _is_zero(sha: str) -> bool:
     return bool(_ZERO_SHA.fullmatch(sha.strip()))
 
 
-def _sha(value: str, path: str) -> str:
-    try:
-        return _SHA.validate_python(value)
-    except ValidationError as exc:
-        raise TranslationError(f"{path}: {describe_validation_error(exc)}") from exc
 
 
 def _required_sha(payload: Mapping[str, Any], path: str) -> str:
@@ -196,18 +160,6 @@ class _Delivery:
         return Translation(facts=(fact,), warnings=tuple(self.warnings))
 
 
-def _header(headers: Mapping[Any, Any], name: str) -> str | None:
-    """A header by case-insensitive name; repeated spellings must agree."""
-    found: str | None = None
-    for key, value in headers.items():
-        if not isinstance(key, str) or key.lower() != name.lower():
-            continue
-        if not isinstance(value, str):
-            raise TranslationError(f"headers.{key}: expected a string, got {type(value).__name__}")
-        if found is not None and value.strip() != found:
-            raise TranslationError(f"headers.{name}: given twice with different values")
-        found = value.strip()
-    return found or None
 
 
 def _unwrap(delivery: Any, event: str | None) -> tuple[str, Mapping[str, Any], str | None]:
