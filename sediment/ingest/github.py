@@ -103,13 +103,10 @@ def github_result(status: str | None, conclusion: str | None) -> CIResult:
 
 
 def _object(payload: Mapping[str, Any], path: str) -> Mapping[str, Any]:
-    found = obj(payload, path)
-    assert found is not None  # required: obj raises when it is missing
+    found = obj(payload, path, required=True)
+    if found is None:  # obj raises first: a required object is never None
+        raise TranslationError(f"{path}: missing")
     return found
-
-
-
-
 
 
 def _optional_positive_int(payload: Mapping[str, Any], path: str) -> int | None:
@@ -119,8 +116,6 @@ def _optional_positive_int(payload: Mapping[str, Any], path: str) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise TranslationError(f"{path}: expected a positive integer, got {value!r}")
     return value
-
-
 
 
 def _identity(payload: Mapping[str, Any], path: str, prefix: str = "repository") -> dict[str, str | None]:
@@ -137,8 +132,6 @@ def _identity(payload: Mapping[str, Any], path: str, prefix: str = "repository")
 
 def _is_zero(sha: str) -> bool:
     return bool(_ZERO_SHA.fullmatch(sha.strip()))
-
-
 
 
 def _required_sha(payload: Mapping[str, Any], path: str) -> str:
@@ -158,8 +151,6 @@ class _Delivery:
 
     def done(self, fact: FactModel) -> Translation:
         return Translation(facts=(fact,), warnings=tuple(self.warnings))
-
-
 
 
 def _unwrap(delivery: Any, event: str | None) -> tuple[str, Mapping[str, Any], str | None]:
