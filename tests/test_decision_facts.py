@@ -38,7 +38,7 @@ RETRY_FIELDS = ["retry_linkage_id", "org_id", "session_id", "user_id", "agent_ha
 
 def decision(**overrides: Any) -> DeveloperDecision:
     return DeveloperDecision(**{"decision_id": "d-1", "org_id": ORG, "session_id": SESSION,
-                                "agent_harness": "claude-code", "file_path": "/home/dev/project/approved.txt",
+                                "agent_harness": "claude-code", "file_path": "/checkout/project/approved.txt",
                                 "accepted": True, "explicit": True, "interaction_mode": "agent",
                                 "call_id": "toolu_0000000000000001", "occurred_at": T0,
                                 "captured_at": T0 + timedelta(minutes=1)} | overrides)
@@ -46,7 +46,7 @@ def decision(**overrides: Any) -> DeveloperDecision:
 
 def edit(**overrides: Any) -> EditObservation:
     return EditObservation(**{"observation_id": "e-1", "org_id": ORG, "session_id": SESSION,
-                              "agent_harness": "claude-code", "file_path": "/home/dev/project/calc.py",
+                              "agent_harness": "claude-code", "file_path": "/checkout/project/calc.py",
                               "call_id": "toolu_0000000000000001", "applied_text": "    return a * b\n",
                               "observed_file_text": "def multiply(a, b):\n    return a * b\n",
                               "occurred_at": T0, "captured_at": T0 + timedelta(minutes=1),
@@ -55,14 +55,14 @@ def edit(**overrides: Any) -> EditObservation:
 
 def rejection(**overrides: Any) -> RejectedEdit:
     return RejectedEdit(**{"rejection_id": "r-1", "org_id": ORG, "session_id": SESSION, "agent_harness": "claude-code",
-                           "file_path": "/home/dev/project/calc.py", "call_id": "toolu_0000000000000002",
+                           "file_path": "/checkout/project/calc.py", "call_id": "toolu_0000000000000002",
                            "proposed": "    return a - b\n", "occurred_at": T0,
                            "captured_at": T0 + timedelta(minutes=1), "raw": {"tool_name": "Edit"}} | overrides)
 
 
 def retry(**overrides: Any) -> RetryLinkage:
     return RetryLinkage(**{"retry_linkage_id": "l-1", "org_id": ORG, "session_id": SESSION,
-                           "agent_harness": "claude-code", "file_path": "/home/dev/project/calc.py",
+                           "agent_harness": "claude-code", "file_path": "/checkout/project/calc.py",
                            "tool_name": "Edit", "rejected_call_id": "toolu_0000000000000002",
                            "accepted_call_id": "toolu_0000000000000003", "occurred_at": T0,
                            "captured_at": T0 + timedelta(minutes=1)} | overrides)
@@ -193,7 +193,7 @@ def test_edit_observations_and_rejected_edits_are_one_per_tool_call() -> None:
 
 def test_a_retry_linkage_is_keyed_by_every_id() -> None:
     key = json.loads(table_and_key(retry())[2])
-    assert key == [ORG, "claude-code", SESSION, "Edit", "/home/dev/project/calc.py", "toolu_0000000000000002",
+    assert key == [ORG, "claude-code", SESSION, "Edit", "/checkout/project/calc.py", "toolu_0000000000000002",
                    "toolu_0000000000000003"]
     assert table_and_key(retry())[2] == table_and_key(retry(retry_linkage_id="l-2", occurred_at=T0 + timedelta(1)))[2]
 

@@ -176,21 +176,21 @@ def test_the_fill_is_deterministic_under_repetition_and_shuffling() -> None:
 @pytest.mark.parametrize(
     ("file_path", "checkout", "relative"),
     [
-        ("/home/dev/project/src/app.py", "/home/dev/project", "src/app.py"),
-        ("/home/dev/project/src/app.py", "/home/dev/project/", "src/app.py"),
-        ("/home/dev/project/./src//app.py", "/home/dev/project", "src/app.py"),
-        ("/home/dev/project/src/../README.md", "/home/dev/project", "README.md"),
-        ("src/app.py", "/home/dev/project", "src/app.py"),  # relative already
+        ("/checkout/project/src/app.py", "/checkout/project", "src/app.py"),
+        ("/checkout/project/src/app.py", "/checkout/project/", "src/app.py"),
+        ("/checkout/project/./src//app.py", "/checkout/project", "src/app.py"),
+        ("/checkout/project/src/../README.md", "/checkout/project", "README.md"),
+        ("src/app.py", "/checkout/project", "src/app.py"),  # relative already
         ("/srv/app.py", "/", "srv/app.py"),
-        ("/home/dev/project-2/app.py", "/home/dev/project", None),  # a sibling, not inside
-        ("/home/dev/project", "/home/dev/project", None),  # the checkout itself is no file
-        ("/home/dev/other/app.py", "/home/dev/project", None),
-        ("../outside.py", "/home/dev/project", None),
-        ("/home/dev/project/../project-2/x.py", "/home/dev/project", None),
-        ("", "/home/dev/project", None),
-        ("/home/dev/project/a\x00b", "/home/dev/project", None),
+        ("/checkout/project-2/app.py", "/checkout/project", None),  # a sibling, not inside
+        ("/checkout/project", "/checkout/project", None),  # the checkout itself is no file
+        ("/checkout/other/app.py", "/checkout/project", None),
+        ("../outside.py", "/checkout/project", None),
+        ("/checkout/project/../project-2/x.py", "/checkout/project", None),
+        ("", "/checkout/project", None),
+        ("/checkout/project/a\x00b", "/checkout/project", None),
         ("C:\\Users\\dev\\project\\app.py", "C:\\Users\\dev\\project", None),  # not resolved
-        ("/home/dev/project/app.py", "project", None),  # the checkout must be absolute
+        ("/checkout/project/app.py", "project", None),  # the checkout must be absolute
     ],
 )
 def test_repository_relative_path(file_path: str, checkout: str, relative: str | None) -> None:
@@ -200,10 +200,10 @@ def test_repository_relative_path(file_path: str, checkout: str, relative: str |
 @pytest.mark.parametrize(
     ("file_path", "candidates", "match"),
     [
-        ("/home/dev/project/src/app.py", ["src/app.py", "src/other.py"], "src/app.py"),
-        ("/home/dev/project/src/app.py", ["src/app.py", "app.py"], None),  # the checkout could be at src/
-        ("/home/dev/project/src/app.py", ["pp.py", "rc/app.py"], None),  # whole components only
-        ("/home/dev/project/src/app.py", [], None),
+        ("/checkout/project/src/app.py", ["src/app.py", "src/other.py"], "src/app.py"),
+        ("/checkout/project/src/app.py", ["src/app.py", "app.py"], None),  # the checkout could be at src/
+        ("/checkout/project/src/app.py", ["pp.py", "rc/app.py"], None),  # whole components only
+        ("/checkout/project/src/app.py", [], None),
         ("src/app.py", ["src/app.py", "lib/src/app.py"], None),
         ("app.py", ["sub/app.py"], "sub/app.py"),  # the client ran in sub/
         ("example.md", ["example.md", "docs/guide.md"], "example.md"),

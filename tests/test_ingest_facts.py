@@ -92,19 +92,19 @@ LINES: dict[str, str] = {
     }),
     "edit_observation": json.dumps({
         "fact_type": "edit_observation", "session_id": SESSION, "agent_harness": "claude-code",
-        "file_path": "/home/dev/project/src/app.py", "call_id": "toolu_01", "applied_text": "return a + b\n",
+        "file_path": "/checkout/project/src/app.py", "call_id": "toolu_01", "applied_text": "return a + b\n",
         "observed_file_text": "def add(a, b):\n    return a + b\n", "external_lines_added": 0,
         "external_lines_removed": None, "occurred_at": "2024-05-01T12:00:03Z", "captured_at": "2024-05-01T12:30:00Z",
         "raw": {"tool_name": "Edit"},
     }),
     "rejected_edit": json.dumps({
         "fact_type": "rejected_edit", "session_id": SESSION, "agent_harness": "claude-code",
-        "file_path": "/home/dev/project/src/app.py", "call_id": "toolu_02", "proposed": "return a - b\n",
+        "file_path": "/checkout/project/src/app.py", "call_id": "toolu_02", "proposed": "return a - b\n",
         "occurred_at": "2024-05-01T12:00:04Z", "captured_at": "2024-05-01T12:30:00Z", "raw": {"tool_name": "Edit"},
     }),
     "retry_linkage": json.dumps({
         "fact_type": "retry_linkage", "session_id": SESSION, "agent_harness": "claude-code",
-        "file_path": "/home/dev/project/src/app.py", "tool_name": "Edit", "rejected_call_id": "toolu_02",
+        "file_path": "/checkout/project/src/app.py", "tool_name": "Edit", "rejected_call_id": "toolu_02",
         "accepted_call_id": "toolu_03", "occurred_at": "2024-05-01T12:00:09Z", "captured_at": "2024-05-01T12:30:00Z",
     }),
 }
@@ -151,7 +151,7 @@ EXPECTED_IDS = {
     # one per tool call: (org, harness, session, call id)
     "edit_observation": fact_id("edit", ORG, "claude-code", SESSION, "toolu_01"),
     "rejected_edit": fact_id("rejection", ORG, "claude-code", SESSION, "toolu_02"),
-    "retry_linkage": fact_id("retry", ORG, "claude-code", SESSION, "Edit", "/home/dev/project/src/app.py", "toolu_02",
+    "retry_linkage": fact_id("retry", ORG, "claude-code", SESSION, "Edit", "/checkout/project/src/app.py", "toolu_02",
                              "toolu_03"),
 }
 

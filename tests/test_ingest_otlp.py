@@ -86,10 +86,10 @@ def test_claude_code_decisions_join_their_results() -> None:
                                          "unknown_event:user_prompt"]
     decisions = by_call(translation.facts)
     assert {call: [summary(d) for d in found] for call, found in decisions.items()} == {
-        "toolu_02EditCalc": [("claude-code", "/home/dev/project/calc.py", True, False, "agent")],
-        "toolu_03WriteNotes": [("claude-code", "/home/dev/project/docs/NOTES.md", True, True, "agent")],
+        "toolu_02EditCalc": [("claude-code", "/checkout/project/calc.py", True, False, "agent")],
+        "toolu_03WriteNotes": [("claude-code", "/checkout/project/docs/NOTES.md", True, True, "agent")],
         "toolu_04WriteSecrets": [("claude-code", "", False, True, "agent")],  # a refused call has no result
-        "toolu_05Notebook": [("claude-code", "/home/dev/project/explore.ipynb", True, True, "agent")],
+        "toolu_05Notebook": [("claude-code", "/checkout/project/explore.ipynb", True, True, "agent")],
     }
     [edit] = decisions["toolu_02EditCalc"]
     assert edit.session_id == "6f2c1e0a-4b7d-4c1e-9a55-0d3f7b2e8c11"
@@ -147,7 +147,7 @@ def test_real_claude_code_auto_accepted_edits() -> None:
     write, edit = first.facts
     assert isinstance(write, DeveloperDecision) and isinstance(edit, DeveloperDecision)
     assert [(summary(d), d.call_id) for d in (write, edit)] == [
-        (("claude-code", "/home/dev/project/calc.py", True, False, "agent"), "toolu_01WriteCalc"),
+        (("claude-code", "/checkout/project/calc.py", True, False, "agent"), "toolu_01WriteCalc"),
         (("claude-code", "", True, False, "agent"), "toolu_02EditCalc"),
     ]
     assert write.session_id == edit.session_id == "02ee8ff9-94e8-4fcb-9ea7-9e4bf946f96b"
@@ -164,7 +164,7 @@ def test_real_claude_code_permission_prompt_answers() -> None:
     assert first.problems == second.problems == ()
     decisions = [*first.facts, *second.facts]
     assert [(summary(d), d.call_id, d.user_id) for d in decisions if isinstance(d, DeveloperDecision)] == [
-        (("claude-code", "/home/dev/project/NOTES.md", True, True, "agent"), "toolu_01WriteNotes", "developer-1"),
+        (("claude-code", "/checkout/project/NOTES.md", True, True, "agent"), "toolu_01WriteNotes", "developer-1"),
         (("claude-code", "", False, True, "agent"), "toolu_02EditNotes", "developer-1"),  # a refusal has no result
     ]
     assert "unknown_event:mcp_server_connection" in first.skips + second.skips
@@ -260,8 +260,8 @@ def test_shim_decisions_and_transcript_facts() -> None:
 
     edits = [f for f in translation.facts if isinstance(f, EditObservation)]
     assert [(e.agent_harness, e.call_id, e.file_path, e.external_lines_added, e.raw) for e in edits] == [
-        ("claude-code", "toolu_02EditCalc", "/home/dev/project/calc.py", 0, {"tool_name": "Edit"}),
-        ("claude-code", "toolu_03WriteNotes", "/home/dev/project/docs/NOTES.md", None, {"tool_name": "Write"}),
+        ("claude-code", "toolu_02EditCalc", "/checkout/project/calc.py", 0, {"tool_name": "Edit"}),
+        ("claude-code", "toolu_03WriteNotes", "/checkout/project/docs/NOTES.md", None, {"tool_name": "Write"}),
         ("codex", "call_7JXjTXnBT4R8YHM3bpvaOSSc", "calc.py", None, {"tool_name": "apply_patch"}),
     ]
     assert edits[1].observed_file_text == "" and edits[0].user_id == "developer-1"
@@ -269,7 +269,7 @@ def test_shim_decisions_and_transcript_facts() -> None:
                                               "toolu_02EditCalc")
     [rejected] = [f for f in translation.facts if isinstance(f, RejectedEdit)]
     assert (rejected.call_id, rejected.proposed, rejected.file_path) == ("toolu_04WriteSecrets",
-                                                                         "API_TOKEN=changeme\n", "/home/dev/project/.env")
+                                                                         "API_TOKEN=changeme\n", "/checkout/project/.env")
     [retry] = [f for f in translation.facts if isinstance(f, RetryLinkage)]
     assert (retry.tool_name, retry.rejected_call_id, retry.accepted_call_id, retry.raw) == (
         "Write", "toolu_04WriteSecrets", "toolu_06WriteSecretsAgain", {})
@@ -603,7 +603,7 @@ def test_the_store_is_the_same_whatever_the_order(tmp_path: Path) -> None:
                {t: v for t, v in expected.items() if t != "developer_decisions"}
         differ = set(found["developer_decisions"]) ^ set(expected["developer_decisions"])
         assert {(json.loads(r)["call_id"], json.loads(r)["file_path"]) for r in differ} == {
-            ("toolu_03WriteNotes", ""), ("toolu_03WriteNotes", "/home/dev/project/docs/NOTES.md")}
+            ("toolu_03WriteNotes", ""), ("toolu_03WriteNotes", "/checkout/project/docs/NOTES.md")}
 
 
 # --- the command ------------------------------------------------------------------------------
