@@ -4,6 +4,15 @@ Recorded CI attempts are grouped into provider runs, each run resolves to one wo
 verdict ordered only by ``run_attempt`` (null sorts as 0), and workflows on one commit
 aggregate into a commit verdict with a reliability. Pure and order-independent.
 
+Re-runs a provider does not number (:mod:`sediment.ci_reruns`) extend the contract's rule, and
+leave GitHub's numbered attempts as they are: runs of one lineage (a CircleCI workflow and its
+reruns, a Buildkite build and its rebuilds) resolve as one run, and within an attempt the final
+events of a run re-run under its id (a GitLab pipeline, a third-party check suite) and the runs
+of a lineage are ordered by the provider's own order (:func:`~sediment.ci_reruns.rerun_order`).
+Two outcomes of one attempt with different results are a conflict only when that order cannot
+tell them apart. A failed run that passed on a re-run is thus a suspected flake with the last
+verdict, as a GitHub re-run is.
+
 Each outcome's repository is qualified first (contract §1.2): with a repository context
 (:mod:`sediment.repositories`) an identified outcome is keyed by its identity and labelled
 with the repository's representative name, and an outcome the context declines is counted by
@@ -23,6 +32,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sediment.ci_jobs import runs_of_jobs
+from sediment.ci_reruns import lineage_of, rebuilt_from, rerun_order
 from sediment.facts import CIOutcome, FactModel, RepositoryIdentity
 from sediment.policy import Provenance
 from sediment.repositories import REPOSITORY_SKIP_REASONS, RepositoryContext, repository_sort_key
@@ -168,6 +178,48 @@ def _attempt(outcome: CIOutcome) -> int:
     return outcome.run_attempt or 0
 
 
+def _order(outcome: CIOutcome) -> tuple[int, str, str]:
+    """Where an outcome falls in its lineage: attempt, then the provider's re-run order, then id."""
+    return (_attempt(outcome), rerun_order(outcome) or "", outcome.outcome_id)
+
+
+def _lineages(run_keys: Iterable[tuple[str, ...]], members: dict[tuple[str, ...], list[CIOutcome]]
+              ) -> dict[tuple[str, ...], list[tuple[str, ...]]]:
+    """The runs each lineage holds, by lineage key (a run alone is its own lineage).
+
+    A CircleCI run joins the lineage ``(pipeline.id, workflow.name)`` of its repository's run key;
+    Buildkite builds joined by ``rebuilt_from`` form one lineage, keyed by the smallest build id of
+    the chain (the chain's builds need not all be recorded). Independent of input order."""
+    parent: dict[tuple[str, ...], tuple[str, ...]] = {}
+
+    def find(key: tuple[str, ...]) -> tuple[str, ...]:
+        root = key
+        while parent.get(root, root) != root:
+            root = parent[root]
+        parent[key] = root
+        return root
+
+    def union(a: tuple[str, ...], b: tuple[str, ...]) -> None:
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            low, high = sorted((ra, rb))
+            parent[high] = low
+
+    for run_key in run_keys:
+        find(run_key)
+        for outcome in members[run_key]:
+            lineage = lineage_of(outcome)
+            if lineage is not None:
+                union(run_key, (*run_key[:-1], "\x00lineage", *lineage))
+            source = rebuilt_from(outcome)
+            if source is not None:
+                union(run_key, (*run_key[:-1], source))
+    lineages: dict[tuple[str, ...], list[tuple[str, ...]]] = defaultdict(list)
+    for run_key in run_keys:
+        lineages[find(run_key)].append(run_key)
+    return lineages
+
+
 def _is_conflicting(run: Sequence[CIOutcome], keys: Sequence[CommitKey]) -> bool:
     def distinct(values: Iterable[str | None]) -> int:
         return len({v for v in values if v})
@@ -178,16 +230,25 @@ def _is_conflicting(run: Sequence[CIOutcome], keys: Sequence[CommitKey]) -> bool
         return True
     if distinct(o.workflow_path for o in run) > 1:
         return True
-    results_by_attempt: dict[int, set[str]] = defaultdict(set)
+    by_attempt: dict[int, list[CIOutcome]] = defaultdict(list)
     for o in run:
-        results_by_attempt[_attempt(o)].add(o.result)
-    if any(len(results) > 1 for results in results_by_attempt.values()):
-        return True
+        by_attempt[_attempt(o)].append(o)
+    for attempt in by_attempt.values():
+        if len({o.result for o in attempt}) < 2:
+            continue
+        orders = [rerun_order(o) for o in attempt]
+        if None in orders:  # the provider gives no order to tell them apart
+            return True
+        results_by_order: dict[str | None, set[str]] = defaultdict(set)
+        for order, o in zip(orders, attempt, strict=True):
+            results_by_order[order].add(o.result)
+        if any(len(results) > 1 for results in results_by_order.values()):
+            return True
     return len({k.sort_key for k in keys}) > 1
 
 
 def _resolve_workflow(run: Sequence[CIOutcome], policy: CIResolutionPolicy) -> CIWorkflowResolution:
-    ordered = sorted(run, key=lambda o: (_attempt(o), o.outcome_id))
+    ordered = sorted(run, key=_order)
     verdicts = [o for o in ordered if o.is_verdict]
     non_verdicts = [o for o in ordered if not o.is_verdict]
     flake = {"passed", "failed"} <= {o.result for o in verdicts}
@@ -251,11 +312,13 @@ def resolve_ci(
     workflows_by_commit: dict[tuple[str, ...], list[CIWorkflowResolution]] = defaultdict(list)
     outcomes_by_commit: dict[tuple[str, ...], list[CIOutcome]] = defaultdict(list)
     commit_keys: dict[tuple[str, ...], CommitKey] = {}
-    for run_key in sorted(runs):
-        members = runs[run_key]
+    lineages = _lineages(sorted(runs), {k: [o for o, _ in v] for k, v in runs.items()})
+    for lineage_key in sorted(lineages):
+        members = [member for run_key in lineages[lineage_key] for member in runs[run_key]]
         if any(key is None for _, key in members):
             continue  # incomplete: already counted by its repository reason
-        run = runs_of_jobs([o for o, _ in members])  # a run is judged by its run-level outcomes, else its jobs
+        # each run is judged by its run-level outcomes, else its jobs; a lineage by all its runs
+        run = [o for run_key in lineages[lineage_key] for o in runs_of_jobs([o for o, _ in runs[run_key]])]
         chosen = {o.outcome_id for o in run}
         keys = [key for o, key in members if key is not None and o.outcome_id in chosen]
         if _is_conflicting(run, keys):

@@ -59,7 +59,7 @@ def test_gitlab_pipeline_hook() -> None:
     assert dump(outcome) == {
         **COMMON,
         "schema_version": 2,
-        "outcome_id": fact_id("ci", ORG, "gitlab_ci", "31", 0),
+        "outcome_id": fact_id("ci", ORG, "gitlab_ci", "31", 0, "at", "2016-08-12T15:26:29.000000Z"),  # finished_at
         "provider": "gitlab_ci",
         "run_id": "31",
         "run_attempt": None,

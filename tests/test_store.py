@@ -184,7 +184,7 @@ def test_version_1_store_migrates_forward(store_url: str) -> None:
         conn.execute(update(schema.meta).where(schema.meta.c.key == "schema_version").values(value="1"))
     store.close()
     migrated = FactStore(store_url)
-    assert migrated.schema_version() == schema.SCHEMA_VERSION == 6
+    assert migrated.schema_version() == schema.SCHEMA_VERSION == 7
     with migrated.engine.connect() as conn:
         [(content,)] = conn.execute(select(schema.blobs.c.content).where(schema.blobs.c.blob_hash == digest)).all()
     assert zlib.decompress(content).decode() == record

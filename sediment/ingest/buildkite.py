@@ -4,7 +4,8 @@ other ``build.*`` events, declined until final).
 A delivery is a bare payload ``{event, build, pipeline, sender}`` or ``{"headers": {...},
 "payload": {...}}``; the event is the ``X-Buildkite-Event`` header or the body's ``event`` (they
 must agree). Mapping (inputs.md §1.4, docs/ci-providers.md): ``run_id`` ``build.id`` (a rebuild
-is a new build carrying ``rebuilt_from``, so there is no attempt number), ``repo``
+is a new build carrying ``rebuilt_from``, so there is no attempt number: CI resolution judges a
+build and its rebuilds as one lineage, ordered by ``build.number``, sediment.ci_reruns), ``repo``
 ``pipeline.repository`` stripped to ``owner/name``, ``commit_sha`` ``build.commit`` (the literal
 ``HEAD`` of a build made without a SHA is refused), ``branch`` ``build.branch``,
 ``workflow_name`` ``pipeline.name`` (else ``pipeline.slug``), ``workflow_id`` ``pipeline.id``,
@@ -31,6 +32,7 @@ from sediment.ingest.payload import (
     lookup,
     obj,
     optional_bool,
+    optional_int,
     optional_text,
     repo_from_url,
     sha,
@@ -98,6 +100,10 @@ def translate_buildkite(delivery: dict[str, Any], *, event: str | None = None, o
     commit = text(payload, "build.commit")
     if commit.strip().upper() == "HEAD":
         raise TranslationError("build.commit: 'HEAD' is not a commit SHA (a build made without one)")
+    # a rebuild names the build it rebuilt and comes later in the pipeline's numbering (sediment.ci_reruns)
+    optional_int(payload, "build.number")
+    if obj(payload, "build.rebuilt_from", required=False) is not None:
+        id_text(payload, "build.rebuilt_from.id")
     fields = {
         "org_id": acting_org(org_id),
         "provider": PROVIDER,

@@ -4,8 +4,10 @@ and ``job-completed``.
 A delivery is a bare payload or ``{"headers": {...}, "payload": {...}}``; the event is the
 ``circleci-event-type`` header or the body's ``type`` (they must agree). Mapping (inputs.md §1.3,
 docs/ci-providers.md): ``run_id`` ``workflow.id`` (a rerun is a new workflow id, so there is no
-attempt number), ``repo`` from ``pipeline.vcs.target_repository_url``, else (GitLab and GitHub App
-projects carry no ``vcs``) ``pipeline.trigger_parameters.gitlab.web_url`` or
+attempt number: CI resolution judges the workflows of one ``pipeline.id`` and ``workflow.name`` as
+one lineage, ordered by ``workflow.created_at``, sediment.ci_reruns), ``repo`` from
+``pipeline.vcs.target_repository_url``, else (GitLab and GitHub App projects carry no ``vcs``)
+``pipeline.trigger_parameters.gitlab.web_url`` or
 ``pipeline.trigger_parameters.git.checkout_url``; ``commit_sha`` ``pipeline.vcs.revision`` else
 ``trigger_parameters.git.checkout_sha``; ``branch`` likewise (``""`` for a tag pipeline);
 ``provider_result`` ``workflow.status`` (``job.status`` for a job); the delivery ``id`` is the
@@ -25,7 +27,17 @@ from sediment.facts import CIResult
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.ci_runs import NOT_TERMINAL, UNSUPPORTED_EVENT_PREFIX, outcome
 from sediment.ingest.facts_jsonl import acting_org, json_copy
-from sediment.ingest.payload import header, id_text, lookup, optional_text, repo_from_url, sha, text, unwrap
+from sediment.ingest.payload import (
+    header,
+    id_text,
+    lookup,
+    optional_text,
+    optional_time,
+    repo_from_url,
+    sha,
+    text,
+    unwrap,
+)
 
 PROVIDER: Final = "circleci"
 
@@ -107,6 +119,9 @@ def translate_circleci(delivery: dict[str, Any], *, event: str | None = None, or
         raise TranslationError(f"pipeline.vcs: expected an object, got {type(vcs).__name__}")
     branch = (optional_text(payload, "pipeline.vcs.branch") if vcs is not None
               else optional_text(payload, "pipeline.trigger_parameters.git.branch"))
+    # a rerun is a new workflow of the same pipeline and name, ordered by its creation (sediment.ci_reruns)
+    id_text(payload, "pipeline.id", required=False)
+    optional_time(payload, "workflow.created_at")
     fields = {
         "org_id": acting_org(org_id),
         "provider": PROVIDER,

@@ -21,6 +21,7 @@ from typing import Any, Final, TypeVar
 from pydantic import TypeAdapter, ValidationError
 
 from sediment.ci_jobs import job_id
+from sediment.ci_reruns import rerun_time
 from sediment.facts import (
     CIOutcome,
     DeveloperDecision,
@@ -152,11 +153,17 @@ def resolve_org(value: Any, acting: str, *, path: str = "org_id") -> str:
 # --- natural-key ids --------------------------------------------------------------------
 
 
-def ci_outcome_id(org_id: str, provider: str, run_id: str, run_attempt: int | None, job: str | None = None) -> str:
-    """The id of a run attempt's outcome; a job of the run (sediment.ci_jobs) adds its own id."""
+def ci_outcome_id(org_id: str, provider: str, run_id: str, run_attempt: int | None, job: str | None = None,
+                  at: str | None = None) -> str:
+    """The id of a run attempt's outcome; a job of the run (sediment.ci_jobs) adds its own id, and
+    a final event of a run re-run under its id without an attempt number adds the provider's time
+    of it (``at``, sediment.ci_reruns.rerun_time)."""
+    key: tuple[str | int, ...] = (org_id, provider, run_id, run_attempt or 0)
     if job is not None:
-        return fact_id("ci", org_id, provider, run_id, run_attempt or 0, "job", job)
-    return fact_id("ci", org_id, provider, run_id, run_attempt or 0)
+        key += ("job", job)
+    if at is not None:
+        key += ("at", at)
+    return fact_id("ci", *key)
 
 
 def push_id(org_id: str, repo: str, ref: str, before_sha: str | None, after_sha: str) -> str:
@@ -217,7 +224,7 @@ def natural_id(fact: FactModel, *, event_hash: str | None = None) -> str:
         return inference_call_id(fact.org_id, fact.session_id, fact.gateway_provider, fact.model_call_id,
                                  lambda: fact_content_hash(fact, "inference_call_id"))
     if isinstance(fact, CIOutcome):
-        return ci_outcome_id(fact.org_id, fact.provider, fact.run_id, fact.run_attempt, job_id(fact))
+        return ci_outcome_id(fact.org_id, fact.provider, fact.run_id, fact.run_attempt, job_id(fact), rerun_time(fact))
     if isinstance(fact, SessionCommitObservation):
         if fact.is_identified:  # one repository lifetime: keyed by its identity, not by a name it had
             return fact_id("obs", fact.org_id, *fact.forge_key, fact.commit_sha, fact.session_id)

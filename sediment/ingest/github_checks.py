@@ -13,7 +13,9 @@ docs/ci-providers.md):
   ``github_checks``). No attempt; ``workflow_name`` is the check's ``name``. The embedded suite's
   conclusion is never read (a timed-out job's suite reports ``cancelled``).
 - ``check_suite``: the run-level outcome of a third-party app's suite (provider
-  ``github_checks``, ``run_id`` ``check_suite.id``). The suite of a GitHub Actions run is
+  ``github_checks``, ``run_id`` ``check_suite.id``; a re-requested suite keeps its id, so each
+  final event is its own Fact, keyed and ordered by ``check_suite.updated_at``,
+  sediment.ci_reruns). The suite of a GitHub Actions run is
   declined as ``check_suite_of_actions_run``: that run is recorded by its ``workflow_run`` (or
   its jobs), under the run id, which the suite payload does not carry.
 
@@ -32,10 +34,11 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Final
 
+from sediment.ci_reruns import CHECK_SUITE_TIME
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.ci_runs import NOT_TERMINAL, joined, outcome
 from sediment.ingest.facts_jsonl import json_copy
-from sediment.ingest.payload import id_text, lookup, obj, optional_int, optional_text, sha, text
+from sediment.ingest.payload import id_text, lookup, obj, optional_int, optional_text, optional_time, sha, text
 
 ACTIONS_APP: Final = "github-actions"
 CHECKS_PROVIDER: Final = "github_checks"
@@ -215,6 +218,7 @@ def _check_suite(event: _Event) -> Translation:
     conclusion = optional_text(payload, "check_suite.conclusion")
     if status != "completed":
         return Translation.skip(NOT_TERMINAL)
+    optional_time(payload, CHECK_SUITE_TIME)  # orders a re-requested suite's final events (sediment.ci_reruns)
     fields = {
         **event.common(action),
         "provider": CHECKS_PROVIDER,

@@ -6,7 +6,8 @@ older servers ``Build Hook``) becomes ``source_event_type`` (else the ``object_k
 ``X-Gitlab-Event-UUID`` the ``source_event_id``. Mapping (inputs.md §1.2, docs/ci-providers.md):
 
 - Pipeline: ``run_id`` ``object_attributes.id`` (global), no attempt (a retried pipeline keeps
-  its id), ``repo`` ``project.path_with_namespace``, ``branch`` ``merge_request.source_branch``
+  its id: each final event is its own Fact, keyed and ordered by ``object_attributes.finished_at``,
+  sediment.ci_reruns), ``repo`` ``project.path_with_namespace``, ``branch`` ``merge_request.source_branch``
   when the pipeline belongs to a merge request, else ``object_attributes.ref`` unless it is a
   tag, ``pr_number`` ``merge_request.iid``, ``provider_result`` ``status/detailed_status``.
   ``failed`` is ``timed_out`` when every failed ``builds[]`` entry names a timeout
@@ -32,6 +33,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Final
 
+from sediment.ci_reruns import GITLAB_PIPELINE_TIME
 from sediment.facts import CIResult
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.ci_runs import NOT_TERMINAL, UNSUPPORTED_EVENT_PREFIX, joined, outcome
@@ -44,6 +46,7 @@ from sediment.ingest.payload import (
     optional_bool,
     optional_int,
     optional_text,
+    optional_time,
     repo_from_url,
     sha,
     text,
@@ -164,6 +167,7 @@ def _pipeline(payload: Mapping[str, Any], common: dict[str, Any]) -> Translation
     if result == "unknown":
         return Translation.skip(NOT_TERMINAL)
     run_id = id_text(payload, "object_attributes.id")
+    optional_time(payload, GITLAB_PIPELINE_TIME)  # orders a retried pipeline's final events (sediment.ci_reruns)
     merge_request = obj(payload, "merge_request", required=False)
     if merge_request is not None:
         branch = text(payload, "merge_request.source_branch")

@@ -13,7 +13,8 @@ from typing import Any, Final
 
 from pydantic import TypeAdapter, ValidationError
 
-from sediment.identifiers import CommitSha
+from sediment.ci_reruns import provider_time
+from sediment.identifiers import CommitSha, TimestampError
 from sediment.ingest import TranslationError
 from sediment.ingest.facts_jsonl import describe_validation_error
 
@@ -68,6 +69,21 @@ def optional_int(payload: Mapping[str, Any], path: str, *, minimum: int = 0) -> 
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
         raise TranslationError(f"{path}: expected an integer of at least {minimum}, got {value!r}")
+    return value
+
+
+def optional_time(payload: Mapping[str, Any], path: str) -> str | None:
+    """A provider timestamp at ``path`` (:func:`sediment.ci_reruns.provider_time` reads it: RFC 3339
+    or GitLab's forms), checked and returned as the text it is; a time that cannot be read is
+    refused, because it orders a run's re-runs."""
+    value = optional_text(payload, path)
+    if value is None:
+        return None
+    try:
+        provider_time(value)
+    except TimestampError as exc:
+        shown = value if len(value) <= 40 else value[:40] + "…"
+        raise TranslationError(f"{path}: {exc}, got {shown!r}") from None
     return value
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from sediment.ci_jobs import job_id
+from sediment.ci_reruns import rerun_time
 from sediment.facts import (
     CIOutcome,
     DeveloperDecision,
@@ -64,15 +65,24 @@ def edit_key(fact: EditObservation | RejectedEdit) -> str:
     return _key(fact.org_id, fact.agent_harness, fact.session_id, fact.call_id)
 
 
+def ci_outcome_key(fact: CIOutcome) -> str:
+    """A CI outcome's natural key (store schema 7): ``(org, provider, forge provider and host or
+    "", "", run_id, run_attempt or 0)``, then ``"job", <job id>`` for a job of the run
+    (sediment.ci_jobs), then ``"at", <provider time>`` for a final event of a run re-run under its
+    id without an attempt number (sediment.ci_reruns): each such event is its own Fact."""
+    forge = (fact.repository_provider, fact.repository_host) if fact.is_identified else ("", "")
+    job = job_id(fact)
+    at = rerun_time(fact)
+    return _key(fact.org_id, fact.provider, *forge, fact.run_id, fact.run_attempt or 0,
+                *(() if job is None else ("job", job)), *(() if at is None else ("at", at)))
+
+
 def table_and_key(fact: FactModel) -> tuple[str, str, str]:
     """``(table name, fact id, natural key)`` of a Fact."""
     if isinstance(fact, InferenceCall):
         return "inference_calls", fact.inference_call_id, call_key(fact)
     if isinstance(fact, CIOutcome):
-        forge = (fact.repository_provider, fact.repository_host) if fact.is_identified else ("", "")
-        job = job_id(fact)  # a job of the run adds its own id (sediment.ci_jobs)
-        return "ci_outcomes", fact.outcome_id, _key(fact.org_id, fact.provider, *forge, fact.run_id,
-                                                    fact.run_attempt or 0, *(() if job is None else ("job", job)))
+        return "ci_outcomes", fact.outcome_id, ci_outcome_key(fact)
     if isinstance(fact, SessionCommitObservation):
         repository = fact.forge_key if fact.is_identified else (fact.repo,)
         return ("session_commit_observations", fact.observation_id,

@@ -10,11 +10,11 @@ from typing import Any
 
 from sqlalchemy import Column, Connection, MetaData, String, Table, Text, bindparam, delete, select, text, update
 
-from sediment.facts import DeveloperDecision
+from sediment.facts import CIOutcome, DeveloperDecision
 from sediment.ingest.ids import fact_id as derived_id
 from sediment.records import canonical_json, decode_record, encode_record, sha256_hex, sortable_time
 from sediment.store import schema
-from sediment.store.keys import decision_key
+from sediment.store.keys import ci_outcome_key, decision_key
 
 
 def _v1_to_v2(conn: Connection) -> None:
@@ -247,5 +247,25 @@ def _v5_to_v6(conn: Connection) -> None:
                      .values(natural_key=bindparam("key")), updates)
 
 
+def _v6_to_v7(conn: Connection) -> None:
+    """Version 7 keys each final event of a CI run re-run under its id without an attempt number
+    (a GitLab pipeline, a third-party check suite) apart, by the provider's time of it
+    (:func:`~sediment.store.keys.ci_outcome_key`, sediment.ci_reruns).
+
+    Each CI outcome row gets the new key computed from its stored record; ids, records and the
+    quarantine log stay as they are (an outcome stored before keeps its id; one ingested from now
+    on derives its id with the time). The new key holds every part of the old one, so outcomes
+    that were distinct stay distinct; a retry's final event that a version 6 store collapsed onto
+    the first one was never stored: re-ingest the deliveries to record it.
+    """
+    outcomes = schema.ci_outcomes
+    rows = conn.execute(select(outcomes.c.fact_id, outcomes.c.record).order_by(outcomes.c.fact_id)).all()
+    for start in range(0, len(rows), 1000):
+        updates = [{"id": fact_id, "key": ci_outcome_key(CIOutcome.model_validate(decode_record(record)))}
+                   for fact_id, record in rows[start:start + 1000]]
+        conn.execute(update(outcomes).where(outcomes.c.fact_id == bindparam("id"))
+                     .values(natural_key=bindparam("key")), updates)
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5,
-                                                       5: _v5_to_v6}
+                                                       5: _v5_to_v6, 6: _v6_to_v7}

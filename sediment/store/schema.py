@@ -10,7 +10,9 @@ Per-test results (``test_case_results``) are queried by ``(org_id, repo, commit_
 their run attempt (``provider``, ``run_id``, ``run_attempt``) and ``test_id`` as columns too.
 Each Fact table has a ``natural_key`` with a UNIQUE index, so a redelivered Fact collapses
 (an inference call with a provider response id is keyed by its Session too, from version 5; a
-developer decision by its interaction mode and time too, from version 6, as the contract keys it).
+developer decision by its interaction mode and time too, from version 6, as the contract keys it;
+a CI outcome of a run re-run without an attempt number by the provider's time of its final event
+too, from version 7).
 Edit observations, rejected edits and retry linkages (version 6) are read per Session.
 Times are UTC ISO-8601 text with a fixed width, so they sort as text.
 """
@@ -21,7 +23,7 @@ from typing import Any
 
 from sqlalchemy import Column, Index, Integer, LargeBinary, MetaData, String, Table, Text
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 metadata = MetaData()
 
 meta = Table(
