@@ -9,12 +9,11 @@ export would write (row id ``"<chosen>><rejected>"``; metrics ``label_confidence
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable, Iterator
 
 from sediment.plugin import DiagnosedRow, PromptBucket, SessionCompletions, Stratum
 
-from .pairing import DPOPolicy, Member, _admit, _bucket
+from .pairing import DPOPolicy, Member, _bucket, spooled_buckets
 
 #: The label sources of each recipe's pairs: ``(chosen, rejected)``.
 PAIR_SOURCES = {"dpo_human": ("explicit_accept", "explicit_reject"),
@@ -31,31 +30,28 @@ def _kept(members: list[Member]) -> list[Member]:
 
 
 def diagnose(sessions: Iterable[SessionCompletions], policy: DPOPolicy) -> Iterator[DiagnosedRow | PromptBucket]:
+    """The buckets and pairs of ``sessions``, from the same spooled buckets as the export (memory
+    stays flat as Sessions grow)."""
     chosen_source, rejected_source = PAIR_SOURCES[policy.recipe_id]
     stratum = Stratum(chosen_label_source=chosen_source, rejected_label_source=rejected_source)
-    buckets: dict[tuple[str, str, str], list[Member]] = defaultdict(list)
-    for completions in sessions:
-        for completion in completions:
-            admitted = _admit(completions, completion, policy)
-            if not isinstance(admitted, str):
-                key, member = admitted
-                buckets[key].append(member)
-    for key in sorted(buckets):
-        members = sorted(buckets[key], key=lambda m: (m.call_id, m.completion.sort_key))
+    for item in spooled_buckets(sessions, policy):
+        if isinstance(item, str):
+            continue
+        (org_id, model), members = item
         kept = _kept(members)
         chosen = sum(1 for m in kept if m.label == "chosen")
         rejected = sum(1 for m in kept if m.label == "rejected")
         if chosen + rejected:
-            yield PromptBucket(org_id=key[0], model=key[1], stratum=stratum, chosen=chosen, rejected=rejected,
+            yield PromptBucket(org_id=org_id, model=model, stratum=stratum, chosen=chosen, rejected=rejected,
                                max_pairs=policy.max_pairs_per_bucket)
-        for item in _bucket(members, policy):
-            if isinstance(item, str):
+        for pair in _bucket(members, policy):
+            if isinstance(pair, str):
                 continue
-            metadata = item["metadata"]
+            metadata = pair["metadata"]
             yield DiagnosedRow(
                 row_id=f"{metadata['chosen_completion_id']}>{metadata['rejected_completion_id']}",
                 org_id=metadata["org_id"], model=metadata["source_model"], split=metadata["split"],
-                prompt=item["prompt"],
+                prompt=pair["prompt"],
                 stratum=Stratum(chosen_label_source=metadata["chosen_label_source"],
                                 rejected_label_source=metadata["rejected_label_source"]),
                 metrics={"label_confidence": metadata["label_confidence"],

@@ -297,12 +297,24 @@ def _bucket_order(meta: dict[bytes, tuple[str, str, str]], full_text: Callable[[
 def project_pairs(sessions: Iterable[SessionCompletions], policy: DPOPolicy) -> Iterator[dict[str, Any] | str]:
     """Every pair row and skip reason of ``sessions`` under ``policy``, in output order:
     admission counts (per AC, Sessions in the order given), then per bucket in ascending key
-    order its dedupe, CI-resolver and labelling counts, pairs and cap count.
+    order its dedupe, CI-resolver and labelling counts, pairs and cap count."""
+    for item in spooled_buckets(sessions, policy):
+        if isinstance(item, str):
+            yield item
+        else:
+            yield from _bucket(item[1], policy)
+
+
+def spooled_buckets(sessions: Iterable[SessionCompletions], policy: DPOPolicy
+                    ) -> Iterator[str | tuple[tuple[str, str], list[Member]]]:
+    """Each admission skip reason (per AC, Sessions in the order given), then each bucket in
+    ascending ``(org, model, prompt)`` order as ``((org, model), its members)``, the members
+    ordered by call id and completion.
 
     Memory stays flat as Sessions grow: a bucket key holds the whole prompt and a member its
     mapped conversation, so admitted members and their prompts wait in a temporary SQLite file;
     only each bucket's digest and a prompt prefix stay in memory, and one bucket is resident at
-    a time while pairing."""
+    a time."""
     with tempfile.TemporaryDirectory(prefix="sediment-dpo-") as directory:
         db = sqlite3.connect(Path(directory) / "members.db")
         try:
@@ -334,6 +346,7 @@ def project_pairs(sessions: Iterable[SessionCompletions], policy: DPOPolicy) -> 
             for digest in _bucket_order(meta, full_text):
                 members = [pickle.loads(body) for (body,) in db.execute(
                     "SELECT body FROM member WHERE digest = ? ORDER BY seq", (digest,))]
-                yield from _bucket(sorted(members, key=lambda m: (m.call_id, m.completion.sort_key)), policy)
+                org, model, _ = meta[digest]
+                yield (org, model), sorted(members, key=lambda m: (m.call_id, m.completion.sort_key))
         finally:
             db.close()
