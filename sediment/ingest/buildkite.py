@@ -160,35 +160,38 @@ def translate_buildkite(delivery: dict[str, Any], *, event: str | None = None, o
     named = header(headers, "X-Buildkite-Event") or (event.strip() if event and event.strip() else None)
     if named is not None and named != kind:
         raise TranslationError(f"event: {kind!r} disagrees with the event {named!r} (X-Buildkite-Event)")
-    common = {
-        "org_id": acting_org(org_id),
-        "source_event_type": kind,
-        "captured_at": captured_at,
-        "raw": json_copy(dict(payload)),
-    }
+    given = {"org_id": org_id, "source_event_type": kind, "captured_at": captured_at}
     if kind in BUILD_EVENTS:
-        return _build(payload, common)
+        return _build(payload, given)
+    if kind == "job.finished":
+        return _job(payload, given)
     if kind in JOB_EVENTS:
-        return _job(payload, common) if kind == "job.finished" else Translation.skip(NOT_TERMINAL)
+        return Translation.skip(NOT_TERMINAL)
     return Translation.skip(f"{UNSUPPORTED_EVENT_PREFIX}{kind}")
 
 
-def _build(payload: Mapping[str, Any], common: dict[str, Any]) -> Translation:
+def _stored(payload: Mapping[str, Any], given: dict[str, Any], fields: dict[str, Any],
+            paths: Mapping[str, str]) -> Translation:
+    """The CIOutcome of a final event: ``given`` (org, event, capture time) and ``fields``, the
+    whole payload in ``raw``."""
+    return outcome({**given, "org_id": acting_org(given["org_id"]), **fields, "raw": json_copy(dict(payload))},
+                   paths)
+
+
+def _build(payload: Mapping[str, Any], given: dict[str, Any]) -> Translation:
     obj(payload, "build")
     state = text(payload, "build.state")
     blocked = optional_bool(payload, "build.blocked") is True
     result = "unknown" if blocked else BUILD_RESULTS.get(state, "unknown")
     if result == "unknown":
         return Translation.skip(NOT_TERMINAL)
-    fields = {
-        **common,
+    return _stored(payload, given, {
         **build_fields(payload),
         "run_attempt": None,
         "result": result,
         "provider_result": state,
         "reason": optional_text(payload, "build.cancel_reason") or None,
-    }
-    return outcome(fields, _PATHS)
+    }, _PATHS)
 
 
 def _attempt(payload: Mapping[str, Any]) -> int:
@@ -200,7 +203,7 @@ def _attempt(payload: Mapping[str, Any]) -> int:
     return retries + 1
 
 
-def _job(payload: Mapping[str, Any], common: dict[str, Any]) -> Translation:
+def _job(payload: Mapping[str, Any], given: dict[str, Any]) -> Translation:
     obj(payload, "job")
     obj(payload, "build")
     if text(payload, "job.type") != COMMAND_JOB:
@@ -211,12 +214,10 @@ def _job(payload: Mapping[str, Any], common: dict[str, Any]) -> Translation:
     if result == "unknown":
         return Translation.skip(NOT_TERMINAL)
     id_text(payload, "job.id")  # the job's own id keys the outcome (sediment.ci_jobs); it must be there
-    fields = {
-        **common,
+    return _stored(payload, given, {
         **build_fields(payload),
         "run_attempt": _attempt(payload),
         "result": result,
         "provider_result": joined(state, "soft_failed" if result == "neutral" else None),
         "reason": optional_text(payload, "job.signal_reason") or None,
-    }
-    return outcome(fields, _JOB_PATHS)
+    }, _JOB_PATHS)
