@@ -48,6 +48,9 @@ def job_id(outcome: CIOutcome) -> str | None:
     if outcome.provider == "circleci" and raw.get("type") == "job-completed":
         job = raw.get("job")
         return _id(job.get("id")) if isinstance(job, Mapping) else None
+    if outcome.provider == "buildkite" and (outcome.source_event_type or "").startswith("job."):
+        job = raw.get("job")  # a job event's payload; a build.* outcome is run-level
+        return _id(job.get("id")) if isinstance(job, Mapping) else None
     return None
 
 

@@ -6,14 +6,17 @@ GitHub numbers its re-runs (``run_attempt``); the other providers re-run in one 
 
 - **Same id, a new final event.** A retried GitLab pipeline keeps ``object_attributes.id`` and
   sends a new final Pipeline Hook; a re-requested third-party GitHub check suite keeps
-  ``check_suite.id``. Each final event is its own Fact: :func:`rerun_time` (the provider's own
-  time of that final state, ``object_attributes.finished_at`` / ``check_suite.updated_at``)
-  joins the natural key and the id, and orders the events of the run.
+  ``check_suite.id``; a Buildkite build whose job is retried finishes again under its
+  ``build.id``. Each final event is its own Fact: :func:`rerun_time` (the provider's own time of
+  that final state, ``object_attributes.finished_at`` / ``check_suite.updated_at`` /
+  ``build.finished_at``) joins the natural key and the id, and orders the events of the run.
 - **A new id, one lineage.** CircleCI's "Rerun workflow" makes a new ``workflow.id`` under the
   same ``pipeline.id`` and ``workflow.name``; a Buildkite rebuild is a new ``build.id`` naming
   the build it rebuilt in ``rebuilt_from.id``. :func:`lineage_of` and :func:`rebuilt_from` say
-  which runs CI resolution judges as one lineage; :func:`rerun_order` orders them
+  which runs CI resolution judges as one lineage; :func:`lineage_position` orders them
   (``workflow.created_at``, ``build.number``).
+
+CI resolution orders the outcomes of a lineage by ``(lineage position, attempt, re-run time)``.
 
 The order is the provider's, never capture or ingest order, so resolution stays pure and
 independent of arrival order. A time this module cannot read gives no order; a translator
@@ -38,6 +41,7 @@ _GITLAB_TIME: Final = re.compile(
 
 GITLAB_PIPELINE_TIME: Final = "object_attributes.finished_at"
 CHECK_SUITE_TIME: Final = "check_suite.updated_at"
+BUILD_TIME: Final = "build.finished_at"
 
 
 def provider_time(text: str) -> datetime:
@@ -76,16 +80,22 @@ def _is_check_suite(outcome: CIOutcome) -> bool:
     return outcome.provider == "github_checks" and (outcome.source_event_type or "").startswith("github.check_suite.")
 
 
+def _is_buildkite_build(outcome: CIOutcome) -> bool:
+    return outcome.provider == "buildkite" and (outcome.source_event_type or "").startswith("build.")
+
+
 def rerun_time(outcome: CIOutcome) -> str | None:
     """The provider's time of this final event when the run is re-run under the same id without
-    an attempt number (a GitLab pipeline, a third-party check suite), as sortable UTC text; else
-    ``None``. It keys the event apart from the run's other final events."""
+    an attempt number (a GitLab pipeline, a third-party check suite, a Buildkite build), as
+    sortable UTC text; else ``None``. It keys the event apart from the run's other final events."""
     if outcome.run_attempt is not None:
         return None
     if _is_gitlab_pipeline(outcome):
         return _time(_get(outcome.raw, "object_attributes", "finished_at"))
     if _is_check_suite(outcome):
         return _time(outcome.raw.get("updated_at"))
+    if _is_buildkite_build(outcome):
+        return _time(_get(outcome.raw, "build", "finished_at"))
     return None
 
 
@@ -124,14 +134,10 @@ def rebuilt_from(outcome: CIOutcome) -> str | None:
     return None if build is None else _text_id(_get(build, "rebuilt_from", "id"))
 
 
-def rerun_order(outcome: CIOutcome) -> str | None:
-    """Where this outcome's run falls among the re-runs of its lineage, as sortable text, or
-    ``None`` when the provider numbers attempts itself or the payload gives no order."""
-    if outcome.run_attempt is not None:
-        return None
-    time = rerun_time(outcome)
-    if time is not None:
-        return time
+def lineage_position(outcome: CIOutcome) -> str | None:
+    """Where this outcome's run falls among the runs of its lineage, as sortable text: a CircleCI
+    workflow's ``workflow.created_at``, a Buildkite build's ``build.number`` (for the build and
+    each of its jobs); ``None`` for a provider whose runs have no lineage or a payload without it."""
     workflow = _circleci_workflow(outcome)
     if workflow is not None:
         return _time(workflow.get("created_at"))
@@ -144,11 +150,12 @@ def rerun_order(outcome: CIOutcome) -> str | None:
 
 
 __all__ = [
+    "BUILD_TIME",
     "CHECK_SUITE_TIME",
     "GITLAB_PIPELINE_TIME",
     "lineage_of",
+    "lineage_position",
     "provider_time",
     "rebuilt_from",
-    "rerun_order",
     "rerun_time",
 ]

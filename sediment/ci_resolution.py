@@ -8,7 +8,7 @@ Re-runs a provider does not number (:mod:`sediment.ci_reruns`) extend the contra
 leave GitHub's numbered attempts as they are: runs of one lineage (a CircleCI workflow and its
 reruns, a Buildkite build and its rebuilds) resolve as one run, and within an attempt the final
 events of a run re-run under its id (a GitLab pipeline, a third-party check suite) and the runs
-of a lineage are ordered by the provider's own order (:func:`~sediment.ci_reruns.rerun_order`).
+of a lineage are ordered by the provider's own order (``(lineage position, attempt, re-run time)``).
 Two outcomes of one attempt with different results are a conflict only when that order cannot
 tell them apart. A failed run that passed on a re-run is thus a suspected flake with the last
 verdict, as a GitHub re-run is.
@@ -32,7 +32,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sediment.ci_jobs import runs_of_jobs
-from sediment.ci_reruns import lineage_of, rebuilt_from, rerun_order
+from sediment.ci_reruns import lineage_of, lineage_position, rebuilt_from, rerun_time
 from sediment.facts import CIOutcome, FactModel, RepositoryIdentity
 from sediment.policy import Provenance
 from sediment.repositories import REPOSITORY_SKIP_REASONS, RepositoryContext, repository_sort_key
@@ -178,9 +178,35 @@ def _attempt(outcome: CIOutcome) -> int:
     return outcome.run_attempt or 0
 
 
-def _order(outcome: CIOutcome) -> tuple[int, str, str]:
-    """Where an outcome falls in its lineage: attempt, then the provider's re-run order, then id."""
-    return (_attempt(outcome), rerun_order(outcome) or "", outcome.outcome_id)
+Position = tuple[str | None, int, str | None]
+
+
+def _position(outcome: CIOutcome) -> Position:
+    """Where an outcome falls in its lineage: the run's place among the lineage's runs, the
+    attempt, then the time of the final event of a run re-run under its id (sediment.ci_reruns).
+    ``None`` parts are unknown; for GitHub only the attempt is ever known."""
+    return (lineage_position(outcome), _attempt(outcome), rerun_time(outcome))
+
+
+def _order(outcome: CIOutcome) -> tuple[str, int, str, str]:
+    return (*_order_key(_position(outcome)), outcome.outcome_id)
+
+
+def _order_key(position: Position) -> tuple[str, int, str]:
+    return (position[0] or "", position[1], position[2] or "")
+
+
+def _unorderable(items: Sequence[tuple[Position, str]], index: int = 0) -> bool:
+    """Whether two of ``(position, result)`` have different results and positions the order
+    cannot tell apart: equal, or first differing in a part one of them does not know."""
+    if index == 3:
+        return len({result for _, result in items}) > 1
+    groups: dict[str | int | None, list[tuple[Position, str]]] = defaultdict(list)
+    for item in items:
+        groups[item[0][index]].append(item)
+    if None in groups and len(groups) > 1 and len({result for _, result in items}) > 1:
+        return True  # an unknown part against a known one, with different results
+    return any(_unorderable(group, index + 1) for group in groups.values())
 
 
 def _lineages(run_keys: Iterable[tuple[str, ...]], members: dict[tuple[str, ...], list[CIOutcome]]
@@ -230,20 +256,9 @@ def _is_conflicting(run: Sequence[CIOutcome], keys: Sequence[CommitKey]) -> bool
         return True
     if distinct(o.workflow_path for o in run) > 1:
         return True
-    by_attempt: dict[int, list[CIOutcome]] = defaultdict(list)
-    for o in run:
-        by_attempt[_attempt(o)].append(o)
-    for attempt in by_attempt.values():
-        if len({o.result for o in attempt}) < 2:
-            continue
-        orders = [rerun_order(o) for o in attempt]
-        if None in orders:  # the provider gives no order to tell them apart
-            return True
-        results_by_order: dict[str | None, set[str]] = defaultdict(set)
-        for order, o in zip(orders, attempt, strict=True):
-            results_by_order[order].add(o.result)
-        if any(len(results) > 1 for results in results_by_order.values()):
-            return True
+    # two results the order cannot tell apart (for GitHub: two results of one attempt, contract §2)
+    if _unorderable([(_position(o), o.result) for o in run]):
+        return True
     return len({k.sort_key for k in keys}) > 1
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select, update
 
-from sediment.ci_reruns import provider_time, rerun_order, rerun_time
+from sediment.ci_reruns import lineage_position, provider_time, rerun_time
 from sediment.ci_resolution import CIResolutionResult, resolve_ci
 from sediment.facts import CIOutcome
 from sediment.identifiers import TimestampError
@@ -136,8 +136,7 @@ def test_the_last_final_event_wins_whatever_the_arrival_order(tmp_path: Path) ->
         assert outcome[3] == only(translate("gitlab", latest)).outcome_id
         expected = expected or outcome
         assert outcome == expected
-    assert [rerun_order(o) for o in sorted((only(translate("gitlab", d)) for d in deliveries), key=rerun_order)
-            ] == ["2024-04-30T09:20:01.000000Z", "2024-04-30T10:00:00.000000Z", "2024-04-30T10:05:44.000000Z",
+    assert sorted(rerun_time(only(translate("gitlab", d))) or "" for d in deliveries) == ["2024-04-30T09:20:01.000000Z", "2024-04-30T10:00:00.000000Z", "2024-04-30T10:05:44.000000Z",
                   "2024-04-30T10:30:00.500000Z"]
 
 
@@ -283,7 +282,7 @@ def test_numbered_attempts_still_conflict_on_two_results_of_one_attempt() -> Non
                            "workflow_run.completed.failure.attempt1.json").read_text("utf-8"))
     failed = only(translate("github", delivery))
     passed = failed.model_copy(update={"outcome_id": "ci_other", "result": "passed"})
-    assert rerun_order(failed) is None
+    assert (lineage_position(failed), rerun_time(failed)) == (None, None)
     result = resolve([failed, passed])
     assert result.resolutions == () and result.skipped == {"conflicting_run_identity": 1}
 
@@ -339,3 +338,24 @@ def test_ingest_gitlab_stores_a_retried_pipeline_and_collapses_its_redelivery(tm
         summaries.append((summary["stored"], summary["duplicates"], summary["skipped"]))
     assert summaries == [({"ci_outcomes": 2}, {}, {"ci_run_not_terminal": 1}),
                          ({}, {"ci_outcomes": 2}, {"ci_run_not_terminal": 1})]
+
+
+def test_a_buildkite_build_whose_job_is_retried_finishes_again_and_the_retry_decides(tmp_path: Path) -> None:
+    """A job of a finished build is retried: the build runs again under its id and sends a second
+    ``build.finished``; both are stored, ordered by ``build.finished_at``, and its jobs are left out."""
+    first = build("b-87", 87, "failed", None)
+    first["payload"]["build"]["finished_at"] = "2024-04-30T09:20:01.000Z"
+    again = build("b-87", 87, "passed", None)
+    again["payload"]["build"]["finished_at"] = "2024-04-30T09:45:00.000Z"
+    stored, _ = _store_deliveries(tmp_path, "buildkite", [again, first, again], "bk-retry")
+    assert len(stored) == 2
+    winner = only(translate("buildkite", again)).outcome_id
+    assert verdict_of(stored)[:4] == ("passed", 0.0, True, winner)
+    # the rebuild after it still comes later, whatever the times say: the build number orders builds
+    rebuild = build("b-88", 88, "failed", ("b-87", 87))
+    rebuild["payload"]["build"]["finished_at"] = "2024-04-30T09:00:00.000Z"
+    assert verdict_of([*stored, only(translate("buildkite", rebuild))])[:3] == ("failed", 0.0, True)
+    bad = build("b-87", 87, "failed", None)
+    bad["payload"]["build"]["finished_at"] = "soon"
+    with pytest.raises(TranslationError, match=r"^build\.finished_at: "):
+        translate("buildkite", bad)

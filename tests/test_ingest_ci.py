@@ -144,7 +144,7 @@ def test_buildkite_build_finished() -> None:
     assert dump(outcome) == {
         **COMMON,
         "schema_version": 1,
-        "outcome_id": fact_id("ci", ORG, "buildkite", run_id, 0),
+        "outcome_id": fact_id("ci", ORG, "buildkite", run_id, 0, "at", "2015-05-09T21:08:59.874000Z"),  # finished_at
         "provider": "buildkite",
         "run_id": run_id,
         "run_attempt": None,

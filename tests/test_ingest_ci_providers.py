@@ -312,7 +312,7 @@ def test_buildkite_build_finished() -> None:
     build = "0190a1b2-c3d4-4e5f-8a9b-0c1d2e3f4a5b"
     assert fields(outcome) == {
         "schema_version": 2, **LEGACY, **NONE,
-        "outcome_id": fact_id("ci", ORG, "buildkite", build, 0),
+        "outcome_id": fact_id("ci", ORG, "buildkite", build, 0, "at", "2024-04-30T09:20:00.000000Z"),  # finished_at
         "provider": "buildkite", "run_id": build, "run_attempt": None, "repo": "acme/widget",
         "commit_sha": SHA, "branch": "feature/parser", "result": "passed", "workflow_name": "Widget CI",
         "workflow_id": "849411f9-9e6d-4739-a0d8-e247088e9b52", "workflow_path": None,
@@ -356,10 +356,21 @@ def test_buildkite_head_commit_is_refused() -> None:
         run("buildkite/build_finished.json", delivery)
 
 
-def test_buildkite_job_events_are_unsupported() -> None:
+def test_buildkite_job_finished_is_a_job_of_its_build() -> None:
+    outcome = only(run("buildkite/job_finished.json"))
+    build = "0190a1b2-c3d4-4e5f-8a9b-0c1d2e3f4a5b"
+    assert (outcome.run_id, outcome.run_attempt, outcome.result, outcome.provider_result) == (
+        build, 1, "failed", "failed")
+    assert job_id(outcome) == "0190a1b3-1e2f-4a5b-9c6d-7e8f90a1b2c3"
+    assert outcome.outcome_id == fact_id("ci", ORG, "buildkite", build, 1, "job", job_id(outcome))
+    retried = only(run("buildkite/job_finished_retried.json"))
+    assert (retried.run_id, retried.run_attempt, retried.result) == (build, 2, "passed")
+
+
+def test_buildkite_other_events_are_unsupported() -> None:
     delivery = load("buildkite/build_finished.json")
-    delivery["headers"]["X-Buildkite-Event"] = delivery["payload"]["event"] = "job.finished"
-    assert run("buildkite/build_finished.json", delivery) == Translation.skip("unsupported_event:job.finished")
+    delivery["headers"]["X-Buildkite-Event"] = delivery["payload"]["event"] = "agent.connected"
+    assert run("buildkite/build_finished.json", delivery) == Translation.skip("unsupported_event:agent.connected")
 
 
 # --- GitHub jobs and checks --------------------------------------------------------------
@@ -529,7 +540,7 @@ def _stored(tmp_path: Path, names: list[str], tag: str) -> list[str]:
 
 def test_redelivery_in_any_order_stores_the_same_facts(tmp_path: Path) -> None:
     once = _stored(tmp_path, ALL_FILES, "once")
-    assert len(once) == 14  # 18 deliveries, 4 not final (or an Actions suite)
+    assert len(once) == 16  # 20 deliveries, 4 not final (or an Actions suite)
     shuffled = ALL_FILES * 2
     random.Random(7).shuffle(shuffled)
     assert _stored(tmp_path, shuffled, "twice") == once
@@ -544,7 +555,8 @@ def test_redelivery_in_any_order_stores_the_same_facts(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("provider", "name"), [
     ("gitlab", "gitlab/pipeline_hook.json"), ("circleci", "circleci/workflow_completed.json"),
-    ("buildkite", "buildkite/build_finished.json"), ("github", "github/workflow_job.completed.failure.json"),
+    ("buildkite", "buildkite/build_finished.json"), ("buildkite", "buildkite/job_finished.json"),
+    ("github", "github/workflow_job.completed.failure.json"),
 ])
 def test_webhook_registry_translates_a_body_like_the_ingest_command(provider: str, name: str) -> None:
     delivery = load(name)
@@ -607,7 +619,8 @@ def test_ingest_commands_store_report_and_refuse_per_line(tmp_path: Path) -> Non
     summary = json.loads(result.stdout)
     assert (summary["stored"], summary["skipped"], summary["failed"]) == (
         {"ci_outcomes": 2}, {NOT_TERMINAL: 1}, 1)
-    for command, name in (("circleci", "circleci/job_completed.json"), ("buildkite", "buildkite/build_finished.json")):
+    for command, name in (("circleci", "circleci/job_completed.json"), ("buildkite", "buildkite/build_finished.json"),
+                          ("buildkite", "buildkite/job_finished.json")):
         result = sediment(tmp_path, "ingest", command, str(FIXTURES / name), "--json")
         assert result.returncode == 0, result.stderr
         assert json.loads(result.stdout)["stored"] == {"ci_outcomes": 1}

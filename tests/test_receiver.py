@@ -226,6 +226,23 @@ def test_a_spooled_github_delivery_translates_like_ingest_github(tmp_path: Path)
     assert translation.facts[0].source_event_id == "abc"  # type: ignore[attr-defined]
 
 
+def test_a_spooled_buildkite_job_finished_is_a_job_of_its_build(tmp_path: Path) -> None:
+    from sediment.ci_jobs import job_id
+    from sediment.ingest.buildkite import translate_buildkite
+
+    delivery_file = json.loads((FIXTURES / "ci" / "buildkite" / "job_finished.json").read_text())
+    body = json.dumps(delivery_file["payload"]).encode()
+    spool = Spool(tmp_path)
+    key = delivery_key("buildkite", body_digest(body))
+    spool.accept(key, route="buildkite", source="buildkite", received_at=T0, body=body,
+                 headers={"x-buildkite-event": "job.finished"})
+    (translation,) = translate_delivery(spool.read(key), Acting("acme"))
+    assert translation == translate_buildkite(delivery_file, event=None, org_id="acme", captured_at=T0)
+    (outcome,) = translation.facts
+    assert job_id(outcome) == delivery_file["payload"]["job"]["id"]  # type: ignore[arg-type]
+    assert outcome.run_id == delivery_file["payload"]["build"]["id"]  # type: ignore[attr-defined]
+
+
 # --- the worker, in process ----------------------------------------------------------------
 
 

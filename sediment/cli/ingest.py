@@ -200,7 +200,8 @@ def gitlab(files: list[str] = typer.Argument(..., help=FILES_HELP),
 _provider_command("circleci", "sediment.ingest.circleci", "translate_circleci", "circleci-event-type",
                   "CircleCI webhooks: workflow-completed and job-completed deliveries.")
 _provider_command("buildkite", "sediment.ingest.buildkite", "translate_buildkite", "X-Buildkite-Event",
-                  "Buildkite webhooks: build.finished deliveries (other build.* events until final).")
+                  "Buildkite webhooks: build.finished and job.finished deliveries (other build.* and job.* "
+                  "events until final).")
 
 
 _POSITIVE = re.compile(r"[1-9][0-9]*")

@@ -6,7 +6,7 @@ run_attempt)``; the provider's raw state kept verbatim in ``provider_result`` (t
 joined as ``status/conclusion``); only a terminal state is stored, because the store keeps the
 first Fact of a key and a stored non-terminal ``unknown`` would hide the terminal event that
 follows it. A job-level outcome (a GitHub ``workflow_job`` or ``check_run``, a GitLab Job Hook,
-a CircleCI ``job-completed``) adds its job id to the key (:mod:`sediment.ci_jobs`) and is
+a CircleCI ``job-completed``, a Buildkite ``job.finished``) adds its job id to the key (:mod:`sediment.ci_jobs`) and is
 grouped into its run by CI resolution.
 """
 
