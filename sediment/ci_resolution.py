@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from sediment.ci_jobs import runs_of_jobs
+from sediment.ci_jobs import judged_attempts, run_name
 from sediment.ci_reruns import lineage_of, lineage_position, rebuilt_from, rerun_time
 from sediment.facts import CIOutcome, FactModel, RepositoryIdentity
 from sediment.policy import Provenance
@@ -174,22 +174,31 @@ def _run_key(outcome: CIOutcome) -> tuple[str, ...]:
     return (outcome.org_id, outcome.provider, "legacy", "", "", outcome.run_id)
 
 
-def _attempt(outcome: CIOutcome) -> int:
-    return outcome.run_attempt or 0
+@dataclass(frozen=True)
+class _Judged:
+    """An outcome CI resolution judges a run by, and the attempt it speaks for (a job of a run
+    known only from its jobs may speak for several, sediment.ci_jobs.judged_attempts)."""
+
+    outcome: CIOutcome
+    attempt: int
+
+
+def _judged(run: Sequence[CIOutcome]) -> list[_Judged]:
+    return [_Judged(o, o.run_attempt or 0 if attempt is None else attempt) for o, attempt in judged_attempts(run)]
 
 
 Position = tuple[str | None, int, str | None]
 
 
-def _position(outcome: CIOutcome) -> Position:
+def _position(judged: _Judged) -> Position:
     """Where an outcome falls in its lineage: the run's place among the lineage's runs, the
     attempt, then the time of the final event of a run re-run under its id (sediment.ci_reruns).
     ``None`` parts are unknown; for GitHub only the attempt is ever known."""
-    return (lineage_position(outcome), _attempt(outcome), rerun_time(outcome))
+    return (lineage_position(judged.outcome), judged.attempt, rerun_time(judged.outcome))
 
 
-def _order(outcome: CIOutcome) -> tuple[str, int, str, str]:
-    return (*_order_key(_position(outcome)), outcome.outcome_id)
+def _order(judged: _Judged) -> tuple[str, int, str, str]:
+    return (*_order_key(_position(judged)), judged.outcome.outcome_id)
 
 
 def _order_key(position: Position) -> tuple[str, int, str]:
@@ -246,25 +255,28 @@ def _lineages(run_keys: Iterable[tuple[str, ...]], members: dict[tuple[str, ...]
     return lineages
 
 
-def _is_conflicting(run: Sequence[CIOutcome], keys: Sequence[CommitKey]) -> bool:
+def _is_conflicting(judged: Sequence[_Judged], keys: Sequence[CommitKey]) -> bool:
+    run = [j.outcome for j in judged]
+
     def distinct(values: Iterable[str | None]) -> int:
         return len({v for v in values if v})
 
     if len({o.branch for o in run}) > 1:
         return True
-    if distinct(o.workflow_id for o in run) > 1 or distinct(o.workflow_name for o in run) > 1:
+    if distinct(o.workflow_id for o in run) > 1 or distinct(run_name(o) for o in run) > 1:
         return True
     if distinct(o.workflow_path for o in run) > 1:
         return True
     # two results the order cannot tell apart (for GitHub: two results of one attempt, contract §2)
-    if _unorderable([(_position(o), o.result) for o in run]):
+    if _unorderable([(_position(j), j.outcome.result) for j in judged]):
         return True
     return len({k.sort_key for k in keys}) > 1
 
 
-def _resolve_workflow(run: Sequence[CIOutcome], policy: CIResolutionPolicy) -> CIWorkflowResolution:
-    ordered = sorted(run, key=_order)
-    verdicts = [o for o in ordered if o.is_verdict]
+def _resolve_workflow(judged: Sequence[_Judged], policy: CIResolutionPolicy) -> CIWorkflowResolution:
+    in_order = [j.outcome for j in sorted(judged, key=_order)]
+    verdicts = [o for o in in_order if o.is_verdict]
+    ordered = list({o.outcome_id: o for o in in_order}.values())  # an outcome once, where it first speaks
     non_verdicts = [o for o in ordered if not o.is_verdict]
     flake = {"passed", "failed"} <= {o.result for o in verdicts}
     reliability: float | None
@@ -282,7 +294,7 @@ def _resolve_workflow(run: Sequence[CIOutcome], policy: CIResolutionPolicy) -> C
         provider=first.provider,
         run_id=first.run_id,
         workflow_id=next((o.workflow_id for o in ordered if o.workflow_id), None),
-        workflow_name=next((o.workflow_name for o in ordered if o.workflow_name), ""),
+        workflow_name=next((run_name(o) for o in ordered if run_name(o)), ""),
         workflow_path=next((o.workflow_path for o in ordered if o.workflow_path), None),
         branch=first.branch,
         verdict=verdict_outcome.result if verdict_outcome else None,
@@ -333,17 +345,17 @@ def resolve_ci(
         if any(key is None for _, key in members):
             continue  # incomplete: already counted by its repository reason
         # each run is judged by its run-level outcomes, else its jobs; a lineage by all its runs
-        run = [o for run_key in lineages[lineage_key] for o in runs_of_jobs([o for o, _ in runs[run_key]])]
-        chosen = {o.outcome_id for o in run}
+        judged = [j for run_key in lineages[lineage_key] for j in _judged([o for o, _ in runs[run_key]])]
+        chosen = {j.outcome.outcome_id: j.outcome for j in judged}
         keys = [key for o, key in members if key is not None and o.outcome_id in chosen]
-        if _is_conflicting(run, keys):
+        if _is_conflicting(judged, keys):
             skipped["conflicting_run_identity"] += 1
             conflicting.update(k.sort_key for k in keys)
             continue
         commit = keys[0]
         commit_keys[commit.sort_key] = commit
-        outcomes_by_commit[commit.sort_key].extend(run)
-        workflows_by_commit[commit.sort_key].append(_resolve_workflow(run, policy))
+        outcomes_by_commit[commit.sort_key].extend(chosen.values())
+        workflows_by_commit[commit.sort_key].append(_resolve_workflow(judged, policy))
 
     provenance = Provenance(
         policy_version=policy.policy_version,

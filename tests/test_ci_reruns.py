@@ -359,3 +359,55 @@ def test_a_buildkite_build_whose_job_is_retried_finishes_again_and_the_retry_dec
     bad["payload"]["build"]["finished_at"] = "soon"
     with pytest.raises(TranslationError, match=r"^build\.finished_at: "):
         translate("buildkite", bad)
+
+
+# --- a run known only from its jobs: every job at its latest try ---------------------------
+
+
+def gitlab_job(build_id: int, name: str, status: str, retries: int) -> CIOutcome:
+    delivery = load("gitlab/job_hook.json")
+    delivery["payload"].update(build_id=build_id, build_name=name, build_status=status, retries_count=retries,
+                               build_failure_reason="script_failure" if status == "failed" else None)
+    return only(translate("gitlab", delivery))
+
+
+def test_a_gitlab_job_not_retried_keeps_its_pipeline_failed() -> None:
+    compile_failed = gitlab_job(7001, "compile", "failed", 0)
+    test_failed = gitlab_job(7002, "test", "failed", 0)
+    test_passed = gitlab_job(7003, "test", "success", 1)
+    assert verdict_of([compile_failed, test_failed, test_passed])[:3] == ("failed", 1.0, False)
+    compile_passed = gitlab_job(7004, "compile", "success", 1)
+    jobs = [compile_failed, test_failed, test_passed, compile_passed]
+    expected = verdict_of(jobs)
+    assert expected[:4] == ("passed", 0.0, True, min(test_passed.outcome_id, compile_passed.outcome_id))
+    for seed in range(4):
+        shuffled = list(jobs)
+        random.Random(seed).shuffle(shuffled)
+        assert verdict_of(shuffled) == expected
+
+
+def check_run(job: int, name: str, conclusion: str, completed_at: str | None) -> CIOutcome:
+    delivery = load("github/check_run.completed.timed_out.json")
+    body = delivery["payload"]["check_run"]
+    body.update(id=job, name=name, conclusion=conclusion, completed_at=completed_at,
+                details_url=f"https://github.com/octo-org/octo-repo/actions/runs/30433642/job/{job}",
+                html_url=f"https://github.com/octo-org/octo-repo/actions/runs/30433642/job/{job}")
+    delivery["headers"]["X-GitHub-Delivery"] = f"delivery-{job}"
+    return only(translate("github", delivery))
+
+
+def test_check_runs_of_a_rerun_job_are_tried_in_completion_order() -> None:
+    """Check runs name no attempt: a re-run job is a new check run of the same name, numbered by
+    ``completed_at``; a run whose failed job passed on its re-run passes, as a suspected flake."""
+    lint = check_run(9001, "lint", "success", "2022-09-05T10:50:00Z")
+    first = check_run(9002, "test (3.12)", "failure", "2022-09-05T11:00:05Z")
+    rerun = check_run(9103, "test (3.12)", "success", "2022-09-05T11:30:00Z")
+    assert {o.run_id for o in (lint, first, rerun)} == {"30433642"} and first.run_attempt is None
+    expected = verdict_of([lint, first, rerun])
+    assert expected[:4] == ("passed", 0.0, True, min(lint.outcome_id, rerun.outcome_id))
+    (workflow,) = resolve([lint, first, rerun]).resolutions[0].workflow_resolutions
+    assert workflow.workflow_name == ""  # a check run's name is its job's, not its run's
+    assert verdict_of([rerun, lint, first]) == expected
+    # without a completion time the two tries cannot be ordered: both count, and the failure stands
+    untimed = check_run(9103, "test (3.12)", "success", None)
+    assert verdict_of([lint, first, untimed])[:3] == ("failed", 1.0, False)

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from sediment.ci_jobs import job_id, runs_of_jobs
+from sediment.ci_jobs import job_id, judged_attempts, runs_of_jobs
 from sediment.ci_resolution import resolve_ci
 from sediment.facts import CIOutcome
 from sediment.ingest import Translation, TranslationError
@@ -279,16 +279,21 @@ def test_a_build_known_only_from_its_jobs_is_judged_by_the_worst_job() -> None:
     assert verdict([lint, unit, timed_out]) == ("failed", False)  # a timed-out retry is no verdict: 1 stands
 
 
-def test_the_latest_attempt_holds_only_the_jobs_retried_into_it() -> None:
-    """The documented limit of judging a build by its jobs alone (docs/ci-providers.md): a failed
-    job that was not retried is not part of a later attempt, so the retries decide. Buildkite
-    would call this build failed; its build.finished, when it arrives, is what resolves it."""
+def test_a_job_not_retried_still_counts_in_the_later_attempt() -> None:
+    """Attempt 2 is every job at its latest try up to 2 (sediment.ci_jobs.judged_attempts): the
+    Docs job failed and was not retried, so the build stays failed although the retried Unit job
+    passed, as Buildkite judges it; once Docs is retried and passes too, the build passes."""
     lint, unit, retry = (only(d) for d in _jobs_of_build_88())
     other = only(job(id="0190a1b3-1111-4a5b-9c6d-7e8f90a1b2c3", name="Docs", step_key="docs", state="failed"))
-    assert verdict([lint, unit, other, retry]) == ("passed", True)
+    assert verdict([lint, unit, other, retry]) == ("failed", False)
+    judged = [(o.outcome_id, attempt) for o, attempt in judged_attempts([lint, unit, other, retry])]
+    assert judged == [(min(unit.outcome_id, other.outcome_id), 1), (other.outcome_id, 2)]
+    docs_retry = only(job(id="0190a1b3-2222-4a5b-9c6d-7e8f90a1b2c3", name="Docs", step_key="docs", state="passed",
+                          retries_count=1, retry_source={"job_id": other.raw["job"]["id"], "retry_type": "manual"}))
+    assert verdict([lint, unit, other, retry, docs_retry]) == ("passed", True)
     failed = load("build_finished.json")
     failed["payload"]["build"]["state"] = "failed"
-    assert verdict([lint, unit, other, retry, only(failed)]) == ("failed", False)
+    assert verdict([lint, unit, other, retry, docs_retry, only(failed)]) == ("failed", False)  # the build decides
 
 
 def test_storage_and_resolution_are_independent_of_order_and_repetition(tmp_path: Path) -> None:
