@@ -20,6 +20,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from sediment.ci_reruns import sortable_provider_time
 from sediment.facts import CIOutcome
 
 GITHUB_JOB_EVENTS: Final = ("github.workflow_job.", "github.check_run.")
@@ -97,9 +98,9 @@ def _tries(jobs: Sequence[CIOutcome]) -> dict[str, list[tuple[int, CIOutcome]]]:
         if all(o.run_attempt is not None for o in group):
             tries[name] = [(o.run_attempt or 1, o) for o in group]
             continue
-        times = [o.raw.get("completed_at") for o in group]
-        if len(group) > 1 and all(isinstance(t, str) and t for t in times):
-            ordered = sorted(zip(times, group, strict=True), key=lambda pair: (str(pair[0]), pair[1].outcome_id))
+        times = [sortable_provider_time(o.raw.get("completed_at")) for o in group]
+        if len(group) > 1 and all(t is not None for t in times):
+            ordered = sorted(zip(times, group, strict=True), key=lambda pair: (pair[0] or "", pair[1].outcome_id))
             tries[name] = [(index, o) for index, (_, o) in enumerate(ordered, start=1)]
         else:
             tries[name] = [(1, o) for o in group]

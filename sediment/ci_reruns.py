@@ -54,7 +54,9 @@ def provider_time(text: str) -> datetime:
     return utc_timestamp(text)
 
 
-def _time(value: Any) -> str | None:
+def sortable_provider_time(value: Any) -> str | None:
+    """A provider timestamp (:func:`provider_time`) as sortable UTC text, or ``None`` when ``value``
+    is not one."""
     if not isinstance(value, str):
         return None
     try:
@@ -91,11 +93,11 @@ def rerun_time(outcome: CIOutcome) -> str | None:
     if outcome.run_attempt is not None:
         return None
     if _is_gitlab_pipeline(outcome):
-        return _time(_get(outcome.raw, "object_attributes", "finished_at"))
+        return sortable_provider_time(_get(outcome.raw, "object_attributes", "finished_at"))
     if _is_check_suite(outcome):
-        return _time(outcome.raw.get("updated_at"))
+        return sortable_provider_time(outcome.raw.get("updated_at"))
     if _is_buildkite_build(outcome):
-        return _time(_get(outcome.raw, "build", "finished_at"))
+        return sortable_provider_time(_get(outcome.raw, "build", "finished_at"))
     return None
 
 
@@ -140,7 +142,7 @@ def lineage_position(outcome: CIOutcome) -> str | None:
     each of its jobs); ``None`` for a provider whose runs have no lineage or a payload without it."""
     workflow = _circleci_workflow(outcome)
     if workflow is not None:
-        return _time(workflow.get("created_at"))
+        return sortable_provider_time(workflow.get("created_at"))
     build = _buildkite_build(outcome)
     if build is not None:
         number = build.get("number")
@@ -158,4 +160,5 @@ __all__ = [
     "provider_time",
     "rebuilt_from",
     "rerun_time",
+    "sortable_provider_time",
 ]

@@ -411,3 +411,12 @@ def test_check_runs_of_a_rerun_job_are_tried_in_completion_order() -> None:
     # without a completion time the two tries cannot be ordered: both count, and the failure stands
     untimed = check_run(9103, "test (3.12)", "success", None)
     assert verdict_of([lint, first, untimed])[:3] == ("failed", 1.0, False)
+
+
+def test_check_run_times_in_other_offsets_order_by_the_instant() -> None:
+    """``completed_at`` is read as a time, not compared as text: +02:00 at 12:10 is 10:10 UTC."""
+    first = check_run(9002, "test (3.12)", "failure", "2022-09-05T12:10:00+02:00")
+    rerun = check_run(9103, "test (3.12)", "success", "2022-09-05T10:20:00Z")
+    assert verdict_of([first, rerun])[:4] == ("passed", 0.0, True, rerun.outcome_id)
+    with pytest.raises(TranslationError, match=r"^check_run\.completed_at: "):
+        check_run(9104, "test (3.12)", "success", "5 Sep 2022")

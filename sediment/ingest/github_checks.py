@@ -171,6 +171,7 @@ def _check_run(event: _Event) -> Translation:
     conclusion = optional_text(payload, "check_run.conclusion")
     if status != "completed":
         return Translation.skip(NOT_TERMINAL)
+    optional_time(payload, "check_run.completed_at")  # numbers a re-run job's check runs (sediment.ci_jobs)
     id_text(payload, "check_run.id")  # the check's own id keys the outcome (sediment.ci_jobs)
     if optional_text(payload, "check_run.app.slug") == ACTIONS_APP:
         provider = ACTIONS_PROVIDER
