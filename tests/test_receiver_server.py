@@ -348,6 +348,49 @@ def test_gitlab_circleci_and_buildkite_webhooks_verify_then_store(tmp_path: Path
     assert hosts["gitlab_ci"] == ("gitlab.example.com" if project_id is not None else None)  # the configured host
 
 
+def test_a_retried_gitlab_pipeline_is_stored_as_each_final_event_and_resolves_to_the_retry(tmp_path: Path) -> None:
+    """GitLab sends a failed, then a running, then a passing Pipeline Hook under one pipeline id
+    when a job is retried: the receiver stores both final events (keyed by their finished_at)
+    and CI resolution takes the retry's verdict; redelivering either stores nothing more."""
+    url = f"sqlite:///{tmp_path / 'facts.db'}"
+    record = json.loads((FIXTURES / "ci" / "gitlab" / "pipeline_hook.json").read_text())
+    bodies = []
+    for status, finished in (("failed", "2024-04-30 09:20:01 UTC"), ("running", None),
+                             ("success", "2024-04-30 10:05:44 UTC")):
+        payload = copy.deepcopy(record["payload"])
+        payload["object_attributes"].update(status=status, detailed_status=status, finished_at=finished)
+        if status == "success":
+            for build in payload["builds"]:
+                build.update(status="success", failure_reason=None)
+        bodies.append((json.dumps(payload).encode(), f"uuid-{status}"))
+    with running(tmp_path, environment(tmp_path, url)) as server, httpx.Client(base_url=server.url) as client:
+        for body, uuid in [*bodies, bodies[2], bodies[0]]:
+            headers = {"X-Gitlab-Event": "Pipeline Hook", "X-Gitlab-Token": GITLAB_TOKEN, "X-Gitlab-Event-UUID": uuid}
+            assert client.post("/ingest/gitlab", content=body, headers=headers).status_code in (200, 202)
+        # the same events again under new delivery ids: spooled, and collapsed on their natural keys
+        for body, uuid in (bodies[0], bodies[2]):
+            headers = {"X-Gitlab-Event": "Pipeline Hook", "X-Gitlab-Token": GITLAB_TOKEN,
+                       "X-Gitlab-Event-UUID": uuid + "-again"}
+            assert client.post("/ingest/gitlab", content=body, headers=headers).status_code == 202
+        server.drained()
+    assert counts(url) == {"ci_outcomes": 2}
+    from sediment.ci_resolution import resolve_ci
+    from sediment.facts import CIOutcome
+    from sediment.repositories import RepositoryContext
+    from sediment.store import FactStore
+
+    store = FactStore(url)
+    try:
+        outcomes = [f for f in store.facts("ci_outcomes", ORG) if isinstance(f, CIOutcome)]
+    finally:
+        store.close()
+    (resolution,) = resolve_ci(outcomes, quarantine_revision=0,
+                               repositories=RepositoryContext.build(ORG, outcomes)).resolutions
+    assert (resolution.verdict, resolution.suspected_flake, len(resolution.source_outcome_ids)) == ("passed", True, 2)
+    (passed,) = [o for o in outcomes if o.result == "passed"]
+    assert resolution.verdict_outcome_ids == (passed.outcome_id,)
+
+
 def test_bearer_routes_need_a_configured_capture_token(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'facts.db'}"
     body = (FIXTURES / "ci" / "buildkite_build_finished.json").read_bytes()  # a sender-normalized record
