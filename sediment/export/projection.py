@@ -150,15 +150,21 @@ class ObjectiveProjection:
                               f"it does not declare ({list(declared)})")
         return named
 
+    def row_population(self, row: ProjectedRow) -> str:
+        """The population of a yielded row; a row without a train/eval split or a JSON object
+        body, or of a population the objective does not declare, is a plugin bug."""
+        population = self._population(row.population, "row")
+        if row.split not in ("train", "eval") or not isinstance(row.body, dict):
+            raise PluginError(f"objective {self.objective.name!r} yielded a {population} row without a "
+                              "train/eval split or a JSON object body")
+        return population
+
     def run(self, context: ExportContext, files: RowFiles, tally: Tally) -> None:
         """Stage every representable row the objective yields; count every decline."""
         produced: Iterable[Any] = self.objective.project(context, self.settings)
         for item in produced:
             if isinstance(item, ProjectedRow):
-                population = self._population(item.population, "row")
-                if item.split not in ("train", "eval") or not isinstance(item.body, dict):
-                    raise PluginError(f"objective {self.objective.name!r} yielded a {population} row without a "
-                                      "train/eval split or a JSON object body")
+                population = self.row_population(item)
                 problem = representation_problem(item.body)
                 if problem is not None:
                     self.objective.count(tally.skips(population), population, [problem])
