@@ -29,8 +29,7 @@ from sediment.export.adaptation import (
 )
 from sediment.export.projection import UNITS_TALLY, ObjectiveProjection, Tally, ordered_counts
 from sediment.export.registry import Objective, Profile
-from sediment.export.representation import representation_problem
-from sediment.export.rows import PROFILE_MATERIALIZATION_BUDGET, Declined, ProjectedRow, PublishedExport
+from sediment.export.rows import PROFILE_MATERIALIZATION_BUDGET, ProjectedRow, PublishedExport
 from sediment.export.settings import PluginSettings
 from sediment.export.writer import PROFILE_CLAIM_PREFIX, RowFiles, encode_row
 from sediment.records import canonical_json
@@ -76,26 +75,17 @@ class ObjectiveProfileProjection(ObjectiveProjection):
 
     def run(self, context: Any, files: RowFiles, tally: Tally) -> None:
         """Adapt every representable canonical row of the population the objective yields."""
-        population_wanted = self.adaptation.population
+        wanted = self.adaptation.population
+
+        def canonical_skips(population: str) -> Counter[str] | None:  # the other populations are not written
+            return tally.skips(CANONICAL) if population == wanted else None
+
         held = _Held(self.budget) if self.profile.info.row_order == "row_sha256" else None
-        for item in self.objective.project(context, self.settings):
-            if isinstance(item, ProjectedRow):
-                population = self.row_population(item)
-                if population != population_wanted:
-                    continue
-                problem = representation_problem(item.body)
-                if problem is not None:
-                    self.objective.count(tally.skips(CANONICAL), population, [problem])
-                    continue
-                self._adapt(item, ProfileFiles(files) if held is None else held, tally)
-            elif isinstance(item, Declined):
-                population = self._population(item.population, "decline")
-                if population == population_wanted:
-                    self.objective.count(tally.skips(CANONICAL), population, [item.reason] * item.count)
-            else:
-                self.count_not_derived(item, tally)
+        rows = ProfileFiles(files)
+        for _, row in self.representable_rows(context, tally, canonical_skips):
+            self._adapt(row, rows if held is None else held, tally)
         if held is not None:
-            held.write(ProfileFiles(files))
+            held.write(rows)
 
     def _adapt(self, row: ProjectedRow, rows: ProfileFiles | _Held, tally: Tally) -> None:
         adaptation = self.adaptation
