@@ -1,16 +1,17 @@
 """Consumer-profile exports of an objective without targets (SFT, DPO): the objective's own
 rows of one population, adapted row by row.
 
-The objective projects exactly as its canonical export does (the same declines, counted as
-``canonical_skipped``); every representable row of the profile's population is validated
-against the canonical schema and handed to the profile's ``adapt_row`` (with no Rollout:
-``evidence`` is ``None``). Rows of the objective's other populations are not written. A kept
-row goes to ``data[.train|.eval].jsonl`` with its evidence line in ``evidence[...]`` (as for
-target profiles, :mod:`sediment.export.adaptation`); a profile declaring ``row_order =
-"row_sha256"`` has each file sorted by the data row's SHA-256, then by its evidence line,
-holding the adapted rows in memory within :data:`~sediment.export.rows.PROFILE_MATERIALIZATION_BUDGET`
-bytes. The exact-prompt check between train and eval, ``compatibility.json`` and the summary
-are the target profiles' own.
+The objective projects exactly as its canonical export does
+(:meth:`~sediment.export.projection.ObjectiveProjection.representable_rows`: the same checks
+and declines, counted as ``canonical_skipped``); every representable row of the profile's
+population goes through the step target profiles take
+(:class:`~sediment.export.adaptation.RowAdaptation`: validated against the canonical schema,
+handed to the profile's ``adapt_row`` with no Rollout, ``evidence`` ``None``, and kept with its
+evidence line). Rows of the objective's other populations are not written. A profile
+declaring ``row_order = "row_sha256"`` has each file sorted by the data row's SHA-256, then by
+its evidence line, holding the adapted rows in memory within
+:data:`~sediment.export.rows.PROFILE_MATERIALIZATION_BUDGET` bytes. The exact-prompt check
+between train and eval, ``compatibility.json`` and the summary are the target profiles' own.
 """
 
 from __future__ import annotations
