@@ -402,6 +402,19 @@ def test_a_failing_projection_publishes_nothing(tmp_path: Path) -> None:
     assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [".sediment-notes-target"]
 
 
+def test_a_projection_returning_nothing_is_a_plugin_error(tmp_path: Path) -> None:
+    module = make_objective()
+
+    @hookimpl
+    def project_evidence(context: ExportContext) -> None:
+        return None
+
+    module.project_evidence = project_evidence  # type: ignore[attr-defined]
+    with pytest.raises(PluginError, match="^objective 'notes' returned nothing from project_evidence$"):
+        export(registry_with(("notes", module)), tmp_path / "out", [rollout("s1")])
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [".sediment-notes-target"]
+
+
 def test_the_generation_lock(tmp_path: Path) -> None:
     registry = registry_with(("notes", make_objective()))
     (tmp_path / "out" / ".sediment-notes-export.lock").mkdir(parents=True)

@@ -380,3 +380,15 @@ def test_a_third_party_objective_takes_part_without_the_core_knowing_it() -> Non
         evidence_dataset_diagnostics(Evidence(evidence_sessions()[:1], True), ORG,
                                      registry=plugin_registry(("notes", _third_party(strings))),
                                      sources=SettingsSources.empty())
+    from sediment.plugin import hookimpl
+
+    silent = _third_party(strings)
+
+    @hookimpl
+    def diagnose_evidence(context: Any) -> None:
+        return None
+
+    silent.diagnose_evidence = diagnose_evidence
+    with pytest.raises(PluginError, match="^objective 'notes' returned nothing from diagnose_evidence$"):
+        evidence_dataset_diagnostics(Evidence(evidence_sessions()[:1], True), ORG,
+                                     registry=plugin_registry(("notes", silent)), sources=SettingsSources.empty())

@@ -17,17 +17,18 @@ import json
 import os
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from sediment.errors import PluginError, ProfileError
 from sediment.export.evidence import RolloutEvidence
 from sediment.export.projection import Tally, ordered_counts, project_population
 from sediment.export.registry import COMPATIBILITY_FILE, Objective, Profile, Target
 from sediment.export.representation import representation_problem
-from sediment.export.rows import AdaptedRow, PublishedExport
+from sediment.export.rows import AdaptedRow, ProjectedRow, PublishedExport
 from sediment.export.settings import PluginSettings
 from sediment.export.writer import PROFILE_CLAIM_PREFIX, RowFiles, atomic_write_bytes
 from sediment.records import canonical_digest, canonical_json
+from sediment.split import Split
 from sediment.validation import SchemaSet
 
 EVIDENCE_SCHEMA_ID = "https://sediment.so/schemas/profile-rows/profile-evidence/v1.json"
@@ -61,6 +62,113 @@ def evidence_row(profile: str, canonical: dict[str, Any], schema_id: str, adapte
     }
 
 
+class ProfileFiles:
+    """The ``data`` and ``evidence`` files of a profile export: a kept row and its evidence line
+    go to the same side of the split, at the same line."""
+
+    def __init__(self, files: RowFiles) -> None:
+        self.files = files
+
+    def add(self, split: Split, body: dict[str, Any], sidecar: dict[str, Any]) -> None:
+        self.files.add("data", split, body)
+        self.files.add("evidence", split, sidecar)
+
+
+class AdaptedRows(Protocol):
+    """Where :class:`RowAdaptation` puts a kept row and its evidence line: the files, or rows
+    held to be ordered before they are written."""
+
+    def add(self, split: Split, body: dict[str, Any], sidecar: dict[str, Any]) -> None: ...
+
+
+class RowAdaptation:
+    """One profile adapting canonical rows of its population, row by row: the step every
+    profile export shares, whoever emitted the rows (a target, :class:`ProfileProjection`, or
+    an objective without targets,
+    :class:`~sediment.export.objective_adaptation.ObjectiveProfileProjection`).
+
+    ``owner`` names the emitter in errors (``target 'nemo-gym'``). :meth:`validate` checks a
+    canonical row against the profile's canonical schema; :meth:`adapt` counts it, hands it to
+    the profile, declines an unrepresentable result, links a kept row to its evidence line,
+    stages both and counts them (rows per side, prompt digests, reward sources); :meth:`summary`
+    is the export's summary and writes ``compatibility.json``.
+    """
+
+    def __init__(self, profile: Profile, settings: PluginSettings, schemas: SchemaSet, *, owner: str,
+                 split_enabled: bool) -> None:
+        self.profile = profile
+        self.settings = settings
+        self.schemas = schemas
+        self.owner = owner
+        self.split_enabled = split_enabled
+        self.population = profile.info.population
+        self.schema_id = profile.info.canonical_schema
+        #: kept rows per split side (``train``/``eval``, or ``all`` without a split)
+        self.positions: Counter[str] = Counter()
+
+    def side(self, split: str) -> str:
+        """The side of the split a row's file is on: ``all`` when the export writes one file."""
+        return split if self.split_enabled else "all"
+
+    def validate(self, row: ProjectedRow) -> None:
+        """Refuse a canonical row that violates the profile's canonical schema (a plugin bug)."""
+        problems = self.schemas.errors(row.body, self.schema_id)
+        if problems:
+            raise PluginError(f"{self.owner} emitted a {self.population} row that violates {self.schema_id}: "
+                              f"{problems[0]}")
+
+    def adapt(self, row: ProjectedRow, evidence: RolloutEvidence | None, index: int, rows: AdaptedRows,
+              tally: Tally) -> None:
+        """Adapt one validated canonical row (``index``: what the profile is told of its position);
+        a kept row and its evidence line go to ``rows``."""
+        tally.emitted[CANONICAL] += 1
+        adapted = self.profile.adapt(row.body, evidence, self.settings, index)
+        if isinstance(adapted, str):
+            self.profile.count(tally.skips(PROFILE), [adapted])
+            return
+        problem = representation_problem(adapted.body) or representation_problem(
+            {"prompt": adapted.prompt, "evidence": dict(adapted.evidence)})
+        if problem is not None:
+            self.profile.count(tally.skips(PROFILE), [problem])
+            return
+        prompt_sha256 = canonical_digest({"prompt": adapted.prompt})
+        sidecar = evidence_row(self.profile.name, row.body, self.schema_id, adapted, row.split, prompt_sha256)
+        if sidecar["instance_id"] is None:
+            raise PluginError(f"profile {self.profile.name!r} adapted a row without an instance_id and named none "
+                              "(AdaptedRow.instance_id)")
+        rows.add(row.split, adapted.body, sidecar)
+        side = self.side(row.split)
+        self.positions[side] += 1
+        tally.emitted["data"] += 1
+        tally.prompts.setdefault(side, set()).add(prompt_sha256)
+        tally.reward_sources[row_field(row.body, "reward_source") or "absent"] += 1
+
+    def summary(self, owner: str, units_key: str, units: int, tally: Tally, canonical_vocabulary: tuple[str, ...],
+                published: PublishedExport) -> dict[str, Any]:
+        """The summary of the export (``owner``: the name of the target, or of the objective
+        without targets, whose rows were adapted); writes ``compatibility.json`` when rows were
+        published."""
+        summary: dict[str, Any] = {
+            "profile": self.profile.name,
+            "target": owner,
+            units_key: units,
+            "rows": tally.emitted["data"],
+            "skipped": ordered_counts(tally.skips(PROFILE), self.profile.vocabulary),
+            "canonical_rows": tally.emitted[CANONICAL],
+            "canonical_skipped": ordered_counts(tally.skips(CANONICAL), canonical_vocabulary),
+            "diagnostics": {
+                "rows_by_split": {side: count for side in ("train", "eval", "all") if (count := self.positions[side])},
+                "reward_sources": dict(sorted(tally.reward_sources.items())),
+                "exact_prompt_overlap": 0,
+                "semantic_task_overlap": "not_assessed",
+            },
+            "compatibility": None,
+        }
+        if published.rows("data"):
+            summary["compatibility"] = str(write_compatibility(published, self.profile, self.settings, summary))
+        return summary
+
+
 class ProfileProjection:
     """A profile export: the target's rows of one population, adapted row by row."""
 
@@ -72,49 +180,25 @@ class ProfileProjection:
         self.target = target
         self.objective = objective
         self.target_settings = target_settings
-        self.profile = profile
-        self.settings = settings
-        self.schemas = schemas
-        self.split_enabled = split_enabled
         self.claim = PROFILE_CLAIM_PREFIX + profile.name
-        self.population = profile.info.population
-        self.schema_id = profile.info.canonical_schema
-        self._positions: Counter[str] = Counter()
+        self.adaptation = RowAdaptation(profile, settings, schemas, owner=f"target {target.name!r}",
+                                        split_enabled=split_enabled)
 
     def project(self, evidence: RolloutEvidence, files: RowFiles, tally: Tally) -> None:
-        rows = project_population(self.target, self.population, evidence, self.target_settings,
+        adaptation = self.adaptation
+        rows = project_population(self.target, adaptation.population, evidence, self.target_settings,
                                   tally.skips(CANONICAL))
         for row in rows:
-            problems = self.schemas.errors(row.body, self.schema_id)
-            if problems:
-                raise PluginError(f"target {self.target.name!r} emitted a {self.population} row that violates "
-                                  f"{self.schema_id}: {problems[0]}")
-            tally.emitted[CANONICAL] += 1
-            side = row.split if self.split_enabled else "all"
-            adapted = self.profile.adapt(row.body, evidence, self.settings, self._positions[side])
-            if isinstance(adapted, str):
-                self.profile.count(tally.skips(PROFILE), [adapted])
-                continue
-            problem = representation_problem(adapted.body) or representation_problem(
-                {"prompt": adapted.prompt, "evidence": dict(adapted.evidence)})
-            if problem is not None:
-                self.profile.count(tally.skips(PROFILE), [problem])
-                continue
-            prompt_sha256 = canonical_digest({"prompt": adapted.prompt})
-            sidecar = evidence_row(self.profile.name, row.body, self.schema_id, adapted, row.split, prompt_sha256)
-            files.add("data", row.split, adapted.body)
-            files.add("evidence", row.split, sidecar)
-            self._positions[side] += 1
-            tally.emitted["data"] += 1
-            tally.prompts.setdefault(side, set()).add(prompt_sha256)
-            tally.reward_sources[row_field(row.body, "reward_source") or "absent"] += 1
+            adaptation.validate(row)
+            index = adaptation.positions[adaptation.side(row.split)]
+            adaptation.adapt(row, evidence, index, ProfileFiles(files), tally)
 
     def before_publish(self, tally: Tally) -> None:
         refuse_prompt_overlap(tally)
 
     def summary(self, rollouts: int, tally: Tally, published: PublishedExport) -> dict[str, Any]:
-        return profile_summary(self.profile, self.settings, self.target.name, self.objective.info.units, rollouts,
-                               tally, self._positions, self.target.vocabularies[self.population], published)
+        return self.adaptation.summary(self.target.name, self.objective.info.units, rollouts, tally,
+                                       self.target.vocabularies[self.adaptation.population], published)
 
 
 def refuse_prompt_overlap(tally: Tally) -> None:
@@ -123,32 +207,6 @@ def refuse_prompt_overlap(tally: Tally) -> None:
     if overlap:
         raise ProfileError(f"consumer export has {overlap} exact prompts in both train and eval; "
                            "nothing was published (select a coherent cohort, or derive with another split)")
-
-
-def profile_summary(profile: Profile, settings: PluginSettings, owner: str, units_key: str, units: int,
-                    tally: Tally, positions: Counter[str], canonical_vocabulary: tuple[str, ...],
-                    published: PublishedExport) -> dict[str, Any]:
-    """The summary of a profile export (``owner``: the target, or the objective without targets,
-    whose rows were adapted); writes ``compatibility.json`` when rows were published."""
-    summary: dict[str, Any] = {
-        "profile": profile.name,
-        "target": owner,
-        units_key: units,
-        "rows": tally.emitted["data"],
-        "skipped": ordered_counts(tally.skips(PROFILE), profile.vocabulary),
-        "canonical_rows": tally.emitted[CANONICAL],
-        "canonical_skipped": ordered_counts(tally.skips(CANONICAL), canonical_vocabulary),
-        "diagnostics": {
-            "rows_by_split": {side: count for side in ("train", "eval", "all") if (count := positions[side])},
-            "reward_sources": dict(sorted(tally.reward_sources.items())),
-            "exact_prompt_overlap": 0,
-            "semantic_task_overlap": "not_assessed",
-        },
-        "compatibility": None,
-    }
-    if published.rows("data"):
-        summary["compatibility"] = str(write_compatibility(published, profile, settings, summary))
-    return summary
 
 
 def _file_record(path: Path, rows: int) -> dict[str, Any]:

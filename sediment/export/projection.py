@@ -5,7 +5,7 @@ per-population projection every target export shares, :class:`TargetProjection`,
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -150,24 +150,43 @@ class ObjectiveProjection:
                               f"it does not declare ({list(declared)})")
         return named
 
+    def row_population(self, row: ProjectedRow) -> str:
+        """The population of a yielded row; a row without a train/eval split or a JSON object
+        body, or of a population the objective does not declare, is a plugin bug."""
+        population = self._population(row.population, "row")
+        if row.split not in ("train", "eval") or not isinstance(row.body, dict):
+            raise PluginError(f"objective {self.objective.name!r} yielded a {population} row without a "
+                              "train/eval split or a JSON object body")
+        return population
+
     def run(self, context: ExportContext, files: RowFiles, tally: Tally) -> None:
         """Stage every representable row the objective yields; count every decline."""
+        for population, row in self.representable_rows(context, tally, tally.skips):
+            files.add(population, row.split, row.body)
+            tally.emitted[population] += 1
+
+    def representable_rows(self, context: ExportContext, tally: Tally,
+                           skips: Callable[[str], Counter[str] | None]) -> Iterator[tuple[str, ProjectedRow]]:
+        """The representable rows the objective yields, each with its population, as it yields
+        them. Declines and unrepresentable rows of a population are counted in ``skips(population)``;
+        where that is ``None`` they are passed over, and so are the population's rows."""
         produced: Iterable[Any] = self.objective.project(context, self.settings)
         for item in produced:
             if isinstance(item, ProjectedRow):
-                population = self._population(item.population, "row")
-                if item.split not in ("train", "eval") or not isinstance(item.body, dict):
-                    raise PluginError(f"objective {self.objective.name!r} yielded a {population} row without a "
-                                      "train/eval split or a JSON object body")
+                population = self.row_population(item)
+                counts = skips(population)
+                if counts is None:
+                    continue
                 problem = representation_problem(item.body)
                 if problem is not None:
-                    self.objective.count(tally.skips(population), population, [problem])
+                    self.objective.count(counts, population, [problem])
                     continue
-                files.add(population, item.split, item.body)
-                tally.emitted[population] += 1
+                yield population, item
             elif isinstance(item, Declined):
                 population = self._population(item.population, "decline")
-                self.objective.count(tally.skips(population), population, [item.reason] * item.count)
+                counts = skips(population)
+                if counts is not None:
+                    self.objective.count(counts, population, [item.reason] * item.count)
             else:
                 self.count_not_derived(item, tally)
 

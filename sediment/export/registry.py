@@ -145,10 +145,7 @@ class Objective(_Plugin):
 
     def project(self, context: ExportContext, settings: PluginSettings) -> Iterable[Any]:
         """What ``project_evidence`` yields for this export (rows and declines, checked by the caller)."""
-        result = self._callers["project_evidence"](context=context, settings=settings)
-        if result is None:
-            raise PluginError(f"objective {self.name!r} returned nothing from project_evidence")
-        return result  # type: ignore[no-any-return]
+        return self._yielded("project_evidence", context, settings)
 
     @property
     def diagnoses(self) -> bool:
@@ -157,9 +154,13 @@ class Objective(_Plugin):
 
     def diagnose(self, context: ExportContext, settings: PluginSettings) -> Iterable[Any]:
         """What ``diagnose_evidence`` yields for this report (records checked by the caller)."""
-        result = self._callers["diagnose_evidence"](context=context, settings=settings)
+        return self._yielded("diagnose_evidence", context, settings)
+
+    def _yielded(self, hook: str, context: ExportContext, settings: PluginSettings) -> Iterable[Any]:
+        """What one of its evidence hooks returns (an iterable; nothing at all is a plugin bug)."""
+        result = self._callers[hook](context=context, settings=settings)
         if result is None:
-            raise PluginError(f"objective {self.name!r} returned nothing from diagnose_evidence")
+            raise PluginError(f"objective {self.name!r} returned nothing from {hook}")
         return result  # type: ignore[no-any-return]
 
     def count(self, tally: Counter[str], population: Population, reasons: Iterable[str]) -> None:
