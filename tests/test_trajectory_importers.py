@@ -9,7 +9,6 @@ so, except under CI (``CI=true``), where they fail.
 from __future__ import annotations
 
 import json
-import os
 import random
 from collections import Counter
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 
 from sediment.export.plugins import BUILTIN_IMPORTERS
 from sediment.export.registry import load_registry
+from sediment.testing import require_path
 from sediment.trajectory import (
     Trajectory,
     from_json,
@@ -33,11 +33,7 @@ FIXTURES = ROOT.parent / "shared" / "fixtures" / "trajectories"
 
 
 def fixtures() -> Path:
-    if not FIXTURES.is_dir():
-        if os.environ.get("CI", "").strip().lower() in ("true", "1"):
-            pytest.fail(f"shared trajectory fixtures not found at {FIXTURES} (required under CI)")
-        pytest.skip(f"shared trajectory fixtures not found at {FIXTURES}")
-    return FIXTURES
+    return require_path(FIXTURES, "the shared trajectory fixtures")
 
 
 def imported(fmt: str, *names: str) -> list[Trajectory]:
