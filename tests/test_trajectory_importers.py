@@ -106,7 +106,9 @@ def test_every_fixture_imports_with_its_outcome_completeness_and_strength(fmt: s
 
 
 def test_swe_agent_submitted_is_unknown_never_success() -> None:
-    for record in imported("swe-agent-traj", "sweagent"):
+    records = imported("swe-agent-traj", "sweagent")
+    assert len(records) == 4
+    for record in records:
         assert record.outcome.status == "submitted" and record.outcome.success is None
 
 
@@ -164,6 +166,7 @@ def test_swe_gym_resolved_is_success_with_the_harness_report() -> None:
 def test_nebius_mask_becomes_supervised() -> None:
     records = imported("nebius-swe-agent", "nebius")
     rows = parse_json((fixtures() / "nebius/SWE-agent-trajectories.sample_raw.json").read_bytes())
+    assert len(records) == len(rows) == 5
     for record, row in zip(records, rows, strict=True):
         assert [e.supervised for e in record.events] == [t["mask"] for t in row["trajectory"]]
         assert record.provenance.model == row["model_name"]
