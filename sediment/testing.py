@@ -17,16 +17,23 @@ Isolation: every test sees only Sediment's built-in plugins through entry-point 
 (``SEDIMENT_LOAD_PLUGINS`` is set to them), so whatever else happens to be installed cannot
 change a result; mark a test ``@pytest.mark.sediment_installed_plugins`` to discover every
 installed plugin instead. No operator configuration (``SEDIMENT_*`` variables) leaks in.
+
+Under CI: :func:`unavailable` and :func:`require_path` skip a test whose data or tool is
+missing, naming it, and fail it instead under CI (``CI=true``), where everything must be
+present. A suite that sets the ini option ``sediment_ci_forbids_skips = true`` also reports
+every skipped or xfailed test as failed under CI, except the node ids its
+``sediment_ci_allowed_skips`` lines name, each with the reason (``NODE_ID: reason``).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Sequence
+import os
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
@@ -322,23 +329,17 @@ def consumer_python(request: pytest.FixtureRequest) -> Callable[[str], Path]:
     """``consumer_python("verifiers")``: the interpreter of a consumer venv that
     ``scripts/consumer-venv`` built under ``<rootdir>/.venv-consumers/<name>``. A missing venv
     skips the test with the reason, and fails it under CI (``CI=true``), where it must exist."""
-    import os
 
     def find(name: str) -> Path:
         python = request.config.rootpath / ".venv-consumers" / name / "bin" / "python"
-        if not python.exists():
-            message = f".venv-consumers/{name} is missing (scripts/consumer-venv {name} builds it)"
-            if os.environ.get("CI") == "true":
-                pytest.fail(f"{message}; under CI the consumer checks must run")
-            pytest.skip(message)
-        return python
+        return require_path(python, f"the consumer venv .venv-consumers/{name}",
+                            hint=f"scripts/consumer-venv {name} builds it")
 
     return find
 
 
 def run_consumer(python: Path, script: Path, *args: str | Path, home: Path, timeout: int = 600) -> list[Any]:
     """Run a check script in a consumer venv (offline: no hub) and parse its JSON output lines."""
-    import os
     import subprocess
 
     environment = dict(os.environ, HF_DATASETS_OFFLINE="1", HF_HUB_OFFLINE="1", HF_HOME=str(home),
@@ -349,18 +350,113 @@ def run_consumer(python: Path, script: Path, *args: str | Path, home: Path, time
     return [json.loads(line) for line in process.stdout.splitlines() if line.startswith("{")]
 
 
+def under_ci(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the tests run under CI: ``CI`` is ``true`` or ``1`` (any case), as CI services set it."""
+    value = (os.environ if environ is None else environ).get("CI", "")
+    return value.strip().lower() in ("true", "1")
+
+
+def unavailable(reason: str, *, environ: Mapping[str, str] | None = None) -> NoReturn:
+    """Skip the running test because what it needs is missing (``reason`` names it); under CI
+    fail it instead, since there everything a test needs must be present."""
+    if under_ci(environ):
+        pytest.fail(f"{reason}; under CI (CI=true) it must be present and the test must run", pytrace=False)
+    pytest.skip(reason)
+
+
+def require_path(path: Path, what: str, *, hint: str = "", environ: Mapping[str, str] | None = None) -> Path:
+    """``path`` when it exists; else the test skips naming ``what`` and where it was looked for
+    (and ``hint``, how to get it), and fails under CI (see :func:`unavailable`)."""
+    if not path.exists():
+        unavailable(f"{what} not found at {path}" + (f" ({hint})" if hint else ""), environ=environ)
+    return path
+
+
+def optional_path(path: Path, what: str, *, hint: str = "", environ: Mapping[str, str] | None = None) -> Path | None:
+    """``path`` when it exists, else ``None`` (a test that adds real data when present goes on
+    without it); under CI its absence fails the test, since there it must be present."""
+    if path.exists():
+        return path
+    if under_ci(environ):
+        require_path(path, what, hint=hint, environ=environ)
+    return None
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addini("sediment_ci_forbids_skips", "under CI (CI=true) report every skipped or xfailed test as failed",
+                  type="bool", default=False)
+    parser.addini("sediment_ci_allowed_skips", "node ids that may skip under CI, one a line: 'NODE_ID: reason'",
+                  type="linelist", default=[])
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "sediment_installed_plugins: discover every installed Sediment plugin, not only the built-ins"
     )
+    _allowed_skips(config)  # a malformed allow-list is a usage error at start-up
+
+
+def _allowed_skips(config: pytest.Config) -> dict[str, str]:
+    """``sediment_ci_allowed_skips``: node id (without parameters, or with) → reason."""
+    allowed = {}
+    for line in config.getini("sediment_ci_allowed_skips"):
+        node, _, reason = line.partition(": ")
+        if not node.strip() or not reason.strip():
+            raise pytest.UsageError(f"sediment_ci_allowed_skips: {line!r} is not 'NODE_ID: reason'")
+        allowed[node.strip()] = reason.strip()
+    return allowed
+
+
+def _skip_is_a_failure(config: pytest.Config, nodeid: str) -> bool:
+    if not (config.getini("sediment_ci_forbids_skips") and under_ci()):
+        return False
+    allowed = _allowed_skips(config)
+    return nodeid not in allowed and nodeid.split("[", 1)[0] not in allowed
+
+
+def _skip_reason(report: pytest.TestReport | pytest.CollectReport) -> str:
+    if hasattr(report, "wasxfail"):
+        return f"xfail: {report.wasxfail}" if report.wasxfail else "xfail"
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return str(longrepr)
+
+
+_CI_SKIP = ("{reason} -- under CI (CI=true) no test may skip or xfail: provide what it needs, or allow it "
+            "with its reason in sediment_ci_allowed_skips")
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item,
+                              call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Under CI with ``sediment_ci_forbids_skips``: a skipped or xfailed (or xpassed) phase fails."""
+    report = yield
+    if (report.skipped or hasattr(report, "wasxfail")) and _skip_is_a_failure(item.config, item.nodeid):
+        reason = _skip_reason(report)
+        if hasattr(report, "wasxfail"):
+            del report.wasxfail
+        report.outcome = "failed"
+        report.longrepr = _CI_SKIP.format(reason=reason)
+    return report
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, pytest.CollectReport,
+                                                                          pytest.CollectReport]:
+    """Under CI with ``sediment_ci_forbids_skips``: a module or class that skips while collected fails."""
+    report = yield
+    if report.skipped and _skip_is_a_failure(collector.config, report.nodeid):
+        reason = _skip_reason(report)
+        report.outcome = "failed"
+        report.longrepr = _CI_SKIP.format(reason=reason)
+    return report
 
 
 @pytest.fixture(autouse=True)
 def _clean_sediment_environment(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[None]:
     """No operator configuration leaks into tests, and discovery sees only the built-in plugins
     (unless the test is marked ``sediment_installed_plugins``)."""
-    import os
-
     from sediment.export.plugins import BUILTIN_PLUGINS, LOAD_ENV_VAR
 
     for name in [n for n in os.environ if n.startswith("SEDIMENT_") and n != "SEDIMENT_TEST_DATABASE_URL"]:
@@ -386,13 +482,15 @@ def _postgres_database(base_url: str) -> str:
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh fact store URL on each backend. PostgreSQL needs SEDIMENT_TEST_DATABASE_URL
     (``./run test`` starts a server); under CI its absence is a failure, not a skip."""
-    import os
-
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'facts.db'}"
+    return _postgres_database(postgres_base_url())
+
+
+def postgres_base_url() -> str:
+    """The PostgreSQL test server's URL (``SEDIMENT_TEST_DATABASE_URL``, which ``./run test``
+    sets); without it the test skips, and fails under CI."""
     base = os.environ.get("SEDIMENT_TEST_DATABASE_URL")
     if not base:
-        if os.environ.get("CI") == "true":
-            pytest.fail("SEDIMENT_TEST_DATABASE_URL is not set under CI: the PostgreSQL store tests must run")
-        pytest.skip("no PostgreSQL test server (run the suite through ./run test)")
-    return _postgres_database(base)
+        unavailable("no PostgreSQL test server: SEDIMENT_TEST_DATABASE_URL is not set (./run test starts one)")
+    return base

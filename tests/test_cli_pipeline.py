@@ -157,6 +157,7 @@ def test_direct_export_equals_bundle_export(operator: dict[str, Any]) -> None:
                            "--json").stdout)
         assert {k: v for k, v in a.items() if k not in ("written", "manifests")} == \
                {k: v for k, v in b.items() if k not in ("written", "manifests")}
+        assert a["written"] and sorted(Path(p).name for p in a["written"]) == sorted(Path(p).name for p in b["written"])
         for path in a["written"]:
             other = Path(path.replace(f"a-{target}", f"b-{target}"))
             parse = lambda p: [json.loads(line) for line in Path(p).read_text().splitlines()]  # noqa: E731

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from sediment.demo import run_demo
+from sediment.testing import require_path
 
 ROOT = Path(__file__).parents[1]
 CONSUMER_PYTHON = ROOT / ".venv-consumers" / "swebench" / "bin" / "python"
@@ -18,11 +19,8 @@ CONSUMER_PYTHON = ROOT / ".venv-consumers" / "swebench" / "bin" / "python"
 
 @pytest.fixture(scope="module")
 def consumer_python() -> Path:
-    if not CONSUMER_PYTHON.exists():
-        if os.environ.get("CI") == "true":
-            pytest.fail(".venv-consumers is missing under CI: scripts/consumer-venv must build it")
-        pytest.skip(".venv-consumers not built (./run test builds it)")
-    return CONSUMER_PYTHON
+    return require_path(CONSUMER_PYTHON, "the consumer venv .venv-consumers/swebench",
+                        hint="scripts/consumer-venv swebench builds it")
 
 
 def test_swe_bench_rows_load_in_swebench_and_datasets(consumer_python: Path, tmp_path: Path) -> None:

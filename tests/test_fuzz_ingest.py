@@ -70,6 +70,7 @@ from sediment.ingest.otlp.provenance import ACCOUNT_ATTRIBUTES, provenance
 from sediment.records import encode_record
 from sediment.store import FactStore
 from sediment.store.keys import table_and_key
+from sediment.testing import require_path, unavailable
 
 try:  # the calls translator redacts credentials from raw (sediment.ingest.redaction)
     from sediment.ingest.redaction import redact_record
@@ -87,10 +88,6 @@ FUZZ = settings(max_examples=EXAMPLES, deadline=timedelta(seconds=20), database=
                                        HealthCheck.function_scoped_fixture])
 
 
-def under_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in ("true", "1")
-
-
 def cassette_dir() -> Path:
     inputs = os.environ.get("SEDIMENT_INPUT_FIXTURES") or REPOSITORY_ROOT.parent / "shared" / "fixtures" / "inputs"
     return Path(inputs) / "llm_calls"
@@ -102,10 +99,7 @@ CASSETTES = cassette_dir()  # read at import: the test kit clears SEDIMENT_* for
 def require_cassettes() -> None:
     if CASSETTES.is_dir() and any(CASSETTES.glob("*.yaml")):
         return
-    reason = f"shared cassettes not found at {CASSETTES} (set SEDIMENT_INPUT_FIXTURES to their inputs directory)"
-    if under_ci():
-        pytest.fail(f"{reason}; under CI the call fuzz tests must run", pytrace=False)
-    pytest.skip(reason)
+    unavailable(f"the shared cassettes not found at {CASSETTES} (set SEDIMENT_INPUT_FIXTURES to their inputs directory)")
 
 
 # --- seeds: real payloads ---------------------------------------------------------------
@@ -714,13 +708,7 @@ EARLY = datetime(2000, 1, 1, tzinfo=UTC)  # a capture time before every seed: no
 
 
 def require_transcripts(relative: str) -> Path:
-    path = TRANSCRIPTS / relative
-    if path.is_file():
-        return path
-    reason = f"shared transcript fixtures not found at {path.parent} (set SEDIMENT_INPUT_FIXTURES)"
-    if under_ci():
-        pytest.fail(f"{reason}; under CI the transcript fuzz tests must run", pytrace=False)
-    pytest.skip(reason)
+    return require_path(TRANSCRIPTS / relative, "the shared transcript fixture", hint="set SEDIMENT_INPUT_FIXTURES")
 
 
 _SPANS: dict[tuple[str, int], tuple[int, FactModel]] = {}

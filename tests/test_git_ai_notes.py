@@ -31,6 +31,7 @@ from sediment.mirrors import FETCH_REFSPECS, MirrorRoot, MirrorWriter
 from sediment.observations import observe_notes
 from sediment.policy import AttributionPolicy
 from sediment.store import FactStore
+from sediment.testing import require_path
 
 REPOSITORY_ROOT = Path(__file__).resolve().parent.parent
 NOTES = REPOSITORY_ROOT.parent / "shared" / "fixtures" / "inputs" / "git_ai_notes"
@@ -39,16 +40,14 @@ REPO = "acme/widget"
 T0 = datetime(2026, 3, 3, 9, 0, tzinfo=UTC)
 
 
-@pytest.fixture(autouse=True)
-def _fixtures_present() -> None:
-    if not NOTES.is_dir():
-        if os.environ.get("CI") == "true":
-            pytest.fail(f"the real git-ai notes are missing: {NOTES}")
-        pytest.skip("the shared git-ai note fixtures are not present beside this checkout")
+def notes() -> Path:
+    """The real notes' folder: a test reading them skips without it (fails under CI); the tests
+    of made-up notes run either way."""
+    return require_path(NOTES, "the shared git-ai note fixtures")
 
 
 def note(prefix: str) -> str:
-    (path,) = NOTES.glob(f"{prefix}.*")
+    (path,) = notes().glob(f"{prefix}.*")
     return path.read_text(encoding="utf-8")
 
 
@@ -196,7 +195,7 @@ def test_old_ref_format_is_refused_with_its_reason() -> None:
 
 
 def test_every_fixture_note_has_a_test() -> None:
-    prefixes = {p.name.split(".")[0] for p in NOTES.iterdir() if p.name != "index.jsonl"}
+    prefixes = {p.name.split(".")[0] for p in notes().iterdir() if p.name != "index.jsonl"}
     tested = {"sessions_claude", "sessions_codex_with_human", "sessions_devin", "sessions_multi_agent_claude_codex",
               "dangling_session_keys_no_sessions_map", "empty_base_commit_differs", "humans_only",
               "legacy_prompts_cursor", "legacy_prompts_pi", "legacy_prompts_with_messages_human_key_dangling_hash",

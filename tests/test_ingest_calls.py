@@ -44,6 +44,7 @@ from sediment.ingest.calls import CALL_FORMATS, CALL_SKIP_REASONS, CALL_WARNINGS
 from sediment.ingest.ids import fact_id
 from sediment.ingest.redaction import marker
 from sediment.rollout import canonical_messages, segment_calls
+from sediment.testing import require_path
 
 REPOSITORY_ROOT = Path(__file__).resolve().parents[1]
 
@@ -55,18 +56,10 @@ def fixtures_dir(environ: Mapping[str, str]) -> Path:
     return Path(inputs) / "llm_calls"
 
 
-def under_ci(environ: Mapping[str, str]) -> bool:
-    return environ.get("CI", "").strip().lower() in ("true", "1")
-
-
 def require_fixtures(directory: Path, environ: Mapping[str, str]) -> None:
     """Skip (with the reason) when the cassettes are absent, or fail under CI."""
-    if directory.is_dir():
-        return
-    reason = f"shared cassettes not found at {directory} (set SEDIMENT_INPUT_FIXTURES to their inputs directory)"
-    if under_ci(environ):
-        pytest.fail(f"{reason}; under CI the cassette tests must run", pytrace=False)
-    pytest.skip(reason)
+    require_path(directory, "the shared cassettes", hint="set SEDIMENT_INPUT_FIXTURES to their inputs directory",
+                 environ=environ)
 
 
 FIXTURES = fixtures_dir(os.environ)  # read at import: the test kit clears SEDIMENT_* for each test
@@ -574,12 +567,12 @@ def test_fixtures_resolve_beside_the_repository_not_on_this_machine() -> None:
 
 def test_absent_fixtures_skip_with_the_reason_and_fail_under_ci(tmp_path: Path) -> None:
     absent = tmp_path / "llm_calls"
-    with pytest.raises(pytest.skip.Exception, match="shared cassettes not found at .*llm_calls"):
+    with pytest.raises(pytest.skip.Exception, match="the shared cassettes not found at .*llm_calls"):
         require_fixtures(absent, {})
     with pytest.raises(pytest.skip.Exception):
         require_fixtures(absent, {"CI": "false"})
     for value in ("true", "TRUE", "1"):
-        with pytest.raises(pytest.fail.Exception, match="under CI the cassette tests must run"):
+        with pytest.raises(pytest.fail.Exception, match=r"under CI \(CI=true\) it must be present"):
             require_fixtures(absent, {"CI": value})
     absent.mkdir()
     require_fixtures(absent, {"CI": "true"})  # present: neither skips nor fails

@@ -14,6 +14,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from sediment.testing import unavailable
 from sediment.trajectory import synthetic
 from sediment.trajectory.library import Library
 
@@ -122,11 +123,14 @@ def seen_text(page: Path, tmp_path: Path) -> str:
     return str(json.loads(html.unescape(match.group(1))))
 
 
-def test_gallery_renders_in_headless_chromium(tmp_path: Path) -> None:
+def require_chromium() -> str:
     if CHROMIUM is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("chromium is missing under CI: .ci/run installs it")
-        pytest.skip("chromium is not installed (Debian package chromium; .ci/run installs it under CI)")
+        unavailable("chromium is not installed (Debian package chromium; .ci/run installs it under CI)")
+    return CHROMIUM
+
+
+def test_gallery_renders_in_headless_chromium(tmp_path: Path) -> None:
+    require_chromium()
     library = tmp_path / "lib"
     records = synthetic.records(4, 60)
     hostile_fields = synthetic.fields(4, 0)
@@ -170,10 +174,7 @@ def test_gallery_of_the_fixtures_in_headless_chromium(tmp_path: Path) -> None:
     records = fixture_records()
     if not records:
         fixtures()  # skips, or fails under CI, with the reason
-    if CHROMIUM is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("chromium is missing under CI: .ci/run installs it")
-        pytest.skip("chromium is not installed (Debian package chromium; .ci/run installs it under CI)")
+    require_chromium()
     library = Library(tmp_path / "lib")
     library.import_records(records)
     out = tmp_path / "gallery"

@@ -9,7 +9,6 @@ so, except under CI (``CI=true``), where they fail.
 from __future__ import annotations
 
 import hashlib
-import os
 import random
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 import orjson
 import pytest
 
+from sediment.testing import optional_path, require_path
 from sediment.trajectory import facets
 from sediment.trajectory.gallery import representatives
 from sediment.trajectory.importing import import_results
@@ -33,11 +33,7 @@ SOURCES = (("swe-agent-traj", "sweagent"), ("swe-gym-sampled", "swe-gym"), ("neb
 
 
 def fixtures() -> Path:
-    if not FIXTURES.is_dir():
-        if os.environ.get("CI", "").strip().lower() in ("true", "1"):
-            pytest.fail(f"shared trajectory fixtures not found at {FIXTURES} (required under CI)")
-        pytest.skip(f"shared trajectory fixtures not found at {FIXTURES}")
-    return FIXTURES
+    return require_path(FIXTURES, "the shared trajectory fixtures")
 
 
 @pytest.fixture(scope="module")
@@ -138,8 +134,9 @@ def test_fixture_library_is_byte_identical_in_any_import_order(tmp_path: Path,
 
 
 def fixture_records() -> list[dict[str, Any]]:
-    """Every fixture record as its JSON object (for other tests); empty without the fixtures."""
-    if not FIXTURES.is_dir():
+    """Every fixture record as its JSON object (for other tests); empty without the fixtures,
+    except under CI, where their absence fails the test."""
+    if optional_path(FIXTURES, "the shared trajectory fixtures") is None:
         return []
     out = []
     for fmt, folder in SOURCES:

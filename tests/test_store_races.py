@@ -29,7 +29,7 @@ import pytest
 from sqlalchemy import select, update
 
 from sediment.store import FactStore, StoreError, schema
-from sediment.testing import ORG, _postgres_database
+from sediment.testing import ORG, _postgres_database, postgres_base_url
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKERS = 6
@@ -137,11 +137,7 @@ def fresh_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     if request.param == "sqlite":
         yield lambda: f"sqlite:///{tmp_path / f'store-{next(counter)}' / 'facts.db'}"
         return
-    base = os.environ.get("SEDIMENT_TEST_DATABASE_URL")
-    if not base:
-        if os.environ.get("CI") == "true":
-            pytest.fail("SEDIMENT_TEST_DATABASE_URL is not set under CI: the PostgreSQL store tests must run")
-        pytest.skip("no PostgreSQL test server (run the suite through ./run test)")
+    base = postgres_base_url()  # skipped without a server, failed under CI
     yield lambda: _postgres_database(base)
 
 

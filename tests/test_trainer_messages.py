@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from sediment.export.representation import REPRESENTATION_REASONS
 from sediment.facts import InferenceCall, InferenceMessage, ReasoningPart, TextPart, ToolCallPart, ToolCallResponsePart
 from sediment.ingest.calls import translate_call
-from sediment.testing import call, message, run_consumer
+from sediment.testing import call, message, optional_path, require_path, run_consumer
 from sediment.trainer_messages import (
     TRAINER_MESSAGES_VERSION,
     TRAINER_SKIP_REASONS,
@@ -426,13 +426,11 @@ def test_tool_calls_never_leak_between_calls() -> None:
 # --- recorded model calls -----------------------------------------------------------------------
 
 
+CASSETTES_HINT = "set SEDIMENT_INPUT_FIXTURES to their inputs directory"
+
+
 def _require_cassettes() -> None:
-    if CASSETTES.is_dir():
-        return
-    reason = f"shared cassettes not found at {CASSETTES} (set SEDIMENT_INPUT_FIXTURES to their inputs directory)"
-    if os.environ.get("CI", "").strip().lower() in ("true", "1"):
-        pytest.fail(f"{reason}; under CI the cassette tests must run", pytrace=False)
-    pytest.skip(reason)
+    require_path(CASSETTES, "the shared cassettes", hint=CASSETTES_HINT)
 
 
 def _body(record: dict[str, Any]) -> Any:
@@ -551,7 +549,7 @@ def consumer_rows() -> list[dict[str, Any]]:
         call("s3", 0, [message("user", "")], [message("assistant", "")]),
     ]
     results = [map_inference_call(c) for c in calls]
-    if CASSETTES.is_dir():
+    if optional_path(CASSETTES, "the shared cassettes", hint=CASSETTES_HINT):  # required under CI
         results += [map_inference_call(c) for c in cassette_calls().values()]
     return [r.as_dict() for r in results if isinstance(r, TrainerConversation)]
 

@@ -5,12 +5,13 @@ ATIF importer with the losses declared."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from sediment.testing import require_path
 from sediment.trajectory import Trajectory
 from sediment.trajectory.atif import ATIF_VERSIONS, export_atif, sidecar_path, write_atif
 from sediment.trajectory.importing import import_records, import_results
@@ -18,21 +19,13 @@ from sediment.trajectory.sources import ImportRefusal
 
 ROOT = Path(__file__).parents[1]
 FIXTURES = ROOT.parent / "shared" / "fixtures" / "trajectories"
-ATIF_PYTHON = ROOT / ".venv-consumers" / "atif" / "bin" / "python"
 SOURCES = [("swe-agent-traj", "sweagent"), ("swe-gym-sampled", "swe-gym"), ("nebius-swe-agent", "nebius"),
            ("openhands", "openhands")]
 
 
-def under_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in ("true", "1")
-
-
 @pytest.fixture(scope="module")
 def records() -> list[Trajectory]:
-    if not FIXTURES.is_dir():
-        if under_ci():
-            pytest.fail(f"shared trajectory fixtures not found at {FIXTURES} (required under CI)")
-        pytest.skip(f"shared trajectory fixtures not found at {FIXTURES}")
+    require_path(FIXTURES, "the shared trajectory fixtures")
     found: list[Trajectory] = []
     for fmt, folder in SOURCES:
         found.extend(import_records(fmt, [FIXTURES / folder]))
@@ -46,17 +39,15 @@ def _events(record: Trajectory) -> list[tuple[object, ...]]:
 
 
 @pytest.mark.parametrize("version", ATIF_VERSIONS)
-def test_exports_validate_against_the_atif_models(records: list[Trajectory], version: str, tmp_path: Path) -> None:
-    if not ATIF_PYTHON.exists():
-        if under_ci():
-            pytest.fail(".venv-consumers/atif is missing under CI: scripts/consumer-venv must build it")
-        pytest.skip(".venv-consumers/atif not built (scripts/consumer-venv atif)")
+def test_exports_validate_against_the_atif_models(records: list[Trajectory], version: str, tmp_path: Path,
+                                                  consumer_python: Callable[[str], Path]) -> None:
+    python = consumer_python("atif")  # skipped when .venv-consumers/atif is absent, failed under CI
     paths = []
     for index, record in enumerate(records):
         path = tmp_path / f"t{index:02d}.json"
         write_atif(record, path, version)  # type: ignore[arg-type]
         paths.append(path)
-    process = subprocess.run([str(ATIF_PYTHON), str(ROOT / "tests" / "consumers" / "atif" / "check_atif.py"),
+    process = subprocess.run([str(python), str(ROOT / "tests" / "consumers" / "atif" / "check_atif.py"),
                               *map(str, paths)], capture_output=True, text=True, timeout=300, check=False)
     assert process.returncode == 0, process.stderr[-3000:]
     reports = [json.loads(line) for line in process.stdout.splitlines()]

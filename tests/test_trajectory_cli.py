@@ -7,8 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
+from sediment.testing import require_path
 from sediment.trajectory import from_json
 
 ROOT = Path(__file__).parents[1]
@@ -21,9 +20,7 @@ def sediment(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_import_writes_records_and_refuses_bad_lines_with_exit_8(tmp_path: Path) -> None:
-    source = FIXTURES / "nebius" / "SWE-agent-trajectories.sample_raw.json"
-    if not source.exists():
-        pytest.skip(f"shared trajectory fixtures not found at {FIXTURES}")
+    source = require_path(FIXTURES / "nebius" / "SWE-agent-trajectories.sample_raw.json", "the shared trajectory fixture")
     rows = json.loads(source.read_bytes())
     lines = tmp_path / "rows.jsonl"
     lines.write_text(json.dumps(rows[0]) + "\n{oops\n" + json.dumps(rows[1]) + "\n", encoding="utf-8")

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from sediment.export.registry import load_registry
+from sediment.testing import require_path
 from sediment.trajectory import Trajectory, from_json, to_json
 from sediment.trajectory.atif import write_atif
 from sediment.trajectory.importing import import_records, import_results
@@ -49,9 +50,7 @@ def _replace(value: Any, path: tuple[Any, ...], new: Any) -> Any:
 
 @pytest.mark.parametrize(("fmt", "name", "suffix"), CASES)
 def test_mutated_records_are_kept_or_refused_in_one_line(fmt: str, name: str, suffix: str, tmp_path: Path) -> None:
-    source = FIXTURES / name
-    if not source.exists():
-        pytest.skip(f"shared trajectory fixtures not found at {FIXTURES}")
+    source = require_path(FIXTURES / name, "the shared trajectory fixture")
     registry = load_registry()
     if suffix == ".jsonl" and not name.endswith(".jsonl"):
         base = parse_json(source.read_bytes())[0]
@@ -78,9 +77,7 @@ def test_mutated_records_are_kept_or_refused_in_one_line(fmt: str, name: str, su
 
 
 def test_mutated_atif_documents_are_kept_or_refused(tmp_path: Path) -> None:
-    source = FIXTURES / "nebius" / "SWE-agent-trajectories.sample_raw.json"
-    if not source.exists():
-        pytest.skip(f"shared trajectory fixtures not found at {FIXTURES}")
+    source = require_path(FIXTURES / "nebius" / "SWE-agent-trajectories.sample_raw.json", "the shared trajectory fixture")
     (record,) = list(import_records("nebius-swe-agent", [source]))[:1]
     exported = tmp_path / "base.json"
     write_atif(record, exported)

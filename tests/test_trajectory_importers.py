@@ -9,7 +9,6 @@ so, except under CI (``CI=true``), where they fail.
 from __future__ import annotations
 
 import json
-import os
 import random
 from collections import Counter
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 
 from sediment.export.plugins import BUILTIN_IMPORTERS
 from sediment.export.registry import load_registry
+from sediment.testing import require_path
 from sediment.trajectory import (
     Trajectory,
     from_json,
@@ -33,11 +33,7 @@ FIXTURES = ROOT.parent / "shared" / "fixtures" / "trajectories"
 
 
 def fixtures() -> Path:
-    if not FIXTURES.is_dir():
-        if os.environ.get("CI", "").strip().lower() in ("true", "1"):
-            pytest.fail(f"shared trajectory fixtures not found at {FIXTURES} (required under CI)")
-        pytest.skip(f"shared trajectory fixtures not found at {FIXTURES}")
-    return FIXTURES
+    return require_path(FIXTURES, "the shared trajectory fixtures")
 
 
 def imported(fmt: str, *names: str) -> list[Trajectory]:
@@ -110,7 +106,9 @@ def test_every_fixture_imports_with_its_outcome_completeness_and_strength(fmt: s
 
 
 def test_swe_agent_submitted_is_unknown_never_success() -> None:
-    for record in imported("swe-agent-traj", "sweagent"):
+    records = imported("swe-agent-traj", "sweagent")
+    assert len(records) == 4
+    for record in records:
         assert record.outcome.status == "submitted" and record.outcome.success is None
 
 
@@ -168,6 +166,7 @@ def test_swe_gym_resolved_is_success_with_the_harness_report() -> None:
 def test_nebius_mask_becomes_supervised() -> None:
     records = imported("nebius-swe-agent", "nebius")
     rows = parse_json((fixtures() / "nebius/SWE-agent-trajectories.sample_raw.json").read_bytes())
+    assert len(records) == len(rows) == 5
     for record, row in zip(records, rows, strict=True):
         assert [e.supervised for e in record.events] == [t["mask"] for t in row["trajectory"]]
         assert record.provenance.model == row["model_name"]

@@ -109,11 +109,20 @@ def test_every_rule_is_enforced_in_one_line(changes: dict[str, Any], message: st
 
 
 def test_declared_omissions_are_accepted() -> None:
+    """The records the rules above refuse, with the omission declared: built, and the
+    declaration kept through the text."""
     events = _events((2, {"role": "user", "tool_result_of": None}),
                      (1, {"missing_fields": [{"field": "tool_calls.0.result", "reason": "not recorded"}]}))
-    build(**fields(events=events))
-    build(**fields(tools=None, completeness="truncated",
-                   missing_fields=[{"field": "tools", "reason": "unpublished"}]))
+    unanswered = build(**fields(events=events))
+    assert [(m.field, m.reason) for m in unanswered.events[1].missing_fields] == [("tool_calls.0.result",
+                                                                                 "not recorded")]
+    assert unanswered.events[2].role == "user" and unanswered.events[2].tool_result_of is None
+    assert from_json(to_json(unanswered)) == unanswered
+    untooled = build(**fields(tools=None, completeness="truncated",
+                              missing_fields=[{"field": "tools", "reason": "unpublished"}]))
+    assert untooled.tools is None and untooled.completeness == "truncated"
+    assert [(m.field, m.reason) for m in untooled.missing_fields] == [("tools", "unpublished")]
+    assert from_json(to_json(untooled)) == untooled
 
 
 def test_tampering_is_found() -> None:

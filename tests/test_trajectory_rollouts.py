@@ -58,6 +58,7 @@ def test_every_segment_is_one_record_with_its_ci_outcome(bundle_dir: Path) -> No
 def test_each_call_is_one_supervised_decision_and_results_link_to_it(bundle_dir: Path) -> None:
     records = list(import_records("sediment-rollouts", [bundle_dir]))
     rollouts = {r.session_id: r for r in open_bundle(bundle_dir)}
+    assert len(records) == sum(len(r.segments) for r in rollouts.values()) > 0  # one record a segment
     for record in records:
         rollout = rollouts[record.provenance.source_metadata["session_id"]]
         segment = rollout.segments[record.provenance.source_metadata["segment"]]

@@ -83,7 +83,9 @@ def test_views_over_synthetic_records() -> None:
 
 def test_turn_samples_as_chat_messages() -> None:
     record = synthetic.record(1, 2)
-    for sample in assistant_turns(record):
+    samples = list(assistant_turns(record))
+    assert len(samples) == 3
+    for sample in samples:
         chat = turn_chat_messages(sample)
         assert [m["role"] for m in chat["prompt"]][:2] == ["system", "user"]
         assert chat["completion"][0]["role"] == "assistant"
