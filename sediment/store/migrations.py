@@ -238,13 +238,17 @@ def _v5_to_v6(conn: Connection) -> None:
     """
     for table in (schema.edit_observations, schema.rejected_edits, schema.retry_linkages):
         table.create(conn, checkfirst=True)
-    decisions = schema.developer_decisions
-    rows = conn.execute(select(decisions.c.fact_id, decisions.c.record).order_by(decisions.c.fact_id)).all()
+    _rekey(conn, schema.developer_decisions,
+           lambda record: decision_key(DeveloperDecision.model_validate(decode_record(record))))
+
+
+def _rekey(conn: Connection, table: Table, key: Callable[[str], str]) -> None:
+    """Give every row of a Fact table the natural key ``key`` computes from its stored record."""
+    rows = conn.execute(select(table.c.fact_id, table.c.record).order_by(table.c.fact_id)).all()
     for start in range(0, len(rows), 1000):
-        updates = [{"id": fact_id, "key": decision_key(DeveloperDecision.model_validate(decode_record(record)))}
-                   for fact_id, record in rows[start:start + 1000]]
-        conn.execute(update(decisions).where(decisions.c.fact_id == bindparam("id"))
-                     .values(natural_key=bindparam("key")), updates)
+        updates = [{"id": fact_id, "key": key(record)} for fact_id, record in rows[start:start + 1000]]
+        conn.execute(update(table).where(table.c.fact_id == bindparam("id")).values(natural_key=bindparam("key")),
+                     updates)
 
 
 def _v6_to_v7(conn: Connection) -> None:
@@ -258,13 +262,7 @@ def _v6_to_v7(conn: Connection) -> None:
     that were distinct stay distinct; a retry's final event that a version 6 store collapsed onto
     the first one was never stored: re-ingest the deliveries to record it.
     """
-    outcomes = schema.ci_outcomes
-    rows = conn.execute(select(outcomes.c.fact_id, outcomes.c.record).order_by(outcomes.c.fact_id)).all()
-    for start in range(0, len(rows), 1000):
-        updates = [{"id": fact_id, "key": ci_outcome_key(CIOutcome.model_validate(decode_record(record)))}
-                   for fact_id, record in rows[start:start + 1000]]
-        conn.execute(update(outcomes).where(outcomes.c.fact_id == bindparam("id"))
-                     .values(natural_key=bindparam("key")), updates)
+    _rekey(conn, schema.ci_outcomes, lambda record: ci_outcome_key(CIOutcome.model_validate(decode_record(record))))
 
 
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5,
