@@ -146,7 +146,7 @@ def lineage_position(outcome: CIOutcome) -> str | None:
     build = _buildkite_build(outcome)
     if build is not None:
         number = build.get("number")
-        if isinstance(number, int) and not isinstance(number, bool) and number >= 0:
+        if isinstance(number, int) and not isinstance(number, bool) and 0 <= number < 10**20:  # 20 digits sort as text
             return f"{number:020d}"
     return None
 

@@ -420,3 +420,9 @@ def test_check_run_times_in_other_offsets_order_by_the_instant() -> None:
     assert verdict_of([first, rerun])[:4] == ("passed", 0.0, True, rerun.outcome_id)
     with pytest.raises(TranslationError, match=r"^check_run\.completed_at: "):
         check_run(9104, "test (3.12)", "success", "5 Sep 2022")
+
+
+def test_a_build_number_beyond_twenty_digits_gives_no_place_rather_than_a_wrong_one() -> None:
+    huge = build("b-1", 10**20, "passed", None)
+    assert lineage_position(only(translate("buildkite", huge))) is None
+    assert lineage_position(only(translate("buildkite", build("b-2", 10**20 - 1, "passed", None)))) == "9" * 20
