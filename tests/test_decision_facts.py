@@ -339,7 +339,7 @@ def test_version_5_store_migrates_to_version_6(store_url: str) -> None:
     records = make_version_5(store_url, [claude, copilot, codex], quarantined="d-3")
 
     migrated = FactStore(store_url)
-    assert migrated.schema_version() == schema.SCHEMA_VERSION == 6
+    assert migrated.schema_version() == schema.SCHEMA_VERSION == 7  # through version 6, and on
     table = schema.developer_decisions
     with migrated.engine.connect() as conn:
         keys = {row.fact_id: row.natural_key for row in conn.execute(select(table.c.fact_id, table.c.natural_key))}
@@ -359,13 +359,13 @@ def test_version_5_store_migrates_to_version_6(store_url: str) -> None:
                                                                        "retry_linkages": 1}
     migrated.close()
     reopened = FactStore(store_url)  # nothing is migrated twice
-    assert reopened.schema_version() == 6
+    assert reopened.schema_version() == schema.SCHEMA_VERSION
     assert reopened.edit_observations_for_session(ORG, SESSION) == [edit()]
     reopened.close()
 
 
 def test_an_older_store_migrates_through_version_6(store_url: str) -> None:
-    """A version 3 store (no test results, no edit tables) opens as version 6."""
+    """A version 3 store (no test results, no edit tables) opens as the current version, through 6."""
     store = FactStore(store_url)
     store.append([decision()])
     table = schema.developer_decisions
@@ -376,7 +376,7 @@ def test_an_older_store_migrates_through_version_6(store_url: str) -> None:
         conn.execute(update(schema.meta).where(schema.meta.c.key == "schema_version").values(value="3"))
     store.close()
     migrated = FactStore(store_url)
-    assert migrated.schema_version() == 6
+    assert migrated.schema_version() == schema.SCHEMA_VERSION
     with migrated.engine.connect() as conn:
         assert conn.execute(select(table.c.natural_key)).scalar_one() == decision_key(decision())
     assert migrated.append([edit()]).stored == {"edit_observations": 1}
