@@ -231,7 +231,9 @@ def _lineages(run_keys: Iterable[tuple[str, ...]], members: dict[tuple[str, ...]
         root = key
         while parent.get(root, root) != root:
             root = parent[root]
-        parent[key] = root
+        while key != root:  # every key on the path now points at the root: long chains stay cheap
+            parent[key], key = root, parent.get(key, root)
+        parent[root] = root
         return root
 
     def union(a: tuple[str, ...], b: tuple[str, ...]) -> None:
