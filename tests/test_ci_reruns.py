@@ -426,3 +426,21 @@ def test_a_build_number_beyond_twenty_digits_gives_no_place_rather_than_a_wrong_
     huge = build("b-1", 10**20, "passed", None)
     assert lineage_position(only(translate("buildkite", huge))) is None
     assert lineage_position(only(translate("buildkite", build("b-2", 10**20 - 1, "passed", None)))) == "9" * 20
+
+
+def test_a_long_shuffled_rebuild_chain_is_one_lineage() -> None:
+    base = only(translate("buildkite", build("b-0", 0, "failed", None)))
+    chain = []
+    for index in range(500):
+        raw = copy.deepcopy(base.raw)
+        raw["build"].update(id=f"b-{index:04d}", number=index,
+                            rebuilt_from=None if index == 0 else {"id": f"b-{index - 1:04d}", "number": index - 1})
+        chain.append(base.model_copy(update={"outcome_id": f"ci_{index:04d}", "run_id": f"b-{index:04d}", "raw": raw,
+                                             "result": "passed" if index == 499 else "failed"}))
+    for seed in range(2):
+        random.Random(seed).shuffle(chain)
+        result = resolve(chain)
+        (resolution,) = result.resolutions
+        (lineage,) = resolution.workflow_resolutions
+        assert (lineage.run_id, lineage.verdict_outcome_id, len(lineage.source_outcome_ids)) == ("b-0000", "ci_0499", 500)
+        assert (resolution.verdict, resolution.suspected_flake) == ("passed", True)
