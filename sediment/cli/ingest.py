@@ -172,8 +172,6 @@ def _provider_command(name: str, module: str, function: str, header: str, summar
     ingest_app.command(name)(command)
 
 
-
-
 @ingest_app.command("gitlab")
 def gitlab(files: list[str] = typer.Argument(..., help=FILES_HELP),
            event: str | None = typer.Option(None, "--event", help="Event name for bare payloads (X-Gitlab-Event)."),
@@ -187,7 +185,9 @@ def gitlab(files: list[str] = typer.Argument(..., help=FILES_HELP),
     A file holds deliveries: bare payloads, or envelopes {"headers": {...}, "payload": {...}}
     (X-Gitlab-Event, X-Gitlab-Event-UUID). Only final states are stored (others are skipped as
     ci_run_not_terminal); GitLab's own status is kept in provider_result. Outcomes carry the
-    repository identity gitlab / --host / project id. Re-ingesting stores nothing new.
+    repository identity gitlab / --host / project id. A retried pipeline keeps its id: each of its
+    final events is stored, keyed by object_attributes.finished_at, and the last decides
+    (docs/ci-providers.md, Re-runs). Re-ingesting stores nothing new.
     """
     from sediment.ingest.gitlab import translate_gitlab
 
@@ -198,10 +198,14 @@ def gitlab(files: list[str] = typer.Argument(..., help=FILES_HELP),
 
 
 _provider_command("circleci", "sediment.ingest.circleci", "translate_circleci", "circleci-event-type",
-                  "CircleCI webhooks: workflow-completed and job-completed deliveries.")
+                  "CircleCI webhooks: workflow-completed and job-completed deliveries. A rerun is a new "
+                  "workflow of the same pipeline and name; CI resolution judges them as one lineage, ordered "
+                  "by workflow.created_at (docs/ci-providers.md, Re-runs).")
 _provider_command("buildkite", "sediment.ingest.buildkite", "translate_buildkite", "X-Buildkite-Event",
                   "Buildkite webhooks: build.finished and job.finished deliveries (other build.* and job.* "
-                  "events until final).")
+                  "events until final). A build that finishes again after a job retry is stored again, keyed "
+                  "by build.finished_at; a rebuild joins the lineage of the build it rebuilt "
+                  "(docs/ci-providers.md, Re-runs).")
 
 
 _POSITIVE = re.compile(r"[1-9][0-9]*")
