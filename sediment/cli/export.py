@@ -25,14 +25,14 @@ from rich.table import Table
 from typer.core import TyperGroup
 
 from sediment.cli import console, settings
-from sediment.errors import ConfigurationError, UsageError
+from sediment.errors import UsageError
 
 if TYPE_CHECKING:
     from sediment.export.pipeline import Evidence, ProgressCallback
     from sediment.export.registry import Objective, PluginRegistry
     from sediment.mirrors import MirrorRoot
 
-MIRROR_ENV = "SEDIMENT_MIRROR_PATH"
+MIRROR_ENV = settings.MIRROR_ENV
 
 
 @cache
@@ -178,19 +178,6 @@ def _render_profile_summary(summary: dict[str, Any], units: str, owner: str = "t
     _render_files(summary)
 
 
-def _mirror_root(option: Path | None) -> MirrorRoot:
-    """``--mirrors`` / ``SEDIMENT_MIRROR_PATH``, else ``$SEDIMENT_HOME/mirrors`` when it exists."""
-    from sediment.home import sediment_home
-    from sediment.mirrors import MirrorRoot
-
-    if option is not None and str(option).strip():
-        return MirrorRoot(option)
-    default = sediment_home() / "mirrors"
-    if default.is_dir():
-        return MirrorRoot(default)
-    raise ConfigurationError(f"{MIRROR_ENV} is not set; the export needs mirrors (or pass --mirrors)")
-
-
 def _evidence(source: Path | None, org: str | None, mirror_root: MirrorRoot | None, workers: int) -> Evidence:
     """The export's evidence: the bundle ``--from`` names, else the fact store's Rollouts,
     derived one Session at a time."""
@@ -237,7 +224,7 @@ def run_export(objective_name: str, *, out: Path, recipe: str | None = None, sou
     info = objective.info
     needs = (info.direct_needs_mirrors if direct else info.from_needs_mirrors) or (
         chosen is not None and chosen.info.needs_mirrors)
-    mirror_root = _mirror_root(mirrors) if needs else None
+    mirror_root = settings.mirror_option(mirrors, "the export") if needs else None
     evidence = _evidence(source, org, mirror_root, workers)
     with _progress(console.err.is_terminal and not as_json, info.units) as progress:
         summary = export_objective(

@@ -22,15 +22,14 @@ from rich.text import Text
 from typer.core import TyperGroup
 
 from sediment.cli import console, settings
-from sediment.errors import ConfigurationError, SedimentError, UsageError
+from sediment.errors import SedimentError, UsageError
 
 if TYPE_CHECKING:
     from sediment.export.registry import Objective, PluginRegistry
-    from sediment.mirrors import MirrorRoot
     from sediment.reports.dataset_diagnostics import DatasetDiagnosticsReport
     from sediment.reports.merge_retention import MergeRetentionReport
 
-MIRROR_ENV = "SEDIMENT_MIRROR_PATH"
+MIRROR_ENV = settings.MIRROR_ENV
 DIAGNOSTICS = "dataset-diagnostics"
 BAR_WIDTH = 24
 
@@ -73,18 +72,6 @@ report_app = typer.Typer(
 ORG_OPTION = typer.Option(None, "--org", help="Org id (default: SEDIMENT_ORG_ID).")
 MIRRORS_OPTION = typer.Option(None, "--mirrors", metavar="DIR", envvar=MIRROR_ENV, show_envvar=True,
                               help="Root of bare git mirrors (default: $SEDIMENT_HOME/mirrors when it exists).")
-
-
-def _mirror_root(option: Path | None) -> MirrorRoot:
-    from sediment.home import sediment_home
-    from sediment.mirrors import MirrorRoot
-
-    if option is not None and str(option).strip():
-        return MirrorRoot(option)
-    default = sediment_home() / "mirrors"
-    if default.is_dir():
-        return MirrorRoot(default)
-    raise ConfigurationError(f"{MIRROR_ENV} is not set; the report needs mirrors (or pass --mirrors)")
 
 
 def _as_of(value: str | None) -> datetime:
@@ -228,7 +215,7 @@ def merge_retention(
 
     org_id = settings.org_id(org)
     boundary = _as_of(as_of)
-    root = _mirror_root(mirrors)
+    root = settings.mirror_option(mirrors, "the report")
     found = store_merge_retention(settings.store(), org_id, root, as_of=boundary)
     if rows_out is not None:
         _write_rows(rows_out, found.rows)
@@ -356,8 +343,8 @@ def run_diagnostics(*, org: str | None, mirrors: Path | None, as_json: bool, max
         raise UsageError("--dpo-near-duplicate-threshold must be between 0.0 and 1.0")
     org_id = settings.org_id(org)
     diagnosing = _diagnosing()
-    root = _mirror_root(mirrors) if any(o.info.direct_needs_mirrors for o in diagnosing) else (
-        _mirror_root(mirrors) if mirrors is not None else None)
+    root = settings.mirror_option(mirrors, "the report") if any(o.info.direct_needs_mirrors for o in diagnosing) else (
+        settings.mirror_option(mirrors, "the report") if mirrors is not None else None)
     registry = _registry()
     sources = SettingsSources.load(config_file=config, overrides=[])
     registry.check_settings_sources(sources)

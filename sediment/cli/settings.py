@@ -54,6 +54,20 @@ def mirror_root(create: bool = False) -> MirrorRoot:
 CAPTURE_TIME_ENV = "SEDIMENT_CAPTURE_TIME"
 
 
+def mirror_option(option: Path | None, needed_by: str) -> MirrorRoot:
+    """``--mirrors`` (or ``SEDIMENT_MIRROR_PATH``, which typer reads into it), else
+    ``$SEDIMENT_HOME/mirrors`` when it exists; ``needed_by`` names the command in the error."""
+    from sediment.home import sediment_home
+    from sediment.mirrors import MirrorRoot
+
+    if option is not None and str(option).strip():
+        return MirrorRoot(option)
+    default = sediment_home() / "mirrors"
+    if default.is_dir():
+        return MirrorRoot(default)
+    raise ConfigurationError(f"{MIRROR_ENV} is not set; {needed_by} needs mirrors (or pass --mirrors)")
+
+
 def capture_time() -> datetime:
     """Now, or ``SEDIMENT_CAPTURE_TIME`` (RFC 3339) for reproducible backfills and tests."""
     value = os.environ.get(CAPTURE_TIME_ENV, "").strip()
