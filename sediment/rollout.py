@@ -179,15 +179,16 @@ class Rollout(FactModel):
 # --- turn construction ---------------------------------------------------------------
 
 
-def _string_leaves(value: Any) -> Iterable[str]:
+def string_leaves(value: Any) -> Iterable[str]:
+    """Every string inside ``value`` (dict values in key order, lists in order)."""
     if isinstance(value, str):
         yield value
     elif isinstance(value, dict):
         for key in sorted(value):
-            yield from _string_leaves(value[key])
+            yield from string_leaves(value[key])
     elif isinstance(value, list | tuple):
         for item in value:
-            yield from _string_leaves(item)
+            yield from string_leaves(item)
 
 
 def scoring_text(messages: Iterable[InferenceMessage]) -> str:
@@ -201,7 +202,7 @@ def scoring_text(messages: Iterable[InferenceMessage]) -> str:
             if isinstance(part, TextPart):
                 pieces.append(part.content)
             elif isinstance(part, ToolCallPart):
-                pieces.extend(_string_leaves(part.arguments))
+                pieces.extend(string_leaves(part.arguments))
     return "\n".join(piece for piece in pieces if piece)
 
 

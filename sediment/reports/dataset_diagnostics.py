@@ -45,6 +45,7 @@ from sediment.edit_retention import four_gram_containment
 from sediment.facts import DeveloperDecision, EditObservation
 from sediment.reports.diagnosis import DiagnosedRow, Diagnosis, FloorCandidate, PromptBucket, Stratum
 from sediment.reports.statistics import SIZE_BINS, size_bin, summary
+from sediment.rollout import string_leaves
 
 #: The Fate rules' version and cut points.
 FATE_POLICY_VERSION = "1"
@@ -263,20 +264,9 @@ def _sparsity(datasets: Sequence[DatasetDiagnosis]) -> list[dict[str, Any]]:
     return found
 
 
-def _strings(value: Any) -> Iterable[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for key in sorted(value):
-            yield from _strings(value[key])
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from _strings(item)
-
-
 def prompt_tokens(prompt: Any) -> frozenset[str]:
     """The lowercased identifier and number tokens of every string in ``prompt``."""
-    return frozenset(t.lower() for t in _TOKEN.findall("\n".join(_strings(prompt))))
+    return frozenset(t.lower() for t in _TOKEN.findall("\n".join(string_leaves(prompt))))
 
 
 def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
