@@ -118,7 +118,8 @@ def _optional_positive_int(payload: Mapping[str, Any], path: str) -> int | None:
     return value
 
 
-def _identity(payload: Mapping[str, Any], path: str, prefix: str = "repository") -> dict[str, str | None]:
+def repository_identity(payload: Mapping[str, Any], path: str, prefix: str = "repository"
+                        ) -> dict[str, str | None]:
     """The identity triple (``<prefix>_provider``/``_host``/``_id``) of the repository object at
     ``path``: GitHub's immutable ``id`` on :data:`GITHUB_HOST`, all ``None`` without an id."""
     value = _lookup(payload, f"{path}.id")
@@ -196,30 +197,30 @@ def translate_github(
 # --- events -----------------------------------------------------------------------------
 
 
-def _pr_number(payload: Mapping[str, Any], delivery: _Delivery) -> int | None:
-    """The first listed pull request whose base is this repository (inputs.md §1.1).
+def pull_request_number(payload: Mapping[str, Any], path: str, warnings: list[str]) -> int | None:
+    """The first pull request listed at ``path`` whose base is this repository (inputs.md §1.1).
 
     ``pull_requests`` can list a pull request of another repository that shares the head
     commit (octokit ``workflow_run.completed.2``). Entries whose ``base.repo.id`` differs from
-    ``repository.id`` are passed over (with a warning); entries without ids are taken as given.
+    ``repository.id`` are passed over (warned in ``warnings``); entries without ids are taken as given.
     """
-    prs = _lookup(payload, "workflow_run.pull_requests")
+    prs = _lookup(payload, path)
     if prs is None:
         return None
     if not isinstance(prs, list):
-        raise TranslationError(f"workflow_run.pull_requests: expected an array, got {type(prs).__name__}")
+        raise TranslationError(f"{path}: expected an array, got {type(prs).__name__}")
     repository_id = _lookup(payload, "repository.id")
     for index, pr in enumerate(prs):
-        path = f"workflow_run.pull_requests[{index}]"
+        where = f"{path}[{index}]"
         if not isinstance(pr, Mapping):
-            raise TranslationError(f"{path}: expected an object, got {type(pr).__name__}")
+            raise TranslationError(f"{where}: expected an object, got {type(pr).__name__}")
         base_id = _lookup(pr, "base.repo.id")
         if repository_id is not None and base_id is not None and base_id != repository_id:
-            delivery.warnings.append("pull_request_of_other_repository")
+            warnings.append("pull_request_of_other_repository")
             continue
         number = pr.get("number")
         if isinstance(number, bool) or not isinstance(number, int) or number < 1:
-            raise TranslationError(f"{path}.number: expected a positive integer, got {number!r}")
+            raise TranslationError(f"{where}.number: expected a positive integer, got {number!r}")
         return number
     return None
 
@@ -238,7 +239,7 @@ def _workflow_run(delivery: _Delivery) -> Translation:
         delivery.warnings.append("workflow_run_status_not_completed")
     fields = {
         "schema_version": IDENTITY_CAPABLE_VERSION,
-        **_identity(payload, "repository"),
+        **repository_identity(payload, "repository"),
         "outcome_id": PENDING_ID,
         "org_id": delivery.org_id,
         "provider": CI_PROVIDER,
@@ -258,7 +259,7 @@ def _workflow_run(delivery: _Delivery) -> Translation:
         "provider_result": conclusion,
         "source_event_type": "github.workflow_run.completed",
         "source_event_id": delivery.delivery_id,
-        "pr_number": _pr_number(payload, delivery),
+        "pr_number": pull_request_number(payload, "workflow_run.pull_requests", delivery.warnings),
         "captured_at": delivery.captured_at,
         "raw": json_copy(dict(run)),
     }
@@ -306,7 +307,7 @@ def _push(delivery: _Delivery) -> Translation:
         commit_shas.append(_sha(sha, f"commits[{index}].id"))
     fields = {
         "schema_version": IDENTITY_CAPABLE_VERSION,
-        **_identity(payload, "repository"),
+        **repository_identity(payload, "repository"),
         "push_id": PENDING_ID,
         "org_id": delivery.org_id,
         "repo": _text(payload, "repository.full_name"),
@@ -353,13 +354,13 @@ def _pull_request(delivery: _Delivery) -> Translation:
         head_repo = _text(payload, "pull_request.head.repo.full_name")
     fields = {
         "schema_version": IDENTITY_CAPABLE_VERSION,
-        **_identity(payload, "repository"),
+        **repository_identity(payload, "repository"),
         "merge_id": PENDING_ID,
         "org_id": delivery.org_id,
         "repo": _text(payload, "repository.full_name"),
         "pr_number": number,
         "head_repo": head_repo,
-        **_identity(payload, "pull_request.head.repo", "head_repository"),
+        **repository_identity(payload, "pull_request.head.repo", "head_repository"),
         "head_ref": _text(payload, "pull_request.head.ref"),
         "head_sha": _required_sha(payload, "pull_request.head.sha"),
         "base_ref": _text(payload, "pull_request.base.ref"),

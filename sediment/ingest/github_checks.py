@@ -38,7 +38,8 @@ from sediment.ci_reruns import CHECK_SUITE_TIME
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.ci_runs import NOT_TERMINAL, joined, outcome
 from sediment.ingest.facts_jsonl import json_copy
-from sediment.ingest.payload import id_text, lookup, obj, optional_int, optional_text, optional_time, sha, text
+from sediment.ingest.github import GITHUB_HOST, github_result, pull_request_number, repository_identity
+from sediment.ingest.payload import id_text, obj, optional_int, optional_text, optional_time, sha, text
 
 ACTIONS_APP: Final = "github-actions"
 CHECKS_PROVIDER: Final = "github_checks"
@@ -50,47 +51,6 @@ SKIP_REASONS: Final[tuple[str, ...]] = ("check_suite_of_actions_run",)
 _RUN_IN_URL: Final = re.compile(r"/actions/runs/([0-9]+)(?:[/?#]|$)")
 
 
-def _identity(payload: Mapping[str, Any]) -> dict[str, str | None]:
-    from sediment.ingest.github import GITHUB_HOST
-
-    value = lookup(payload, "repository.id")
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise TranslationError(f"repository.id: expected a positive integer, got {value!r}")
-    identified = value is not None
-    return {"repository_provider": "github" if identified else None,
-            "repository_host": GITHUB_HOST if identified else None,
-            "repository_id": str(value) if identified else None}
-
-
-def _pr_number(payload: Mapping[str, Any], path: str, warnings: list[str]) -> int | None:
-    """The first listed pull request whose base is this repository (inputs.md §1.1)."""
-    prs = lookup(payload, path)
-    if prs is None:
-        return None
-    if not isinstance(prs, list):
-        raise TranslationError(f"{path}: expected an array, got {type(prs).__name__}")
-    repository_id = lookup(payload, "repository.id")
-    for index, pr in enumerate(prs):
-        where = f"{path}[{index}]"
-        if not isinstance(pr, Mapping):
-            raise TranslationError(f"{where}: expected an object, got {type(pr).__name__}")
-        base_id = lookup(pr, "base.repo.id")
-        if repository_id is not None and base_id is not None and base_id != repository_id:
-            warnings.append("pull_request_of_other_repository")
-            continue
-        number = pr.get("number")
-        if isinstance(number, bool) or not isinstance(number, int) or number < 1:
-            raise TranslationError(f"{where}.number: expected a positive integer, got {number!r}")
-        return number
-    return None
-
-
-def _result(status: str | None, conclusion: str | None) -> str:
-    from sediment.ingest.github import github_result
-
-    return github_result(status, conclusion)
-
-
 class _Event:
     def __init__(self, name: str, payload: Mapping[str, Any], delivery_id: str | None, org_id: str,
                  captured_at: datetime, warnings: list[str]) -> None:
@@ -99,7 +59,7 @@ class _Event:
 
     def common(self, action: str) -> dict[str, Any]:
         return {
-            **_identity(self.payload),
+            **repository_identity(self.payload, "repository"),
             "org_id": self.org_id,
             "repo": text(self.payload, "repository.full_name"),
             "source_event_type": f"github.{self.name}.{action}",
@@ -121,8 +81,6 @@ def _workflow_job(event: _Event) -> Translation:
     run_id = id_text(payload, "workflow_job.run_id")
     attempt = optional_int(payload, "workflow_job.run_attempt", minimum=1)
     repo = text(payload, "repository.full_name")
-    from sediment.ingest.github import GITHUB_HOST
-
     run_url = f"https://{GITHUB_HOST}/{repo}/actions/runs/{run_id}"
     if attempt is not None:
         run_url += f"/attempts/{attempt}"
@@ -133,7 +91,7 @@ def _workflow_job(event: _Event) -> Translation:
         "run_attempt": attempt,
         "commit_sha": sha(text(payload, "workflow_job.head_sha"), "workflow_job.head_sha"),
         "branch": optional_text(payload, "workflow_job.head_branch") or "",
-        "result": _result(status, conclusion),
+        "result": github_result(status, conclusion),
         "workflow_name": optional_text(payload, "workflow_job.workflow_name") or "",
         "run_url": run_url,
         "provider_result": joined(status, conclusion),
@@ -188,11 +146,11 @@ def _check_run(event: _Event) -> Translation:
         "run_attempt": None,
         "commit_sha": sha(text(payload, "check_run.head_sha"), "check_run.head_sha"),
         "branch": optional_text(payload, "check_run.check_suite.head_branch") or "",
-        "result": _result(status, conclusion),
+        "result": github_result(status, conclusion),
         "workflow_name": optional_text(payload, "check_run.name") or "",
         "run_url": optional_text(payload, "check_run.html_url") or optional_text(payload, "check_run.details_url"),
         "provider_result": joined(status, conclusion),
-        "pr_number": _pr_number(payload, "check_run.pull_requests", event.warnings),
+        "pr_number": pull_request_number(payload, "check_run.pull_requests", event.warnings),
         "raw": json_copy(dict(check)),
     }
     return outcome(fields, _CHECK_RUN_PATHS, tuple(event.warnings))
@@ -227,10 +185,10 @@ def _check_suite(event: _Event) -> Translation:
         "run_attempt": None,
         "commit_sha": sha(text(payload, "check_suite.head_sha"), "check_suite.head_sha"),
         "branch": optional_text(payload, "check_suite.head_branch") or "",
-        "result": _result(status, conclusion),
+        "result": github_result(status, conclusion),
         "workflow_name": optional_text(payload, "check_suite.app.name") or "",
         "provider_result": joined(status, conclusion),
-        "pr_number": _pr_number(payload, "check_suite.pull_requests", event.warnings),
+        "pr_number": pull_request_number(payload, "check_suite.pull_requests", event.warnings),
         "raw": json_copy(dict(suite)),
     }
     return outcome(fields, _SUITE_PATHS, tuple(event.warnings))
