@@ -25,7 +25,7 @@ from sediment.trajectory.record import Trajectory, TrajectoryError, validated
 from sediment.trajectory.sources import ImportRefusal
 
 if TYPE_CHECKING:
-    from sediment.export.registry import PluginRegistry
+    from sediment.export.registry import Importer, PluginRegistry
     from sediment.trajectory.store_source import StoreSource
 
 
@@ -61,9 +61,8 @@ def claimed_files(paths: Iterable[Path], patterns: tuple[str, ...]) -> Iterator[
             yield path
 
 
-def import_results(fmt: str, paths: Iterable[Path | str], *,
-                   registry: PluginRegistry | None = None) -> Iterator[Trajectory | ImportRefusal]:
-    """Every record and refusal of ``paths`` read by the importer of format ``fmt``."""
+def _importer(fmt: str, registry: PluginRegistry | None) -> tuple[PluginRegistry, Importer]:
+    """The registry (loaded when not given) and its importer of format ``fmt``, or a PluginError."""
     if registry is None:
         from sediment.export.registry import load_registry
 
@@ -72,6 +71,13 @@ def import_results(fmt: str, paths: Iterable[Path | str], *,
     if importer is None:
         known = ", ".join(sorted(registry.importers)) or "none"
         raise PluginError(f"no importer for source format {fmt!r} (installed: {known})")
+    return registry, importer
+
+
+def import_results(fmt: str, paths: Iterable[Path | str], *,
+                   registry: PluginRegistry | None = None) -> Iterator[Trajectory | ImportRefusal]:
+    """Every record and refusal of ``paths`` read by the importer of format ``fmt``."""
+    registry, importer = _importer(fmt, registry)
     for path in claimed_files((Path(p) for p in paths), importer.info.patterns):
         yield from _one_file(importer.read, path)
 
@@ -116,14 +122,7 @@ def import_store_results(fmt: str, source: StoreSource, *,
     """Every record and refusal the importer of ``fmt`` reads from the fact store's Rollouts
     (hook ``import_store``), each record validated; refusals name ``store:ORG``. An importer
     that does not read the store is refused at once (a usage error)."""
-    if registry is None:
-        from sediment.export.registry import load_registry
-
-        registry = load_registry()
-    importer = registry.importers.get(fmt)
-    if importer is None:
-        known = ", ".join(sorted(registry.importers)) or "none"
-        raise PluginError(f"no importer for source format {fmt!r} (installed: {known})")
+    registry, importer = _importer(fmt, registry)
     if not importer.reads_store:
         readers = ", ".join(sorted(n for n, i in registry.importers.items() if i.reads_store)) or "none"
         raise UsageError(f"source format {fmt!r} does not read the fact store (--from-store: {readers})")
