@@ -530,17 +530,23 @@ class Mirror:
         except MirrorReadError:
             return 0
 
+    def _first_parent_diff(self, sha: str) -> pygit2.Diff:
+        """The diff ``sha`` introduces against its first parent (from the empty tree for a root
+        commit), renames found (limit 1000); a git error raises ``pygit2.GitError``."""
+        commit = self._commit(sha)
+        if commit.parents:
+            diff = commit.parents[0].tree.diff_to_tree(commit.tree)
+        else:
+            diff = commit.tree.diff_to_tree(swap=True)
+        diff.find_similar(flags=pygit2.enums.DiffFind.FIND_RENAMES, rename_limit=1000)
+        return diff
+
     def commit_patch(self, sha: str) -> str:
         """The patch ``sha`` introduces: its diff from its first parent (from the empty tree for
         a root commit), with rename detection (limit 1000), ``a/``/``b/`` prefixes and every
         file's section in diff order; bytes that are not UTF-8 decode with replacement."""
-        commit = self._commit(sha)
         try:
-            if commit.parents:
-                diff = commit.parents[0].tree.diff_to_tree(commit.tree)
-            else:
-                diff = commit.tree.diff_to_tree(swap=True)
-            diff.find_similar(flags=pygit2.enums.DiffFind.FIND_RENAMES, rename_limit=1000)
+            diff = self._first_parent_diff(sha)
             return "".join(patch.data.decode("utf-8", "replace") for patch in diff if patch is not None)
         except pygit2.GitError as exc:
             raise MirrorReadError(f"diff of {sha}: {exc}") from exc
@@ -548,13 +554,8 @@ class Mirror:
     def file_changes(self, sha: str) -> tuple[FileChange, ...]:
         """Every file's section of the diff ``sha`` introduces against its first parent (from
         the empty tree for a root commit), with rename detection (limit 1000), in diff order."""
-        commit = self._commit(sha)
         try:
-            if commit.parents:
-                diff = commit.parents[0].tree.diff_to_tree(commit.tree)
-            else:
-                diff = commit.tree.diff_to_tree(swap=True)
-            diff.find_similar(flags=pygit2.enums.DiffFind.FIND_RENAMES, rename_limit=1000)
+            diff = self._first_parent_diff(sha)
             changes: list[FileChange] = []
             for patch in diff:
                 if patch is None:
