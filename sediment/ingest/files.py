@@ -277,7 +277,8 @@ def _element(reader: JsonReader, text: str, index: int) -> tuple[Any | Exception
 # --- ingest -------------------------------------------------------------------------------
 
 
-def _describe(exc: Exception) -> str:
+def describe_refusal(exc: Exception) -> str:
+    """A translator's refusal in one line: the field, then what is wrong."""
     if isinstance(exc, ValidationError):
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(record)"
@@ -363,7 +364,7 @@ def _ingest_stream(path: str, stream: Iterable[tuple[int, Any]], translate: Call
                 raise TranslationError(f"a record must be a JSON object, not {type(record).__name__}")
             translation = translate(record)
         except (TranslationError, ValidationError) as exc:
-            report.problems.append(InputProblem(path, number, _describe(exc)))
+            report.problems.append(InputProblem(path, number, describe_refusal(exc)))
             continue
         if translation.skipped:
             report.skipped[translation.skipped] += 1

@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from sediment.ingest import Translation, TranslationError
+from sediment.ingest.files import describe_refusal
 from sediment.ingest.json_text import JsonReader, RecordProblem
 from sediment.receiver.spool import Delivery
 
@@ -83,19 +84,8 @@ def _each(body: bytes, translate: Callable[[dict[str, Any]], Translation]) -> li
                 raise TranslationError(f"a record must be a JSON object, not {type(record).__name__}")
             translations.append(translate(record))
         except (TranslationError, ValidationError) as exc:
-            translations.append(Translation(problems=(f"[{index}]: {describe(exc)}",)))
+            translations.append(Translation(problems=(f"[{index}]: {describe_refusal(exc)}",)))
     return translations
-
-
-def describe(exc: Exception) -> str:
-    """A translator's refusal in one line: the field, then what is wrong."""
-    from pydantic import ValidationError
-
-    if isinstance(exc, ValidationError):
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"]) or "(record)"
-        return f"{where}: {first['msg']}"
-    return str(exc)
 
 
 def _ci(delivery: Delivery, body: Any, acting: Acting, received_at: datetime) -> list[Translation]:

@@ -28,8 +28,9 @@ from pydantic import ValidationError
 from sediment.errors import SedimentError
 from sediment.facts import FactModel, Push
 from sediment.ingest import TranslationError
+from sediment.ingest.files import describe_refusal
 from sediment.receiver.spool import Spool
-from sediment.receiver.translators import Acting, describe, translate_delivery
+from sediment.receiver.translators import Acting, translate_delivery
 
 if TYPE_CHECKING:
     from sediment.store import FactStore
@@ -138,7 +139,7 @@ class IngestWorker:
         try:
             translations = translate_delivery(delivery, self.acting)
         except (TranslationError, ValidationError) as exc:
-            reason = describe(exc)
+            reason = describe_refusal(exc)
             log.warning("refused delivery %s (%s): %s", key, delivery.route, reason)
             self.spool.mark_refused(key, reason)
             self.stats.refused += 1
