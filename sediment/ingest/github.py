@@ -47,7 +47,7 @@ from sediment.ingest.facts_jsonl import (
 from sediment.ingest.payload import header as _header
 from sediment.ingest.payload import id_text as _id_text
 from sediment.ingest.payload import lookup as _lookup
-from sediment.ingest.payload import obj
+from sediment.ingest.payload import obj, unwrap
 from sediment.ingest.payload import optional_text as _optional_text
 from sediment.ingest.payload import sha as _sha
 from sediment.ingest.payload import text as _text
@@ -156,16 +156,9 @@ class _Delivery:
 
 def _unwrap(delivery: Any, event: str | None) -> tuple[str, Mapping[str, Any], str | None]:
     """``(event name, payload, delivery id)`` of a bare payload or a headers/payload envelope."""
-    if not isinstance(delivery, Mapping):
-        raise TranslationError(f"delivery: expected a JSON object, got {type(delivery).__name__}")
+    payload, headers = unwrap(delivery)
     given = event.strip().lower() if event is not None and event.strip() else None
-    if "headers" in delivery and "payload" in delivery:
-        headers = delivery["headers"]
-        if not isinstance(headers, Mapping):
-            raise TranslationError(f"headers: expected an object, got {type(headers).__name__}")
-        payload = delivery["payload"]
-        if not isinstance(payload, Mapping):
-            raise TranslationError(f"payload: expected an object, got {type(payload).__name__}")
+    if payload is not delivery:  # an envelope: the event is its X-GitHub-Event header
         named = _header(headers, "X-GitHub-Event")
         named = named.lower() if named is not None else None
         if named is not None and given is not None and named != given:
@@ -180,7 +173,7 @@ def _unwrap(delivery: Any, event: str | None) -> tuple[str, Mapping[str, Any], s
         raise TranslationError(
             "event: a bare payload needs the event name (GitHub sends it only in X-GitHub-Event)"
         )
-    return given, delivery, None
+    return given, payload, None
 
 
 def translate_github(
