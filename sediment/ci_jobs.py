@@ -20,7 +20,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from sediment.ci_reruns import sortable_provider_time
+from sediment.ci_reruns import raw_id, sortable_provider_time
 from sediment.facts import CIOutcome
 
 GITHUB_JOB_EVENTS: Final = ("github.workflow_job.", "github.check_run.")
@@ -33,26 +33,20 @@ RESULT_SEVERITY: Final[tuple[str, ...]] = (
 One failed job fails the run; a run whose jobs all passed or were skipped passes."""
 
 
-def _id(value: Any) -> str | None:
-    if isinstance(value, bool) or not isinstance(value, int | str) or value == "":
-        return None
-    return str(value)
-
-
 def job_id(outcome: CIOutcome) -> str | None:
     """The job's id when ``outcome`` reports one job of a run, else ``None`` (a run-level outcome)."""
     raw: Mapping[str, Any] = outcome.raw
     if outcome.provider in ("github_actions", "github_checks"):
         event = outcome.source_event_type or ""
-        return _id(raw.get("id")) if event.startswith(GITHUB_JOB_EVENTS) else None
+        return raw_id(raw.get("id")) if event.startswith(GITHUB_JOB_EVENTS) else None
     if outcome.provider == "gitlab_ci" and raw.get("object_kind") == "build":
-        return _id(raw.get("build_id"))
+        return raw_id(raw.get("build_id"))
     if outcome.provider == "circleci" and raw.get("type") == "job-completed":
         job = raw.get("job")
-        return _id(job.get("id")) if isinstance(job, Mapping) else None
+        return raw_id(job.get("id")) if isinstance(job, Mapping) else None
     if outcome.provider == "buildkite" and (outcome.source_event_type or "").startswith("job."):
         job = raw.get("job")  # a job event's payload; a build.* outcome is run-level
-        return _id(job.get("id")) if isinstance(job, Mapping) else None
+        return raw_id(job.get("id")) if isinstance(job, Mapping) else None
     return None
 
 

@@ -111,7 +111,8 @@ def _buildkite_build(outcome: CIOutcome) -> Mapping[str, Any] | None:
     return build if isinstance(build, Mapping) else None
 
 
-def _text_id(value: Any) -> str | None:
+def raw_id(value: Any) -> str | None:
+    """A provider id read from a stored payload (a number or a non-blank string) as text, else ``None``."""
     if isinstance(value, bool) or not isinstance(value, int | str) or (isinstance(value, str) and not value.strip()):
         return None
     return str(value)
@@ -123,7 +124,7 @@ def lineage_of(outcome: CIOutcome) -> tuple[str, ...] | None:
     workflow = _circleci_workflow(outcome)
     if workflow is None:
         return None
-    pipeline = _text_id(_get(outcome.raw, "pipeline", "id"))
+    pipeline = raw_id(_get(outcome.raw, "pipeline", "id"))
     name = workflow.get("name")
     if pipeline is None or not isinstance(name, str) or not name:
         return None
@@ -133,7 +134,7 @@ def lineage_of(outcome: CIOutcome) -> tuple[str, ...] | None:
 def rebuilt_from(outcome: CIOutcome) -> str | None:
     """The id of the Buildkite build this build rebuilt (``build.rebuilt_from.id``), else ``None``."""
     build = _buildkite_build(outcome)
-    return None if build is None else _text_id(_get(build, "rebuilt_from", "id"))
+    return None if build is None else raw_id(_get(build, "rebuilt_from", "id"))
 
 
 def lineage_position(outcome: CIOutcome) -> str | None:
@@ -158,6 +159,7 @@ __all__ = [
     "lineage_of",
     "lineage_position",
     "provider_time",
+    "raw_id",
     "rebuilt_from",
     "rerun_time",
     "sortable_provider_time",
