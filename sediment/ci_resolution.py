@@ -174,31 +174,28 @@ def _run_key(outcome: CIOutcome) -> tuple[str, ...]:
     return (outcome.org_id, outcome.provider, "legacy", "", "", outcome.run_id)
 
 
-@dataclass(frozen=True)
-class _Judged:
-    """An outcome CI resolution judges a run by, and the attempt it speaks for (a job of a run
-    known only from its jobs may speak for several, sediment.ci_jobs.judged_attempts)."""
-
-    outcome: CIOutcome
-    attempt: int
-
-
-def _judged(run: Sequence[CIOutcome]) -> list[_Judged]:
-    return [_Judged(o, o.run_attempt or 0 if attempt is None else attempt) for o, attempt in judged_attempts(run)]
-
-
 Position = tuple[str | None, int, str | None]
 
 
-def _position(judged: _Judged) -> Position:
-    """Where an outcome falls in its lineage: the run's place among the lineage's runs, the
-    attempt, then the time of the final event of a run re-run under its id (sediment.ci_reruns).
-    ``None`` parts are unknown; for GitHub only the attempt is ever known."""
-    return (lineage_position(judged.outcome), judged.attempt, rerun_time(judged.outcome))
+@dataclass(frozen=True)
+class _Judged:
+    """An outcome CI resolution judges a run by, and where it falls in its lineage: the run's
+    place among the lineage's runs, the attempt it speaks for (a job of a run known only from its
+    jobs may speak for several, sediment.ci_jobs.judged_attempts), then the time of the final
+    event of a run re-run under its id (sediment.ci_reruns). ``None`` parts are unknown; for
+    GitHub only the attempt is ever known."""
+
+    outcome: CIOutcome
+    position: Position
+
+
+def _judged(run: Sequence[CIOutcome]) -> list[_Judged]:
+    return [_Judged(o, (lineage_position(o), o.run_attempt or 0 if attempt is None else attempt, rerun_time(o)))
+            for o, attempt in judged_attempts(run)]
 
 
 def _order(judged: _Judged) -> tuple[str, int, str, str]:
-    return (*_order_key(_position(judged)), judged.outcome.outcome_id)
+    return (*_order_key(judged.position), judged.outcome.outcome_id)
 
 
 def _order_key(position: Position) -> tuple[str, int, str]:
@@ -270,7 +267,7 @@ def _is_conflicting(judged: Sequence[_Judged], keys: Sequence[CommitKey]) -> boo
     if distinct(o.workflow_path for o in run) > 1:
         return True
     # two results the order cannot tell apart (for GitHub: two results of one attempt, contract §2)
-    if _unorderable([(_position(j), j.outcome.result) for j in judged]):
+    if _unorderable([(j.position, j.outcome.result) for j in judged]):
         return True
     return len({k.sort_key for k in keys}) > 1
 
