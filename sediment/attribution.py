@@ -6,7 +6,8 @@ similarity, scored **per call and per code file**: the lowercased tokens of one 
 completion text against the lowercased tokens one code file of a commit adds (its
 first-parent diff); a commit matches when any (call, code file) pair reaches the policy's
 ``min_similarity``. Candidates are the commits made within the lookback window after the
-Session's calls (by committer time: see docs/operate.md for why not by push arrival). Files
+Session's calls (by committer time: see docs/operate.md for why not by push arrival), except
+the commits a note binds to any Session (a note is evidence, a similarity an estimate). Files
 that are not code (documentation, data, lock files, binaries) are not scored. Sessions not
 bound are counted by why: no candidate commit, no code file among the candidates, no match.
 Commits are ordered by committer time, ties by their qualified sort key.
@@ -185,12 +186,17 @@ def attribute(
     index: CommitIndex,
     policy: AttributionPolicy,
     repositories: RepositoryContext | None = None,
+    noted: frozenset[str] = frozenset(),
 ) -> Attribution:
     """Bind a Session to commits: its git-note observations, else the Jaccard fallback.
 
     A Session with notes is bound to the commits of the observations the repository context
     qualifies; when it declines every one, the Session keeps ``git_notes`` and no commit (its
     notes say which commits it made; a similarity guess must not replace them).
+
+    ``noted``: the SHAs of every commit a note (ours or git-ai's) binds to any Session of the
+    org. A note is recorded evidence and a similarity score an estimate, so a noted commit is
+    never a Jaccard candidate of another Session, however similar, in any repository.
     """
     if observations:
         observed: list[tuple[SessionCommitObservation, CommitRef]] = []
@@ -212,7 +218,7 @@ def attribute(
     call_tokens = [t for c in calls if (t := tokens(scoring_text(c.output_messages)))]
     start = min(c.observed_at for c in calls)
     end = max(c.observed_at for c in calls) + timedelta(minutes=policy.jaccard.lookback_window_minutes)
-    candidates = index.candidates(start, end)
+    candidates = [c for c in index.candidates(start, end) if c.sha not in noted]
     threshold = policy.jaccard.min_similarity
     matched = [
         c.ref

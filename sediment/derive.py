@@ -35,7 +35,7 @@ from sediment.facts import CIOutcome, DeveloperDecision, InferenceCall
 from sediment.mirrors import MirrorRoot
 from sediment.parallel import ordered_chunks
 from sediment.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy, Provenance
-from sediment.repositories import RepositoryContext
+from sediment.repositories import RepositoryContext, superseded_observations
 from sediment.rollout import CommitRef, Rollout, call_order_key, segment_calls, tool_sets
 from sediment.split import assign_split
 from sediment.store import FactStore
@@ -76,6 +76,7 @@ def derive_session(
     index: CommitIndex,
     quarantine_revision: int,
     repositories: RepositoryContext,
+    noted: frozenset[str] = frozenset(),
 ) -> SessionDerivation:
     """Derive one Session's Rollout from the store (``None`` when it has no visible calls)."""
     calls = sorted(store.calls_for_session(org_id, session_id), key=call_order_key)
@@ -84,8 +85,10 @@ def derive_session(
     decisions = sorted(store.decisions_for_session(org_id, session_id), key=lambda d: (d.occurred_at, d.decision_id))
     decisions_by_call, losses = attach_decisions(calls, decisions)
     segments, fragmented = segment_calls(calls, decisions_by_call)
-    observations = store.observations_for_session(org_id, session_id)
-    attribution = attribute(org_id, calls, observations, index, policy.attribution, repositories)
+    found = store.observations_for_session(org_id, session_id)
+    superseded = superseded_observations(found)  # restated under the identity of a re-keyed mirror
+    observations = [o for o in found if o.observation_id not in superseded]
+    attribution = attribute(org_id, calls, observations, index, policy.attribution, repositories, noted)
     files = attribute_files(org_id, calls, attribution.commits, attribution.source, index, policy.attribution)
     commit_keys = [commit_key_of(org_id, ref).sort_key for ref in attribution.commits]
     recorded = sorted({(name, ref.commit_sha) for ref in attribution.commits
@@ -129,6 +132,13 @@ def derive_session(
     return SessionDerivation(rollout, fragmented, skipped)
 
 
+def noted_commits(store: FactStore, org_id: str) -> frozenset[str]:
+    """The SHAs of every commit a visible note (``git_notes`` or ``git_ai_notes``) binds to a
+    Session of the org, whichever repository it was read in and whether or not its repository
+    qualifies: a commit a note gives one Session is that Session's work."""
+    return frozenset(getattr(o, "commit_sha") for o in store.facts("session_commit_observations", org_id))  # noqa: B009
+
+
 class StoreRollouts(Sequence[Rollout]):
     """The org's Rollouts, derived lazily in Session order (one Session resident at a time)."""
 
@@ -141,6 +151,8 @@ class StoreRollouts(Sequence[Rollout]):
         self._sessions = store.session_ids(org_id)
         #: the org's repository context, read once: every Session is qualified by it
         self.repositories = RepositoryContext.from_store(store, org_id)
+        #: every commit a note binds to a Session: never a Jaccard candidate of another Session
+        self._noted = noted_commits(store, org_id)
         self._index = CommitIndex(mirrors, org_id, self.repositories)
         self._fragmented: dict[int, Counter[str]] = {}
         self._skipped: dict[int, Counter[str]] = {}
@@ -151,7 +163,7 @@ class StoreRollouts(Sequence[Rollout]):
     def __getitem__(self, index: int) -> Rollout:  # type: ignore[override]
         derived = derive_session(self.store, self.org_id, self._sessions[index], policy=self.policy,
                                  index=self._index, quarantine_revision=self.quarantine_revision,
-                                 repositories=self.repositories)
+                                 repositories=self.repositories, noted=self._noted)
         self._fragmented[index] = derived.fragmented
         self._skipped[index] = derived.skipped
         if derived.rollout is None:

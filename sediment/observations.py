@@ -15,12 +15,17 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sediment.facts import ObservationSource, RepositoryIdentity, SessionCommitObservation
 from sediment.git_ai_notes import GitAiNoteError, parse_note
 from sediment.ingest.facts_jsonl import PENDING_ID, with_natural_id
-from sediment.mirrors import MirrorRoot
+from sediment.mirrors import MirrorLocation, MirrorRoot
 from sediment.store import FactStore
+
+if TYPE_CHECKING:
+    from sediment.repositories import RepositoryContext
 
 
 @dataclass
@@ -88,3 +93,57 @@ def observe_notes(mirrors: MirrorRoot, store: FactStore, org_id: str, repo: str,
     result.stored = appended.stored["session_commit_observations"]
     result.already_seen = appended.duplicates["session_commit_observations"]
     return result
+
+
+@dataclass(frozen=True)
+class SettledMirror:
+    """A legacy mirror keyed by the identity that now holds its name, and the note edges its
+    notes gave under that identity."""
+
+    repo: str
+    identity: RepositoryIdentity
+    path: Path
+    observed: ObservationResult
+
+
+@dataclass
+class Settlement:
+    """What :func:`settle_legacy_mirrors` did: the mirrors it keyed, and the legacy mirrors it
+    had to leave unused (several repositories held the name, or the identity has a mirror)."""
+
+    settled: list[SettledMirror] = field(default_factory=list)
+    unused: list[str] = field(default_factory=list)
+
+
+def settle_legacy_mirrors(mirrors: MirrorRoot, store: FactStore, org_id: str, captured_at: datetime,
+                          repositories: RepositoryContext | None = None) -> Settlement:
+    """Key every legacy mirror of ``org_id`` whose name exactly one identified repository now
+    holds by that repository's identity, and observe its notes under it.
+
+    A mirror added before its repository's webhooks arrived is legacy; once Facts name the
+    repository's immutable id, a name alone may not qualify its commits. ``mirror add`` after
+    those Facts would key the mirror by that identity (:meth:`RepositoryContext.mirror_identity`);
+    this applies the same rule to a mirror that came first, so the order of ``mirror add`` and
+    ingest never changes what is attributed. The legacy observations the mirror gave before are
+    restated under the identity and so superseded (:func:`sediment.repositories.superseded_observations`). Idempotent:
+    a call with nothing to settle reads only the mirror root's listing.
+    """
+    from sediment.repositories import RepositoryContext
+
+    result = Settlement()
+    legacy = mirrors.legacy_mirrors(org_id)
+    if not legacy:
+        return result
+    context = repositories if repositories is not None else RepositoryContext.from_store(store, org_id)
+    for repo in legacy:
+        if context.legacy_mirror_usable(repo):
+            continue
+        location = MirrorLocation(repo, None, mirrors.mirror_path(org_id, repo))
+        rekeyed = mirrors.rekey(org_id, location, context)
+        if rekeyed is None or rekeyed.identity is None:
+            result.unused.append(repo)
+            continue
+        observed = observe_notes(mirrors, store, org_id, rekeyed.repo, captured_at, rekeyed.identity)
+        result.settled.append(SettledMirror(rekeyed.repo, rekeyed.identity, rekeyed.path, observed))
+    return result
+

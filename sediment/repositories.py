@@ -233,6 +233,23 @@ def _rename_order(rename: Rename) -> tuple[Any, ...]:
     return (claim.captured_at, claim.rename_id, identity, claim.old_repo, claim.new_repo, claim.source_event_id or "")
 
 
+def superseded_observations(observations: Iterable[SessionCommitObservation]) -> frozenset[str]:
+    """The ids of legacy observations (no repository identity) that an identified observation
+    restates: the same name, commit and Session. Such an edge was read from a legacy mirror that
+    was later keyed by its repository's identity (``sediment.observations.settle_legacy_mirrors``);
+    the identified observation is the evidence, the legacy one is neither evidence nor a skip."""
+    items = list(observations)
+    identified = {(o.repo, o.commit_sha, o.session_id) for o in items if o.repository_id is not None}
+    return frozenset(o.observation_id for o in items
+                     if o.repository_id is None and (o.repo, o.commit_sha, o.session_id) in identified)
+
+
+def superseded_observation_ids(store: FactStore, org_id: str) -> frozenset[str]:
+    """:func:`superseded_observations` of the org's visible observations."""
+    facts = store.facts("session_commit_observations", org_id)
+    return superseded_observations(f for f in facts if isinstance(f, SessionCommitObservation))
+
+
 # --- the context -----------------------------------------------------------------------
 
 
@@ -325,8 +342,13 @@ class RepositoryContext:
 
     @classmethod
     def from_store(cls, store: FactStore, org_id: str) -> RepositoryContext:
-        """The context of ``org_id`` from its visible Facts (quarantined ones are not evidence)."""
-        return cls.build(org_id, store.repository_evidence(org_id), store.repository_renames(org_id))
+        """The context of ``org_id`` from its visible Facts (quarantined ones are not evidence,
+        nor are legacy observations an identified one restates:
+        :func:`sediment.observations.superseded_observations`)."""
+        superseded = superseded_observation_ids(store, org_id)
+        evidence = (row for row in store.repository_evidence(org_id)
+                    if not (row.source_table == "session_commit_observations" and row.source_fact_id in superseded))
+        return cls.build(org_id, evidence, store.repository_renames(org_id))
 
     # --- what the context knows -------------------------------------------------------
 
@@ -414,4 +436,6 @@ __all__ = [
     "evidence_of_all",
     "identity_of",
     "repository_sort_key",
+    "superseded_observation_ids",
+    "superseded_observations",
 ]

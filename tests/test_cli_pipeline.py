@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from sediment.demo import ORG, REPO, write_inputs
+from sediment.testing import snapshot
 
 
 def run(env: dict[str, str], *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
@@ -33,7 +34,8 @@ def operator(tmp_path: Path) -> dict[str, Any]:
     return {"env": env, "inputs": inputs, "tmp": tmp_path}
 
 
-def load(operator: dict[str, Any], *, shuffle: int | None = None, mirror_first: bool = False) -> None:
+def load(operator: dict[str, Any], *, shuffle: int | None = None,
+         mirror_first: bool = False) -> subprocess.CompletedProcess[str]:
     """Ingest the webhooks, calls and JUnit reports, then add the mirror (which the webhooks'
     repository id keys); with ``mirror_first``, the mirror before anything else."""
     env, inputs = operator["env"], operator["inputs"]
@@ -47,7 +49,7 @@ def load(operator: dict[str, Any], *, shuffle: int | None = None, mirror_first: 
         random.Random(shuffle).shuffle(lines)
         calls = operator["tmp"] / f"calls-{shuffle}.jsonl"
         calls.write_text("".join(lines))
-    run(env, "ingest", "github", *hooks)
+    ingested = run(env, "ingest", "github", *hooks)
     run(env, "ingest", "calls", "--format", "openai-chat", str(calls))
     uploads = list(inputs.junit)
     if shuffle is not None:
@@ -57,6 +59,7 @@ def load(operator: dict[str, Any], *, shuffle: int | None = None, mirror_first: 
             "--run-attempt", str(upload.attempt), "--repo", REPO, "--commit", upload.commit)
     if not mirror_first:
         run(env, "mirror", "add", REPO, str(inputs.origin))
+    return ingested
 
 
 def test_whole_path_traces_rewards_to_webhooks(operator: dict[str, Any]) -> None:
@@ -93,34 +96,32 @@ def test_whole_path_traces_rewards_to_webhooks(operator: dict[str, Any]) -> None
     assert run(env, "schema", "validate", *summary["written"]).returncode == 0
 
 
-def test_a_mirror_added_before_the_webhooks_is_keyed_by_mirror_fetch(operator: dict[str, Any]) -> None:
-    """Added before any webhook named the repository's id, the mirror is legacy; once the
-    webhooks say which repository held the name, its notes cannot join that repository (a name
-    never supplies identity): derive declines them visibly. `mirror fetch` keys the mirror by
-    that identity, its notes are observed again under it, and the Sessions get their commits."""
+def test_a_mirror_added_before_the_webhooks_gives_the_same_bundle(operator: dict[str, Any]) -> None:
+    """Added before any webhook named the repository's id, the mirror is legacy. The ingest that
+    first names the id keys it by that identity (the rule `mirror add` applies after the
+    webhooks) and observes its notes again under it: the bundle is byte-identical to the one
+    of the webhooks-first order, and the superseded legacy edges are neither evidence nor a skip."""
     from sediment.mirrors import MirrorRoot
 
     env, tmp = operator["env"], operator["tmp"]
-    load(operator, mirror_first=True)
-    run(env, "derive", "--out", str(tmp / "before"))
-    manifest = json.loads((tmp / "before" / "manifest.json").read_text())
-    assert manifest["skipped"]["attribution.repository_identity_absent"] == 12  # every legacy note edge
-    before = json.loads(run(env, "export", "rlvr", "--target", "sediment", "--from", str(tmp / "before"),
-                            "--out", str(tmp / "out-before"), "--json").stdout)
-    assert before["task_rows"] == 0
-
-    fetched = run(env, "mirror", "fetch")
+    hooks = load(operator, mirror_first=True)
     identified = MirrorRoot(tmp / "home" / "mirrors").mirror_path(ORG, REPO, _identity("424242"))
-    assert fetched.stderr.splitlines()[0] == \
-        f"keyed the mirror of {REPO} by github.com repository 424242 (the stored Facts name it): {identified}"
-    assert f"{REPO}: 12 new session-commit observation(s), 0 already seen" in fetched.stderr
+    assert (f"keyed the mirror of {REPO} by github.com repository 424242 (the stored Facts name it now): "
+            "12 new session-commit observation(s)") in hooks.stderr
     assert run(env, "mirror", "list").stdout == f"{REPO}\t{identified}\n"
-    run(env, "derive", "--out", str(tmp / "after"))
-    after = json.loads(run(env, "export", "rlvr", "--target", "sediment", "--from", str(tmp / "after"),
-                           "--out", str(tmp / "out-after"), "--json").stdout)
-    assert after["task_rows"] == 11  # what the webhooks-first order gives
-    manifest = json.loads((tmp / "after" / "manifest.json").read_text())
-    assert manifest["skipped"]["attribution.repository_identity_absent"] == 12  # the legacy edges stay visible
+    run(env, "derive", "--out", str(tmp / "mirror-first"))
+    manifest = json.loads((tmp / "mirror-first" / "manifest.json").read_text())
+    assert "attribution.repository_identity_absent" not in manifest["skipped"]
+    summary = json.loads(run(env, "export", "rlvr", "--target", "sediment", "--from", str(tmp / "mirror-first"),
+                             "--out", str(tmp / "out"), "--json").stdout)
+    assert summary["task_rows"] == 11  # what the webhooks-first order gives
+
+    other = {**env, "SEDIMENT_HOME": str(tmp / "home-2")}
+    load({**operator, "env": other})
+    run(other, "derive", "--out", str(tmp / "webhooks-first"))
+    assert snapshot(tmp / "mirror-first") == snapshot(tmp / "webhooks-first")
+    again = run(env, "mirror", "fetch")  # nothing left to key: the fetch observes nothing new
+    assert f"{REPO}: 0 new session-commit observation(s), 12 already seen" in again.stderr
 
 
 def _identity(repository_id: str) -> Any:

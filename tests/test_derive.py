@@ -220,3 +220,43 @@ def test_jaccard_scores_each_call_against_each_code_file(tmp_path: Path) -> None
     assert derived["docs-only"].commits == () and docs not in [c.commit_sha for r in derived.values() for c in r.commits]
     assert rollouts.skipped == {"attribution.jaccard_no_candidate_commit": 1, "attribution.jaccard_no_code_diff": 1,
                                 "attribution.jaccard_no_match": 1}
+
+
+@pytest.mark.parametrize("note_kind", ["git_notes", "git_ai_notes"])
+def test_a_noted_commit_is_never_a_similarity_candidate_of_another_session(tmp_path: Path, note_kind: str) -> None:
+    """A note is recorded evidence, a similarity an estimate: a commit a note binds to one
+    Session is never bound to another by the Jaccard fallback, however alike its calls are and
+    although it was made inside that Session's window. An unnoted commit still binds."""
+    from sediment.facts import SessionCommitObservation
+    from sediment.ingest.facts_jsonl import PENDING_ID, with_natural_id
+
+    origin = MirrorWriter(tmp_path / "origin.git")
+    origin.commit({"base.py": "x = 1\n"}, "base", when=at(-60))
+    noted = origin.commit({"calc.py": "def add(a, b):\n    return a + b\n"}, "noted", when=at(5))
+    free = origin.commit({"mul.py": "def mul(a, b):\n    return a * b\n"}, "unnoted", when=at(6))
+    (tmp_path / "mirrors").mkdir()
+    mirrors = MirrorRoot(tmp_path / "mirrors")
+    mirrors.add(ORG, REPO, str(tmp_path / "origin.git"))
+    store = FactStore(f"sqlite:///{tmp_path / 'facts.db'}")
+
+    def writes(session: str, index: int, path: str, content: str) -> Any:
+        return call(session, index, [message("user", "write it")], [message("assistant", ToolCallPart(
+            id=f"t{index}", name="write_file", arguments={"path": path, "content": content}))])
+
+    store.append([
+        writes("author", 0, "calc.py", "def add(a, b):\n    return a + b\n"),
+        writes("copycat", 1, "calc.py", "def add(a, b):\n    return a + b\n"),  # the same text, no notes
+        writes("mul-writer", 2, "mul.py", "def mul(a, b):\n    return a * b\n"),
+        with_natural_id(SessionCommitObservation(
+            observation_id=PENDING_ID, org_id=ORG, repo=REPO, commit_sha=noted, session_id="author",
+            source_push_id=None, captured_at=T0 + timedelta(days=1), attribution_source=note_kind), "observation_id"),
+    ])
+    rollouts = StoreRollouts(store, ORG, policy=DerivationPolicy(), mirrors=mirrors)
+    derived = {r.session_id: r for r in rollouts}
+    assert [c.commit_sha for c in derived["author"].commits] == [noted]
+    assert derived["author"].attribution_source == note_kind
+    assert derived["copycat"].commits == ()  # before the rule: bound to the author's noted commit
+    assert [c.commit_sha for c in derived["mul-writer"].commits] == [free]
+    assert rollouts.skipped == {"attribution.jaccard_no_match": 1}
+    shas = [c.commit_sha for r in derived.values() for c in r.commits]
+    assert len(shas) == len(set(shas))  # no commit is bound to two Sessions

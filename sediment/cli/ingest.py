@@ -58,11 +58,14 @@ class CallFormat(StrEnum):
     anthropic = "anthropic"
 
 
-def _run(files: list[str], translate: Callable[[Any], Translation], as_json: bool, workers: int = 1) -> None:
+def _run(files: list[str], translate: Callable[[Any], Translation], as_json: bool, workers: int = 1, *,
+         org_id: str) -> None:
     from sediment.ingest.files import ingest_files
 
     report = ingest_files(files, translate, settings.store(), workers=workers)
     _render(report, as_json)
+    # a legacy mirror added before these Facts named its repository's identity is keyed by it now
+    settings.settle_mirrors(org_id, (table for table, count in report.stored.items() if count))
     _report_problems(report)
 
 
@@ -103,7 +106,7 @@ def facts(files: list[str] = typer.Argument(..., help=FILES_HELP),
     from sediment.ingest.facts_jsonl import translate_fact
 
     org_id = settings.org_id(org)
-    _run(files, lambda record: translate_fact(record, org_id=org_id), as_json)
+    _run(files, lambda record: translate_fact(record, org_id=org_id), as_json, org_id=org_id)
 
 
 @ingest_app.command("github")
@@ -117,7 +120,8 @@ def github(files: list[str] = typer.Argument(..., help=FILES_HELP),
 
     org_id = settings.org_id(org)
     now = settings.capture_time()
-    _run(files, lambda record: translate_github(record, event=event, org_id=org_id, captured_at=now), as_json)
+    _run(files, lambda record: translate_github(record, event=event, org_id=org_id, captured_at=now), as_json,
+         org_id=org_id)
 
 
 @ingest_app.command("ci")
@@ -129,7 +133,7 @@ def ci(files: list[str] = typer.Argument(..., help=FILES_HELP),
 
     org_id = settings.org_id(org)
     now = settings.capture_time()
-    _run(files, lambda record: translate_ci(record, org_id=org_id, captured_at=now), as_json)
+    _run(files, lambda record: translate_ci(record, org_id=org_id, captured_at=now), as_json, org_id=org_id)
 
 
 @ingest_app.command("calls")
@@ -148,7 +152,7 @@ def calls(files: list[str] = typer.Argument(..., help=FILES_HELP),
     now = settings.capture_time()
     memo = ReplayMemo()
     _run(files, lambda record: translate_call(record, format=format.value, org_id=org_id, captured_at=now,
-                                              memo=memo), as_json, workers)
+                                              memo=memo), as_json, workers, org_id=org_id)
 
 
 def _provider_command(name: str, module: str, function: str, header: str, summary: str) -> None:
@@ -163,7 +167,8 @@ def _provider_command(name: str, module: str, function: str, header: str, summar
         translate = getattr(importlib.import_module(module), function)
         org_id = settings.org_id(org)
         now = settings.capture_time()
-        _run(files, lambda record: translate(record, event=event, org_id=org_id, captured_at=now), as_json)
+        _run(files, lambda record: translate(record, event=event, org_id=org_id, captured_at=now), as_json,
+             org_id=org_id)
 
     command.__doc__ = (f"{summary}\n\nA file holds deliveries: bare payloads, or envelopes "
                        f'{{"headers": {{...}}, "payload": {{...}}}} whose headers name the event ({header}). '
@@ -194,7 +199,7 @@ def gitlab(files: list[str] = typer.Argument(..., help=FILES_HELP),
     org_id = settings.org_id(org)
     now = settings.capture_time()
     _run(files, lambda record: translate_gitlab(record, event=event, org_id=org_id, captured_at=now, host=host),
-         as_json)
+         as_json, org_id=org_id)
 
 
 _provider_command("circleci", "sediment.ingest.circleci", "translate_circleci", "circleci-event-type",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -52,6 +53,35 @@ def mirror_root(create: bool = False) -> MirrorRoot:
 
 
 CAPTURE_TIME_ENV = "SEDIMENT_CAPTURE_TIME"
+
+#: Fact tables whose new rows can name a repository identity (what may settle a legacy mirror).
+_IDENTITY_TABLES = frozenset({"ci_outcomes", "pushes", "pull_request_merges", "session_commit_observations",
+                              "repository_renames"})
+
+
+def settle_mirrors(org: str, stored: Iterable[str] | None = None) -> None:
+    """Key the org's legacy mirrors whose name one identified repository now holds by that
+    identity, and observe their notes under it (:func:`sediment.observations.settle_legacy_mirrors`),
+    saying so on stderr. ``stored``: the Fact tables an ingest just wrote to; nothing is done
+    unless one of them can name an identity. Without a mirror root there is nothing to settle."""
+    from sediment.cli import console
+    from sediment.home import sediment_home
+    from sediment.mirrors import MirrorRoot
+    from sediment.observations import settle_legacy_mirrors
+    from sediment.repositories import describe
+
+    if stored is not None and not _IDENTITY_TABLES.intersection(stored):
+        return
+    value = os.environ.get(MIRROR_ENV, "").strip()
+    path = Path(value) if value else sediment_home() / "mirrors"
+    if not path.is_dir():
+        return
+    settlement = settle_legacy_mirrors(MirrorRoot(path), store(), org, capture_time())
+    for settled in settlement.settled:
+        console.say(f"keyed the mirror of {settled.repo} by {describe(settled.identity)} (the stored Facts "
+                    f"name it now): {settled.observed.stored} new session-commit observation(s)")
+        for problem in settled.observed.problems:
+            console.warning(problem)
 
 
 def mirror_option(option: Path | None, needed_by: str) -> MirrorRoot:

@@ -172,7 +172,13 @@ class IngestWorker:
         for fact in facts:
             if isinstance(fact, Push):
                 self._mirrors.request(fact)
+        if result is not None and any(getattr(f, "repository_id", None) is not None for f in facts):
+            self._mirrors.request(SETTLE)  # a legacy mirror of a name these Facts identify is keyed now
         return True
+
+
+#: A refresher request: key legacy mirrors whose name an identified repository now holds.
+SETTLE = "settle"
 
 
 class MirrorRefresher:
@@ -183,14 +189,16 @@ class MirrorRefresher:
         self.database_url = database_url
         self.mirror_path = mirror_path
         self.stats = stats
-        self._queue: queue.Queue[Push | None] = queue.Queue()
+        self._queue: queue.Queue[Push | str | None] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="sediment-mirrors", daemon=True)
 
     def start(self) -> None:
         if self.mirror_path is not None:
             self._thread.start()
 
-    def request(self, push: Push) -> None:
+    def request(self, push: Push | str) -> None:
+        """Refresh the mirror of a pushed repository, or (:data:`SETTLE`) key the legacy mirrors
+        whose name one identified repository now holds."""
         if self.mirror_path is not None:
             self._queue.put(push)
 
@@ -204,10 +212,34 @@ class MirrorRefresher:
             push = self._queue.get()
             if push is None:
                 return
+            if isinstance(push, str):
+                try:
+                    self._settle()
+                except SedimentError as exc:
+                    log.warning("keying legacy mirrors by their repository identity failed: %s", exc)
+                continue
             try:
                 self._refresh(push)
             except SedimentError as exc:
                 log.warning("mirror refresh of %s after a push failed: %s", push.repo, exc)
+
+    def _settle(self) -> None:
+        from sediment.mirrors import MirrorRoot
+        from sediment.observations import settle_legacy_mirrors
+        from sediment.repositories import describe
+        from sediment.store import FactStore
+
+        assert self.mirror_path is not None
+        if not self.mirror_path.is_dir():
+            return
+        store = FactStore(self.database_url)
+        try:
+            settlement = settle_legacy_mirrors(MirrorRoot(self.mirror_path), store, self.org_id, datetime.now(UTC))
+        finally:
+            store.close()
+        for settled in settlement.settled:
+            log.info("keyed the mirror of %s by %s: %d new session-commit observation(s)", settled.repo,
+                     describe(settled.identity), settled.observed.stored)
 
     def _refresh(self, push: Push) -> None:
         from sediment.facts import RepositoryIdentity
