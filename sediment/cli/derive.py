@@ -18,14 +18,19 @@ def derive(
     workers: int = typer.Option(1, "--workers", "-w", min=1, help="Processes deriving Sessions in parallel "
                                 "(the bundle is byte-identical for any count)."),
 ) -> None:
-    """Derive every Session's Rollout from the fact store and mirrors into a bundle."""
+    """Derive every Session's Rollout from the fact store and mirrors into a bundle.
+
+    A legacy mirror whose name one identified repository now holds is keyed by that identity
+    first, as `mirror fetch` would (without fetching), so the order of `mirror add` and ingest
+    never changes the bundle."""
     from sediment.derive import derive_bundle
     from sediment.policy import DerivationPolicy
 
     resolved = DerivationPolicy.from_toml(policy) if policy else DerivationPolicy()
     org_id = settings.org_id(org)
-    path, _ = derive_bundle(settings.store(), org_id, out, policy=resolved,
-                            mirrors=settings.mirror_root(create=True), workers=workers)
+    mirrors = settings.mirror_root(create=True)
+    settings.settle_mirrors(org_id, root=mirrors)  # Facts that arrived elsewhere (a receiver) may name one now
+    path, _ = derive_bundle(settings.store(), org_id, out, policy=resolved, mirrors=mirrors, workers=workers)
     manifest = json.loads((path / "manifest.json").read_text(encoding="ascii"))
     if as_json:
         typer.echo(json.dumps(manifest))

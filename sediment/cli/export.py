@@ -186,7 +186,10 @@ def _evidence(source: Path | None, org: str | None, mirror_root: MirrorRoot | No
     if source is None:
         from sediment.export.context import store_evidence
 
-        return store_evidence(settings.store(), settings.org_id(org), mirror_root)
+        org_id = settings.org_id(org)
+        if mirror_root is not None:
+            settings.settle_mirrors(org_id, root=mirror_root)  # as derive does
+        return store_evidence(settings.store(), org_id, mirror_root)
     from sediment.bundle import open_bundle
 
     bundle = open_bundle(source, workers=workers)

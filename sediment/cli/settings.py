@@ -59,11 +59,12 @@ _IDENTITY_TABLES = frozenset({"ci_outcomes", "pushes", "pull_request_merges", "s
                               "repository_renames"})
 
 
-def settle_mirrors(org: str, stored: Iterable[str] | None = None) -> None:
+def settle_mirrors(org: str, stored: Iterable[str] | None = None, root: MirrorRoot | None = None) -> None:
     """Key the org's legacy mirrors whose name one identified repository now holds by that
     identity, and observe their notes under it (:func:`sediment.observations.settle_legacy_mirrors`),
     saying so on stderr. ``stored``: the Fact tables an ingest just wrote to; nothing is done
-    unless one of them can name an identity. Without a mirror root there is nothing to settle."""
+    unless one of them can name an identity. ``root``: the mirror root (default:
+    ``SEDIMENT_MIRROR_PATH`` or ``$SEDIMENT_HOME/mirrors``; without one there is nothing to settle)."""
     from sediment.cli import console
     from sediment.home import sediment_home
     from sediment.mirrors import MirrorRoot
@@ -72,11 +73,13 @@ def settle_mirrors(org: str, stored: Iterable[str] | None = None) -> None:
 
     if stored is not None and not _IDENTITY_TABLES.intersection(stored):
         return
-    value = os.environ.get(MIRROR_ENV, "").strip()
-    path = Path(value) if value else sediment_home() / "mirrors"
-    if not path.is_dir():
-        return
-    settlement = settle_legacy_mirrors(MirrorRoot(path), store(), org, capture_time())
+    if root is None:
+        value = os.environ.get(MIRROR_ENV, "").strip()
+        path = Path(value) if value else sediment_home() / "mirrors"
+        if not path.is_dir():
+            return
+        root = MirrorRoot(path)
+    settlement = settle_legacy_mirrors(root, store(), org, capture_time())
     for settled in settlement.settled:
         console.say(f"keyed the mirror of {settled.repo} by {describe(settled.identity)} (the stored Facts "
                     f"name it now): {settled.observed.stored} new session-commit observation(s)")

@@ -1,0 +1,307 @@
+"""Same evidence, same rows: the operator's sequence of commands in any order.
+
+A workflow property test. The scenario is the demo's evidence (Sessions with calls, commits with
+``refs/notes/sediment`` notes, GitHub ``workflow_run`` deliveries with retries, flakes and a
+red-to-green recovery, JUnit reports, OTLP developer decisions) plus what Hypothesis draws: a
+git-ai authorship note binding a Session that has none of ours, a repository rename with later
+deliveries under the new name, and a second workflow that agrees or disagrees with the first.
+
+The operations run through the real CLI (``sediment.cli.main``, in process) in an order and
+batch split Hypothesis draws: the mirror added before, between or after the ingests; webhooks
+one file per command or several at once, shuffled; the call log's lines shuffled and split;
+duplicates re-ingested; ``--workers 1`` or ``2``; one pinned capture time (a backfill) or a
+later one per command (live capture). Every order must give a byte-identical bundle and
+byte-identical exports of every objective, target and profile; under live capture, where the
+capture times themselves differ, identical after leaving out those times.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import io
+import json
+import os
+import random
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sediment.demo import ORG, REPO, T0, DemoInputs, workflow_run, write_inputs
+from sediment.mirrors import MirrorWriter
+from sediment.testing import snapshot
+
+NEW_NAME = "acme/calc-app"
+PINNED = "2026-03-03T09:00:00Z"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    git_ai_note: bool
+    rename: bool
+    #: a second workflow on the first pass's commit: None, or its conclusion
+    second_workflow: str | None
+
+
+@dataclass(frozen=True)
+class Operations:
+    mirror_at: int
+    hook_chunks: int
+    call_chunks: int
+    seed: int
+    duplicate: bool
+    workers: int
+    live: bool
+
+
+def _git_ai_note(session: str, path: str) -> str:
+    key = "s_0123456789abcd"
+    metadata = {"schema_version": "authorship/3.0.0", "base_commit_sha": "0" * 40, "prompts": {},
+                "sessions": {key: {"agent_id": {"tool": "claude", "id": session, "model": "claude-sonnet-4"}}}}
+    return f"{path}\n  {key}::t_0123456789abcd 1-3\n---\n{json.dumps(metadata)}"
+
+
+def _rename(old: str, new: str) -> dict[str, Any]:
+    return {"headers": {"X-GitHub-Event": "repository", "X-GitHub-Delivery": "rename-424242"},
+            "payload": {"action": "renamed", "changes": {"repository": {"name": {"from": old.split("/")[1]}}},
+                        "repository": {"id": 424242, "name": new.split("/")[1], "full_name": new,
+                                       "owner": {"login": new.split("/")[0]}, "private": False},
+                        "sender": {"login": "octocat"}}}
+
+
+def build(directory: Path, scenario: Scenario) -> DemoInputs:
+    """The demo's inputs under ``directory``, with the scenario's extra evidence."""
+    inputs = write_inputs(directory)
+    hooks = directory / "webhooks"
+    origin = MirrorWriter(inputs.origin)
+    first = json.loads(inputs.webhooks[0].read_text())["payload"]["workflow_run"]
+    if scenario.git_ai_note:  # the human-looking "Add operation tests" commit, claimed by a Session
+        log = [json.loads(p.read_text())["payload"]["workflow_run"] for p in inputs.webhooks]
+        sha = next(r["head_sha"] for r in log if r["id"] == 106)
+        origin.add_git_ai_note(sha, _git_ai_note("sess-explore", "tests/test_ops.py"))
+    repo = REPO
+    if scenario.rename:
+        (hooks / "repository-renamed.json").write_text(json.dumps(_rename(REPO, NEW_NAME)))
+        repo = NEW_NAME
+    if scenario.second_workflow is not None:
+        delivery = workflow_run(900, 1, first["head_sha"], scenario.second_workflow,
+                                datetime.fromisoformat(first["updated_at"]) + timedelta(minutes=5))
+        run = delivery["payload"]["workflow_run"]
+        run.update(name="lint", workflow_id=9002, path=".github/workflows/lint.yml")
+        delivery["payload"]["workflow"] = {"id": 9002, "name": "lint", "path": ".github/workflows/lint.yml"}
+        for where in (run["repository"], delivery["payload"]["repository"]):
+            where.update(name=repo.split("/")[1], full_name=repo)
+        (hooks / "workflow_run-900-1.json").write_text(json.dumps(delivery))
+    webhooks = sorted(hooks.glob("*.json"))
+    return DemoInputs(inputs.origin, inputs.calls, webhooks, inputs.junit, inputs.settings, inputs.decisions)
+
+
+@contextlib.contextmanager
+def _environment(env: dict[str, str]) -> Iterator[None]:
+    saved = dict(os.environ)
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def sediment(env: dict[str, str], *args: str) -> tuple[int, str]:
+    """Run ``sediment ARGS`` in this process, as the console script does: exit code and stderr."""
+    from sediment.cli import main
+
+    err, out = io.StringIO(), io.StringIO()
+    argv = sys.argv
+    sys.argv = ["sediment", *args]
+    code: int = 0
+    try:
+        with _environment(env), contextlib.redirect_stderr(err), contextlib.redirect_stdout(out):
+            main()
+    except SystemExit as exc:
+        code = int(exc.code or 0) if not isinstance(exc.code, str) else 1
+    finally:
+        sys.argv = argv
+    return code, err.getvalue() + out.getvalue()
+
+
+class Operator:
+    """One operator's home, running commands with a capture time per command (or one pinned)."""
+
+    def __init__(self, home: Path, live: bool) -> None:
+        self.home = home
+        self.live = live
+        self.clock = 0
+        self.base = {k: v for k, v in os.environ.items() if not k.startswith("SEDIMENT_")}
+        self.base |= {"SEDIMENT_HOME": str(home), "SEDIMENT_ORG_ID": ORG}
+
+    def run(self, *args: str, expect: tuple[int, ...] = (0,)) -> str:
+        self.clock += 1
+        moment = (T0 + timedelta(days=2, minutes=self.clock)).isoformat() if self.live else PINNED
+        code, output = sediment(self.base | {"SEDIMENT_CAPTURE_TIME": moment}, *args)
+        assert code in expect, f"sediment {' '.join(args)} exited {code}: {output}"
+        return output
+
+
+def _chunks(items: list[Any], count: int) -> list[list[Any]]:
+    count = max(1, min(count, len(items)))
+    return [items[i::count] for i in range(count)]
+
+
+def commands(inputs: DemoInputs, work: Path, ops: Operations) -> list[tuple[str, ...]]:
+    """The ingest commands and the mirror add, in the drawn order and batch split."""
+    rng = random.Random(ops.seed)
+    hooks = [str(p) for p in inputs.webhooks]
+    rng.shuffle(hooks)
+    found: list[tuple[str, ...]] = [("ingest", "github", *chunk) for chunk in _chunks(hooks, ops.hook_chunks)]
+    lines = inputs.calls.read_text().splitlines(keepends=True)
+    rng.shuffle(lines)
+    for index, chunk in enumerate(_chunks(lines, ops.call_chunks)):
+        path = work / f"calls-{index}.jsonl"
+        path.write_text("".join(chunk))
+        found.append(("ingest", "calls", "--format", "openai-chat", str(path)))
+    found.append(("ingest", "otlp", str(inputs.decisions)))
+    for upload in inputs.junit:
+        found.append(("ingest", "junit", str(upload.path), "--provider", "github_actions", "--run-id",
+                      str(upload.run_id), "--run-attempt", str(upload.attempt), "--repo", REPO,
+                      "--commit", upload.commit))
+    if ops.duplicate:
+        found.append(rng.choice(found))
+    rng.shuffle(found)
+    found.insert(min(ops.mirror_at, len(found)), ("mirror", "add", REPO, str(inputs.origin)))
+    return found
+
+
+def exports(operator: Operator, inputs: DemoInputs, bundle: Path, out: Path, workers: int) -> None:
+    """Every installed target, objective and profile, exported through the CLI."""
+    from sediment.export.registry import load_registry
+
+    registry = load_registry()
+    def export(directory: str, *args: str, from_bundle: bool = True) -> None:
+        source = ("--from", str(bundle)) if from_bundle else ()
+        parallel = ("--workers", str(workers)) if args[0] == "rlvr" else ()  # the others have no workers
+        output = operator.run("export", *args, *source, "--out", str(out / directory), "--config",
+                              str(inputs.settings), *parallel, expect=(0, 9))
+        (out / f"{directory}.outcome").write_text("published" if (out / directory).exists() else output)
+
+    for name in sorted(registry.targets):
+        export(f"rlvr-{name}", "rlvr", "--target", name)
+    for name, objective in sorted(registry.objectives.items()):
+        if not objective.has_targets:
+            export(name, name, from_bundle=objective.info.supports_from)
+    for name, profile in sorted(registry.profiles.items()):
+        if profile.info.target in registry.targets:
+            export(f"profile-{name}", "rlvr", "--target", profile.info.target, "--profile", name)
+        else:
+            objective = registry.objectives[profile.objective]
+            export(f"profile-{name}", profile.objective, "--profile", name, from_bundle=objective.info.supports_from)
+
+
+def pipeline(work: Path, scenario: Scenario, ops: Operations) -> tuple[dict[str, bytes], dict[str, bytes]]:
+    """Inputs, the drawn operations, derive and every export: the bundle's and the exports' bytes."""
+    inputs = build(work / "inputs", scenario)
+    operator = Operator(work / "home", ops.live)
+    for command in commands(inputs, work, ops):
+        operator.run(*command)
+    operator.run("derive", "--out", str(work / "bundle"), "--workers", str(ops.workers))
+    exports(operator, inputs, work / "bundle", work / "out", ops.workers)
+    return snapshot(work / "bundle"), snapshot(work / "out")
+
+
+#: Capture times (a rename's time is its capture time: GitHub sends none), and the digests and
+#: sizes of bytes that hold them.
+_CAPTURE_DEPENDENT = frozenset({"captured_at", "renamed_at", "as_of", "sha256", "bytes", "row_sha256"})
+
+
+def _without_capture_times(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_capture_times(v) for k, v in value.items()
+                if k not in _CAPTURE_DEPENDENT}
+    if isinstance(value, list):
+        return [_without_capture_times(v) for v in value]
+    if isinstance(value, str) and value.startswith("{"):
+        try:
+            return _without_capture_times(json.loads(value))
+        except ValueError:
+            return value
+    return value
+
+
+def comparable(files: dict[str, bytes], work: Path) -> dict[str, Any]:
+    """Files as parsed values without capture times (live capture stamps each command anew);
+    paths inside them relative to the operator's work directory."""
+    found: dict[str, Any] = {}
+    for name, data in files.items():
+        text = data.decode("utf-8", "replace").replace(str(work), "<work>")
+        try:
+            found[name] = [_without_capture_times(json.loads(line)) for line in text.splitlines() if line.strip()]
+        except ValueError:
+            found[name] = text
+    return found
+
+
+_RUNS = itertools.count()
+_REFERENCES: dict[Scenario, tuple[Path, dict[str, bytes], dict[str, bytes]]] = {}
+
+
+def reference(root: Path, scenario: Scenario) -> tuple[Path, dict[str, bytes], dict[str, bytes]]:
+    """The scenario's rows in the documented order (webhooks first, the mirror last), once per run."""
+    if scenario not in _REFERENCES:
+        work = root / f"reference-{len(_REFERENCES)}"
+        ops = Operations(mirror_at=99, hook_chunks=1, call_chunks=1, seed=0, duplicate=False, workers=1, live=False)
+        _REFERENCES[scenario] = (work, *pipeline(work, scenario, ops))
+    return _REFERENCES[scenario]
+
+
+scenarios = st.builds(Scenario, git_ai_note=st.booleans(), rename=st.booleans(),
+                      second_workflow=st.sampled_from([None, "failure", "success"]))
+operations = st.builds(Operations, mirror_at=st.integers(0, 12), hook_chunks=st.integers(1, 4),
+                       call_chunks=st.integers(1, 3), seed=st.integers(0, 2**16), duplicate=st.booleans(),
+                       workers=st.sampled_from([1, 2]), live=st.booleans())
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("workflow-order")
+
+
+@settings(max_examples=int(os.environ.get("SEDIMENT_WORKFLOW_EXAMPLES", "6")), deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(scenario=scenarios, ops=operations)
+def test_every_order_of_operations_gives_the_same_rows(scratch: Path, scenario: Scenario, ops: Operations) -> None:
+    ref_work, ref_bundle, ref_out = reference(scratch, scenario)
+    work = scratch / f"run-{next(_RUNS)}"
+    bundle, out = pipeline(work, scenario, ops)
+    assert sorted(out) == sorted(ref_out)
+    if ops.live:
+        assert comparable(bundle, work) == comparable(ref_bundle, ref_work)
+        assert comparable(out, work) == comparable(ref_out, ref_work)
+    else:
+        assert bundle == ref_bundle
+        assert {k: v.replace(str(work).encode(), b"<work>") for k, v in out.items()} == \
+            {k: v.replace(str(ref_work).encode(), b"<work>") for k, v in ref_out.items()}
+
+
+def test_the_reference_order_exports_rows(scratch: Path) -> None:
+    """The comparison is not vacuous: the reference order attributes Sessions and writes rows of
+    every kind, and the scenario's extra evidence reaches them."""
+    scenario = Scenario(git_ai_note=True, rename=True, second_workflow="failure")
+    work, bundle, out = reference(scratch, scenario)
+    manifest = json.loads(bundle["manifest.json"])
+    assert manifest["counts"]["rollouts"] >= 13 and manifest["counts"]["repository_renames"] == 1
+    rollouts = [json.loads(line) for line in bundle["rollouts.jsonl"].splitlines()]
+    sources = {json.loads(r["record_json"])["session_id"]: json.loads(r["record_json"])["attribution_source"]
+               for r in rollouts} if "record_json" in rollouts[0] else {}
+    if sources:
+        assert sources["sess-explore"] == "git_ai_notes"
+    published = [name for name in out if name.endswith(".outcome") and out[name] == b"published"]
+    assert len(published) >= 10
+    assert any(name.startswith("recovery/") and name.endswith(".jsonl") and out[name] for name in out)
