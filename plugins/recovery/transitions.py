@@ -9,8 +9,9 @@ A pure function of the resolved CI evidence and the mirrors' history (:func:`der
    its ``workflow_id``, else its ``workflow_path``; a run with neither is
    ``workflow_identity_absent`` (a display name never identifies a workflow).
 2. Runs form **lineages**: one per (qualified repository, branch, CI provider, definition), in
-   that order; a lineage's runs are ordered by the capture time of their verdict attempt, then
-   its outcome id.
+   that order; a lineage's runs are in evidence order (:mod:`.run_order`): commit ancestry in
+   the mirror, then the provider's time of the verdict attempt, then its capture time and its
+   outcome id.
 3. The walk: a failed run becomes the pending red (consecutive failures collapse to the last); a
    passed run with a pending red makes the one candidate transition and always spends the red,
    whatever the gates decide; later passes are not searched for another fix.
@@ -41,6 +42,8 @@ from sediment.plugin import (
     MirrorReadError,
     canonical_digest,
 )
+
+from .run_order import commit_ancestry, order_runs, run_key
 
 #: The derivation's own skip reasons, in vocabulary order (the registry puts the CI resolver's
 #: reasons in front).
@@ -155,8 +158,9 @@ def definition(workflow: CIWorkflowResolution) -> tuple[str, str] | None:
 
 def lineages(outcomes: Iterable[CIOutcome], resolution: CIResolutionResult,
              skipped: Counter[str]) -> dict[LineageKey, list[ResolvedRun]]:
-    """Every clean resolved run with a verdict, grouped by lineage and ordered by capture time;
-    unreliable and unidentified runs counted into ``skipped``."""
+    """Every clean resolved run with a verdict, grouped by lineage and ordered by
+    :func:`.run_order.run_key` (time, capture time, outcome id; :func:`ordered` adds commit
+    ancestry); unreliable and unidentified runs counted into ``skipped``."""
     by_id = {o.outcome_id: o for o in outcomes}
     grouped: dict[LineageKey, list[ResolvedRun]] = defaultdict(list)
     for commit in resolution.resolutions:
@@ -174,8 +178,15 @@ def lineages(outcomes: Iterable[CIOutcome], resolution: CIResolutionResult,
                 continue
             key: LineageKey = (commit.commit_key.repository_sort_key, workflow.branch, workflow.provider, *named)
             grouped[key].append(ResolvedRun(commit, workflow, by_id[workflow.verdict_outcome_id]))
-    return {key: sorted(grouped[key], key=lambda r: (r.outcome.captured_at, r.outcome.outcome_id))
-            for key in sorted(grouped)}
+    return {key: sorted(grouped[key], key=run_key) for key in sorted(grouped)}
+
+
+def ordered(runs: Sequence[ResolvedRun], mirror: Mirror | None) -> list[ResolvedRun]:
+    """A lineage's runs in evidence order (:mod:`.run_order`); the mirror is walked only when the
+    lineage holds both a failed and a passed run (else no order makes a candidate)."""
+    if not {"failed", "passed"} <= {run.verdict for run in runs}:
+        return list(runs)
+    return order_runs(runs, commit_ancestry(runs, mirror))
 
 
 def candidates(runs: Sequence[ResolvedRun]) -> list[tuple[ResolvedRun, ResolvedRun]]:
@@ -221,11 +232,11 @@ def derive_recovery(outcomes: Sequence[CIOutcome], resolution: CIResolutionResul
     the resolver's first, then the derivation's (see the module doc)."""
     derived = RecoveryDerivation()
     derived.skipped.update(resolution.skipped)
-    for runs in lineages(outcomes, resolution, derived.skipped).values():
-        pairs = candidates(runs)
+    for grouped in lineages(outcomes, resolution, derived.skipped).values():
+        mirror = mirror_of(grouped[0].commit)
+        pairs = candidates(ordered(grouped, mirror))
         if not pairs:
             continue
-        mirror = mirror_of(runs[0].commit)
         if mirror is None:
             derived.skipped["mirror_absent"] += len(pairs)
             continue
