@@ -59,6 +59,9 @@ DERIVATION_SKIP_REASONS: tuple[str, ...] = (
 )
 RECOVERY_POLICY_VERSION = "5"
 DEFAULT_MAX_RECOVERY_DIFF_LINES = 200
+#: How a lineage is ordered (:mod:`.run_order`), in the policy digest: upstream orders by capture
+#: time and outcome id under the same policy version, so the digest tells the rows apart.
+LINEAGE_ORDER = "ancestry,provider_time,captured_at,outcome_id"
 
 
 @dataclass(frozen=True)
@@ -74,14 +77,15 @@ class RecoveryPolicy:
             raise ValueError(f"max_recovery_diff_lines must be a non-negative integer, got {limit!r}")
 
     def digest(self, *, ci_policy_digest: str, derivation_policy_digest: str) -> str:
-        """SHA-256 of the resolved policy the rows depend on: these knobs, and the digests of the
-        CI resolution policy (verdicts) and the derivation policy (attribution, split)."""
+        """SHA-256 of the resolved policy the rows depend on: these knobs, the lineage order, and the
+        digests of the CI resolution policy (verdicts) and the derivation policy (attribution, split)."""
         return canonical_digest(self.resolved(ci_policy_digest=ci_policy_digest,
                                               derivation_policy_digest=derivation_policy_digest))
 
     def resolved(self, *, ci_policy_digest: str, derivation_policy_digest: str) -> dict[str, Any]:
         return {"ci_resolution_policy_digest": ci_policy_digest,
                 "derivation_policy_digest": derivation_policy_digest,
+                "lineage_order": LINEAGE_ORDER,
                 "max_recovery_diff_lines": self.max_recovery_diff_lines,
                 "policy_version": self.policy_version}
 
