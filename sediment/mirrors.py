@@ -480,12 +480,12 @@ class Mirror:
                 walker.push(oid)
             for commit in walker:  # parents before children
                 inherited = frozenset().union(*(below.get(p, frozenset()) for p in commit.parent_ids))
-                sha = wanted.get(commit.id)
-                if sha is None:
+                named = wanted.get(commit.id)
+                if named is None:
                     below[commit.id] = inherited
                 else:
-                    found[sha] = tuple(sorted(inherited))
-                    below[commit.id] = frozenset((sha,))
+                    found[named] = tuple(sorted(inherited))
+                    below[commit.id] = frozenset((named,))
         except pygit2.GitError as exc:
             raise MirrorReadError(f"history of {len(wanted)} commits: {exc}") from exc
         return found
