@@ -25,7 +25,7 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -459,6 +459,36 @@ class Mirror:
             return bool(self._repo.descendant_of(d.id, a.id))
         except pygit2.GitError as exc:
             raise MirrorReadError(f"ancestry of {ancestor}..{descendant}: {exc}") from exc
+
+    def nearest_ancestors(self, shas: Iterable[str]) -> dict[str, tuple[str, ...]]:
+        """For each of ``shas`` the mirror holds, the nearest of ``shas`` among its proper
+        ancestors: those reached from it through history that passes no other of ``shas``
+        (sorted). Ancestry among ``shas`` is the transitive closure of these edges; one walk of
+        the history they reach. ``shas`` the mirror does not hold are left out; a history that
+        cannot be walked raises :class:`MirrorReadError`."""
+        wanted: dict[pygit2.Oid, str] = {}
+        for sha in shas:
+            if self.has_commit(sha):
+                wanted[self._commit(sha).id] = sha
+        found: dict[str, tuple[str, ...]] = {}
+        if not wanted:
+            return found
+        below: dict[pygit2.Oid, frozenset[str]] = {}  # per commit walked: the nearest wanted at or below it
+        try:
+            walker = self._repo.walk(None, pygit2.enums.SortMode.TOPOLOGICAL | pygit2.enums.SortMode.REVERSE)
+            for oid in sorted(wanted, key=str):
+                walker.push(oid)
+            for commit in walker:  # parents before children
+                inherited = frozenset().union(*(below.get(p, frozenset()) for p in commit.parent_ids))
+                named = wanted.get(commit.id)
+                if named is None:
+                    below[commit.id] = inherited
+                else:
+                    found[named] = tuple(sorted(inherited))
+                    below[commit.id] = frozenset((named,))
+        except pygit2.GitError as exc:
+            raise MirrorReadError(f"history of {len(wanted)} commits: {exc}") from exc
+        return found
 
     def first_parent(self, sha: str) -> str | None:
         commit = self._commit(sha)

@@ -32,6 +32,7 @@ from sediment.ci_resolution import (
     CommitKey,
     resolve_ci,
 )
+from sediment.ci_times import finished_time
 from sediment.confidence import LabelConfidencePolicy, PairConfidence, label_confidence, pair_confidence
 from sediment.export.attributed_calls import AttributedCall, CallRecord, CommitAttributions
 from sediment.export.context import ExportContext
@@ -82,7 +83,7 @@ from sediment.facts import (
 from sediment.identifiers import render_datetime
 from sediment.mirrors import Mirror, MirrorReadError
 from sediment.policy import Provenance, TrainingProvenance
-from sediment.records import canonical_digest, canonical_json, plain, sha256_hex
+from sediment.records import canonical_digest, canonical_json, plain, sha256_hex, sortable_time
 from sediment.reports.diagnosis import DiagnosedRow, FloorCandidate, PromptBucket, Stratum
 from sediment.rollout import Rollout, Turn
 from sediment.split import Split
@@ -170,6 +171,7 @@ __all__ = [
     "canonical_json",
     "capture_row",
     "decision_row",
+    "finished_time",
     "hookimpl",
     "label_confidence",
     "map_conversation",
@@ -185,6 +187,7 @@ __all__ = [
     "schemas_in",
     "segment_instance_id",
     "sha256_hex",
+    "sortable_time",
     "strict_json",
     "task_basis",
     "task_ineligibility",

@@ -39,9 +39,11 @@ DESCRIPTION = "Recovery pairs: a failed CI run, the passed run that fixed it, th
 HELP = """\
 Directly from the fact store and the mirrors (no --from: Recovery reads every CI outcome of
 the org, not a bundle's Rollouts). For each workflow definition (workflow id, else path) on
-each branch of each repository, runs are ordered by capture time; the last clean failure and
-the next clean pass make a pair when the passing commit descends from the failing one and the
-diff between them has at most 200 changed lines. Flaky runs (a flip between attempts) never
+each branch of each repository, runs are ordered by commit ancestry, then by the CI provider's
+own time of each run (capture time only where neither orders two runs, so a backfill gives the
+rows live capture gives); the last clean failure and the next clean pass make a pair when the
+passing commit descends from the failing one and the diff between them has at most 200 changed
+lines. Flaky runs (a flip between attempts) never
 pair. Rows name the calls attributed to each commit, with their attribution evidence; the
 split follows their Sessions (eval when any is eval). See docs/recovery.md.
 

@@ -9,8 +9,9 @@ A pure function of the resolved CI evidence and the mirrors' history (:func:`der
    its ``workflow_id``, else its ``workflow_path``; a run with neither is
    ``workflow_identity_absent`` (a display name never identifies a workflow).
 2. Runs form **lineages**: one per (qualified repository, branch, CI provider, definition), in
-   that order; a lineage's runs are ordered by the capture time of their verdict attempt, then
-   its outcome id.
+   that order; a lineage's runs are in evidence order (:mod:`.run_order`): commit ancestry in
+   the mirror, then the provider's time of the verdict attempt, then its capture time and its
+   outcome id.
 3. The walk: a failed run becomes the pending red (consecutive failures collapse to the last); a
    passed run with a pending red makes the one candidate transition and always spends the red,
    whatever the gates decide; later passes are not searched for another fix.
@@ -42,6 +43,8 @@ from sediment.plugin import (
     canonical_digest,
 )
 
+from .run_order import commit_ancestry, order_runs, run_key
+
 #: The derivation's own skip reasons, in vocabulary order (the registry puts the CI resolver's
 #: reasons in front).
 DERIVATION_SKIP_REASONS: tuple[str, ...] = (
@@ -56,6 +59,9 @@ DERIVATION_SKIP_REASONS: tuple[str, ...] = (
 )
 RECOVERY_POLICY_VERSION = "5"
 DEFAULT_MAX_RECOVERY_DIFF_LINES = 200
+#: How a lineage is ordered (:mod:`.run_order`), in the policy digest: upstream orders by capture
+#: time and outcome id under the same policy version, so the digest tells the rows apart.
+LINEAGE_ORDER = "ancestry,provider_time,captured_at,outcome_id"
 
 
 @dataclass(frozen=True)
@@ -71,14 +77,15 @@ class RecoveryPolicy:
             raise ValueError(f"max_recovery_diff_lines must be a non-negative integer, got {limit!r}")
 
     def digest(self, *, ci_policy_digest: str, derivation_policy_digest: str) -> str:
-        """SHA-256 of the resolved policy the rows depend on: these knobs, and the digests of the
-        CI resolution policy (verdicts) and the derivation policy (attribution, split)."""
+        """SHA-256 of the resolved policy the rows depend on: these knobs, the lineage order, and the
+        digests of the CI resolution policy (verdicts) and the derivation policy (attribution, split)."""
         return canonical_digest(self.resolved(ci_policy_digest=ci_policy_digest,
                                               derivation_policy_digest=derivation_policy_digest))
 
     def resolved(self, *, ci_policy_digest: str, derivation_policy_digest: str) -> dict[str, Any]:
         return {"ci_resolution_policy_digest": ci_policy_digest,
                 "derivation_policy_digest": derivation_policy_digest,
+                "lineage_order": LINEAGE_ORDER,
                 "max_recovery_diff_lines": self.max_recovery_diff_lines,
                 "policy_version": self.policy_version}
 
@@ -155,8 +162,9 @@ def definition(workflow: CIWorkflowResolution) -> tuple[str, str] | None:
 
 def lineages(outcomes: Iterable[CIOutcome], resolution: CIResolutionResult,
              skipped: Counter[str]) -> dict[LineageKey, list[ResolvedRun]]:
-    """Every clean resolved run with a verdict, grouped by lineage and ordered by capture time;
-    unreliable and unidentified runs counted into ``skipped``."""
+    """Every clean resolved run with a verdict, grouped by lineage and ordered by
+    :func:`.run_order.run_key` (time, capture time, outcome id; :func:`ordered` adds commit
+    ancestry); unreliable and unidentified runs counted into ``skipped``."""
     by_id = {o.outcome_id: o for o in outcomes}
     grouped: dict[LineageKey, list[ResolvedRun]] = defaultdict(list)
     for commit in resolution.resolutions:
@@ -174,8 +182,15 @@ def lineages(outcomes: Iterable[CIOutcome], resolution: CIResolutionResult,
                 continue
             key: LineageKey = (commit.commit_key.repository_sort_key, workflow.branch, workflow.provider, *named)
             grouped[key].append(ResolvedRun(commit, workflow, by_id[workflow.verdict_outcome_id]))
-    return {key: sorted(grouped[key], key=lambda r: (r.outcome.captured_at, r.outcome.outcome_id))
-            for key in sorted(grouped)}
+    return {key: sorted(grouped[key], key=run_key) for key in sorted(grouped)}
+
+
+def ordered(runs: Sequence[ResolvedRun], mirror: Mirror | None) -> list[ResolvedRun]:
+    """A lineage's runs in evidence order (:mod:`.run_order`); the mirror is walked only when the
+    lineage holds both a failed and a passed run (else no order makes a candidate)."""
+    if not {"failed", "passed"} <= {run.verdict for run in runs}:
+        return list(runs)
+    return order_runs(runs, commit_ancestry(runs, mirror))
 
 
 def candidates(runs: Sequence[ResolvedRun]) -> list[tuple[ResolvedRun, ResolvedRun]]:
@@ -221,11 +236,11 @@ def derive_recovery(outcomes: Sequence[CIOutcome], resolution: CIResolutionResul
     the resolver's first, then the derivation's (see the module doc)."""
     derived = RecoveryDerivation()
     derived.skipped.update(resolution.skipped)
-    for runs in lineages(outcomes, resolution, derived.skipped).values():
-        pairs = candidates(runs)
+    for grouped in lineages(outcomes, resolution, derived.skipped).values():
+        mirror = mirror_of(grouped[0].commit)
+        pairs = candidates(ordered(grouped, mirror))
         if not pairs:
             continue
-        mirror = mirror_of(runs[0].commit)
         if mirror is None:
             derived.skipped["mirror_absent"] += len(pairs)
             continue

@@ -107,14 +107,32 @@ def test_runs_are_ordered_by_capture_time_not_by_commit_run_id_or_ingest(world: 
     assert world.export().pairs == [(c[0], c[1])]
 
 
-def test_equal_capture_times_fall_back_to_the_outcome_id(world: Any) -> None:
+def test_equal_capture_times_are_ordered_by_commit_ancestry_not_the_outcome_id(world: Any) -> None:
     c = history(world, 2)
     world.facts(ci(2, c[1], "passed", minutes=5), ci(1, c[0], "failed", minutes=5))
-    assert world.export().pairs == [(c[0], c[1])]  # o1 before o2
-    other = world.tmp / "again"
+    assert world.export().pairs == [(c[0], c[1])]
     world.store.quarantine(ORG, "ci_outcomes", "o1", "test")
-    world.facts(ci(3, c[0], "failed", minutes=5))  # o3 sorts after o2: the red comes too late
-    assert world.export(other).pairs == []
+    world.facts(ci(3, c[0], "failed", minutes=5))  # o3 sorts after o2, but c[0] is below c[1]: a backfill's case
+    assert world.export(world.tmp / "again").pairs == [(c[0], c[1])]
+
+
+def test_ancestry_orders_runs_before_any_clock(world: Any) -> None:
+    c = history(world, 2)
+    # the red on c[0] captured an hour after the green on its descendant c[1] (a late redelivery)
+    world.facts(ci(2, c[1], "passed", minutes=5), ci(1, c[0], "failed", minutes=65))
+    assert world.export().pairs == [(c[0], c[1])]
+
+
+def test_runs_nothing_else_orders_fall_back_to_the_outcome_id(world: Any) -> None:
+    red = world.git.commit({"a.py": "a = 1\n"})
+    green = world.git.commit({"a.py": "a = 2\n"}, "unrelated", parents=[])  # no common history: no ancestry
+    world.facts(ci(2, green, "passed", minutes=5), ci(1, red, "failed", minutes=5))
+    exported = world.export()
+    assert exported.pairs == [] and exported.skipped == {"not_ancestor": 1}  # o1 before o2: a candidate
+    world.store.quarantine(ORG, "ci_outcomes", "o1", "test")
+    world.facts(ci(3, red, "failed", minutes=5))  # o3 sorts after o2: the red comes too late to be one
+    exported = world.export(world.tmp / "again")
+    assert exported.pairs == [] and exported.skipped == {}
 
 
 # --- lineages: the same workflow definition on the same branch ------------------------------------
