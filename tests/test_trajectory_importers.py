@@ -17,6 +17,7 @@ import pytest
 
 from sediment.export.plugins import BUILTIN_IMPORTERS
 from sediment.export.registry import load_registry
+from sediment.ingest.redaction import marker
 from sediment.testing import require_path
 from sediment.trajectory import (
     Trajectory,
@@ -314,3 +315,29 @@ def test_a_traj_whose_history_does_not_line_up_declares_the_lost_steps(tmp_path:
     (lost,) = [m for m in record.missing_fields if m.field == "events"]
     assert "trajectory records 3 steps and history 2 agent turns" in lost.reason
     assert all(t.name != "append-trajectory-steps" for t in record.transformations)
+
+
+def test_every_credential_named_member_and_url_userinfo_is_redacted_in_the_raw_record(tmp_path: Path) -> None:
+    """docs/trajectories.md promises ``*_token`` members are redacted: not only ``access_token``."""
+    doc = parse_json(HISTORY_SHORT.read_bytes())
+    secrets = {"refresh_token": "rt-value-1", "github_token": "gh-value-2", "id_token": "eyJ.id.3",
+               "session_token": "st-value-4", "aws_secret_access_key": "wJalrXUtnFEMI/K7MDENG"}
+    doc["replay_config"]["agent"]["model"].update(secrets)
+    doc["trajectory"][0]["observation"] += "\norigin\thttps://bot:pl41n-pa55@git.example.com/acme/calc.git (fetch)"
+    path = tmp_path / "acme__calc-7.traj"
+    path.write_text(json.dumps(doc, indent=2), encoding="utf-8")
+    (record,) = import_records("swe-agent-traj", [path])
+    text = record.raw_record.content
+    assert not any(value in text for value in [*secrets.values(), "pl41n-pa55"])
+    stored = json.loads(text)
+    assert {k: stored["replay_config"]["agent"]["model"][k] for k in secrets} == {
+        k: marker(v) for k, v in secrets.items()}
+    assert f"https://bot:{marker('pl41n-pa55')}@git.example.com/acme/calc.git" in stored["trajectory"][0]["observation"]
+    redaction = next(t for t in record.transformations if t.name == "redact-secrets")
+    assert redaction.detail == {"field": "raw_record", "values": 6}
+    # everything else is the source's bytes: undoing the markers gives the file back
+    restored = text
+    for value in [*secrets.values(), "pl41n-pa55"]:
+        restored = restored.replace(marker(value), value)
+    assert restored.encode() == path.read_bytes()
+    assert record.raw_record.sha256 == __import__("hashlib").sha256(path.read_bytes()).hexdigest()
