@@ -523,6 +523,41 @@ def test_a_stream_over_the_cap_is_refused() -> None:
     assert junit_parse._read_bounded(io.BytesIO(b"x" * 10), 10) == b"x" * 10
 
 
+#: A child that parses ``<testsuites>`` and N unclosed ``<testsuite>`` elements (N from argv), then
+#: prints the problem and its own peak RSS in KiB: ``VmHWM``, its memory's high-water mark
+#: (``ru_maxrss`` would also count the test process it was started from, carried across exec).
+_UNCLOSED_CHILD = """
+import sys
+from sediment.ingest.junit.parse import ReportError, parse_report
+data = b"<testsuites>" + b"<testsuite>" * int(sys.argv[1])
+try:
+    parse_report(data)
+except ReportError as exc:
+    print(exc)
+with open("/proc/self/status", encoding="ascii") as status:
+    print(next(line.split()[1] for line in status if line.startswith("VmHWM:")))
+"""
+
+
+def _unclosed_peak_kib(count: int) -> tuple[str, int]:
+    done = subprocess.run([sys.executable, "-c", _UNCLOSED_CHILD, str(count)], capture_output=True, text=True,
+                          check=True)
+    problem, peak = done.stdout.splitlines()
+    return problem, int(peak)
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="peak RSS is read from /proc (Linux)")
+def test_unclosed_elements_are_refused_at_the_depth_bound_without_building_the_tree() -> None:
+    """4 MiB of unclosed elements: parsed whole before the depth check, the tree took over 100 MiB
+    beyond the interpreter's own peak; refused at element 65 it takes about the input's bytes."""
+    problem, baseline = _unclosed_peak_kib(1)
+    assert problem == "not well-formed XML: no element found: line 1, column 23"
+    count = 4 * 1024 * 1024 // len(b"<testsuite>")
+    problem, peak = _unclosed_peak_kib(count)
+    assert peak - baseline < 24 * 1024, f"peak RSS grew by {(peak - baseline) // 1024} MiB for 4 MiB of input"
+    assert problem == "elements nest deeper than 64 levels"
+
+
 def write_hostile(directory: Path) -> list[Path]:
     directory.mkdir(parents=True, exist_ok=True)
     paths = []

@@ -302,6 +302,34 @@ def test_raw_redacts_credential_attributes_and_urls() -> None:
     assert provenance(decision.raw) == decision.raw  # redacting twice changes nothing
 
 
+def test_raw_redacts_opentelemetry_header_attributes_and_credential_shaped_names() -> None:
+    """OpenTelemetry's HTTP semantic conventions name a request header's attribute
+    ``http.request.header.<name>`` (its value a string array); a bearer token there, or under
+    any ``*_token`` / ``*secret*`` / ``*password*`` name, is a credential like ``authorization``."""
+    batch = load("copilot.json")
+    record = records_of(batch)[1]
+    record["attributes"] += [
+        {"key": "http.request.header.authorization",
+         "value": {"arrayValue": {"values": [{"stringValue": "Bearer eyJhbGciOi.secret"}]}}},
+        {"key": "http.request.header.x-api-key", "value": {"stringValue": "key-789"}},
+        {"key": "http.request.header.content-type", "value": {"stringValue": "application/json"}},
+        {"key": "auth.refresh_token", "value": {"stringValue": "rt-1"}},
+        {"key": "client.secret", "value": {"stringValue": "cs-1"}},
+        {"key": "gen_ai.usage.input_tokens", "value": {"intValue": "12"}},
+    ]
+    [decision, *_] = translate(batch).facts
+    assert isinstance(decision, DeveloperDecision)
+    kept = {a["key"]: a["value"] for a in decision.raw["attributes"]}
+    assert kept["http.request.header.authorization"] == {
+        "arrayValue": {"values": [{"stringValue": marker("Bearer eyJhbGciOi.secret")}]}}
+    assert kept["http.request.header.x-api-key"] == {"stringValue": marker("key-789")}
+    assert kept["http.request.header.content-type"] == {"stringValue": "application/json"}
+    assert kept["auth.refresh_token"] == {"stringValue": marker("rt-1")}
+    assert kept["client.secret"] == {"stringValue": marker("cs-1")}
+    assert kept["gen_ai.usage.input_tokens"] == {"intValue": "12"}
+    assert "eyJhbGciOi.secret" not in json.dumps(decision.raw)
+
+
 # --- refusals: one line per bad record, the others kept -------------------------------------
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -16,10 +17,12 @@ from sediment.ingest.redaction import (
     CONTENT_MEMBERS,
     CREDENTIAL_NAMES,
     MARKER_PREFIX,
+    NAME_WORDS,
     QUERY_PARAMETERS,
     is_credential_name,
     is_marker,
     marker,
+    redact_json_text,
     redact_record,
 )
 
@@ -197,3 +200,68 @@ def test_userinfo_passwords_and_forge_tokens_in_urls_are_redacted() -> None:
     assert redact_record(redacted) is redacted  # idempotent, the very record
     clean = {"plain": "https://github.com/o/r.git"}
     assert redact_record(clean) is clean
+
+
+# --- the shared rule for credential-shaped names, dotted attributes and URL userinfo ---------
+
+
+@pytest.mark.parametrize("name", [
+    "refresh_token", "github_token", "id_token", "session_token", "aws_secret_access_key", "GITHUB_TOKEN",
+    "AWS_SECRET_ACCESS_KEY", "NPM_TOKEN", "x-auth-token", "secret", "webhook_secret", "SecretKey", "password",
+    "db_password", "DEPLOY_PASSWORD", "accessToken", "apiKey", "openaiApiKey", "clientSecret",
+    "http.request.header.authorization", "http.request.header.x-api-key", "http.request.header.cookie",
+    "auth.refresh_token",
+])
+def test_credential_shaped_names_match(name: str) -> None:
+    assert is_credential_name(name)
+    record = {"env": {name: "s3cr3t-value"}}
+    assert redact_record(record) == {"env": {name: marker("s3cr3t-value")}}
+
+
+@pytest.mark.parametrize("name", ["max_tokens", "maxTokens", "input_tokens", "gen_ai.usage.input_tokens",
+                                  "http.request.header.content-type", "token_count", "tokens",
+                                  "http.request.method", "keyboard", "a.", "."])
+def test_names_that_only_look_alike_are_kept(name: str) -> None:
+    assert not is_credential_name(name)
+
+
+def test_every_listed_name_holds_a_word_of_the_text_prefilter() -> None:
+    for entry in CREDENTIAL_NAMES:
+        assert any(word in entry for word in NAME_WORDS), entry
+
+
+def test_url_userinfo_of_any_scheme_keeps_the_host() -> None:
+    record = {"db": "postgres://app:pa55w0rd@db.internal:5432/main",
+              "at_sign": "https://deploy:p@ss@git.example.com/r.git",
+              "classic": f"https://{'0123456789abcdef' * 2}01234567@github.com/o/r.git",
+              "template": "https://oauth2:${GITLAB_TOKEN}@gitlab.com/g/r.git",
+              "login": "https://octocat@github.com/o/r.git", "path_at": "https://example.com/pkg@1.2.3"}
+    assert redact_record(record) == {
+        "db": f"postgres://app:{marker('pa55w0rd')}@db.internal:5432/main",
+        "at_sign": f"https://deploy:{marker('p@ss')}@git.example.com/r.git",
+        "classic": f"https://{marker('0123456789abcdef' * 2 + '01234567')}@github.com/o/r.git",
+        "template": "https://oauth2:${GITLAB_TOKEN}@gitlab.com/g/r.git",
+        "login": "https://octocat@github.com/o/r.git", "path_at": "https://example.com/pkg@1.2.3"}
+
+
+def test_content_members_are_read_when_the_caller_says_the_record_holds_no_conversation() -> None:
+    record = {"build": {"parameters": {"DEPLOY_PASSWORD": "hunter2"}, "input": {"api_key": "k"}}}
+    assert redact_record(record) is record  # a call's content is never read
+    assert redact_record(record, content=frozenset()) == {
+        "build": {"parameters": {"DEPLOY_PASSWORD": marker("hunter2")}, "input": {"api_key": marker("k")}}}
+
+
+def test_json_text_is_redacted_in_place_by_the_same_rule() -> None:
+    text = ('{"config": {"refresh_token": "rt\\u002d1", "github_token" : "gh-2", "api_key": "********",\n'
+            ' "password": "", "session_token": "${SESSION_TOKEN}", "max_tokens": 5, "note": "id_token"},\n'
+            ' "log": "remote: https://ci:tok3n@git.example.com/r.git and bob@example.com"}')
+    redacted, count = redact_json_text(text)
+    assert count == 3
+    assert redacted == (
+        f'{{"config": {{"refresh_token": "{marker("rt-1")}", "github_token" : "{marker("gh-2")}", '
+        '"api_key": "********",\n'
+        ' "password": "", "session_token": "${SESSION_TOKEN}", "max_tokens": 5, "note": "id_token"},\n'
+        f' "log": "remote: https://ci:{marker("tok3n")}@git.example.com/r.git and bob@example.com"}}')
+    assert json.loads(redacted)["config"]["refresh_token"] == redact_record({"t": {"refresh_token": "rt-1"}})["t"][
+        "refresh_token"]  # the marker of the decoded value, as redact_record gives
+    assert redact_json_text(redacted) == (redacted, 0)  # redacting twice changes nothing

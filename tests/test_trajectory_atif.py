@@ -133,3 +133,25 @@ def test_hostile_atif_is_refused_in_one_line(tmp_path: Path) -> None:
     record = kept[0]
     assert [e.role for e in record.events] == ["user", "assistant", "tool"]
     assert record.events[2].tool_result_of == "c" and record.outcome.success is None
+
+
+def test_a_json_array_of_atif_documents_imports_element_by_element(tmp_path: Path) -> None:
+    """agent-data-protocol publishes a dataset's ATIF as one JSON array of documents (this
+    fixture is written in that shape, its second element broken): each good element is one
+    record whose raw record is the element's bytes, the bad one is refused alone."""
+    path = ROOT / "tests" / "fixtures" / "atif" / "adp-array.json"
+    documents = json.loads(path.read_text(encoding="utf-8"))
+    results = list(import_results("atif-v1", [path]))
+    refusals = [str(r) for r in results if isinstance(r, ImportRefusal)]
+    kept = [r for r in results if isinstance(r, Trajectory)]
+    assert refusals == [f"{path}:63: steps.1.source: unknown step source 'robot'"]
+    assert [(r.task_key, r.source.locator) for r in kept] == [("atif:calc_1", "adp-array.json#0"),
+                                                              ("atif:calc_3", "adp-array.json#2")]
+    for record, index in zip(kept, (0, 2), strict=True):
+        assert json.loads(record.raw_record.data()) == documents[index]
+        alone = tmp_path / f"alone{index}.json"
+        alone.write_text(json.dumps(documents[index]), encoding="utf-8")
+        (single,) = import_records("atif-v1", [alone])
+        assert _events(single) == _events(record) and single.outcome == record.outcome
+    again = [r for r in import_results("atif-v1", [path]) if isinstance(r, Trajectory)]
+    assert [r.model_dump() for r in again] == [r.model_dump() for r in kept]

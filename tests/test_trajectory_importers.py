@@ -17,6 +17,7 @@ import pytest
 
 from sediment.export.plugins import BUILTIN_IMPORTERS
 from sediment.export.registry import load_registry
+from sediment.ingest.redaction import marker
 from sediment.testing import require_path
 from sediment.trajectory import (
     Trajectory,
@@ -24,6 +25,7 @@ from sediment.trajectory import (
     outcome_category,
     to_json,
     verification_strength,
+    views,
 )
 from sediment.trajectory.importing import import_records, import_results
 from sediment.trajectory.sources import ImportRefusal, parse_json, read_units
@@ -268,3 +270,74 @@ def test_secrets_are_redacted_in_the_raw_record_and_recorded(tmp_path: Path) -> 
     assert redaction.detail == {"field": "raw_record", "values": 2}
     assert record.raw_record.sha256 != __import__("hashlib").sha256(text.encode()).hexdigest()
     assert from_json(to_json(record)) == record
+
+
+# A function-calling .traj written for these tests from SWE-agent's format: three steps in
+# ``trajectory``, the last a ``submit``, with ``history`` stopping before that step (as SWE-agent
+# writes some runs, e.g. its test data's 6e44b9__sweagenttestrepo-1c2844.traj).
+HISTORY_SHORT = ROOT / "tests" / "fixtures" / "sweagent" / "acme__calc-7.history_short.traj"
+
+
+def test_a_traj_step_missing_from_history_is_imported_as_the_final_decision() -> None:
+    doc = parse_json(HISTORY_SHORT.read_bytes())
+    assert len(doc["trajectory"]) == 3 and sum(h["role"] == "assistant" for h in doc["history"]) == 2
+    (record,) = import_records("swe-agent-traj", [HISTORY_SHORT])
+    assert record.completeness == "complete"
+    decisions = [e for e in record.events if e.role == "assistant"]
+    assert len(decisions) == 3 and all(e.supervised for e in decisions)
+    final = decisions[-1]
+    assert final.text == doc["trajectory"][2]["response"]
+    assert [(c.name, c.arguments) for c in final.tool_calls] == [("submit", "submit")]
+    assert final.source_metadata == {"trajectory_step": 2}
+    result = record.events[-1]
+    assert result.role == "tool" and result.tool_result_of == final.tool_calls[0].call_id
+    assert result.text == doc["info"]["submission"]
+    step = next(t for t in record.transformations if t.name == "append-trajectory-steps")
+    assert step.detail == {"steps": 1, "first": 2}
+    # the final decision is a target of both SFT views
+    canonical = json.loads(to_json(record))
+    turns = list(views.assistant_turns(canonical))
+    assert [t["target_event_id"] for t in turns] == [e.event_id for e in decisions]
+    assert turns[-1]["target"]["tool_calls"][0]["name"] == "submit"
+    assert views.full_trajectory(canonical)["target_event_ids"][-1] == final.event_id
+    again = import_records("swe-agent-traj", [HISTORY_SHORT])
+    assert [to_json(r) for r in again] == [to_json(record)]
+
+
+def test_a_traj_whose_history_does_not_line_up_declares_the_lost_steps(tmp_path: Path) -> None:
+    doc = parse_json(HISTORY_SHORT.read_bytes())
+    doc["history"][4]["action"] = "edit 'x / 3' 'x * 0.5'"  # no longer the action of step 1
+    path = tmp_path / "acme__calc-7.traj"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    (record,) = import_records("swe-agent-traj", [path])
+    assert record.completeness == "incomplete"
+    assert sum(e.role == "assistant" for e in record.events) == 2
+    (lost,) = [m for m in record.missing_fields if m.field == "events"]
+    assert "trajectory records 3 steps and history 2 agent turns" in lost.reason
+    assert all(t.name != "append-trajectory-steps" for t in record.transformations)
+
+
+def test_every_credential_named_member_and_url_userinfo_is_redacted_in_the_raw_record(tmp_path: Path) -> None:
+    """docs/trajectories.md promises ``*_token`` members are redacted: not only ``access_token``."""
+    doc = parse_json(HISTORY_SHORT.read_bytes())
+    secrets = {"refresh_token": "rt-value-1", "github_token": "gh-value-2", "id_token": "eyJ.id.3",
+               "session_token": "st-value-4", "aws_secret_access_key": "wJalrXUtnFEMI/K7MDENG"}
+    doc["replay_config"]["agent"]["model"].update(secrets)
+    doc["trajectory"][0]["observation"] += "\norigin\thttps://bot:pl41n-pa55@git.example.com/acme/calc.git (fetch)"
+    path = tmp_path / "acme__calc-7.traj"
+    path.write_text(json.dumps(doc, indent=2), encoding="utf-8")
+    (record,) = import_records("swe-agent-traj", [path])
+    text = record.raw_record.content
+    assert not any(value in text for value in [*secrets.values(), "pl41n-pa55"])
+    stored = json.loads(text)
+    assert {k: stored["replay_config"]["agent"]["model"][k] for k in secrets} == {
+        k: marker(v) for k, v in secrets.items()}
+    assert f"https://bot:{marker('pl41n-pa55')}@git.example.com/acme/calc.git" in stored["trajectory"][0]["observation"]
+    redaction = next(t for t in record.transformations if t.name == "redact-secrets")
+    assert redaction.detail == {"field": "raw_record", "values": 6}
+    # everything else is the source's bytes: undoing the markers gives the file back
+    restored = text
+    for value in [*secrets.values(), "pl41n-pa55"]:
+        restored = restored.replace(marker(value), value)
+    assert restored.encode() == path.read_bytes()
+    assert record.raw_record.sha256 == __import__("hashlib").sha256(path.read_bytes()).hexdigest()

@@ -1,6 +1,8 @@
 """Importer ``atif-v1``: ATIF documents (``ATIF-v1.0`` ... ``ATIF-v1.8``).
 
-One record per document (a ``.json`` file, or each line of a ``.jsonl``). Steps are flattened
+One record per document: a ``.json`` file holding one document, each element of a ``.json``
+file holding a top-level array of documents (as agent-data-protocol publishes a dataset's ATIF;
+read element by element, a bad element refused alone), or each line of a ``.jsonl``. Steps are flattened
 so that an assistant decision's context is exactly the events before it: a ``system`` /
 ``user`` step becomes one event, an ``agent`` step one assistant event followed by one tool
 event per ``observation.results`` entry (linked natively by ``source_call_id``), a system
@@ -55,16 +57,7 @@ def import_source(path: Path) -> Any:
     if path.name.endswith(".outcome.json"):
         return
     digest = kit.file_sha256(path)
-    units = parsed_units(path) if path.name.endswith(".jsonl") else _whole(path)
-    yield from convert_units(path, units, lambda unit, value: convert(path, unit, value, digest))
-
-
-def _whole(path: Path) -> Any:
-    data = path.read_bytes()
-    try:
-        yield kit.SourceUnit(path, 1, path.name, data), kit.parse_json(data)
-    except ValueError as exc:
-        yield kit.ImportRefusal(path, 1, "(record)", kit.describe_json_error(exc))
+    yield from convert_units(path, parsed_units(path), lambda unit, value: convert(path, unit, value, digest))
 
 
 def _sidecar(path: Path, document_id: str | None) -> dict[str, Any] | None:

@@ -1,7 +1,13 @@
 """Importer ``swe-agent-traj``: SWE-agent ``.traj`` files, text-action and function-calling.
 
 One record per file. The events are the file's ``history`` (the model's conversation, the
-demonstration included): ``is_demo`` turns are never supervised. In a function-calling file,
+demonstration included): ``is_demo`` turns are never supervised. SWE-agent can stop writing
+``history`` before the last step(s) its ``trajectory`` records (typically the final ``submit``):
+each such step is appended as an assistant event (``response`` as its text, ``action`` as one
+call, as for a text action) followed by its ``observation`` as the tool result, recorded as an
+``append-trajectory-steps`` transformation. When ``history``'s agent turns do not line up with
+the first steps (an ``action`` differs), nothing is appended: the loss is declared in
+``missing_fields`` and the record is ``incomplete``. In a function-calling file,
 assistant ``tool_calls`` keep their ids (a reused id is namespaced, the original kept) and
 ``tool`` turns link through ``tool_call_ids``. In a text-action file, each assistant turn's
 ``action`` (the command line the agent ran) becomes one call with the command text as its
@@ -87,7 +93,51 @@ def _command_name(action: str) -> str:
     return words[0] if words else "action"
 
 
-def _events(history: list[Any]) -> tuple[list[kit.Event], list[kit.Transformation], bool]:
+def _unrecorded_steps(history: list[Any], steps: list[Any]) -> tuple[int, str | None]:
+    """``(first, problem)``: the index of the first ``trajectory`` step ``history`` does not
+    record (``len(steps)`` when it records them all), or a problem when the two do not line up."""
+    turns = [h for h in history
+             if isinstance(h, dict) and h.get("role") == "assistant" and h.get("is_demo") is not True]
+    if len(steps) <= len(turns):
+        return len(steps), None
+    for index, (turn, step) in enumerate(zip(turns, steps, strict=False)):
+        recorded, taken = turn.get("action"), step.get("action") if isinstance(step, dict) else None
+        if isinstance(recorded, str) and isinstance(taken, str) and recorded.strip() != taken.strip():
+            return len(steps), (f"trajectory records {len(steps)} steps and history {len(turns)} agent turns, "
+                                f"whose action {index} differs from step {index}'s: the last "
+                                f"{len(steps) - len(turns)} steps are not imported")
+    return len(turns), None
+
+
+def _step_events(steps: list[Any], first: int, events: list[kit.Event], calls: kit.CallIds) -> int:
+    """Append ``steps[first:]`` (see the module docstring); how many were appended."""
+    for number in range(first, len(steps)):
+        where = f"trajectory.{number}"
+        step = mapping(steps[number], where)
+        action = text_or_none(step.get("action"), f"{where}.action")
+        thought = text_or_none(step.get("thought"), f"{where}.thought")
+        response = text_or_none(step.get("response"), f"{where}.response")
+        observation = text_or_none(step.get("observation"), f"{where}.observation")
+        index = len(events)
+        meta: dict[str, Any] = {"trajectory_step": number}
+        text = response if response is not None else thought
+        if thought is not None and thought != text:
+            meta["thought"] = thought
+        tool_calls = []
+        if action is not None and action.strip():
+            tool_calls.append(kit.ToolCall(call_id=calls.assign(None, index, 0), original_call_id=None,
+                                           name=_command_name(action), arguments=action))
+        events.append(kit.Event(event_id=f"event:{index}", role="assistant", text=text, tool_calls=tool_calls,
+                                source_metadata=meta, supervised=True))
+        if tool_calls and observation is not None:
+            events.append(kit.Event(event_id=f"event:{index + 1}", role="tool", text=observation,
+                                    tool_result_of=tool_calls[0].call_id,
+                                    source_metadata={"trajectory_step": number, "field": "observation"}))
+    return len(steps) - first
+
+
+def _events(history: list[Any], steps: list[Any], first: int
+            ) -> tuple[list[kit.Event], list[kit.Transformation], bool]:
     calls = kit.CallIds()
     events: list[kit.Event] = []
     text_calls = adjacent = 0
@@ -158,7 +208,11 @@ def _events(history: list[Any]) -> tuple[list[kit.Event], list[kit.Transformatio
         events.append(kit.Event(event_id=f"event:{index}", role=event_role, text=text, tool_calls=tool_calls,
                                 tool_result_of=link, source_metadata=meta, missing_fields=missing,
                                 supervised=role == "assistant" and not demo))
+    appended = _step_events(steps, first, events, calls)
     transformations = calls.transformations()
+    if appended:
+        transformations.append(kit.Transformation(name="append-trajectory-steps", version=VERSION,
+                                                  detail={"steps": appended, "first": first}))
     if text_calls:
         transformations.append(kit.Transformation(name="text-action-calls", version=VERSION,
                                                   detail={"calls": text_calls}))
@@ -198,9 +252,15 @@ def convert(path: Path, unit: kit.SourceUnit, doc: Any, digest: str) -> kit.Traj
     task_id = task_id or path.name.split(".")[0]
     if not task_id:
         raise Refused("(file name)", "names no instance")
-    events, transformations, function_calling = _events(array(doc.get("history"), "history"))
+    history = array(doc.get("history"), "history")
+    steps = array(doc.get("trajectory", []), "trajectory")
+    first, unaligned = _unrecorded_steps(history, steps)
+    events, transformations, function_calling = _events(history, steps, first)
     exit_status = text_or_none(info.get("exit_status"), "info.exit_status")
     completeness, missing = exit_completeness(exit_status)
+    if unaligned is not None:
+        completeness = "incomplete" if completeness == "complete" else completeness
+        missing = [*missing, kit.MissingField(field="events", reason=unaligned)]
     missing = [*event_omissions(events), *missing,
                kit.MissingField(field="tools", reason="a .traj does not carry the tool definitions")]
     stats: dict[str, Any] = info["model_stats"] if isinstance(info.get("model_stats"), dict) else {}

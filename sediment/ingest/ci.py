@@ -4,7 +4,8 @@ GitHub Actions is the only CI parsed here from its own webhooks (see :mod:`.gith
 other CI (GitLab CI, CircleCI, Buildkite, Jenkins, …) sends a record that its *sender* has
 already normalized to the CIOutcome field names: the sender declares ``provider``, ``run_id``
 and the normalized ``result``; nothing is inferred from URLs and no vendor payload is parsed.
-The vendor's original payload belongs in ``raw`` (it defaults to the record itself).
+The vendor's original payload belongs in ``raw`` (it defaults to the record itself); it is
+stored with its credentials redacted (:func:`~sediment.ingest.facts_jsonl.stored_raw`).
 
 ``outcome_id``, ``org_id``, ``captured_at`` and ``schema_version`` are optional: the id is
 derived from ``(org, provider, run_id, run_attempt or 0)``, the org is the acting one (a
@@ -18,7 +19,7 @@ from typing import Any
 
 from sediment.facts import CIOutcome
 from sediment.ingest import Translation, TranslationError
-from sediment.ingest.facts_jsonl import PENDING_ID, acting_org, build_fact, json_copy, resolve_org, with_natural_id
+from sediment.ingest.facts_jsonl import PENDING_ID, acting_org, build_fact, resolve_org, stored_raw, with_natural_id
 
 
 def translate_ci(record: dict[str, Any], *, org_id: str, captured_at: datetime) -> Translation:
@@ -30,7 +31,9 @@ def translate_ci(record: dict[str, Any], *, org_id: str, captured_at: datetime) 
     if fields.get("captured_at") is None:
         fields["captured_at"] = captured_at
     if fields.get("raw") is None:
-        fields["raw"] = json_copy(record)
+        fields["raw"] = record
+    if isinstance(fields["raw"], dict):  # the sender's vendor payload, or the record itself
+        fields["raw"] = stored_raw(fields["raw"])
     derive = fields.get("outcome_id") is None
     if derive:
         fields["outcome_id"] = PENDING_ID

@@ -7,7 +7,9 @@ joined as ``status/conclusion``); only a terminal state is stored, because the s
 first Fact of a key and a stored non-terminal ``unknown`` would hide the terminal event that
 follows it. A job-level outcome (a GitHub ``workflow_job`` or ``check_run``, a GitLab Job Hook,
 a CircleCI ``job-completed``, a Buildkite ``job.finished``) adds its job id to the key (:mod:`sediment.ci_jobs`) and is
-grouped into its run by CI resolution.
+grouped into its run by CI resolution. ``raw`` is stored with its credentials redacted
+(:func:`~sediment.ingest.facts_jsonl.stored_raw`): a Buildkite ``build.env`` secret, a token in
+a repository URL's userinfo.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any, Final
 
 from sediment.facts import CIOutcome, CIResult
 from sediment.ingest import Translation
-from sediment.ingest.facts_jsonl import PENDING_ID, build_fact, with_natural_id
+from sediment.ingest.facts_jsonl import PENDING_ID, build_fact, stored_raw, with_natural_id
 
 NOT_TERMINAL: Final = "ci_run_not_terminal"
 """The event reports a state that is not final (queued, running, waiting, blocked, …)."""
@@ -39,6 +41,9 @@ def joined(status: str | None, detail: str | None) -> str | None:
 def outcome(fields: Mapping[str, Any], paths: Mapping[str, str], warnings: tuple[str, ...] = ()) -> Translation:
     """The CIOutcome of ``fields`` (validated; a bad field is refused naming its input path via
     ``paths``) with its natural id, or a skip when ``result`` is ``unknown`` for a non-final state."""
+    raw = fields.get("raw")
+    if isinstance(raw, Mapping):
+        fields = {**fields, "raw": stored_raw(raw)}
     fact = build_fact(CIOutcome, {"outcome_id": PENDING_ID, **fields}, paths)
     return Translation(facts=(with_natural_id(fact, "outcome_id"),), warnings=warnings)
 

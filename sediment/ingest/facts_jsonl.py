@@ -39,6 +39,7 @@ from sediment.facts import (
 from sediment.identifiers import OrgId, render_datetime
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.ids import fact_id, inference_call_id
+from sediment.ingest.redaction import redact_record
 from sediment.records import canonical_digest
 
 FACT_TYPES: Final[Mapping[str, tuple[type[FactModel], str]]] = MappingProxyType({
@@ -91,6 +92,16 @@ def json_copy(value: Any) -> Any:
             else:
                 target.append(child)
     return root
+
+
+def stored_raw(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """A vendor payload as a Fact's ``raw`` keeps it: a deep copy (:func:`json_copy`) with its
+    credentials redacted (:func:`sediment.ingest.redaction.redact_record`: credential-named
+    members at any depth, none skipped as content, URL userinfo secrets and credential query
+    parameters become markers). The stored
+    record is this redacted one; ids are read from the payload as received."""
+    copied: dict[str, Any] = json_copy(dict(payload))
+    return redact_record(copied, content=frozenset())  # a CI payload holds no conversation
 
 
 def content_hash(value: Any) -> str:

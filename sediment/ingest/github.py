@@ -41,7 +41,7 @@ from sediment.ingest.facts_jsonl import (
     acting_org,
     build_fact,
     content_hash,
-    json_copy,
+    stored_raw,
     with_natural_id,
 )
 from sediment.ingest.payload import header as _header
@@ -254,7 +254,7 @@ def _workflow_run(delivery: _Delivery) -> Translation:
         "source_event_id": delivery.delivery_id,
         "pr_number": pull_request_number(payload, "workflow_run.pull_requests", delivery.warnings),
         "captured_at": delivery.captured_at,
-        "raw": json_copy(dict(run)),
+        "raw": stored_raw(run),
     }
     outcome = build_fact(CIOutcome, fields, _CI_PATHS)
     return delivery.done(with_natural_id(outcome, "outcome_id"))
@@ -312,7 +312,7 @@ def _push(delivery: _Delivery) -> Translation:
         "source_event_id": delivery.delivery_id,
         "pushed_at": _optional_text(payload, "head_commit.timestamp"),
         "captured_at": delivery.captured_at,
-        "raw": json_copy(dict(payload)),
+        "raw": stored_raw(payload),
     }
     push = build_fact(Push, fields, _PUSH_PATHS)
     return delivery.done(with_natural_id(push, "push_id"))

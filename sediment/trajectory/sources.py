@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from sediment.records import decode_record, sha256_hex
+from sediment.ingest.redaction import marker as redaction_marker
+from sediment.ingest.redaction import redact_json_text
+from sediment.records import decode_record
 from sediment.trajectory.record import RawRecord, Transformation
 
 #: Bytes read at a time.
@@ -200,21 +202,14 @@ _TOKEN = re.compile(
     r"\b(?:ghp_|gho_|ghu_|ghs_|ghr_)[A-Za-z0-9]{30,}|\bgithub_pat_[A-Za-z0-9_]{30,}|\bglpat-[A-Za-z0-9_-]{20,}"
     r"|\bsk-(?:ant-|proj-)?[A-Za-z0-9_-]{20,}|\bAKIA[0-9A-Z]{16}\b|\bhf_[A-Za-z0-9]{30,}"
 )
-_CREDENTIAL_MEMBER = re.compile(
-    r'"(?P<name>[A-Za-z0-9_-]*(?:api[_-]?key|access[_-]?token|secret[_-]?key|client[_-]?secret|password|'
-    r'auth[_-]?token|authorization))"(?P<sep>\s*:\s*)"(?P<value>(?:[^"\\]|\\.)*)"',
-    re.IGNORECASE,
-)
-_MASKED = re.compile(r"^(?:\**|\[redacted sha256:[0-9a-f]{64}\]|null|none|)$", re.IGNORECASE)
 
 
 def marker(value: str) -> str:
     """The redaction marker of a value: its SHA-256, never the value."""
-    return f"[redacted sha256:{sha256_hex(value)}]"
+    return redaction_marker(value)
 
 
 _TOKEN_PREFIXES = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "sk-", "AKIA", "hf_")
-_MEMBER_WORDS = ("key", "token", "secret", "password", "authorization")
 
 
 def redact_text(text: str) -> tuple[str, int]:
@@ -232,22 +227,12 @@ def redact_text(text: str) -> tuple[str, int]:
 
 
 def redact_source_text(text: str) -> tuple[str, int]:
-    """Source text with credential-named JSON string members and tokens replaced by markers."""
-    count = 0
-
-    def member(match: re.Match[str]) -> str:
-        nonlocal count
-        value = match.group("value")
-        if _MASKED.match(value):
-            return match.group()
-        count += 1
-        return f'"{match.group("name")}"{match.group("sep")}"{marker(value)}"'
-
-    lowered = text.lower()
-    if any(word in lowered for word in _MEMBER_WORDS):
-        text = _CREDENTIAL_MEMBER.sub(member, text)
+    """Source text with credentials replaced by markers, every other byte kept: the shared rule
+    of :func:`sediment.ingest.redaction.redact_json_text` (credential-named string members, URL
+    userinfo secrets), then forge/provider tokens anywhere (:func:`redact_text`)."""
+    text, members = redact_json_text(text)
     text, tokens = redact_text(text)
-    return text, count + tokens
+    return text, members + tokens
 
 
 def raw_record_of(data: bytes, media_type: str = "application/json") -> tuple[RawRecord, list[Transformation]]:

@@ -1,7 +1,7 @@
 """Hardened reading of one JUnit XML report: bounded, no DTD, no entities, one clear problem.
 
-A report is read whole (it is stored all-or-nothing) and parsed with :mod:`defusedxml` over
-the standard library's expat parser:
+A report is read whole (it is stored all-or-nothing) and parsed incrementally with
+:mod:`defusedxml`'s ``iterparse`` over the standard library's expat parser:
 
 - **Size cap.** A file over :data:`MAX_REPORT_BYTES` (64 MiB) is refused before anything is
   parsed: a regular file by its size on disk (it is never read), a pipe or stdin after reading
@@ -14,7 +14,9 @@ the standard library's expat parser:
   invalid in it are an error, never replaced.
 - **Shape.** The root is ``<testsuites>`` or ``<testsuite>``; ``<testcase>`` elements are read
   from it and from nested ``<testsuite>`` elements. Elements nest at most :data:`MAX_DEPTH` (64)
-  levels deep, so reading a report never recurses without bound.
+  levels deep, checked as each element opens: a report is refused at the first element past
+  the bound, so a stream of unclosed elements never builds its tree (memory stays bounded by
+  the report's bytes), and reading a report never recurses without bound.
 
 Every refusal is a :class:`ReportError` whose message says what is wrong (and where, for
 syntax errors); the caller prefixes the file name.
@@ -22,6 +24,7 @@ syntax errors); the caller prefixes the file name.
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 import xml.etree.ElementTree as ET
@@ -35,7 +38,7 @@ from defusedxml import (  # type: ignore[import-untyped]
     EntitiesForbidden,
     ExternalReferenceForbidden,
 )
-from defusedxml.ElementTree import fromstring  # type: ignore[import-untyped]
+from defusedxml.ElementTree import iterparse  # type: ignore[import-untyped]
 
 MAX_REPORT_BYTES = 64 * 1024 * 1024
 """The largest report read (64 MiB); larger files are refused unread."""
@@ -85,30 +88,44 @@ def _mib(size: int) -> str:
 
 
 def parse_report(data: bytes) -> ET.Element:
-    """The root element of a JUnit report, parsed without DTDs or entity declarations."""
+    """The root element of a JUnit report, parsed without DTDs or entity declarations; the
+    nesting bound is checked as each element opens (see the module docstring)."""
     if not data.strip():
         raise ReportError("report is empty")
     try:
-        root: ET.Element = fromstring(data, forbid_dtd=True, forbid_entities=True, forbid_external=True)
+        root = _parse_bounded(data)
     except DefusedXmlException as exc:
         raise ReportError(f"refused: {_defused(exc)}; DTDs and entity declarations are not allowed") from None
     except ET.ParseError as exc:
         raise ReportError(f"not well-formed XML: {exc}") from None
     except (ValueError, LookupError) as exc:  # e.g. an encoding Python does not know
+        if isinstance(exc, ReportError):
+            raise
         raise ReportError(f"cannot decode the report: {exc}") from None
     if root.tag not in ROOT_TAGS:
         raise ReportError(f"root element is <{root.tag}>, not <testsuites> or <testsuite>")
-    _check_depth(root)
     return root
 
 
-def _check_depth(root: ET.Element) -> None:
-    stack = [(root, 1)]
-    while stack:
-        element, depth = stack.pop()
+def _parse_bounded(data: bytes) -> ET.Element:
+    """The root element, read event by event; refused at the first element nested deeper than
+    :data:`MAX_DEPTH`, before the rest of the report is parsed."""
+    events = iterparse(io.BytesIO(data), events=("start", "end"),
+                       forbid_dtd=True, forbid_entities=True, forbid_external=True)
+    depth = 0
+    root: ET.Element | None = None
+    for event, element in events:
+        if event == "end":
+            depth -= 1
+            continue
+        depth += 1
+        if root is None:
+            root = element
         if depth > MAX_DEPTH:
             raise ReportError(f"elements nest deeper than {MAX_DEPTH} levels")
-        stack.extend((child, depth + 1) for child in element)
+    if root is None:  # expat already reports a document without an element as "no element found"
+        raise ReportError("report has no element")
+    return root
 
 
 def _defused(exc: Exception) -> str:
