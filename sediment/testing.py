@@ -487,6 +487,11 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     return _postgres_database(postgres_base_url())
 
 
+def postgres_store_url() -> str:
+    """A fresh database on the PostgreSQL test server (skips without one, fails under CI)."""
+    return _postgres_database(postgres_base_url())
+
+
 def postgres_base_url() -> str:
     """The PostgreSQL test server's URL (``SEDIMENT_TEST_DATABASE_URL``, which ``./run test``
     sets); without it the test skips, and fails under CI."""
