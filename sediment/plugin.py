@@ -56,7 +56,7 @@ from sediment.export.rows import (
     Recipe,
     TargetInfo,
 )
-from sediment.export.settings import PluginSettings
+from sediment.export.settings import PluginSettings, ReadableFile
 from sediment.export.tasks import TaskBasis, task_basis, task_ineligibility, task_instance_id, task_skip_reasons
 from sediment.export.turns import (
     ROLLOUT_SKIP_REASONS,
@@ -144,6 +144,7 @@ __all__ = [
     "PromptBucket",
     "Provenance",
     "PublishedExport",
+    "ReadableFile",
     "ReasoningPart",
     "Recipe",
     "ReferencePatch",

@@ -322,6 +322,7 @@ def test_missing_and_invalid_settings_name_the_field(tmp_path: Path) -> None:
     registry = plugin_registry(("t", make_target("t")), ("hello", make_manifest("hello")), builtins=False)
     with pytest.raises(ConfigurationError, match=r"plugin hello setting greeting: Field required .*--set hello.greeting=VALUE or \$SEDIMENT_HELLO_GREETING"):
         export(registry, tmp_path, "t")
+    assert not (tmp_path / "out").exists()  # a manifest's settings are checked before the directory is claimed
     sources = SettingsSources.load(environ={}, overrides=["hello.greeting=hi", "hello.loud=perhaps"])
     with pytest.raises(ConfigurationError, match=r"plugin hello setting loud: Input should be a valid boolean.* \(from --set hello.loud;"):
         registry.settings("hello", sources)
@@ -346,8 +347,10 @@ def test_a_declared_manifest_file_belongs_to_an_export(tmp_path: Path) -> None:
     (tmp_path / "out" / "hello.txt").write_text("stale\n")
     from sediment.errors import OutputDirectoryError
 
+    sources = SettingsSources.load(environ={}, overrides=["hello.greeting=hi"])  # settings are checked first
     with pytest.raises(OutputDirectoryError, match=r"artifacts without a target claim \(hello.txt\)"):
-        export(registry, tmp_path, "t")
+        export_rlvr_from_rollouts([rollout("s1")], None, tmp_path / "out", target="t", split_enabled=False,
+                                  registry=registry, settings=sources, verifier_commands=VerifierCommands.empty())
 
 
 # --- the public module and the hook reference --------------------------------------------

@@ -668,11 +668,21 @@ class PluginRegistry:
                          foreign_artifacts=frozenset(foreign - self._objective_files(objective)),
                          labels=labels, titles={o.name: o.title for o in self.objectives.values()})
 
-    def write_manifests(self, published: PublishedExport, sources: SettingsSources) -> dict[str, list[str]]:
-        """Call each manifest plugin, in name order, after publication; the paths each wrote."""
+    def manifest_settings(self, sources: SettingsSources) -> dict[str, PluginSettings]:
+        """Every manifest plugin's validated settings, by name (built before an export claims its
+        directory, so that a missing or unreadable setting refuses the export up front)."""
+        return {name: self.settings(name, sources) for name in sorted(self.manifests)}
+
+    def write_manifests(self, published: PublishedExport,
+                        sources: SettingsSources | Mapping[str, PluginSettings]) -> dict[str, list[str]]:
+        """Call each manifest plugin, in name order, after publication; the paths each wrote.
+
+        :param sources: where settings come from, or the settings :meth:`manifest_settings` built.
+        """
+        built = self.manifest_settings(sources) if isinstance(sources, SettingsSources) else sources
         written: dict[str, list[str]] = {}
         for name, manifest in sorted(self.manifests.items()):
-            path = manifest.write(published, self.settings(name, sources))
+            path = manifest.write(published, built[name])
             if path is not None:
                 written[name] = [str(path)]
         return written
