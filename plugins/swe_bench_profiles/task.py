@@ -70,6 +70,18 @@ def environments(settings: TaskSettings) -> dict[str, Environment]:
     return _environments(str(path), mtime)
 
 
+#: What would change the main reasons (the summary's hint when every row is declined).
+REMEDIES: dict[str, str] = {
+    "environment_unconfigured": "add an entry [repos.\"OWNER/REPO\"] for the repository to the file the "
+                                "environments setting names (docs/profiles.md)",
+    "call_context_absent": "the Rollouts were derived by an older Sediment: derive them again (`sediment derive`)",
+    "verified_test_results_absent": "no per-test results of the verified CI run: ingest its JUnit reports "
+                                    "(`sediment ingest junit`)",
+    "base_test_results_absent": "no per-test results on the base commit: ingest the JUnit reports of a CI run on it "
+                                "(`sediment ingest junit`)",
+}
+
+
 @dataclass(frozen=True)
 class GradableTask:
     instance_id: str

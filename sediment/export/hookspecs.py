@@ -76,7 +76,9 @@ def describe_target() -> TargetInfo | None:
 
     Called once when the registry is built. The target's name is its plugin (entry-point)
     name. The registry prefixes each population's vocabulary with the core's reasons: the CI
-    resolver's, then the representation reasons.
+    resolver's, then the representation reasons. Its optional ``remedies`` (as an objective's
+    and a profile's) say, per reason of its vocabulary, what would change it; an export that
+    writes no row ends with the dominant reason's.
 
     :return: a :class:`~sediment.plugin.TargetInfo`; a plugin that is not a target does not
         implement this hook.

@@ -34,6 +34,7 @@ from sediment.export.evidence import RolloutEvidence
 from sediment.export.objective_adaptation import ObjectiveProfileProjection
 from sediment.export.projection import ObjectiveProjection, Projection, Tally, TargetProjection
 from sediment.export.registry import Objective, PluginRegistry, load_registry
+from sediment.export.remedies import nothing_written
 from sediment.export.rows import Recipe
 from sediment.export.settings import PluginSettings, SettingsSources
 from sediment.export.verifier_commands import VerifierCommands
@@ -156,6 +157,8 @@ def export_objective(
     if verifier_commands is None:
         verifier_commands = VerifierCommands.from_environment()
     manifest_settings = registry.manifest_settings(sources)  # every setting is checked before the claim
+    remedies = registry.remedies(chosen_objective, registry.targets.get(owner_name) if chosen_objective.has_targets
+                                 else None, registry.profiles[profile] if profile is not None else None)
     owner = registry.ownership(chosen_objective)
     out = Path(out_dir)
     with writing("output directory", out):
@@ -163,7 +166,7 @@ def export_objective(
         return _export_into(out, owner, projection, evidence, registry, manifest_settings, ExportRun(
             objective=chosen_objective, owner_name=owner_name, profile=profile, recipe=chosen_recipe,
             verifier_commands=verifier_commands, ci_policy=ci_policy, progress=progress, budgets=budgets,
-            workers=workers, repositories=repositories, settings=sources))
+            workers=workers, repositories=repositories, settings=sources, remedies=remedies))
 
 
 @dataclass(frozen=True)
@@ -181,6 +184,7 @@ class ExportRun:
     workers: int
     repositories: RepositoryContext | None
     settings: SettingsSources
+    remedies: Mapping[str, str]
 
 
 def _export_into(out: Path, owner: Ownership, projection: Projection | ObjectiveProjection, evidence: Evidence,
@@ -214,6 +218,10 @@ def _export_into(out: Path, owner: Ownership, projection: Projection | Objective
         summary["fragmented"] = dict(evidence.fragmented or {})
         summary["written"] = published.written
         summary["manifests"] = registry.write_manifests(published, manifest_settings)
+    if not published.written:  # every unit skipped: say why, and what would change it
+        hint = nothing_written(run.objective.info.units, units, tally.skipped.values(), run.remedies)
+        if hint is not None:
+            summary["nothing_written"] = hint
     return summary
 
 
