@@ -57,8 +57,15 @@ from sediment.export.rows import (
     Recipe,
     TargetInfo,
 )
-from sediment.export.settings import PluginSettings
-from sediment.export.tasks import TaskBasis, task_basis, task_ineligibility, task_instance_id, task_skip_reasons
+from sediment.export.settings import PluginSettings, ReadableFile
+from sediment.export.tasks import (
+    TASK_REMEDIES,
+    TaskBasis,
+    task_basis,
+    task_ineligibility,
+    task_instance_id,
+    task_skip_reasons,
+)
 from sediment.export.turns import (
     ROLLOUT_SKIP_REASONS,
     capture_row,
@@ -107,6 +114,7 @@ __all__ = [
     "RESOLVER_SKIP_REASONS",
     "ROLLOUT_SKIP_REASONS",
     "SPLIT_ORDER",
+    "TASK_REMEDIES",
     "TRAINER_SKIP_REASONS",
     "TRANSITION_SKIP_REASONS",
     "AdaptedRow",
@@ -145,6 +153,7 @@ __all__ = [
     "PromptBucket",
     "Provenance",
     "PublishedExport",
+    "ReadableFile",
     "ReasoningPart",
     "Recipe",
     "ReferencePatch",

@@ -18,7 +18,13 @@ import pytest
 from sediment.facts import CIOutcome, PullRequestMerge, Push, RepositoryRename
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.facts_jsonl import content_hash
-from sediment.ingest.github import CONCLUSION_RESULTS, SKIP_REASONS, github_result, translate_github
+from sediment.ingest.github import (
+    CONCLUSION_RESULTS,
+    SKIP_REASONS,
+    evident_event,
+    github_result,
+    translate_github,
+)
 from sediment.ingest.ids import fact_id
 
 FIXTURES = Path(__file__).parent / "fixtures" / "github"
@@ -439,11 +445,13 @@ def test_header_names_are_case_insensitive() -> None:
     assert outcome_of(delivery).source_event_id == "d-1"
 
 
-def test_envelope_without_event_header_uses_the_given_event() -> None:
+def test_envelope_without_event_header_uses_the_given_or_the_evident_event() -> None:
     delivery = load("push.json")
     del delivery["headers"]["X-GitHub-Event"]
     assert isinstance(only_fact(translate(delivery, event="push")), Push)
-    with pytest.raises(TranslationError, match=r"headers\.X-GitHub-Event: missing"):
+    assert only_fact(translate(delivery)) == only_fact(translate(delivery, event="push"))  # its keys show a push
+    delivery["payload"] = {"action": "started", "repository": delivery["payload"]["repository"]}  # a watch event
+    with pytest.raises(TranslationError, match=r"^headers\.X-GitHub-Event: missing: .*pass --event NAME"):
         translate(delivery)
 
 
@@ -453,9 +461,60 @@ def test_envelope_without_delivery_id() -> None:
     assert outcome_of(delivery).source_event_id is None
 
 
-def test_bare_payload_needs_an_event() -> None:
-    with pytest.raises(TranslationError, match=r"^event: a bare payload needs the event name"):
-        translate(load("push.json")["payload"])
+def test_a_bare_payload_whose_keys_show_no_event_needs_one() -> None:
+    watch = {"action": "started", "repository": load("push.json")["payload"]["repository"], "sender": {"id": 1}}
+    with pytest.raises(TranslationError, match=r"^event: the payload's top-level keys \(action, repository, sender\) "
+                                               r"do not show which GitHub event it is; pass --event NAME"):
+        translate(watch)
+    assert translate(watch, event="watch").skipped == "unsupported_event:watch"
+
+
+def _fixture_deliveries() -> list[Path]:
+    return sorted([*FIXTURES.glob("*.json"), *(FIXTURES.parent / "ci" / "github").glob("*.json")])
+
+
+@pytest.mark.parametrize("path", [p for p in _fixture_deliveries() if "X-GitHub-Event" in p.read_text()],
+                         ids=lambda p: p.name)
+def test_a_bare_payload_is_translated_as_its_envelope_when_its_keys_show_the_event(path: Path) -> None:
+    delivery = json.loads(path.read_text(encoding="utf-8"))
+    bare = copy.deepcopy(delivery["payload"])
+    assert evident_event(bare) == delivery["headers"]["X-GitHub-Event"]
+    del delivery["headers"]["X-GitHub-Delivery"]  # a bare payload has no delivery id: compare without it
+    enveloped, inferred = translate(delivery), translate(bare)
+    assert (inferred.skipped, inferred.facts) == (enveloped.skipped, enveloped.facts)
+
+
+def test_the_evident_event_is_never_a_guess_between_two() -> None:
+    run = load("workflow_run.completed.success.json")["payload"]
+    job = json.loads((FIXTURES.parent / "ci" / "github" / "workflow_job.completed.success.json").read_text())["payload"]
+    pull = load("pull_request.closed.merged.json")["payload"]
+    renamed = load("repository.renamed.json")["payload"]
+    ambiguous = {
+        "workflow_run and workflow_job": {**run, "workflow_job": job["workflow_job"]},
+        "deployment (carries workflow_run)": {**run, "deployment": {"id": 1}},
+        "deployment_status (carries check_run)": {"action": "created", "check_run": {"id": 1},
+                                                  "deployment_status": {"id": 2}, "repository": run["repository"]},
+        "pull_request_review": {**pull, "review": {"id": 1}},
+        "pull_request_review_comment": {**pull, "comment": {"id": 1}},
+        "watch (repository keys only)": {"action": "started", "repository": run["repository"]},
+        "branch_protection_configuration": {"action": "enabled", "repository": run["repository"]},
+        "an unknown key beside workflow_run": {**run, "something_new": 1},
+        "create (ref without commits)": {"ref": "main", "ref_type": "branch", "repository": run["repository"]},
+    }
+    for what, payload in ambiguous.items():
+        assert evident_event(payload) is None, what
+        with pytest.raises(TranslationError, match=r"^event: .*pass --event NAME"):
+            translate(payload)
+    assert evident_event(renamed) == "repository" and evident_event({**renamed, "action": "edited"}) == "repository"
+    assert evident_event({**pull, "action": "synchronize", "before": "a", "after": "b"}) == "pull_request"
+
+
+def test_a_given_event_that_the_payload_contradicts_is_refused() -> None:
+    bare = load("push.json")["payload"]
+    assert isinstance(only_fact(translate(bare, event="push")), Push)
+    with pytest.raises(TranslationError, match=r"^event: the payload's keys \(.*\) show a push delivery, not the "
+                                               r"given event 'workflow_run'"):
+        translate(bare, event="workflow_run")
 
 
 @pytest.mark.parametrize(
@@ -648,3 +707,33 @@ def test_a_naive_capture_time_is_refused() -> None:
 def test_an_invalid_acting_org_is_refused() -> None:
     with pytest.raises(TranslationError, match=r"^org_id: "):
         translate(load("push.json"), org_id="not an org!")
+
+
+def test_cli_ingests_a_folder_of_bare_payloads_of_mixed_events_in_one_command(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    folder = tmp_path / "inputs"
+    folder.mkdir()
+    expected = {}
+    for path in _fixture_deliveries():
+        delivery = json.loads(path.read_text(encoding="utf-8"))
+        if "headers" in delivery and "X-GitHub-Event" in delivery["headers"]:
+            (folder / path.name).write_text(json.dumps(delivery["payload"]), encoding="utf-8")
+            expected[path.name] = delivery["headers"]["X-GitHub-Event"]
+    assert set(expected.values()) == {"workflow_run", "workflow_job", "check_run", "check_suite", "push",
+                                      "pull_request", "repository"}
+    (folder / "zz-watch.json").write_text(json.dumps({"action": "started", "repository": {"id": 1}}))
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("SEDIMENT_")}
+    environ |= {"SEDIMENT_HOME": str(tmp_path / "home"), "SEDIMENT_ORG_ID": ORG}
+    result = subprocess.run([sys.executable, "-m", "sediment", "ingest", "github",
+                             *sorted(str(p) for p in folder.glob("*.json")), "--json"],
+                            capture_output=True, text=True, env=environ, timeout=120, check=False)
+    assert result.returncode == 8, result.stderr  # the one payload whose keys show no event
+    [problem] = [line for line in result.stderr.splitlines() if "zz-watch.json" in line]
+    assert "pass --event NAME" in problem and "Traceback" not in result.stderr
+    assert "bare payload needs" not in result.stderr
+    report = json.loads(result.stdout)
+    assert report["failed"] == 1 and report["records"] == len(expected) + 1
+    assert report["stored"]["ci_outcomes"] == 11 and report["stored"]["pushes"] == 2

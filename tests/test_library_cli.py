@@ -74,7 +74,7 @@ def test_import_views_and_partial_failure(tmp_path: Path, canonical: Path) -> No
                     "--sampling", "source-balanced", "--out", str(chat)).returncode == 0
     assert all(set(json.loads(line)) == {"prompt", "completion"} for line in chat.read_text().splitlines())
     wrong = sediment("library", "views", "--library", str(library), "--selection", "nope", "--out", str(out))
-    assert wrong.returncode == 1 and "unknown selection 'nope'" in wrong.stderr
+    assert wrong.returncode == 2 and "unknown --selection 'nope'" in wrong.stderr  # a usage error
     missing = sediment("library", "views", "--library", str(tmp_path / "none"), "--out", str(out))
     assert missing.returncode == 1 and "not a trajectory library" in missing.stderr
 

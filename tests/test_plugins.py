@@ -27,7 +27,7 @@ from sediment.export.plugins import (
     discover_entry_points,
     new_plugin_manager,
 )
-from sediment.export.registry import load_registry
+from sediment.export.registry import TARGET_CORE_REASONS, load_registry
 from sediment.export.settings import SettingsSources
 from sediment.export.verifier_commands import VerifierCommands
 from sediment.plugin import (
@@ -64,13 +64,14 @@ SCHEMA = {"$schema": "https://json-schema.org/draft/2020-12/schema", "$id": "htt
 
 def make_target(name: str, *, own: Sequence[str] = ("nope",), reason: str | None = None,
                 calls: list[str] | None = None, body: Any = None, reads_ci: bool = False,
-                schema_id: str = "https://example.com/r.json", schemas: Sequence[dict[str, Any]] = (SCHEMA,)
-                ) -> types.ModuleType:
+                schema_id: str = "https://example.com/r.json", schemas: Sequence[dict[str, Any]] = (SCHEMA,),
+                remedies: dict[str, str] | None = None) -> types.ModuleType:
     module = types.ModuleType(f"plugin_{name.replace('-', '_')}")
 
     @hookimpl
     def describe_target() -> TargetInfo:
-        return TargetInfo(populations={"rollouts": PopulationInfo(schema_id, tuple(own))}, needs_mirrors=False)
+        return TargetInfo(populations={"rollouts": PopulationInfo(schema_id, tuple(own))}, needs_mirrors=False,
+                          remedies=remedies or {})
 
     @hookimpl
     def register_schemas() -> Sequence[dict[str, Any]]:
@@ -322,6 +323,7 @@ def test_missing_and_invalid_settings_name_the_field(tmp_path: Path) -> None:
     registry = plugin_registry(("t", make_target("t")), ("hello", make_manifest("hello")), builtins=False)
     with pytest.raises(ConfigurationError, match=r"plugin hello setting greeting: Field required .*--set hello.greeting=VALUE or \$SEDIMENT_HELLO_GREETING"):
         export(registry, tmp_path, "t")
+    assert not (tmp_path / "out").exists()  # a manifest's settings are checked before the directory is claimed
     sources = SettingsSources.load(environ={}, overrides=["hello.greeting=hi", "hello.loud=perhaps"])
     with pytest.raises(ConfigurationError, match=r"plugin hello setting loud: Input should be a valid boolean.* \(from --set hello.loud;"):
         registry.settings("hello", sources)
@@ -346,8 +348,10 @@ def test_a_declared_manifest_file_belongs_to_an_export(tmp_path: Path) -> None:
     (tmp_path / "out" / "hello.txt").write_text("stale\n")
     from sediment.errors import OutputDirectoryError
 
+    sources = SettingsSources.load(environ={}, overrides=["hello.greeting=hi"])  # settings are checked first
     with pytest.raises(OutputDirectoryError, match=r"artifacts without a target claim \(hello.txt\)"):
-        export(registry, tmp_path, "t")
+        export_rlvr_from_rollouts([rollout("s1")], None, tmp_path / "out", target="t", split_enabled=False,
+                                  registry=registry, settings=sources, verifier_commands=VerifierCommands.empty())
 
 
 # --- the public module and the hook reference --------------------------------------------
@@ -422,3 +426,57 @@ def test_targets_json_is_machine_readable() -> None:
     described = load_registry().targets["nemo-gym"].as_json()
     assert json.loads(json.dumps(described))["files"] == {"rollouts": ["rollouts.jsonl", "rollouts.train.jsonl",
                                                                        "rollouts.eval.jsonl"]}
+
+
+# --- remedies: what would change a skip ---------------------------------------------------
+
+
+def test_an_export_whose_every_unit_is_skipped_names_the_dominant_reason_and_its_remedy(tmp_path: Path) -> None:
+    registry = plugin_registry(("t", make_target("t", reason="nope", remedies={"nope": "record a verdict"})),
+                               builtins=False)
+    summary = export(registry, tmp_path, "t", [rollout("s1"), rollout("s2"), rollout("s3")])
+    assert summary["written"] == {}
+    assert summary["nothing_written"] == {"units": "rollouts", "read": 3, "reason": "nope", "count": 3,
+                                          "remedy": "record a verdict"}
+    from sediment.export.remedies import hint_line
+
+    assert hint_line(summary["nothing_written"]) == \
+        "nothing written: all 3 rollouts skipped, mostly nope (3): record a verdict"
+    written = export(plugin_registry(("t", make_target("t")), builtins=False), tmp_path / "w", "t")
+    assert "nothing_written" not in written  # rows were written: no hint
+    empty = export_rlvr_from_rollouts([], None, tmp_path / "empty", target="t", split_enabled=False,
+                                      registry=registry, verifier_commands=VerifierCommands.empty())
+    assert "nothing_written" not in empty  # nothing read, nothing skipped: nothing to say
+
+
+def test_the_dominant_reason_is_the_most_counted_then_the_first_by_name() -> None:
+    from sediment.export.remedies import CORE_REMEDIES, dominant, nothing_written
+
+    assert dominant([{"b": 2, "a": 1}, {"a": 1, "c": 0}]) == ("a", 2)
+    assert dominant([{}, {"c": 0}]) is None
+    hint = nothing_written("pairs", 0, [{"mirror_absent": 2}], {})
+    assert hint is not None and hint["remedy"] is None
+    from sediment.export.remedies import hint_line
+
+    assert hint_line(hint) == "nothing written: no pairs derived, mostly mirror_absent (2)"
+    assert set(CORE_REMEDIES) <= set(TARGET_CORE_REASONS)
+
+
+def test_remedies_name_reasons_of_the_vocabulary_and_are_one_line() -> None:
+    with pytest.raises(PluginError, match=r"declares remedies for reasons outside its vocabulary: \['elsewhere'\]"):
+        plugin_registry(("t", make_target("t", remedies={"elsewhere": "x"})), builtins=False)
+    with pytest.raises(ValueError, match="must be one non-empty line"):
+        TargetInfo(populations={"rollouts": PopulationInfo("https://example.com/r.json", ("nope",))},
+                   needs_mirrors=False, remedies={"nope": "two\nlines"})
+
+
+def test_every_builtin_remedy_names_a_reason_its_plugin_counts() -> None:
+    registry = load_registry()
+    declared = [*registry.objectives.values(), *registry.targets.values(), *registry.profiles.values()]
+    assert sum(len(p.info.remedies) for p in declared) >= 30  # the registry checked each against its vocabulary
+    sft = registry.remedies(registry.objective("sft"))
+    assert "--recipe sft_verified" in sft["no_eligibility_source"]
+    swe = registry.remedies(registry.objective("rlvr"), registry.targets["swe-bench"],
+                            registry.profiles["swe-bench-tasks-v2"])
+    assert "environments setting" in swe["environment_unconfigured"]
+    assert "sediment mirror" in swe["no_attributed_commit"] and "ingest" in swe["missing_verifier_evidence"]

@@ -92,6 +92,20 @@ class DiffSFTSettings(PluginSettings):
                                   description="rows below this Confidence (strictly) are declined")
 
 
+#: What would change the main reasons (the summary's hint when every completion is skipped).
+REMEDIES: dict[str, str] = {
+    "no_eligibility_source": "sft_curated reads developers' accepts (ingest Claude Code transcripts or decision "
+                             "events), sft_verified a clean CI pass of the commit (ingest CI webhooks): try "
+                             "`--recipe sft_verified` or `--recipe sft_curated`",
+    "unreliable_ci_resolution": "the commit's CI run flipped between attempts (a suspected flake); a clean "
+                                "re-run, once ingested, settles it",
+    "below_confidence_floor": "the Confidence is below the floor: `--set diff-sft.min_confidence=X` (default 0.6)",
+    "mirror_absent": "no mirror of the repository: `sediment mirror add OWNER/REPO SOURCE`, and pass --mirrors",
+    "commit_diff_unavailable": "the mirror does not hold the commit: `sediment mirror fetch OWNER/REPO`",
+    "model_absent": "the recorded calls name no model: capture them where the request is recorded (a gateway, OTLP)",
+}
+
+
 @hookimpl
 def describe_objective() -> ObjectiveInfo:
     return ObjectiveInfo(
@@ -104,6 +118,7 @@ def describe_objective() -> ObjectiveInfo:
         from_needs_mirrors=True,
         supports_from=True,
         description="Project attributed completions into diff-SFT rows: a call's prompt, its commit's patch.",
+        remedies=REMEDIES,
         help=HELP,
     )
 

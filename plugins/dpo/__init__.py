@@ -89,6 +89,18 @@ class DPOSettings(PluginSettings):
                     "upstream: min(chosen, rejected), sediment 0.6.1's value")
 
 
+#: What would change the main reasons (the summary's hint when every completion is skipped).
+REMEDIES: dict[str, str] = {
+    "no_label_source": "dpo_human labels by developers' explicit accepts and rejects (ingest Claude Code transcripts "
+                       "or decision events), dpo_outcome by the commits' CI verdicts (ingest CI webhooks): try "
+                       "`--recipe dpo_outcome` or `--recipe dpo_human`",
+    "unreliable_ci_resolution": "the commit's CI run flipped between attempts (a suspected flake); a clean "
+                                "re-run, once ingested, settles it",
+    "bucket_capped": "more pairs of one prompt than the cap: `--set dpo.max_pairs_per_bucket=N` (default 3)",
+    "model_absent": "the recorded calls name no model: capture them where the request is recorded (a gateway, OTLP)",
+}
+
+
 @hookimpl
 def describe_objective() -> ObjectiveInfo:
     return ObjectiveInfo(
@@ -101,6 +113,7 @@ def describe_objective() -> ObjectiveInfo:
         from_needs_mirrors=False,
         supports_from=True,
         description=DESCRIPTION,
+        remedies=REMEDIES,
         help=HELP,
     )
 

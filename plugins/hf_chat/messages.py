@@ -98,6 +98,9 @@ INFO = ProfileInfo(
              "hold none (re-tokenize with the chat template); rewards are the recorded CI verdicts as "
              "reward_source (null without a verdict), never a numeric reward invented here"),
     skip_reasons=SKIP_REASONS,
+    remedies={"transcript_capture": "the calls were rebuilt from client transcripts, which do not record the tools "
+                                    "the model saw: capture them through a gateway (`sediment ingest calls`, "
+                                    "`sediment serve`) or OTLP"},
     description="Sediment rollout segments as conversational SFT rows (messages + tools) for datasets and TRL",
 )
 

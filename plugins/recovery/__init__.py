@@ -53,6 +53,18 @@ Example:
 """
 
 
+#: What would change the main reasons (the summary's hint when no pair is written).
+REMEDIES: dict[str, str] = {
+    "workflow_identity_absent": "the CI runs name no workflow id or path: ingest deliveries that carry them "
+                                "(GitHub workflow_run webhooks do)",
+    "mirror_absent": "no mirror of the repository: `sediment mirror add OWNER/REPO SOURCE`, and pass --mirrors",
+    "ancestry_check_failed": "the mirror does not hold both commits: `sediment mirror fetch OWNER/REPO`",
+    "diff_unavailable": "the mirror cannot give the diff: `sediment mirror fetch OWNER/REPO` (or add it again)",
+    "attribution_evidence_absent": "no agent call is attributed to the fixing commit: add the mirror with its git-ai "
+                                   "notes (`sediment mirror fetch`) and ingest the agent's calls",
+}
+
+
 @hookimpl
 def describe_objective() -> ObjectiveInfo:
     return ObjectiveInfo(
@@ -66,6 +78,7 @@ def describe_objective() -> ObjectiveInfo:
         from_needs_mirrors=False,
         supports_from=False,
         description=DESCRIPTION,
+        remedies=REMEDIES,
         help=HELP,
     )
 

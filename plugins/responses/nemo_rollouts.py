@@ -39,6 +39,7 @@ from sediment.plugin import (
 
 from .items import Items, Unrepresentable, message_items
 from .segment import (
+    SHARED_REMEDIES,
     SHARED_SKIP_REASONS,
     ResponsesSettings,
     check_call_context,
@@ -75,6 +76,7 @@ def describe_profile() -> ProfileInfo:
             "or environment is inferred"
         ),
         skip_reasons=SKIP_REASONS,
+        remedies=SHARED_REMEDIES,
         retires=("nemo-gym-rollouts-v1",),
         description="NeMo Gym 0.7.0 rollout rows (Responses request, response, reward, agent_ref, indices)",
     )

@@ -21,6 +21,15 @@ SHARED_SKIP_REASONS: tuple[str, ...] = (
     "transcript_capture",
 )
 
+#: What would change the main shared reasons (the summary's hint when every row is declined).
+SHARED_REMEDIES: dict[str, str] = {
+    "missing_reward": "the rows have no CI reward: ingest the CI webhooks of the attributed commits' runs "
+                      "(`sediment ingest github|gitlab|circleci|buildkite`) and derive again",
+    "call_context_absent": "the Rollouts were derived by an older Sediment: derive them again (`sediment derive`)",
+    "transcript_capture": "the calls were rebuilt from client transcripts, which do not record the request the model "
+                          "saw: capture them through a gateway (`sediment ingest calls`, `sediment serve`) or OTLP",
+}
+
 
 class ResponsesSettings(PluginSettings):
     """What a recorded request does not say, declared by the operator (defaults: the OpenAI API's

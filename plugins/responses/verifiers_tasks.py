@@ -16,7 +16,15 @@ from typing import Any
 from sediment.plugin import AdaptedRow, Dependency, PluginSettings, ProfileInfo, RolloutEvidence, hookimpl
 
 from .items import Unrepresentable, function_tools, message_items
-from .segment import SHARED_SKIP_REASONS, ResponsesSettings, check_call_context, request, reward_of, segment_turns
+from .segment import (
+    SHARED_REMEDIES,
+    SHARED_SKIP_REASONS,
+    ResponsesSettings,
+    check_call_context,
+    request,
+    reward_of,
+    segment_turns,
+)
 
 CANONICAL_SCHEMA = "https://sediment.so/schemas/training-rows/nemo-gym-rollout/v4.json"
 
@@ -41,6 +49,7 @@ def describe_profile() -> ProfileInfo:
             "operator's own resources server: none is inferred"
         ),
         skip_reasons=SHARED_SKIP_REASONS,
+        remedies=SHARED_REMEDIES,
         description="verifiers 0.4.0 / NeMo Gym task rows: the first request of each verified segment",
     )
 

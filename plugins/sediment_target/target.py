@@ -9,6 +9,7 @@ from sediment.plugin import (
     RECIPE_ID,
     RECIPE_VERSION,
     ROLLOUT_SKIP_REASONS,
+    TASK_REMEDIES,
     Population,
     PopulationInfo,
     ProjectedRow,
@@ -37,6 +38,7 @@ def describe_target() -> TargetInfo:
         populations={"tasks": PopulationInfo(TASK_SCHEMA_ID, task_skip_reasons()),
                      "rollouts": PopulationInfo(ROLLOUT_SCHEMA_ID, ROLLOUT_SKIP_REASONS)},
         needs_mirrors=True,
+        remedies=TASK_REMEDIES,
         description="Sediment audit format: verifiable tasks with reference patches, and rollouts",
     )
 

@@ -60,6 +60,19 @@ Examples:
 """
 
 
+#: What would change the main reasons (the summary's hint when every completion is skipped).
+REMEDIES: dict[str, str] = {
+    "no_eligibility_source": "sft_curated reads developers' accepts (ingest Claude Code transcripts or decision "
+                             "events), sft_verified a clean CI pass of the commit (ingest CI webhooks): try "
+                             "`--recipe sft_verified` or `--recipe sft_curated`",
+    "unreliable_ci_resolution": "the commit's CI run flipped between attempts (a suspected flake); a clean "
+                                "re-run, once ingested, settles it",
+    "below_confidence_floor": "the Confidence is below the recipe's 0.6 floor: more evidence (decisions, CI) raises "
+                              "it; the ladder's knobs are the [label-confidence] table (docs/confidence.md)",
+    "model_absent": "the recorded calls name no model: capture them where the request is recorded (a gateway, OTLP)",
+}
+
+
 @hookimpl
 def describe_objective() -> ObjectiveInfo:
     return ObjectiveInfo(
@@ -72,6 +85,7 @@ def describe_objective() -> ObjectiveInfo:
         from_needs_mirrors=False,
         supports_from=True,
         description=DESCRIPTION,
+        remedies=REMEDIES,
         help=HELP,
     )
 

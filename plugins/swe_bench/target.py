@@ -13,6 +13,7 @@ from typing import Any
 from sediment.plugin import (
     RECIPE_ID,
     RECIPE_VERSION,
+    TASK_REMEDIES,
     Population,
     PopulationInfo,
     ProjectedRow,
@@ -36,6 +37,8 @@ def describe_target() -> TargetInfo:
     return TargetInfo(
         populations={"tasks": PopulationInfo(SCHEMA_ID, task_skip_reasons("failed_reference_patch"))},
         needs_mirrors=True,
+        remedies={**TASK_REMEDIES, "failed_reference_patch": "swe-bench tasks are recorded CI passes only; "
+                                                             "`--target sediment` writes failed tasks too"},
         description="SWE-bench task shape from recorded CI passes and mirror reference patches",
     )
 

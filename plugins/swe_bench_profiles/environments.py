@@ -1,4 +1,4 @@
-"""Per-repository evaluation environments: the operator's TOML file, loaded fail-soft.
+"""Per-repository evaluation environments: the operator's TOML file.
 
 ::
 
@@ -11,10 +11,12 @@
     install = ["pip install -e ."]           # steps before the tests (optional)
     test_files = ["tests/**", "**/test_*.py"]  # which paths of a patch are tests (optional)
 
-Sediment never guesses an image, a command or a parser and never runs anything. Problems are
-logged with a stable event name (``swe_bench_environments_unreadable``,
-``swe_bench_environment_invalid``) and the affected repository is left out; a row of a
-repository without a valid entry is declined (``environment_unconfigured``).
+Sediment never guesses an image, a command or a parser and never runs anything. A file that
+cannot be read as a whole (missing, unreadable, not TOML, no ``[repos]`` table) is a
+configuration error, found when the profile's settings are built (:func:`read_environments`),
+before an export claims its directory. A bad entry is logged with a stable event name
+(``swe_bench_environment_invalid``) and its repository is left out; a row of a repository
+without a valid entry is declined (``environment_unconfigured``).
 """
 
 from __future__ import annotations
@@ -100,18 +102,34 @@ def _environment(repo: str, entry: Mapping[str, Any]) -> Environment | str:
                        install=install, test_files=test_files)
 
 
+class EnvironmentsUnreadable(ValueError):
+    """The environments file cannot be read as a whole (the message says why, in one line)."""
+
+
+def read_environments(path: Path) -> dict[str, Any]:
+    """The ``[repos]`` table of the file; :class:`EnvironmentsUnreadable` when there is none to read."""
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise EnvironmentsUnreadable(f"cannot read {path}: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise EnvironmentsUnreadable(f"{path} is not a TOML file: {exc}") from None
+    repos = document.get("repos")
+    if not isinstance(repos, dict):
+        raise EnvironmentsUnreadable(f"{path} has no [repos] table")
+    return repos
+
+
 def load_environments(path: Path | None) -> dict[str, Environment]:
-    """Repository slug (lower case) → its Environment; ``None`` or an unreadable file gives none."""
+    """Repository slug (lower case) → its Environment; ``None`` gives none. A file that became
+    unreadable after the settings were checked is logged (``swe_bench_environments_unreadable``)
+    and gives none."""
     if path is None:
         return {}
     try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        repos = read_environments(path)
+    except EnvironmentsUnreadable as exc:
         logger.warning("swe_bench_environments_unreadable path=%s error=%s", path, exc)
-        return {}
-    repos = document.get("repos")
-    if not isinstance(repos, dict):
-        logger.warning("swe_bench_environments_unreadable path=%s error=no [repos] table", path)
         return {}
     environments: dict[str, Environment] = {}
     for repo, entry in repos.items():

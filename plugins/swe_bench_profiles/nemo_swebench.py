@@ -18,7 +18,7 @@ from pydantic import Field
 
 from sediment.plugin import AdaptedRow, Dependency, PluginSettings, ProfileInfo, RolloutEvidence, hookimpl
 
-from .task import TASK_SKIP_REASONS, TaskSettings, gradable_task
+from .task import REMEDIES, TASK_SKIP_REASONS, TaskSettings, gradable_task
 from .tasks import CANONICAL_SCHEMA
 
 
@@ -43,6 +43,7 @@ def describe_profile() -> ProfileInfo:
                  "FAIL_TO_PASS / PASS_TO_PASS from recorded per-test results; that server grades with "
                  "swebench 4.1.0, which refuses repositories outside its table of 66"),
         skip_reasons=TASK_SKIP_REASONS,
+        remedies=REMEDIES,
         description="NeMo Gym 0.7.0 swebench resources-server task rows",
     )
 

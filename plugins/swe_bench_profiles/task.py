@@ -16,11 +16,18 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
-from sediment.plugin import TRANSITION_SKIP_REASONS, PluginSettings, RolloutEvidence, TestTransitions, render_datetime
+from sediment.plugin import (
+    TRANSITION_SKIP_REASONS,
+    PluginSettings,
+    ReadableFile,
+    RolloutEvidence,
+    TestTransitions,
+    render_datetime,
+)
 
-from .environments import Environment, load_environments
+from .environments import Environment, load_environments, read_environments
 from .patches import FileSection, split_patch
 
 START_TEST_OUTPUT = ">>>>> Start Test Output"
@@ -31,11 +38,21 @@ TASK_SKIP_REASONS: tuple[str, ...] = ("environment_unconfigured", "call_context_
 
 
 class TaskSettings(PluginSettings):
-    """Where the per-repository evaluation environments are (docs/profiles.md)."""
+    """Where the per-repository evaluation environments are (docs/profiles.md).
 
-    environments: Path | None = Field(
-        default=None, description="TOML file of per-repository evaluation environments",
+    Required, and checked before an export claims its directory: without environments every row
+    would be declined (``environment_unconfigured`` is the first check), so an export that
+    cannot write a row is refused instead of claiming a directory to write nothing in."""
+
+    environments: ReadableFile = Field(
+        description="TOML file of per-repository evaluation environments (required)",
         json_schema_extra={"env": "SEDIMENT_SWE_BENCH_ENVIRONMENTS_FILE"})
+
+    @field_validator("environments")
+    @classmethod
+    def _a_repos_table(cls, path: Path) -> Path:
+        read_environments(path)  # EnvironmentsUnreadable is a ValueError: one line naming the file
+        return path
 
 
 @lru_cache(maxsize=8)
@@ -46,13 +63,23 @@ def _environments(path: str, mtime_ns: int) -> dict[str, Environment]:
 def environments(settings: TaskSettings) -> dict[str, Environment]:
     """The configured environments (read once per file version)."""
     path = settings.environments
-    if path is None:
-        return {}
     try:
         mtime = path.stat().st_mtime_ns
     except OSError:
         mtime = -1
     return _environments(str(path), mtime)
+
+
+#: What would change the main reasons (the summary's hint when every row is declined).
+REMEDIES: dict[str, str] = {
+    "environment_unconfigured": "add an entry [repos.\"OWNER/REPO\"] for the repository to the file the "
+                                "environments setting names (docs/profiles.md)",
+    "call_context_absent": "the Rollouts were derived by an older Sediment: derive them again (`sediment derive`)",
+    "verified_test_results_absent": "no per-test results of the verified CI run: ingest its JUnit reports "
+                                    "(`sediment ingest junit`)",
+    "base_test_results_absent": "no per-test results on the base commit: ingest the JUnit reports of a CI run on it "
+                                "(`sediment ingest junit`)",
+}
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any
 
 from sediment.plugin import AdaptedRow, Dependency, PluginSettings, ProfileInfo, RolloutEvidence, hookimpl
 
-from .task import TASK_SKIP_REASONS, TaskSettings, gradable_task
+from .task import REMEDIES, TASK_SKIP_REASONS, TaskSettings, gradable_task
 
 CANONICAL_SCHEMA = "https://sediment.so/schemas/training-rows/swe-bench-task/v3.json"
 
@@ -42,6 +42,7 @@ def describe_profile() -> ProfileInfo:
             "parser come from the operator's per-repository environments; Sediment runs nothing"
         ),
         skip_reasons=TASK_SKIP_REASONS,
+        remedies=REMEDIES,
         retires=("swe-bench-tasks-v1",),
         description="swebench 5.x task instances with FAIL_TO_PASS / PASS_TO_PASS from recorded test results",
     )

@@ -119,6 +119,10 @@ def _counts(counts: dict[str, int]) -> Any:
 def _render_files(summary: dict[str, Any]) -> None:
     if not summary["written"]:
         console.say("nothing written (empty projections leave existing files untouched)")
+    if summary.get("nothing_written"):  # every unit skipped: the dominant reason and its remedy, last
+        from sediment.export.remedies import hint_line
+
+        console.say(hint_line(summary["nothing_written"]))
     for path, rows in summary["written"].items():
         console.say(_TICK, f"wrote {path} (", (str(rows), "bold"), " rows)")
     if summary.get("compatibility"):

@@ -111,11 +111,17 @@ def facts(files: list[str] = typer.Argument(..., help=FILES_HELP),
 
 @ingest_app.command("github")
 def github(files: list[str] = typer.Argument(..., help=FILES_HELP),
-           event: str | None = typer.Option(None, "--event", help="Event name for bare payloads (X-GitHub-Event)."),
+           event: str | None = typer.Option(
+               None, "--event", help="Event name (X-GitHub-Event) of bare payloads whose top-level keys do not "
+                                     "show it; a payload whose keys show another event is refused."),
            org: str | None = typer.Option(None, "--org", help=ORG_HELP),
            as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout.")) -> None:
     """GitHub webhook deliveries: workflow_run, workflow_job, check_run, check_suite, push, pull_request,
-    repository (others are skipped)."""
+    repository (others are skipped).
+
+    A bare payload's event is read from its top-level keys where exactly one event fits them
+    (workflow_run, workflow_job, check_run, check_suite, pull_request, push, a repository action),
+    so a folder of mixed events is one command; one whose keys do not show it needs --event."""
     from sediment.ingest.github import translate_github
 
     org_id = settings.org_id(org)

@@ -9,6 +9,7 @@ from typing import Any
 import typer
 
 from sediment.cli import console, settings
+from sediment.output_paths import writing
 
 library_app = typer.Typer(
     help=("The trajectory library: one immutable canonical record per agent attempt (public sources and "
@@ -53,7 +54,8 @@ def import_(
     target = Library(library)
     if not from_store:
         records = records_for(format, files, problems, target.known_ids(), skipped)
-    report = target.import_records(records, materialize_all=materialize_all, prevalidated=True)
+    with writing("library", library):
+        report = target.import_records(records, materialize_all=materialize_all, prevalidated=True)
     report.already_present += len(skipped)
     for problem in problems[:50]:
         console.warning(problem)
@@ -99,9 +101,13 @@ def views_(
     import orjson
 
     from sediment.errors import UsageError
-    from sediment.trajectory.adapter import CanonicalDatasetAdapter, Filters
+    from sediment.trajectory.adapter import SAMPLINGS, SELECTIONS, VIEWS, CanonicalDatasetAdapter, Filters
     from sediment.trajectory.views import arrow_row, turn_chat_messages
 
+    for option, value, choices in (("--view", view, VIEWS), ("--selection", selection, SELECTIONS),
+                                   ("--sampling", sampling, SAMPLINGS)):
+        if value not in choices:  # before anything is read or written
+            raise UsageError(f"unknown {option} {value!r}; one of: {', '.join(choices)}")
     if format not in {"json", "arrow", "chat"}:
         raise UsageError(f"unknown --format {format!r}; one of: json, arrow, chat")
     if format == "chat" and view != "turns":
@@ -115,11 +121,12 @@ def views_(
                       include_ineligible=include_ineligible)
     rows = adapter.sample(adapter.select(selection, filters), sample, sampling, seed)
     count = 0
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with out.open("wb") as handle:
-        for item in adapter.project(rows, view):
-            handle.write(orjson.dumps(shape(item)) + b"\n")
-            count += 1
+    with writing("--out file", out):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with out.open("wb") as handle:
+            for item in adapter.project(rows, view):
+                handle.write(orjson.dumps(shape(item)) + b"\n")
+                count += 1
     console.say(f"{count} {view} sample(s) from {len(rows)} attempt(s) written to {out}")
 
 
@@ -159,5 +166,6 @@ def gallery_(
     from sediment.trajectory.gallery import write_gallery
     from sediment.trajectory.library import Library
 
-    pages = write_gallery(Library(library), out)
+    with writing("gallery directory", out):
+        pages = write_gallery(Library(library), out)
     console.say(f"gallery of {len(pages)} representative(s) written to {out / 'index.html'}")

@@ -15,6 +15,7 @@ import typer
 from sediment.cli import console, settings
 from sediment.errors import UsageError
 from sediment.ingest import IngestError
+from sediment.output_paths import writing
 
 trajectory_app = typer.Typer(
     help="Import agent trajectories (SWE-agent, OpenHands, SWE-Gym, nebius, ATIF, Sediment bundles) into canonical "
@@ -70,7 +71,7 @@ def import_(fmt: str = typer.Argument(..., metavar="FORMAT", help="Source format
         results = import_results(fmt, files)
     written = refused = 0
     staging = out.with_name(f".{out.name}.partial")
-    with staging.open("w", encoding="ascii", newline="\n") as handle:
+    with writing("--out file", out, staging), staging.open("w", encoding="ascii", newline="\n") as handle:
         for item in results:
             if isinstance(item, ImportRefusal):
                 refused += 1
@@ -80,14 +81,15 @@ def import_(fmt: str = typer.Argument(..., metavar="FORMAT", help="Source format
                 written += 1
         handle.flush()
         os.fsync(handle.fileno())
-    staging.replace(out)
+        staging.replace(out)
     console.say(f"{written} record(s) written to {out}; {refused} refused")
     if refused:
         raise IngestError(f"{refused} record(s) refused; every other record was written")
 
 
 @trajectory_app.command("export-atif")
-def export_atif(records: Path = typer.Argument(..., help="Canonical records (JSON Lines, as `import` writes)."),
+def export_atif(records: Path = typer.Argument(..., exists=True, dir_okay=False, readable=True,
+                                              help="Canonical records (JSON Lines, as `import` writes)."),
                 out: Path = typer.Option(..., "--out", help="Directory for <n>.json ATIF files and their "
                                                             "<n>.outcome.json sidecars; created, must not exist."),
                 version: str = typer.Option("ATIF-v1.8", "--version", help="ATIF-v1.8 or ATIF-v1.7.")) -> None:
@@ -99,18 +101,19 @@ def export_atif(records: Path = typer.Argument(..., help="Canonical records (JSO
         raise UsageError(f"unknown ATIF version {version!r}; use one of {', '.join(ATIF_VERSIONS)}")
     if out.exists():
         raise UsageError(f"--out {out} already exists; choose a new directory")
-    out.mkdir(parents=True)
     refused = count = 0
-    with records.open("rb") as handle:
-        for number, line in enumerate(handle, start=1):
-            try:
-                record = from_json(line)
-            except TrajectoryError as exc:
-                refused += 1
-                console.error(f"{records}:{number}: {exc}")
-                continue
-            write_atif(record, out / f"{count:06d}.json", version)
-            count += 1
+    with writing("ATIF directory", out):
+        out.mkdir(parents=True)
+        with records.open("rb") as handle:
+            for number, line in enumerate(handle, start=1):
+                try:
+                    record = from_json(line)
+                except TrajectoryError as exc:
+                    refused += 1
+                    console.error(f"{records}:{number}: {exc}")
+                    continue
+                write_atif(record, out / f"{count:06d}.json", version)
+                count += 1
     console.say(f"{count} ATIF document(s) written to {out}; {refused} refused")
     if refused:
         raise IngestError(f"{refused} record(s) refused; every other record was exported")

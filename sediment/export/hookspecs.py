@@ -76,7 +76,9 @@ def describe_target() -> TargetInfo | None:
 
     Called once when the registry is built. The target's name is its plugin (entry-point)
     name. The registry prefixes each population's vocabulary with the core's reasons: the CI
-    resolver's, then the representation reasons.
+    resolver's, then the representation reasons. Its optional ``remedies`` (as an objective's
+    and a profile's) say, per reason of its vocabulary, what would change it; an export that
+    writes no row ends with the dominant reason's.
 
     :return: a :class:`~sediment.plugin.TargetInfo`; a plugin that is not a target does not
         implement this hook.
@@ -114,9 +116,11 @@ def plugin_settings() -> type[PluginSettings] | None:
     """Declare the typed settings this plugin receives as the ``settings`` argument.
 
     Called once when the registry is built. The CLI builds the instance from ``--set``
-    flags, environment variables and the ``--config`` TOML file (``docs/plugins.md``);
-    settings are validated when the plugin is first used, and a missing or invalid value
-    stops the export with one line naming the field.
+    flags, environment variables and the ``--config`` TOML file (``docs/plugins.md``). An
+    export validates the settings of every plugin it will call before it claims its output
+    directory, and a missing or invalid value stops it there with one line naming the field: a
+    field without a default is required, and a field typed :data:`~sediment.plugin.ReadableFile`
+    must name a regular file the process can read (a ``field_validator`` may check its content).
 
     :return: a subclass of :class:`~sediment.plugin.PluginSettings`; without this hook the
         plugin receives an empty settings object.

@@ -33,18 +33,21 @@ from sediment.export.context import (
 from sediment.export.evidence import RolloutEvidence
 from sediment.export.objective_adaptation import ObjectiveProfileProjection
 from sediment.export.projection import ObjectiveProjection, Projection, Tally, TargetProjection
-from sediment.export.registry import PluginRegistry, load_registry
+from sediment.export.registry import Objective, PluginRegistry, load_registry
+from sediment.export.remedies import nothing_written
 from sediment.export.rows import Recipe
-from sediment.export.settings import SettingsSources
+from sediment.export.settings import PluginSettings, SettingsSources
 from sediment.export.verifier_commands import VerifierCommands
 from sediment.export.writer import (
     DEFAULT_MAX_RECORD_BYTES,
     DEFAULT_MAX_STAGE_BYTES,
+    Ownership,
     StagingStore,
     claim_directory,
     generation_lock,
 )
 from sediment.mirrors import MirrorRoot
+from sediment.output_paths import writing
 from sediment.parallel import ordered_chunks
 from sediment.repositories import RepositoryContext
 
@@ -153,35 +156,72 @@ def export_objective(
                                                     split_enabled=evidence.split_enabled)
     if verifier_commands is None:
         verifier_commands = VerifierCommands.from_environment()
+    manifest_settings = registry.manifest_settings(sources)  # every setting is checked before the claim
+    remedies = registry.remedies(chosen_objective, registry.targets.get(owner_name) if chosen_objective.has_targets
+                                 else None, registry.profiles[profile] if profile is not None else None)
     owner = registry.ownership(chosen_objective)
     out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    with writing("output directory", out):
+        out.mkdir(parents=True, exist_ok=True)
+        return _export_into(out, owner, projection, evidence, registry, manifest_settings, ExportRun(
+            objective=chosen_objective, owner_name=owner_name, profile=profile, recipe=chosen_recipe,
+            verifier_commands=verifier_commands, ci_policy=ci_policy, progress=progress, budgets=budgets,
+            workers=workers, repositories=repositories, settings=sources, remedies=remedies))
+
+
+@dataclass(frozen=True)
+class ExportRun:
+    """What one export was asked for, beside its projection and evidence."""
+
+    objective: Objective
+    owner_name: str
+    profile: str | None
+    recipe: Recipe
+    verifier_commands: VerifierCommands
+    ci_policy: CIResolutionPolicy
+    progress: ProgressCallback | None
+    budgets: Budgets
+    workers: int
+    repositories: RepositoryContext | None
+    settings: SettingsSources
+    remedies: Mapping[str, str]
+
+
+def _export_into(out: Path, owner: Ownership, projection: Projection | ObjectiveProjection, evidence: Evidence,
+                 registry: PluginRegistry, manifest_settings: Mapping[str, PluginSettings],
+                 run: ExportRun) -> dict[str, Any]:
+    """Claim ``out``, project into a private stage, publish, then write manifests; the summary."""
     tally = Tally()
+    budgets = run.budgets
     with generation_lock(out, owner):
         claim_directory(out, projection.claim, owner)
         stage = StagingStore(out, split_enabled=evidence.split_enabled, max_record_bytes=budgets.max_record_bytes,
                              max_stage_bytes=budgets.max_stage_bytes)
         try:
             if isinstance(projection, ObjectiveProjection):
-                context = ExportContext(evidence, recipe=chosen_recipe, verifier_commands=verifier_commands,
-                                        ci_policy=ci_policy, progress=progress,
-                                        repositories=repositories, settings=sources)
+                context = ExportContext(evidence, recipe=run.recipe, verifier_commands=run.verifier_commands,
+                                        ci_policy=run.ci_policy, progress=run.progress,
+                                        repositories=run.repositories, settings=run.settings)
                 projection.run(context, stage.prepared, tally)
                 units = context.read
             else:
-                for result in _project_chunks(evidence, projection, stage, verifier_commands, ci_policy,
-                                              chosen_recipe, progress, workers, repositories):
+                for result in _project_chunks(evidence, projection, stage, run.verifier_commands, run.ci_policy,
+                                              run.recipe, run.progress, run.workers, run.repositories):
                     tally.update(result.tally)
                 units = len(evidence.rollouts)
             projection.before_publish(tally)
-            published = stage.publish(projection.stems, target=owner_name, profile=profile,
-                                      objective=chosen_objective.name)
+            published = stage.publish(projection.stems, target=run.owner_name, profile=run.profile,
+                                      objective=run.objective.name)
         finally:
             stage.close()
         summary = projection.summary(units, tally, published)
         summary["fragmented"] = dict(evidence.fragmented or {})
         summary["written"] = published.written
-        summary["manifests"] = registry.write_manifests(published, sources)
+        summary["manifests"] = registry.write_manifests(published, manifest_settings)
+    if not published.written:  # every unit skipped: say why, and what would change it
+        hint = nothing_written(run.objective.info.units, units, tally.skipped.values(), run.remedies)
+        if hint is not None:
+            summary["nothing_written"] = hint
     return summary
 
 

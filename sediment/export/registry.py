@@ -33,6 +33,7 @@ from sediment.errors import (
 )
 from sediment.export.evidence import RolloutEvidence
 from sediment.export.plugins import PluginOrigin, PluginSource, build_plugin_manager, discover_entry_points
+from sediment.export.remedies import CORE_REMEDIES
 from sediment.export.representation import REPRESENTATION_REASONS
 from sediment.export.rows import (
     AdaptedRow,
@@ -79,6 +80,13 @@ def _composed(core: tuple[str, ...], own: tuple[str, ...], where: str) -> tuple[
     if clash:
         raise PluginError(f"{where} declares core skip reasons {clash}; the registry adds those itself")
     return (*core, *own)
+
+
+def _check_remedies(remedies: Mapping[str, str], vocabulary: set[str], where: str) -> None:
+    """A remedy is declared for a reason of the plugin's own (composed) vocabulary only."""
+    stray = sorted(set(remedies) - vocabulary)
+    if stray:
+        raise PluginError(f"{where} declares remedies for reasons outside its vocabulary: {stray}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -469,6 +477,7 @@ class PluginRegistry:
             for population, declared in info.populations.items()
         }
         units = _composed(UNIT_CORE_REASONS, info.unit_skip_reasons, f"{where} units") if derives_units else ()
+        _check_remedies(info.remedies, {r for v in vocabularies.values() for r in v} | set(units), where)
         return Objective(**base, info=info, vocabularies=vocabularies, unit_vocabulary=units)
 
     def _check_objectives(self) -> None:
@@ -515,6 +524,7 @@ class PluginRegistry:
             population: _composed(TARGET_CORE_REASONS, declared.skip_reasons, f"{where} population {population}")
             for population, declared in info.populations.items()
         }
+        _check_remedies(info.remedies, {r for v in vocabularies.values() for r in v}, where)
         return Target(**base, info=info, vocabularies=vocabularies, objective=objective.name,
                       order=tuple(objective.info.target_populations))
 
@@ -524,6 +534,7 @@ class PluginRegistry:
         if not isinstance(info, ProfileInfo):
             raise PluginError(f"profile {name!r} ({origin.distribution}): describe_profile must return ProfileInfo")
         vocabulary = _composed(PROFILE_CORE_REASONS, info.skip_reasons, f"profile {name!r} ({origin.distribution})")
+        _check_remedies(info.remedies, set(vocabulary), f"profile {name!r} ({origin.distribution})")
         adapted = self.targets.get(info.target)
         own = self.objectives.get(info.target)
         if adapted is None and own is not None and not own.has_targets:
@@ -619,6 +630,17 @@ class PluginRegistry:
                                       f"use --target {profile.info.target}")
         return profile
 
+    def remedies(self, objective: Objective, target: Target | None = None,
+                 profile: Profile | None = None) -> dict[str, str]:
+        """The remedy of every reason an export of ``objective`` (through ``target`` and
+        ``profile``) may count: the core's, overridden by the objective's, the target's, then the
+        profile's own (the plugin nearest the rows knows its reasons best)."""
+        merged = dict(CORE_REMEDIES)
+        for plugin in (objective, target, profile):
+            if plugin is not None:
+                merged.update(plugin.info.remedies)
+        return merged
+
     def _plugin(self, name: str) -> _Plugin | None:
         return (self.objectives.get(name) or self.targets.get(name) or self.profiles.get(name)
                 or self.manifests.get(name))
@@ -668,11 +690,21 @@ class PluginRegistry:
                          foreign_artifacts=frozenset(foreign - self._objective_files(objective)),
                          labels=labels, titles={o.name: o.title for o in self.objectives.values()})
 
-    def write_manifests(self, published: PublishedExport, sources: SettingsSources) -> dict[str, list[str]]:
-        """Call each manifest plugin, in name order, after publication; the paths each wrote."""
+    def manifest_settings(self, sources: SettingsSources) -> dict[str, PluginSettings]:
+        """Every manifest plugin's validated settings, by name (built before an export claims its
+        directory, so that a missing or unreadable setting refuses the export up front)."""
+        return {name: self.settings(name, sources) for name in sorted(self.manifests)}
+
+    def write_manifests(self, published: PublishedExport,
+                        sources: SettingsSources | Mapping[str, PluginSettings]) -> dict[str, list[str]]:
+        """Call each manifest plugin, in name order, after publication; the paths each wrote.
+
+        :param sources: where settings come from, or the settings :meth:`manifest_settings` built.
+        """
+        built = self.manifest_settings(sources) if isinstance(sources, SettingsSources) else sources
         written: dict[str, list[str]] = {}
         for name, manifest in sorted(self.manifests.items()):
-            path = manifest.write(published, self.settings(name, sources))
+            path = manifest.write(published, built[name])
             if path is not None:
                 written[name] = [str(path)]
         return written

@@ -43,6 +43,17 @@ def _check_reasons(reasons: tuple[str, ...], where: str) -> None:
                          f"duplicated {duplicated}")
 
 
+def _check_remedies(remedies: Mapping[str, str], where: str) -> dict[str, str]:
+    """``remedies`` as a dict: each a snake_case reason → one non-empty printable line."""
+    checked = dict(remedies)
+    for reason, text in checked.items():
+        if not isinstance(reason, str) or not _REASON.fullmatch(reason):
+            raise ValueError(f"{where}: a remedy is keyed by a skip reason (snake_case), got {reason!r}")
+        if not isinstance(text, str) or not text.strip() or not text.isprintable():
+            raise ValueError(f"{where}: the remedy of {reason} must be one non-empty line of text")
+    return checked
+
+
 def _check_word(value: object, what: str) -> None:
     if not isinstance(value, str) or not _WORD.fullmatch(value):
         raise ValueError(f"{what} must be a snake_case word, got {value!r}")
@@ -84,14 +95,20 @@ class TargetInfo:
     :param objective: the objective whose canonical row contract this is (``sediment export
         OBJECTIVE --target NAME``). Contract v2 targets name none: they belong to the installed
         objective that declares itself the default (RLVR).
+    :param remedies: optional, per skip reason of its vocabulary (its own, or the core's it
+        knows better in its context), one short line saying what would change it: a recipe, a
+        setting, a missing ingest or mirror. When every unit of an export is skipped, the export
+        ends with the dominant reason and its remedy (``nothing_written`` in the summary).
     """
 
     populations: Mapping[Population, PopulationInfo]
     needs_mirrors: bool
     description: str = ""
     objective: str | None = None
+    remedies: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "remedies", _check_remedies(self.remedies, "a target"))
         if not self.populations:
             raise ValueError("a target writes at least one population")
         if any(not isinstance(p, PopulationInfo) for p in self.populations.values()):
@@ -154,6 +171,10 @@ class ObjectiveInfo:
         CI resolver's reasons in front, since such an objective resolves CI while deriving its
         units; its populations' vocabularies then start with the representation reasons alone.
         Empty (the default): the units are Rollouts the core derived.
+    :param remedies: optional, per skip reason of its vocabulary (its own, or the core's it
+        knows better in its context), one short line saying what would change it: a recipe, a
+        setting, a missing ingest or mirror. When every unit of an export is skipped, the export
+        ends with the dominant reason and its remedy (``nothing_written`` in the summary).
     """
 
     title: str
@@ -169,8 +190,10 @@ class ObjectiveInfo:
     description: str = ""
     help: str = ""
     unit_skip_reasons: tuple[str, ...] = ()
+    remedies: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "remedies", _check_remedies(self.remedies, f"objective {self.title}"))
         object.__setattr__(self, "recipes", tuple(self.recipes))
         object.__setattr__(self, "populations", dict(self.populations))
         object.__setattr__(self, "target_populations", dict(self.target_populations))
@@ -317,6 +340,10 @@ class ProfileInfo:
         ``"row_sha256"``: each data file sorted by the data row's SHA-256, then by its evidence
         line (the rows are held in memory up to :data:`PROFILE_MATERIALIZATION_BUDGET` bytes;
         ``adapt_row``'s ``index`` is then the row's position in export order).
+    :param remedies: optional, per skip reason of its vocabulary (its own, or the core's it
+        knows better in its context), one short line saying what would change it: a recipe, a
+        setting, a missing ingest or mirror. When every unit of an export is skipped, the export
+        ends with the dominant reason and its remedy (``nothing_written`` in the summary).
     """
 
     consumer: str
@@ -333,8 +360,10 @@ class ProfileInfo:
     objective: str | None = None
     retirement_notes: Mapping[str, str] = field(default_factory=dict)
     row_order: str = "export"
+    remedies: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "remedies", _check_remedies(self.remedies, f"profile for {self.consumer}"))
         for name in ("validated_with", "skip_reasons", "retires"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         object.__setattr__(self, "retirement_notes", dict(self.retirement_notes))

@@ -13,7 +13,12 @@ hooks and never reads the environment itself. Values come from, highest first:
 4. the field defaults.
 
 Problems are one-line :class:`~sediment.errors.ConfigurationError` messages naming the
-plugin, the field and the source.
+plugin, the field and the source. A plugin declares what its settings need with pydantic's
+own means, and the core checks them when it builds the settings, which an export does for
+every plugin it calls before it claims its output directory: a field without a default is
+**required** (a plugin that cannot do anything without it says so), and a field typed
+:data:`ReadableFile` must name a regular file this process can read (a plugin's own
+``field_validator`` may check the file's content too, raising ``ValueError``).
 
 The same file may also hold the core's own tables (:data:`CORE_SECTIONS`, e.g.
 ``[label-confidence]`` for the Confidence ladder, read by
@@ -29,9 +34,9 @@ import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 from sediment.errors import ConfigurationError
 
@@ -48,6 +53,23 @@ class PluginSettings(BaseModel):
 
 class NoSettings(PluginSettings):
     """The settings of a plugin that declares none."""
+
+
+def _readable_file(path: Path) -> Path:
+    """``path`` if it names a regular file this process can open for reading."""
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        raise ValueError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if not path.is_file():
+        raise ValueError(f"{path} is not a regular file")
+    return path
+
+
+#: A setting naming a file the plugin reads: checked (a regular file that can be opened for
+#: reading) when the settings are built, before an export claims its output directory.
+ReadableFile = Annotated[Path, AfterValidator(_readable_file)]
 
 
 def env_name(plugin: str, field_name: str, declared: Any = None) -> str:
@@ -118,10 +140,13 @@ class SettingsSources:
         except ValidationError as exc:
             error = exc.errors()[0]
             key = ".".join(str(p) for p in error["loc"]) or "(settings)"
-            where = sources.get(str(error["loc"][0]) if error["loc"] else "", "its defaults")
+            first = str(error["loc"][0]) if error["loc"] else ""
+            where = sources.get(first, "its defaults")
+            declared = model.model_fields[first].json_schema_extra if first in model.model_fields else None
+            message = str(error["msg"]).removeprefix("Value error, ")
             raise ConfigurationError(
-                f"plugin {plugin} setting {key}: {error['msg']} (from {where}; "
-                f"set it with --set {plugin}.{key}=VALUE or ${env_name(plugin, key)})"
+                f"plugin {plugin} setting {key}: {message} (from {where}; "
+                f"set it with --set {plugin}.{key}=VALUE or ${env_name(plugin, first or key, declared)})"
             ) from None
 
 

@@ -17,6 +17,19 @@ from sediment.export.reference_patch import PATCH_SKIP_REASONS, ReferencePatch
 EVIDENCE_REASONS: tuple[str, ...] = ("no_attributed_commit", "missing_verifier_evidence")
 
 
+#: What would change each task reason (a target declares them as its ``remedies``, adding its own).
+TASK_REMEDIES: dict[str, str] = {
+    "no_attributed_commit": "no commit is attributed to the Session: add the repository's mirror with its git-ai "
+                            "notes (`sediment mirror add OWNER/REPO SOURCE`, then `sediment mirror fetch`) and derive "
+                            "again",
+    "missing_verifier_evidence": "no CI verdict for the attributed commits: ingest their CI runs' webhooks "
+                                 "(`sediment ingest github|gitlab|circleci|buildkite`, or `sediment serve`)",
+    "mirror_absent": "no mirror of the verified repository: `sediment mirror add OWNER/REPO SOURCE`, and pass "
+                     "--mirrors (or SEDIMENT_MIRROR_PATH)",
+    "reference_patch_unavailable": "the mirror does not hold the commits: `sediment mirror fetch OWNER/REPO`",
+}
+
+
 def task_skip_reasons(*verdict_reasons: str) -> tuple[str, ...]:
     """A task population's own reasons (:func:`task_ineligibility` can return each), with a
     target's verdict reasons after the evidence reasons. The registry puts the CI and

@@ -1,9 +1,10 @@
 """GitHub webhook deliveries (``sediment ingest github``) → Facts.
 
-A delivery is either a bare payload (the event name must then be given, since GitHub sends it
-only in the ``X-GitHub-Event`` header) or an envelope ``{"headers": {...}, "payload": {...}}``
+A delivery is either a bare payload or an envelope ``{"headers": {...}, "payload": {...}}``
 whose headers name the event and carry the delivery id (``X-GitHub-Delivery``, kept as
-``source_event_id``). Four events yield Facts:
+``source_event_id``). GitHub names the event only in the ``X-GitHub-Event`` header; for a bare
+payload it is read from the payload's top-level keys where exactly one event fits them
+(:func:`evident_event`), else it must be given (``--event``). Four events yield Facts:
 
 - ``workflow_run`` ``completed`` → CIOutcome (provider ``github_actions``);
 - ``push`` to a branch (not a deletion) → Push;
@@ -154,26 +155,76 @@ class _Delivery:
         return Translation(facts=(fact,), warnings=tuple(self.warnings))
 
 
+#: Top-level keys every GitHub webhook payload may carry, whatever its event.
+_COMMON_KEYS: Final = frozenset({"action", "enterprise", "installation", "organization", "repository", "sender"})
+#: Per event this translator reads: the keys that show it (all present) and every top-level key
+#: GitHub documents for its payload (octokit/webhooks payload schemas).
+_EVIDENT_EVENTS: Final[Mapping[str, tuple[frozenset[str], frozenset[str]]]] = MappingProxyType({
+    "workflow_run": (frozenset({"workflow_run"}), frozenset({"workflow", "workflow_run"})),
+    "workflow_job": (frozenset({"workflow_job"}), frozenset({"workflow_job", "deployment"})),
+    "check_run": (frozenset({"check_run"}), frozenset({"check_run", "requested_action"})),
+    "check_suite": (frozenset({"check_suite"}), frozenset({"check_suite"})),
+    "pull_request": (frozenset({"pull_request", "number"}), frozenset({
+        "pull_request", "number", "assignee", "label", "milestone", "reason", "changes", "before", "after",
+        "requested_reviewer", "requested_team"})),
+    "push": (frozenset({"ref", "before", "after", "commits"}), frozenset({
+        "ref", "before", "after", "commits", "base_ref", "compare", "created", "deleted", "forced", "head_commit",
+        "pusher"})),
+    "repository": (frozenset({"repository", "action"}), frozenset({"changes"})),
+})
+#: A ``repository`` payload has no key of its own: it is evident only with one of the event's
+#: documented actions (``watch``'s ``started`` or ``branch_protection_configuration``'s
+#: ``enabled`` have the same keys).
+_REPOSITORY_ACTIONS: Final = frozenset({"archived", "created", "deleted", "edited", "privatized", "publicized",
+                                        "renamed", "transferred", "unarchived"})
+
+
+def evident_event(payload: Mapping[str, Any]) -> str | None:
+    """The event a bare payload's top-level keys show, when exactly one event this translator
+    reads fits them: the event's own keys are present and every key is one GitHub documents for
+    that event. ``None`` when no event fits, or more than one would (never a guess)."""
+    keys = set(payload)
+    fitting = [name for name, (shown_by, documented) in _EVIDENT_EVENTS.items()
+               if shown_by <= keys and keys <= documented | _COMMON_KEYS]
+    if "repository" in fitting and payload.get("action") not in _REPOSITORY_ACTIONS:
+        fitting.remove("repository")
+    return fitting[0] if len(fitting) == 1 else None
+
+
+def _keys(payload: Mapping[str, Any]) -> str:
+    shown = sorted(str(k) for k in payload)
+    return ", ".join(shown[:8]) + (", …" if len(shown) > 8 else "") if shown else "none"
+
+
 def _unwrap(delivery: Any, event: str | None) -> tuple[str, Mapping[str, Any], str | None]:
-    """``(event name, payload, delivery id)`` of a bare payload or a headers/payload envelope."""
+    """``(event name, payload, delivery id)`` of a bare payload or a headers/payload envelope.
+
+    The event is the ``X-GitHub-Event`` header, else the one the payload's keys show
+    (:func:`evident_event`), else ``event`` (``--event``); a given event that disagrees with the
+    header or with what the payload shows is refused."""
     payload, headers = unwrap(delivery)
     given = event.strip().lower() if event is not None and event.strip() else None
-    if payload is not delivery:  # an envelope: the event is its X-GitHub-Event header
-        named = _header(headers, "X-GitHub-Event")
-        named = named.lower() if named is not None else None
-        if named is not None and given is not None and named != given:
+    enveloped = payload is not delivery
+    named = _header(headers, "X-GitHub-Event") if enveloped else None
+    named = named.lower() if named is not None else None
+    if named is not None:
+        if given is not None and named != given:
             raise TranslationError(
                 f"headers.X-GitHub-Event: {named!r} disagrees with the given event {given!r}"
             )
-        name = named or given
-        if name is None:
-            raise TranslationError("headers.X-GitHub-Event: missing, and no event was given")
-        return name, payload, _header(headers, "X-GitHub-Delivery")
-    if given is None:
+        return named, payload, _header(headers, "X-GitHub-Delivery")
+    shown = evident_event(payload)
+    if shown is not None and given is not None and shown != given:
+        raise TranslationError(f"event: the payload's keys ({_keys(payload)}) show a {shown} delivery, "
+                               f"not the given event {given!r}")
+    name = shown or given
+    if name is None:
+        where = "headers.X-GitHub-Event: missing" if enveloped else "event"
         raise TranslationError(
-            "event: a bare payload needs the event name (GitHub sends it only in X-GitHub-Event)"
+            f"{where}: the payload's top-level keys ({_keys(payload)}) do not show which GitHub event it is; "
+            "pass --event NAME (GitHub sends it in the X-GitHub-Event header)"
         )
-    return given, payload, None
+    return name, payload, _header(headers, "X-GitHub-Delivery") if enveloped else None
 
 
 def translate_github(

@@ -545,3 +545,30 @@ def test_a_transcript_captured_call_carries_its_capture_and_a_gateway_call_none(
             "source": "transcript:claude-code@2.0.14", "lacks": ["exact_request", "system_prompt"],
             "parent_session_id": "parent-1"}
         assert list(by_call["wire-c0"])[-1] == "schema_version" and "capture" not in by_call["wire-c0"]
+
+
+def test_cli_an_export_whose_every_completion_is_skipped_says_why_and_what_would_change_it(tmp_path: Path) -> None:
+    """Commits that passed CI but no developer decision: sft_curated writes nothing and ends by
+    naming the dominant reason and the recipe that reads CI passes; sft_verified writes them."""
+    world = World(tmp_path / "origin.git")
+    MirrorWriter(world.origin).commit({"README.md": "# demo\n"}, "base", when=int(T0.timestamp()))
+    for index, name in enumerate(("p1", "p2", "p3", "p4")):
+        world.session(name, {f"{name}.py": code(name)})
+        world.ci(name, "passed", run=str(10 + index))
+    store, mirrors = load(world, tmp_path)
+    store.close()
+    env = {"SEDIMENT_DATABASE_URL": f"sqlite:///{tmp_path / 'facts.db'}", "SEDIMENT_ORG_ID": ORG,
+           "SEDIMENT_HOME": str(tmp_path / "home"), "SEDIMENT_MIRROR_PATH": str(mirrors.path)}
+    curated = cli(env, "export", "sft", "--out", str(tmp_path / "curated"))
+    assert curated.returncode == 0, curated.stderr
+    last = curated.stderr.splitlines()[-1]
+    assert last.startswith("nothing written: all 4 attributed completions skipped, mostly no_eligibility_source (4): ")
+    assert "--recipe sft_verified" in last
+    as_json = cli(env, "export", "sft", "--out", str(tmp_path / "curated-json"), "--json")
+    hint = json.loads(as_json.stdout)["nothing_written"]
+    assert (hint["units"], hint["read"], hint["reason"], hint["count"]) == (
+        "attributed_completions", 4, "no_eligibility_source", 4)
+    assert "--recipe sft_verified" in hint["remedy"]
+    verified = cli(env, "export", "sft", "--recipe", "sft_verified", "--out", str(tmp_path / "verified"), "--json")
+    summary = json.loads(verified.stdout)
+    assert summary["sample_rows"] == 4 and "nothing_written" not in summary

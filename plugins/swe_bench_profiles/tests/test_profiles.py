@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -101,8 +102,30 @@ def test_declines_are_counted(tmp_path: Path, mirror_root: MirrorRoot, history: 
     assert result.summary["skipped"] == {"verified_test_results_absent": 1, "base_test_results_absent": 1,
                                          "no_fail_to_pass": 1}
     assert [r["instance_id"] for r in result.rows["data.jsonl"]] == [f"acme-good-{fix[:7]}"]
-    unconfigured = export(rollouts, tmp_path / "none", mirror_root, {})
+    elsewhere = tmp_path / "elsewhere.toml"
+    elsewhere.write_text(ENVIRONMENTS.replace("owner/repo", "owner/other"))
+    unconfigured = export(rollouts, tmp_path / "none", mirror_root,
+                          {"swe-bench-tasks-v2": {"environments": str(elsewhere)}})
     assert unconfigured.summary["skipped"] == {"environment_unconfigured": 4}
+
+
+@pytest.mark.parametrize("profile", ["swe-bench-tasks-v2", "nemo-gym-swebench-tasks-v1"])
+def test_environments_are_a_required_readable_setting(tmp_path: Path, mirror_root: MirrorRoot,
+                                                      history: dict[str, str], profile: str) -> None:
+    from sediment.errors import ConfigurationError
+
+    not_toml = tmp_path / "not.toml"
+    not_toml.write_text("[repos\n")
+    no_repos = tmp_path / "no-repos.toml"
+    no_repos.write_text("[other]\n")
+    cases = [({}, "Field required"), ({"environments": str(tmp_path / "typo.toml")}, "cannot read"),
+             ({"environments": str(tmp_path)}, "Is a directory"), ({"environments": str(not_toml)}, "is not a TOML file"),
+             ({"environments": str(no_repos)}, "has no [repos] table")]
+    for values, problem in cases:
+        with pytest.raises(ConfigurationError, match=f"plugin {profile} setting environments: .*{re.escape(problem)}") as raised:
+            export([task("s1", history)], tmp_path / "out", mirror_root, {profile: values}, profile=profile)
+        assert "$SEDIMENT_SWE_BENCH_ENVIRONMENTS_FILE" in str(raised.value)
+        assert not (tmp_path / "out").exists()  # refused before the directory was claimed
 
 
 def test_a_tests_only_change_is_no_task(tmp_path: Path, mirror_root: MirrorRoot, git_repo: GitRepo,
