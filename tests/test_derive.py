@@ -260,3 +260,48 @@ def test_a_noted_commit_is_never_a_similarity_candidate_of_another_session(tmp_p
     assert rollouts.skipped == {"attribution.jaccard_no_match": 1}
     shas = [c.commit_sha for r in derived.values() for c in r.commits]
     assert len(shas) == len(set(shas))  # no commit is bound to two Sessions
+
+
+def test_superseded_legacy_note_edges_are_neither_evidence_nor_skips(tmp_path: Path) -> None:
+    """A mirror added before the webhooks gives legacy note edges; once it is keyed by the
+    repository's identity (``mirror fetch``, or the ingest that names the id), its edges are
+    observed again under it. The legacy copies are superseded: derive counts no
+    ``attribution.repository_identity_absent`` for them, and the population (the bundle's
+    ``repository_identities.jsonl``) leaves them out. A legacy edge no identified one restates
+    (here: s2's, as if its note was gone when the mirror was keyed) is still declined and counted."""
+    from sediment.facts import RepositoryIdentity, SessionCommitObservation
+    from sediment.ingest.facts_jsonl import PENDING_ID, with_natural_id
+    from sediment.mirrors import MirrorLocation
+    from sediment.repositories import RepositoryContext
+
+    identity = RepositoryIdentity(provider="github", host="github.com", repository_id="424242")
+    origin = MirrorWriter(tmp_path / "origin.git")
+    origin.commit({"a.py": "x = 1\n"}, "base", when=at(-60))
+    c1 = origin.commit({"a.py": "x = 2\n"}, "s1", when=at(5))
+    c2 = origin.commit({"b.py": "y = 2\n"}, "s2", when=at(6))
+    origin.add_note(c1, [{"tool": "codex", "session_id": "s1", "stamped_at": "x"}])
+    origin.add_note(c2, [{"tool": "codex", "session_id": "s2", "stamped_at": "x"}])
+    (tmp_path / "mirrors").mkdir()
+    mirrors = MirrorRoot(tmp_path / "mirrors")
+    mirrors.add(ORG, REPO, str(tmp_path / "origin.git"))  # before any Fact names the id: legacy
+    store = FactStore(f"sqlite:///{tmp_path / 'facts.db'}")
+    store.append([*conversation("s1"), *conversation("s2")])
+    assert observe_notes(mirrors, store, ORG, REPO, T0 + timedelta(days=1)).stored == 2
+    store.append([outcome("o1", c1, "passed", run_id="10", repository_provider="github",
+                          repository_host="github.com", repository_id="424242")])
+    location = MirrorLocation(REPO, None, mirrors.mirror_path(ORG, REPO))
+    assert mirrors.rekey(ORG, location, RepositoryContext.from_store(store, ORG)) is not None
+    store.append([with_natural_id(SessionCommitObservation(
+        observation_id=PENDING_ID, org_id=ORG, repo=REPO, commit_sha=c1, session_id="s1", source_push_id=None,
+        captured_at=T0 + timedelta(days=2), attribution_source="git_notes", repository_provider="github",
+        repository_host="github.com", repository_id="424242"), "observation_id")])
+
+    rollouts = StoreRollouts(store, ORG, policy=DerivationPolicy(), mirrors=mirrors)
+    derived = {r.session_id: r for r in rollouts}
+    assert [(c.commit_sha, c.repository_identity) for c in derived["s1"].commits] == [(c1, identity)]
+    assert [o.repository_id for o in derived["s1"].session_commit_observations] == ["424242"]
+    assert derived["s2"].commits == ()
+    # before: 2 (s1's superseded legacy edge was counted although s1 is attributed)
+    assert rollouts.skipped.get("attribution.repository_identity_absent") == 1
+    edges = [e for e in rollouts.repositories.evidence if e.source_table == "session_commit_observations"]
+    assert sorted(e.repository_id or "" for e in edges) == ["", "424242"]  # s2's legacy edge, s1's identified one
