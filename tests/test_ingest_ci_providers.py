@@ -224,6 +224,20 @@ def test_gitlab_refusals_name_the_field(change: Any, message: str) -> None:
         run("gitlab/pipeline_hook.json", delivery)
 
 
+@pytest.mark.parametrize("reason", [["stuck_or_timeout_failure"], {"reason": "x"}, 7, True])
+def test_gitlab_failed_build_whose_failure_reason_is_not_a_string_is_refused_naming_it(reason: Any) -> None:
+    """Regression: a list (unhashable) ``failure_reason`` raised TypeError instead of a refusal."""
+    delivery = load("gitlab/pipeline_hook_timeout.json")
+    delivery["payload"]["builds"][1]["failure_reason"] = reason
+    assert delivery["payload"]["builds"][1]["status"] == "failed"
+    with pytest.raises(TranslationError, match=r"^builds\[1\]\.failure_reason: expected a string, got "):
+        run("gitlab/pipeline_hook_timeout.json", delivery)
+    body = json.dumps(delivery["payload"]).encode()
+    with pytest.raises(WebhookRefusal, match=r"builds\[1\]\.failure_reason: expected a string") as caught:
+        translate("gitlab", "Pipeline Hook", body, org_id=ORG, captured_at=T0)  # the receiver's path
+    assert "\n" not in str(caught.value)
+
+
 # --- CircleCI ----------------------------------------------------------------------------
 
 
@@ -604,6 +618,23 @@ def sediment(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
                    SEDIMENT_LOAD_PLUGINS="")
     return subprocess.run([sys.executable, "-m", "sediment", *args], capture_output=True, text=True, env=environ,
                           timeout=300, check=False)
+
+
+def test_ingest_gitlab_refuses_a_list_failure_reason_in_one_line_and_keeps_the_rest(tmp_path: Path) -> None:
+    """Regression: a failed build whose ``failure_reason`` is a list crashed the command (exit 1)
+    and lost the good deliveries of the same file."""
+    broken = load("gitlab/pipeline_hook_timeout.json")
+    broken["payload"]["builds"][1]["failure_reason"] = ["stuck_or_timeout_failure"]
+    path = tmp_path / "deliveries.jsonl"
+    path.write_text("\n".join(json.dumps(d) for d in (load("gitlab/pipeline_hook.json"), broken,
+                                                         load("gitlab/job_hook.json"))) + "\n", encoding="utf-8")
+    result = sediment(tmp_path, "ingest", "gitlab", str(path), "--json")
+    assert result.returncode == 8, result.stderr
+    assert "Traceback" not in result.stderr
+    refusals = [line for line in result.stderr.splitlines() if f"{path}:" in line]
+    assert refusals == [f"error: {path}:2: builds[1].failure_reason: expected a string, got list"], result.stderr
+    summary = json.loads(result.stdout)
+    assert (summary["stored"], summary["failed"]) == ({"ci_outcomes": 2}, 1)
 
 
 def test_ingest_commands_store_report_and_refuse_per_line(tmp_path: Path) -> None:

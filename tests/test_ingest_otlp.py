@@ -371,6 +371,16 @@ REFUSALS = [
     ("claude_code.json", 4, set_attribute("tool_name", None), "attributes[tool_name]: missing"),
     ("claude_code.json", 4, set_attribute("source", {"stringValue": "config", "intValue": "1"}),
      "attributes[source]: holds more than one value (stringValue, intValue)"),
+    # The AnyValue that names the event holds that one string (issue 20: a body with an intValue
+    # beside its stringValue was stored).
+    ("claude_code.json", 4, set_field("body", {"stringValue": "claude_code.tool_decision", "intValue": "1"}),
+     "body: holds more than one value (stringValue, intValue)"),
+    ("codex.json", 1, set_attribute("event.name", {"stringValue": "codex.tool_decision", "intValue": 1}),
+     "attributes[event.name]: holds more than one value (stringValue, intValue)"),
+    ("copilot.json", 4, set_attribute("event.name", {"stringValue": "copilot_chat.inline.done", "boolValue": True}),
+     "attributes[event.name]: holds more than one value (stringValue, boolValue)"),
+    ("codex.json", 1, lambda r: {**r, "attributes": [*r["attributes"], {"key": "event.name", "value": {
+        "stringValue": "codex.tool_decision"}}]}, "attributes[event.name]: the key is given twice"),
     ("claude_code.json", 4, set_field("attributes", {"decision": "accept"}), "attributes: expected an array, got object"),
     ("claude_code.json", 4, lambda r: {**r, "attributes": [*r["attributes"], ["decision", "accept"]]},
      "attributes[11]: expected {key, value}, got array"),
@@ -427,6 +437,30 @@ def _source(fact: FactModel) -> int | None:
                     decision.get("observedTimeUnixNano") == record.get("observedTimeUnixNano"):
                 return index
     return None
+
+
+@pytest.mark.parametrize(("name", "index", "change", "message"), [
+    ("claude_code.json", 5, set_field("body", {"stringValue": "claude_code.tool_result", "intValue": "1"}),
+     "body: holds more than one value (stringValue, intValue)"),
+    ("codex.json", 2, set_attribute("event.name", {"stringValue": "codex.tool_result", "doubleValue": 1.5}),
+     "attributes[event.name]: holds more than one value (stringValue, doubleValue)"),
+])
+def test_a_tool_result_named_by_an_anyvalue_of_two_kinds_is_refused_and_joins_nothing(
+        name: str, index: int, change: Any, message: str) -> None:
+    good = translate(load(name))
+    translation = translate(mutated(name, index, change))
+    assert list(translation.problems) == [f"resourceLogs[0].scopeLogs[0].logRecords[{index}]: {message}"]
+    joined = [f for f in good.facts if isinstance(f, DeveloperDecision) and isinstance(f.raw, dict)
+              and (f.raw.get("result") or {}).get("timeUnixNano") == records_of(load(name))[index]["timeUnixNano"]]
+    assert joined, "the fixture's decision joins this result"
+    call = joined[0].call_id
+
+    def others(facts: tuple[Any, ...]) -> set[bytes]:
+        return {encode_record(f) for f in facts if getattr(f, "call_id", None) != call}
+    assert others(translation.facts) == others(good.facts), "another record's Facts changed"
+    mine = [f for f in translation.facts if getattr(f, "call_id", None) == call]
+    assert mine and all(isinstance(f, DeveloperDecision) and f.raw["result"] is None for f in mine), \
+        "the decision is still stored, joined to no result"
 
 
 SEDIMENT_REFUSALS = [

@@ -39,7 +39,9 @@ def import_(
     Records already present are skipped (importing the same
     input twice changes nothing); new records go into new content-named shards, earlier shards are
     never rewritten; rankings, splits, partitions and index.sqlite are rebuilt. A record that
-    cannot be imported is reported as one line (file, line, field) and the rest are imported (exit 8)."""
+    cannot be imported is reported as one line (file, line, field) and the rest are imported (exit 8);
+    so is a canonical line over 64 MiB, and a corrupt, truncated or bomb .gz (the records before it
+    are kept). An import killed outright leaves its staging behind; the next one removes it."""
     from sediment.ingest import IngestError
     from sediment.trajectory.library import Library
     from sediment.trajectory.library_input import check_format, records_for, store_records

@@ -103,14 +103,25 @@ _JOB_PATHS: Final = MappingProxyType({
 
 
 def pipeline_result(status: str, builds: list[Any] | None) -> CIResult:
-    """The result of a pipeline ``status`` given its ``builds[]`` (``unknown`` when not final)."""
+    """The result of a pipeline ``status`` given its ``builds[]`` (``unknown`` when not final).
+
+    A failed entry's ``failure_reason`` is a string or null; any other value is refused with a
+    :class:`TranslationError` naming ``builds[i].failure_reason``."""
     result = PIPELINE_RESULTS.get(status, "unknown")
     if result != "failed" or not builds:
         return result
-    failed = [b for b in builds if isinstance(b, Mapping) and b.get("status") == "failed"]
-    if failed and all(b.get("failure_reason") in TIMEOUT_FAILURE_REASONS for b in failed):
+    reasons = [_failure_reason(index, build) for index, build in enumerate(builds)
+               if isinstance(build, Mapping) and build.get("status") == "failed"]
+    if reasons and all(reason in TIMEOUT_FAILURE_REASONS for reason in reasons):
         return "timed_out"
     return result
+
+
+def _failure_reason(index: int, build: Mapping[str, Any]) -> str | None:
+    reason = build.get("failure_reason")
+    if reason is not None and not isinstance(reason, str):
+        raise TranslationError(f"builds[{index}].failure_reason: expected a string, got {type(reason).__name__}")
+    return reason
 
 
 def job_result(status: str, failure_reason: str | None) -> CIResult:

@@ -30,6 +30,8 @@ import heapq
 import io
 import json
 import os
+import re
+import shutil
 import sqlite3
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -53,6 +55,12 @@ SHARD_RECORDS = 1000
 SHARD_BYTES = 64 << 20
 PARTITIONS = ("successful", "unsuccessful", "unknown", "structurally_eligible", "training_eligible")
 _OUTCOME_PARTITION = {"success": "successful", "failure": "unsuccessful", "unknown": "unknown"}
+
+
+_WORK_DIRECTORIES = (".staging-", ".derive-", ".all-")
+"""The prefixes of an import's private directories in the library (removed when it ends)."""
+_TEMPORARY = re.compile(r"\..+\.[a-z0-9_]{8}")
+"""The name of an atomic write's temporary (``.<name>.`` and mkstemp's eight characters)."""
 
 
 class LibraryError(SedimentError):
@@ -279,8 +287,22 @@ class Library:
             finally:
                 fcntl.flock(handle, fcntl.LOCK_UN)
 
+    def _sweep_abandoned(self) -> None:
+        """Remove what an import killed outright left behind: its staging and derive directories
+        and the temporaries of its atomic writes. Called under the lock, so none is live."""
+        for directory in (self.root, self.root / SHARD_DIRECTORY):
+            if not directory.is_dir():
+                continue
+            for entry in directory.iterdir():
+                if entry.is_dir() and not entry.is_symlink() and entry.name.startswith(_WORK_DIRECTORIES):
+                    shutil.rmtree(entry, ignore_errors=True)
+                elif entry.is_file() and _TEMPORARY.fullmatch(entry.name):
+                    with contextlib.suppress(FileNotFoundError):
+                        entry.unlink()
+
     def _import(self, records: Iterable[Any], materialize_all: bool,
                 validate: Callable[[dict[str, Any]], None] | None, prevalidated: bool) -> ImportReport:
+        self._sweep_abandoned()
         report = ImportReport()
         existed = self.exists()
         manifest = self.manifest() if existed else {"shards": []}

@@ -8,9 +8,10 @@ bad one are still imported.
 from __future__ import annotations
 
 import gzip
+import zlib
 from collections.abc import Container, Iterator, Sequence
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import IO, TYPE_CHECKING, Final
 
 import orjson
 
@@ -24,40 +25,104 @@ CANONICAL = "canonical-jsonl"
 library's shards and ``all.jsonl.gz`` hold, so one library can be imported into another."""
 
 
-def _open(path: Path) -> IO[bytes]:
-    if path.name.endswith(".gz"):
-        return gzip.GzipFile(path, "rb")  # type: ignore[return-value]
-    return path.open("rb")
+MIB: Final = 1 << 20
+MAX_LINE_BYTES: Final = 64 * MIB
+"""The longest canonical line read, newline excluded (``sediment ingest``'s limit too): a longer
+one is refused in one line and read past in chunks, never held whole."""
+MAX_INFLATION: Final = 200
+"""A ``.gz`` input may inflate to at most this many times the compressed bytes read so far (once
+past :data:`MAX_LINE_BYTES`): beyond it the file is a decompression bomb, refused in one line."""
+_SKIP_CHUNK: Final = MIB
+
+
+class _Unreadable(Exception):
+    """The rest of a file cannot be read (corrupt, truncated, or inflating past the bound)."""
+
+
+class _Input:
+    """One input file read a bounded line at a time; ``.gz`` files are inflated, watched for bombs."""
+
+    def __init__(self, path: Path, max_line: int, max_inflation: int) -> None:
+        self.path, self.max_line, self.max_inflation = path, max_line, max_inflation
+        self.raw: IO[bytes] = path.open("rb")
+        self.compressed = path.name.endswith(".gz")
+        self.handle: IO[bytes] = gzip.GzipFile(fileobj=self.raw, mode="rb") if self.compressed else self.raw  # type: ignore[assignment]
+        self.number = 0  # the line being read
+        self.inflated = 0
+
+    def close(self) -> None:
+        try:
+            self.handle.close()
+        finally:
+            self.raw.close()
+
+    def _read(self, size: int) -> bytes:
+        try:
+            chunk = self.handle.readline(size)
+        except zlib.error as exc:
+            raise _Unreadable(f"unreadable: corrupt gzip data ({exc})") from None
+        except (OSError, EOFError) as exc:  # a truncated member, a bad checksum or header
+            raise _Unreadable(f"unreadable: {exc}") from None
+        self.inflated += len(chunk)
+        if self.compressed and self.inflated > max(self.max_line, self.max_inflation * self.raw.tell()):
+            raise _Unreadable(f"gzip data inflates to more than {self.max_inflation} times its compressed size "
+                              "(a decompression bomb); the rest of the file is not read")
+        return chunk
+
+    def lines(self, problems: list[str]) -> Iterator[tuple[int, bytes]]:
+        """Numbered lines of at most ``max_line`` bytes; a longer line is one problem, read past."""
+        while True:
+            self.number += 1
+            line = self._read(self.max_line + 1)
+            if not line:
+                return
+            if len(line) > self.max_line and not line.endswith(b"\n"):
+                while (chunk := self._read(_SKIP_CHUNK)) and not chunk.endswith(b"\n"):
+                    pass
+                problems.append(f"{self.path}:{self.number}: line longer than {_size(self.max_line)}")
+                continue
+            yield self.number, line
+
+
+def _size(limit: int) -> str:
+    return f"{limit // MIB} MiB" if limit % MIB == 0 else f"{limit} bytes"
 
 
 def read_canonical(paths: Sequence[Path], problems: list[str], known: Container[str] = (),
-                   skipped: list[str] | None = None) -> Iterator[Trajectory]:
+                   skipped: list[str] | None = None, *, max_line: int = MAX_LINE_BYTES,
+                   max_inflation: int = MAX_INFLATION) -> Iterator[Trajectory]:
     """Stream canonical records, each parsed and validated; append a problem line (file, line,
     field) for each line that is not a valid record. A line whose ``trajectory_id`` is in
-    ``known`` (already in the library) is not parsed further: its id goes to ``skipped``."""
+    ``known`` (already in the library) is not parsed further: its id goes to ``skipped``.
+
+    A line longer than ``max_line`` is one problem and the next line is read; a file that cannot
+    be read on (corrupt or truncated gzip, a bad checksum, a ``.gz`` inflating past
+    ``max_inflation`` times its compressed bytes) is one problem naming the line reached, and
+    the records before it are kept."""
     for path in paths:
         try:
-            handle = _open(path)
+            source = _Input(path, max_line, max_inflation)
         except OSError as exc:
             problems.append(f"{path}: cannot read: {exc.strerror or exc}")
             continue
-        with handle:
-            try:
-                for number, line in enumerate(handle, start=1):
-                    if not line.strip():
+        try:
+            for number, line in source.lines(problems):
+                if not line.strip():
+                    continue
+                if known:
+                    tid = _trajectory_id(line)
+                    if tid is not None and tid in known:
+                        if skipped is not None:
+                            skipped.append(tid)
                         continue
-                    if known:
-                        tid = _trajectory_id(line)
-                        if tid is not None and tid in known:
-                            if skipped is not None:
-                                skipped.append(tid)
-                            continue
-                    try:
-                        yield from_json(line.rstrip(b"\r\n"))
-                    except TrajectoryError as exc:
-                        problems.append(f"{path}:{number}: {exc}")
-            except (OSError, EOFError, gzip.BadGzipFile) as exc:
-                problems.append(f"{path}: unreadable: {exc}")
+                try:
+                    yield from_json(line.rstrip(b"\r\n"))
+                except TrajectoryError as exc:
+                    problems.append(f"{path}:{number}: {exc}")
+        except _Unreadable as exc:
+            problems.append(f"{path}:{source.number}: {exc}")
+        finally:
+            source.close()
 
 
 def _trajectory_id(line: bytes) -> str | None:

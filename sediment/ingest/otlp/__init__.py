@@ -53,7 +53,7 @@ from sediment.ingest import Translation, TranslationError
 from sediment.ingest.facts_jsonl import acting_org
 from sediment.ingest.otlp import claude_code, codex, copilot, shims, transcripts
 from sediment.ingest.otlp.batch import Batch, Emitted, Skip
-from sediment.ingest.otlp.envelope import LogRecord, read_envelope
+from sediment.ingest.otlp.envelope import EVENT_NAME, LogRecord, read_envelope
 from sediment.store.keys import table_and_key
 
 __all__ = ["EVENTS", "SKIP_REASONS", "translate_otlp"]
@@ -98,6 +98,8 @@ class Route:
     event: str
     handler: Handler | None = None
     result_check: Callable[[LogRecord], None] | None = None
+    #: What named the event, checked exactly before the record is read: the body or ``event.name``.
+    named_by: Callable[[LogRecord], None] | None = None
 
 
 def route(record: LogRecord) -> Route:
@@ -106,14 +108,14 @@ def route(record: LogRecord) -> Route:
     an event name, else ``(unnamed)``."""
     body = record.body_text
     if body is not None and body in BODY_EVENTS:
-        return Route(body, handler=BODY_EVENTS[body])
+        return Route(body, handler=BODY_EVENTS[body], named_by=LogRecord.check_body)
     if body == claude_code.RESULT:
-        return Route(body, result_check=claude_code.check_result)
-    name = record.attributes.loose_text("event.name")
+        return Route(body, result_check=claude_code.check_result, named_by=LogRecord.check_body)
+    name = record.attributes.loose_text(EVENT_NAME)
     if name is not None and name in ATTRIBUTE_EVENTS:
-        return Route(name, handler=ATTRIBUTE_EVENTS[name])
+        return Route(name, handler=ATTRIBUTE_EVENTS[name], named_by=LogRecord.check_event_name)
     if name == codex.RESULT:
-        return Route(name, result_check=codex.check_result)
+        return Route(name, result_check=codex.check_result, named_by=LogRecord.check_event_name)
     if name is not None:
         return Route(name)
     return Route(body if body is not None and _EVENT_LIKE.fullmatch(body) else "(unnamed)")
@@ -143,6 +145,8 @@ def translate_otlp(batch: dict[str, Any], *, org_id: str, captured_at: datetime)
             continue
         where = route(item)
         try:
+            if where.named_by is not None:
+                where.named_by(item)
             if where.result_check is not None:
                 where.result_check(item)
                 results.append(item)

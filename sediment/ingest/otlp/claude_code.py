@@ -67,6 +67,7 @@ def results(records: list[LogRecord]) -> dict[str, LogRecord]:
 
 def check_result(record: LogRecord) -> None:
     """A tool result is read by the decision it joins; here only its shape is checked."""
+    record.check_body()
     record.attributes.identifier("tool_use_id", required=True)
     record.attributes.text("tool_input")
 

@@ -49,6 +49,7 @@ PATHS: Final = {
 
 
 def check_result(record: LogRecord) -> None:
+    record.check_event_name()
     record.attributes.identifier("call_id", required=True)
     record.attributes.text("arguments")
 

@@ -41,6 +41,9 @@ _SPECIAL_DOUBLES: Final = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 
 
+EVENT_NAME: Final = "event.name"
+
+
 class Refused(TranslationError):
     """One log record cannot be read as its event says: the message names the field."""
 
@@ -253,9 +256,19 @@ class LogRecord:
     attributes: Attributes
     resource: Attributes
 
+    def check_body(self) -> None:
+        """The body named the event (:attr:`body_text`): its AnyValue must hold that
+        ``stringValue`` alone (two kinds are :class:`Refused` as ``body: …``)."""
+        decode_value(self.record.get("body"), "body")
+
+    def check_event_name(self) -> None:
+        """The ``event.name`` attribute names the event: one ``stringValue``, given once."""
+        self.attributes.text(EVENT_NAME, required=True)
+
     @property
     def body_text(self) -> str | None:
-        """The body's ``stringValue``, when it is one (never refuses)."""
+        """The body's ``stringValue``, when it is one (never refuses: it routes the record, and
+        the route checks it with :meth:`check_body`)."""
         body = self.record.get("body")
         if isinstance(body, dict) and isinstance(body.get("stringValue"), str):
             text: str = body["stringValue"]
