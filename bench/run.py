@@ -228,7 +228,7 @@ def render(result: dict[str, Any]) -> str:
     lines = [
         f"profile `{profile.name}`: {profile.sessions} sessions × {profile.calls} calls (2 for a DPO pair's Sessions) "
         f"({data.calls} calls, {data.input_bytes / 1e6:,.0f} MB of input), workers {result['workers']}"
-        + (f"; {len(data.uncommitted)} Sessions commit nothing" if data.uncommitted else ""),
+        + (f"; Sessions that commit nothing: {len(data.uncommitted)}" if data.uncommitted else ""),
         "",
         "| stage | wall s | calls/s | MB/s | peak RSS MB | × parse floor |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",
