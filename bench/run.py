@@ -1,7 +1,7 @@
 """Benchmark harness: synthesize an organisation, run the real CLI stages, print one table.
 
     python bench/run.py --profile smoke|pilot-tenth|pilot [--sessions N] [--workers N]
-                        [--scaling] [--report docs/performance.md] [--keep DIR]
+                        [--uncommitted-every N] [--scaling] [--report docs/performance.md] [--keep DIR]
 
 Every stage runs as its own ``sediment`` process on the embedded SQLite store; wall time
 and that process's peak RSS are measured. Two floors are measured in the same run: reading
@@ -20,7 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -227,7 +227,8 @@ def render(result: dict[str, Any]) -> str:
     parse = result["parse_floor"]
     lines = [
         f"profile `{profile.name}`: {profile.sessions} sessions × {profile.calls} calls (2 for a DPO pair's Sessions) "
-        f"({data.calls} calls, {data.input_bytes / 1e6:,.0f} MB of input), workers {result['workers']}",
+        f"({data.calls} calls, {data.input_bytes / 1e6:,.0f} MB of input), workers {result['workers']}"
+        + (f"; Sessions that commit nothing: {len(data.uncommitted)}" if data.uncommitted else ""),
         "",
         "| stage | wall s | calls/s | MB/s | peak RSS MB | × parse floor |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",
@@ -303,6 +304,9 @@ def main() -> None:
                         help="library: import generated trajectories at 10x and 100x the fixtures' volume")
     parser.add_argument("--sessions", type=int, help="override the profile's session count")
     parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--uncommitted-every", type=int, default=0, metavar="N",
+                        help="every Nth Session makes the next Session's edits but commits nothing and has no "
+                             "note (default 0: every Session commits)")
     parser.add_argument("--keep", type=Path, help="work directory to keep (default: a temp dir, removed)")
     parser.add_argument("--report", type=Path, help="also write the markdown report here")
     parser.add_argument("--scaling", type=int, metavar="SESSIONS",
@@ -313,7 +317,12 @@ def main() -> None:
         return
     profile = PROFILES[args.profile]
     if args.sessions:
-        profile = Profile(f"{profile.name} ({args.sessions} sessions)", args.sessions, profile.calls)
+        profile = replace(profile, name=f"{profile.name} ({args.sessions} sessions)", sessions=args.sessions)
+    if args.uncommitted_every < 0:
+        parser.error("--uncommitted-every: expected 0 or a positive integer")
+    if args.uncommitted_every:
+        profile = replace(profile, name=f"{profile.name} (uncommitted every {args.uncommitted_every})",
+                          uncommitted_every=args.uncommitted_every)
     work = args.keep or Path(tempfile.mkdtemp(prefix="sediment-bench-"))
     try:
         result = run_profile(profile, work, args.workers)

@@ -9,6 +9,11 @@ green: a recovery). The developer's decisions arrive as one agent shim's OTLP lo
 Sessions, the first two answer the same task and the developer accepts the first one's opening
 edit and rejects the second's (a DPO pair); every third other Session's last edit is explicitly
 accepted (SFT and diff-SFT rows) and every eleventh's explicitly rejected.
+
+With ``uncommitted_every`` N > 0, every Nth Session (the Nth, the 2Nth, ...) is an abandoned
+attempt: its calls make the edits the next Session makes (the next Session redoes its task),
+but it commits nothing, no note names it, and no CI runs for it. Its calls look like every
+other Session's, so only the notes on the next Session's commit say whose work that commit is.
 """
 
 from __future__ import annotations
@@ -36,6 +41,12 @@ class Profile:
     calls: int
     user_bytes: int = 8192
     assistant_bytes: int = 2048
+    #: every Nth Session commits nothing and writes no note (0: every Session commits)
+    uncommitted_every: int = 0
+
+    def commits(self, index: int) -> bool:
+        """Whether Session ``index`` commits (with a note) and has CI runs."""
+        return not (self.uncommitted_every > 0 and index % self.uncommitted_every == self.uncommitted_every - 1)
 
 
 PROFILES = {
@@ -51,6 +62,12 @@ class Synthesis:
     webhook_files: list[Path] = field(default_factory=list)
     decision_files: list[Path] = field(default_factory=list)
     decisions: int = 0
+    #: each committing Session's commit SHA, by Session id
+    commits: dict[str, str] = field(default_factory=dict)
+    #: the Sessions that commit nothing (``Profile.uncommitted_every``)
+    uncommitted: list[str] = field(default_factory=list)
+    #: the conclusion of each commit's last workflow run attempt, by commit SHA
+    verdicts: dict[str, str] = field(default_factory=dict)
     origin: Path = Path()
     calls: int = 0
     input_bytes: int = 0
@@ -70,8 +87,14 @@ class _Text:
         return (label + " " + block[start:start + size])[:size]
 
 
+def session_id(index: int) -> str:
+    return f"bench-s{index:05d}"
+
+
 def _session(profile: Profile, text: _Text, index: int) -> tuple[str, list[dict[str, Any]], str, set[str]]:
-    session = f"bench-s{index:05d}"
+    session = session_id(index)
+    # an uncommitted Session makes the edits the next Session makes (its task redone there)
+    author, author_index = (session, index) if profile.commits(index) else (session_id(index + 1), index + 1)
     start = T0 + timedelta(minutes=30 * index)
     # the first two Sessions of every ten answer one task (a DPO bucket)
     task, salt = (f"[pair {index // 10} task]", index // 10) if index % 10 < 2 else (f"[{session} task]", index)
@@ -87,7 +110,7 @@ def _session(profile: Profile, text: _Text, index: int) -> tuple[str, list[dict[
         if last:
             message: dict[str, Any] = {"role": "assistant", "content": "Done."}
         else:
-            final_content = text.make(f"[{session} edit {turn}]", profile.assistant_bytes, index * 131 + turn)
+            final_content = text.make(f"[{author} edit {turn}]", profile.assistant_bytes, author_index * 131 + turn)
             message = {"role": "assistant", "content": None, "tool_calls": [{
                 "id": f"call_{session}_{turn}", "type": "function",
                 "function": {"name": "write_file",
@@ -175,8 +198,12 @@ def synthesize(profile: Profile, directory: Path, *, seed: int = 7) -> Synthesis
         at = T0 + timedelta(minutes=30 * index + 20)
         decided = _decisions(profile, index, session, T0 + timedelta(minutes=30 * index + 18))
         decisions += decided
+        if not profile.commits(index):
+            result.uncommitted.append(session)
+            continue
         sha = git.commit({f"src/{session}.py": content}, f"{session} work", when=int(at.timestamp()))
         git.add_note(sha, [{"tool": "codex", "session_id": session, "stamped_at": at.isoformat()}])
+        result.commits[session] = sha
         run_id = 1000 + index
         if index % 5 == 4:
             deliveries.append(_workflow_run(run_id, 1, sha, "failure", at + timedelta(minutes=5)))
@@ -184,6 +211,7 @@ def synthesize(profile: Profile, directory: Path, *, seed: int = 7) -> Synthesis
         else:
             deliveries.append(_workflow_run(run_id, 1, sha, "success" if index % 7 else "failure",
                                             at + timedelta(minutes=5)))
+        result.verdicts[sha] = deliveries[-1]["payload"]["workflow_run"]["conclusion"]
     if handle is not None:
         handle.close()
     hooks = directory / "webhooks" / "workflow_runs.jsonl"
