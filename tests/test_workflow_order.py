@@ -18,8 +18,8 @@ capture times themselves differ, identical after leaving out those times.
 from __future__ import annotations
 
 import contextlib
-import itertools
 import io
+import itertools
 import json
 import os
 import random
@@ -320,14 +320,13 @@ def test_the_reference_order_exports_rows(scratch: Path) -> None:
     """The comparison is not vacuous: the reference order attributes Sessions and writes rows of
     every kind, and the scenario's extra evidence reaches them."""
     scenario = Scenario(git_ai_note=True, rename=True, second_workflow="failure")
-    work, bundle, out = reference(scratch, scenario)
+    _, bundle, out = reference(scratch, scenario)
     manifest = json.loads(bundle["manifest.json"])
     assert manifest["counts"]["rollouts"] >= 13 and manifest["counts"]["repository_renames"] == 1
     rollouts = [json.loads(line) for line in bundle["rollouts.jsonl"].splitlines()]
     sources = {json.loads(r["record_json"])["session_id"]: json.loads(r["record_json"])["attribution_source"]
-               for r in rollouts} if "record_json" in rollouts[0] else {}
-    if sources:
-        assert sources["sess-explore"] == "git_ai_notes"
+               for r in rollouts}
+    assert sources["sess-explore"] == "git_ai_notes" and sources["sess-fix"] == "git_notes"
     published = [name for name in out if name.endswith(".outcome") and out[name] == b"published"]
     assert len(published) >= 10
     assert any(name.startswith("recovery/") and name.endswith(".jsonl") and out[name] for name in out)
