@@ -174,7 +174,7 @@ def test_a_token_assigned_to_a_secret_name_is_one_finding_of_the_token_kind() ->
 def test_redaction_is_idempotent_and_deterministic_under_repeat_and_shuffle() -> None:
     texts = [text for _, text, _ in POSITIVE] + [text for _, text in NEGATIVE] + HIGH_ENTROPY
     once = {text: redact_text(text) for text in texts}
-    for text, (redacted, _) in once.items():
+    for redacted, _ in once.values():
         assert redact_text(redacted) == (redacted, ())  # a marker is never redacted again
     shuffled = list(texts)
     random.Random(7).shuffle(shuffled)
@@ -349,7 +349,7 @@ def test_ingest_otlp_redacts_bodies_and_attribute_values(tmp_path: Path) -> None
 
 def test_a_ci_webhook_payload_is_stored_with_markers(tmp_path: Path) -> None:
     delivery = json.loads((FIXTURES / "github" / "workflow_run.completed.success.json").read_text(encoding="utf-8"))
-    body = delivery["payload"] if "payload" in delivery else delivery
+    body = delivery.get("payload", delivery)
     body["workflow_run"]["head_commit"]["message"] = f"ci: rotate key\n\nold key was {GITHUB}"
     path = tmp_path / "hook.json"
     path.write_text(json.dumps(delivery), encoding="utf-8")

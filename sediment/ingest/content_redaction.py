@@ -134,10 +134,11 @@ class ContentCache:
         self._current: dict[int, tuple[Any, Any, tuple[Finding, ...]]] = {}
 
     def get(self, item: Any) -> tuple[Any, tuple[Finding, ...]] | None:
-        hit = self._current.get(id(item)) or self._previous.get(id(item))
+        key = id(item)
+        hit = self._previous.get(key) or self._current.get(key)  # a replayed item: the previous call's
         if hit is None or hit[0] is not item:
             return None
-        self._current[id(item)] = hit
+        self._current[key] = hit
         return hit[1], hit[2]
 
     def put(self, item: Any, redacted: Any, findings: tuple[Finding, ...]) -> None:
