@@ -2002,6 +2002,7 @@ def test_redaction_leaves_every_id_as_it_was(monkeypatch: pytest.MonkeyPatch) ->
     assert [c.model_call_id is None for c in after] == [True, True, False]
     assert all(c.raw != r for c, (_, r) in zip(after, records, strict=True))  # each had a credential redacted
     monkeypatch.setattr(toolkit, "redact_record", lambda record: record)  # as before redaction existed
+    monkeypatch.setenv("SEDIMENT_REDACT_CONTENT", "0")  # and content redaction
     before = [the_call(translate(copy.deepcopy(r), f)) for f, r in records]
     assert [c.raw for c in before] == [r for _, r in records]
     assert [c.inference_call_id for c in after] == [c.inference_call_id for c in before]

@@ -620,7 +620,8 @@ def test_cli_ingests_every_sample_and_reingest_stores_nothing(tmp_path: Path) ->
     first = sediment(home, "ingest", "junit", *sample_paths(), *ARGS, "--json")
     assert first.returncode == 0, first.stderr
     assert json.loads(first.stdout) == {"records": total, "stored": {"test_case_results": total}, "duplicates": {},
-                                        "skipped": {}, "warnings": {}, "failed": 0}
+                                        "skipped": {}, "warnings": {}, "failed": 0,
+                                        "redacted": {}}
     again = sediment(home, "ingest", "junit", *sample_paths(), *ARGS, "--json", capture="2027-01-01T00:00:00Z")
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["duplicates"] == {"test_case_results": total}

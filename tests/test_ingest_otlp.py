@@ -684,7 +684,8 @@ def test_the_command_reports_and_exits_8_on_a_bad_record(tmp_path: Path) -> None
     assert json.loads(good.stdout) == {
         "records": 1, "stored": {"developer_decisions": 6}, "duplicates": {}, "failed": 0, "log_records": 9,
         "skipped": {"not_a_decision:saved": 1, "survival_not_apply_patch": 1,
-                    "unknown_event:gen_ai.client.inference.operation.details": 1}, "warnings": {}}
+                    "unknown_event:gen_ai.client.inference.operation.details": 1}, "warnings": {},
+        "redacted": {}}
     bad = mutated("claude_code.json", 4, set_attribute("session.id", None))
     result = sediment("ingest", "otlp", "-", home=tmp_path / "home", stdin=json.dumps(bad))
     assert result.returncode == 8

@@ -28,6 +28,16 @@ FILES_HELP = "Input files (JSON or JSON Lines); '-' reads stdin."
 ORG_HELP = "Org id (default: SEDIMENT_ORG_ID)."
 
 
+@ingest_app.callback()
+def _ingest_options(no_redact_content: bool = typer.Option(
+        False, "--no-redact-content",
+        help="Store secrets found inside content (messages, tool calls and results, transcripts, OTLP records, "
+             "CI payloads) as received instead of redacting them; SEDIMENT_REDACT_CONTENT=0 does the same. "
+             "Credential-named headers and fields are redacted all the same. See docs/operate.md.")) -> None:
+    """Content redaction is on unless turned off here or by SEDIMENT_REDACT_CONTENT=0."""
+    settings.content_redaction(no_redact_content)
+
+
 class Provider(StrEnum):
     """CIProvider (sediment.facts), as a command-line choice."""
 
@@ -96,6 +106,8 @@ def _render(report: IngestReport, as_json: bool, *, elements: str | None = None)
         console.say(f"skipped on purpose: {dict(sorted(report.skipped.items()))}")
     if report.warnings:
         console.say(f"warnings: {dict(sorted(report.warnings.items()))}")
+    if report.redacted.kinds:  # the distinct secrets found inside content, by kind
+        console.say(f"redacted: {report.redacted.counts()}")
 
 
 @ingest_app.command("facts")

@@ -62,6 +62,7 @@ def serve(
     config = from_environment(environ=environ, org_id=org_id, database_url=url, home=home, mirror_path=mirrors,
                               host=host, port=port, max_body_bytes=max_body_bytes,
                               spool=Path(spool) if spool else None)
+    settings.content_redaction()
     app = create_app(config)
     paths = sorted({getattr(route, "path", "") for route in route_table(app.state.receiver)})
     for name in ("github", "gitlab", "circleci", "buildkite"):

@@ -136,3 +136,17 @@ def import_paths(paths: list[Path] | None, from_store: bool) -> list[Path]:
     if not from_store and not paths:
         raise UsageError("give input PATHs, or --from-store to read the fact store's Rollouts")
     return list(paths or [])
+
+
+def content_redaction(turn_off: bool = False) -> None:
+    """Content redaction for this command: off with ``--no-redact-content`` (``turn_off``) or
+    ``SEDIMENT_REDACT_CONTENT=0``, on otherwise; when off, one warning line on stderr says so."""
+    from sediment.cli import console
+    from sediment.ingest.content_redaction import ENV, content_redaction_enabled, set_content_redaction
+
+    if turn_off:
+        set_content_redaction(False)
+    if not content_redaction_enabled():
+        console.warning(f"content redaction is off ({'--no-redact-content' if turn_off else ENV + '=0'}): "
+                        "secrets inside messages, tool calls and results, transcripts, OTLP records, CI "
+                        "payloads and trajectories are stored as received")

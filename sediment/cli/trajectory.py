@@ -63,6 +63,7 @@ def import_(fmt: str = typer.Argument(..., metavar="FORMAT", help="Source format
     if out.exists():
         raise UsageError(f"--out {out} already exists; choose a new file")
     files = settings.import_paths(paths, from_store)
+    settings.content_redaction()
     if from_store:
         from sediment.trajectory.importing import import_store_results
 

@@ -38,6 +38,7 @@ from sediment.facts import (
 )
 from sediment.identifiers import OrgId, render_datetime
 from sediment.ingest import Translation, TranslationError
+from sediment.ingest.content_redaction import redact_value
 from sediment.ingest.ids import fact_id, inference_call_id
 from sediment.ingest.redaction import redact_record
 from sediment.records import canonical_digest
@@ -98,10 +99,14 @@ def stored_raw(payload: Mapping[str, Any]) -> dict[str, Any]:
     """A vendor payload as a Fact's ``raw`` keeps it: a deep copy (:func:`json_copy`) with its
     credentials redacted (:func:`sediment.ingest.redaction.redact_record`: credential-named
     members at any depth, none skipped as content, URL userinfo secrets and credential query
-    parameters become markers). The stored
-    record is this redacted one; ids are read from the payload as received."""
+    parameters become markers), then the secrets inside any of its strings
+    (:func:`sediment.ingest.content_redaction.redact_value`: a token in a commit message, a
+    Buildkite ``env`` line). The stored record is this redacted one; ids are read from the
+    payload as received."""
     copied: dict[str, Any] = json_copy(dict(payload))
-    return redact_record(copied, content=frozenset())  # a CI payload holds no conversation
+    named = redact_record(copied, content=frozenset())  # a CI payload holds no conversation
+    redacted: dict[str, Any] = redact_value(named)
+    return redacted
 
 
 def content_hash(value: Any) -> str:

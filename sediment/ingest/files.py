@@ -31,6 +31,7 @@ from pydantic import ValidationError
 
 from sediment.facts import FactModel
 from sediment.ingest import Translation, TranslationError
+from sediment.ingest.content_redaction import RedactionTally, tallying
 from sediment.ingest.json_text import _NUMBER, _TOKEN, JsonReader, RecordProblem, _skip_ws, _utf8
 from sediment.ingest.json_text import MAX_DEPTH as MAX_DEPTH
 from sediment.ingest.json_text import parse_line as parse_line
@@ -69,6 +70,8 @@ class IngestReport:
     problems: list[InputProblem] = field(default_factory=list)
     #: Elements the records held, when a record is a batch of them (an OTLP export's log records).
     elements: int = 0
+    #: The secrets redacted inside content (:mod:`sediment.ingest.content_redaction`), by kind.
+    redacted: RedactionTally = field(default_factory=RedactionTally)
 
     def absorb(self, other: IngestReport) -> None:
         """Add a worker's counts and problems (its stored/duplicate counts come from the writes)."""
@@ -77,12 +80,14 @@ class IngestReport:
         self.skipped.update(other.skipped)
         self.warnings.update(other.warnings)
         self.problems.extend(other.problems)
+        self.redacted.absorb(other.redacted)
 
     def as_json(self) -> dict[str, Any]:
         return {
             "records": self.records, "stored": dict(sorted(self.stored.items())),
             "duplicates": dict(sorted(self.duplicates.items())), "skipped": dict(sorted(self.skipped.items())),
             "warnings": dict(sorted(self.warnings.items())), "failed": len(self.problems),
+            "redacted": self.redacted.counts(),
         }
 
 
@@ -343,7 +348,8 @@ def _ingest_file(path: str, translate: Callable[[Any], Translation], sink: Calla
                  report: IngestReport, keep_flaws: bool = False) -> None:
     pending: list[FactModel] = []
     try:
-        _ingest_stream(path, records(path, keep_flaws=keep_flaws), translate, sink, report, pending)
+        with tallying(report.redacted):
+            _ingest_stream(path, records(path, keep_flaws=keep_flaws), translate, sink, report, pending)
     except OSError as exc:
         report.problems.append(InputProblem(path, 0, f"cannot read: {exc.strerror or exc}"))
     if pending:

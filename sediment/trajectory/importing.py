@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from sediment.errors import PluginError, UsageError
 from sediment.trajectory.record import Trajectory, TrajectoryError, validated
+from sediment.trajectory.redaction import redact_trajectory
 from sediment.trajectory.sources import ImportRefusal
 
 if TYPE_CHECKING:
@@ -88,7 +89,7 @@ def _checked(items: Iterable[object], where: Path) -> Iterator[Trajectory | Impo
             yield item
         elif isinstance(item, Trajectory):
             try:
-                yield validated(item)
+                yield validated(redact_trajectory(item))
             except TrajectoryError as exc:
                 yield ImportRefusal(where, 0, item.source.locator, str(exc))
         else:

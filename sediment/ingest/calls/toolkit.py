@@ -38,6 +38,7 @@ from sediment.facts import (
 )
 from sediment.identifiers import OrgId
 from sediment.ingest import Translation, TranslationError
+from sediment.ingest.content_redaction import ContentCache, redact_call
 from sediment.ingest.ids import inference_call_id
 from sediment.ingest.json_text import JsonReader, RecordProblem
 from sediment.ingest.redaction import redact_record
@@ -94,6 +95,16 @@ class ReplayMemo:
         self._limit = sessions
         self._last: OrderedDict[str, tuple[list[Any], list[InferenceMessage]]] = OrderedDict()
         self._tools: OrderedDict[str, tuple[Any, ToolDefinitions]] = OrderedDict()
+        self._redacted: OrderedDict[str, ContentCache] = OrderedDict()
+
+    def content_cache(self, session: str) -> ContentCache:
+        """The Session's :class:`~sediment.ingest.content_redaction.ContentCache`: its previous
+        call's redacted messages and raw items, so replayed context is redacted once."""
+        cache = self._redacted.pop(session, None) or ContentCache()
+        self._redacted[session] = cache
+        while len(self._redacted) > self._limit:
+            self._redacted.popitem(last=False)
+        return cache
 
     def tools(self, session: str, value: Any, read: Callable[[], ToolDefinitions]) -> ToolDefinitions:
         """The definitions of the tool list ``value``: the previous call's very tuple when the
@@ -133,6 +144,7 @@ class Notes:
         self._codes: list[str] = []
         self.replay: Callable[[list[Any], Callable[[Any, int], InferenceMessage]], list[InferenceMessage]] | None = None
         self.replay_tools: Callable[[Any, Callable[[], ToolDefinitions]], ToolDefinitions] | None = None
+        self.redaction_cache: ContentCache | None = None
 
     def warn(self, code: CallWarning) -> None:
         if code not in self._codes:
@@ -571,7 +583,8 @@ def build_call(
     duration_ms: int | None = None,
 ) -> Translation:
     """The InferenceCall with its deterministic id; ``raw`` is the whole record, credentials
-    redacted (:func:`~sediment.ingest.redaction.redact_record`).
+    redacted (:func:`~sediment.ingest.redaction.redact_record`), and secrets inside its content
+    (parts, tool definitions and ``raw``) redacted (:func:`~sediment.ingest.content_redaction.redact_call`).
 
     The id is derived from the record as received, before redaction: a keyless call's record
     digest is the digest it always had, so a record stored before redaction existed and the
@@ -603,7 +616,7 @@ def build_call(
         )
     except ValidationError as exc:
         raise TranslationError(_error_path(exc)) from None
-    return Translation(facts=(call,), warnings=notes.warnings)
+    return Translation(facts=(redact_call(call, cache=notes.redaction_cache),), warnings=notes.warnings)
 
 
 def parse_timestamp(value: Any, path: str) -> datetime | None:
@@ -679,6 +692,7 @@ def translate_pair(record: dict[str, Any], module: PairFormat, *, org_id: str, c
         memo_session: str = session
         notes.replay = lambda items, one: memo.translate(memo_session, items, one)
         notes.replay_tools = lambda value, read: memo.tools(memo_session, value, read)
+        notes.redaction_cache = memo.content_cache(memo_session)
     content = module.translate(request, response, notes)
     observed_at = parse_timestamp(record.get("observed_at"), "observed_at") or captured_at
     user_id = optional_text(record.get("user_id"), "user_id")

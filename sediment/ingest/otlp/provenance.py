@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from sediment.ingest import TranslationError
+from sediment.ingest.content_redaction import redact_value
 from sediment.ingest.redaction import is_credential_name, marker, redact_record
 
 ACCOUNT_ATTRIBUTES: Final = frozenset({"user.email", "user.account_id", "user.account_uuid"})
@@ -57,6 +58,8 @@ def provenance(record: dict[str, Any]) -> dict[str, Any]:
             record = {key: (kept if key == "attributes" else value) for key, value in record.items()}
     try:
         redacted: dict[str, Any] = _attributes(record)
+        redacted = redact_record(redacted)
+        content: dict[str, Any] = redact_value(redacted)  # secrets inside bodies and attribute values
     except RecursionError:
         raise TranslationError("record: nested too deeply") from None
-    return redact_record(redacted)
+    return content

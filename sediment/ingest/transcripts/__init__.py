@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Final, Literal
 
+from sediment.ingest.content_redaction import tallying
 from sediment.ingest.files import IngestReport, InputProblem
 from sediment.ingest.transcripts import claude_code, codex
 from sediment.ingest.transcripts.common import Entry, TranscriptResult, read_entries, transcript_files
@@ -58,7 +59,8 @@ def ingest_transcripts(paths: Sequence[Path], client: Client, store: FactStore, 
     append its Facts; ``records`` counts the lines read."""
     report = IngestReport()
     for path in transcript_files(list(paths)):
-        result = translate_transcript(path, client, org_id=org_id, captured_at=captured_at)
+        with tallying(report.redacted):
+            result = translate_transcript(path, client, org_id=org_id, captured_at=captured_at)
         report.records += result.lines
         report.skipped.update(result.skipped)
         report.warnings.update(result.warnings)

@@ -52,6 +52,7 @@ from sediment.facts import CaptureLack, DeveloperDecision, FactModel, InferenceM
 from sediment.ingest import TranslationError
 from sediment.ingest.calls.anthropic import usage_tokens
 from sediment.ingest.calls.toolkit import AnyPart, Notes, as_object, content_parts, message, parse_timestamp
+from sediment.ingest.content_redaction import redact_value
 from sediment.ingest.facts_jsonl import PENDING_ID, with_natural_id
 from sediment.ingest.redaction import redact_record
 from sediment.ingest.transcripts.common import (
@@ -349,7 +350,7 @@ class _Transcript:
                 decision_id=PENDING_ID, org_id=org_id, session_id=self.session_of(node)[0], agent_harness=CLIENT,
                 file_path=path if isinstance(path, str) else "", accepted=accepted, explicit=explicit,
                 interaction_mode="agent", call_id=use["id"], occurred_at=_time(node), captured_at=captured_at,
-                raw=redact_record(raw),
+                raw=redact_value(redact_record(raw)),
             )
         except _LineError as exc:
             self.result.problems.append((exc.line, str(exc)))

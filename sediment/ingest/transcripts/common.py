@@ -23,6 +23,7 @@ from pydantic import ValidationError
 from sediment.facts import CAPTURE_LACKS, CallCapture, CaptureLack, FactModel, InferenceCall, InferenceMessage
 from sediment.ingest import TranslationError
 from sediment.ingest.calls.toolkit import Notes, record_digest
+from sediment.ingest.content_redaction import redact_call
 from sediment.ingest.ids import inference_call_id
 from sediment.ingest.json_text import RecordProblem, parse_line
 from sediment.ingest.redaction import redact_record
@@ -132,11 +133,12 @@ class RebuiltCall:
 def build_call(call: RebuiltCall, org_id: str) -> InferenceCall:
     """The InferenceCall of a rebuilt turn; its id as every call's (:func:`inference_call_id`):
     by its response id when the transcript recorded one, else by the digest of its raw lines.
-    ``raw`` is those transcript lines, credentials redacted."""
+    ``raw`` is those transcript lines, credentials redacted; secrets inside its content (parts
+    and ``raw``) are redacted too (:func:`~sediment.ingest.content_redaction.redact_call`)."""
     call_id = inference_call_id(org_id, call.session_id, "unknown", call.model_call_id,
                                 lambda: record_digest(call.raw))
     try:
-        return InferenceCall(
+        built = InferenceCall(
             inference_call_id=call_id, org_id=org_id, session_id=call.session_id, gateway_provider="unknown",
             model_provider=call.model_provider, model=call.model, input_messages=call.inputs,
             output_messages=call.outputs, input_tokens=call.input_tokens, output_tokens=call.output_tokens,
@@ -147,3 +149,4 @@ def build_call(call: RebuiltCall, org_id: str) -> InferenceCall:
         error = exc.errors()[0]
         where = ".".join(str(part) for part in error["loc"]) or "call"
         raise TranslationError(f"{where}: {error['msg']}") from None
+    return redact_call(built)
