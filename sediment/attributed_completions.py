@@ -6,7 +6,7 @@ one code file of one commit it produced, with every piece of evidence about it:
 
 - the **Attribution**: the qualified commit (``repo``, ``commit_sha``, ``repository_identity``),
   the ``file_path`` and ``similarity_score`` of the Rollout's
-  :class:`~sediment.rollout.FileAttribution`, and the Session's ``attribution_source``
+  :class:`~sediment.model.rollout.FileAttribution`, and the Session's ``attribution_source``
   (``git_notes`` | ``jaccard``);
 - the **developer decisions** joined to the call (:mod:`sediment.decision_attachment`, over the
   Session's decision population), each with its edit retention filled where it had none
@@ -46,7 +46,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from sediment.ci_resolution import (
+from sediment.ci.resolution import (
     DEFAULT_CI_POLICY,
     CIResolution,
     CIResolutionPolicy,
@@ -57,7 +57,9 @@ from sediment.ci_resolution import (
 from sediment.confidence import ConfidenceEvidence, LabelConfidencePolicy
 from sediment.decision_attachment import ATTACHMENT_SKIP_REASONS, CallTarget, attach_decisions
 from sediment.edit_retention import SCORER_NON_FINITE, Scorer, fill_edit_retention, four_gram_containment
-from sediment.facts import (
+from sediment.git.repositories import RepositoryContext, identity_sort_key, repository_sort_key
+from sediment.identifiers import CommitSha, NonEmptyId, NonEmptyRepoSlug, OrgId, UtcDatetime
+from sediment.model.facts import (
     CallCapture,
     CIOutcome,
     DeveloperDecision,
@@ -66,10 +68,9 @@ from sediment.facts import (
     RepositoryIdentity,
     SessionCommitObservation,
 )
-from sediment.identifiers import CommitSha, NonEmptyId, NonEmptyRepoSlug, OrgId, UtcDatetime
-from sediment.policy import Provenance
-from sediment.repositories import RepositoryContext, identity_of, identity_sort_key, repository_sort_key
-from sediment.rollout import AttributionSource, FileAttribution, Rollout
+from sediment.model.policy import Provenance
+from sediment.model.repository_evidence import identity_of
+from sediment.model.rollout import AttributionSource, FileAttribution, Rollout
 from sediment.split import Split
 
 __all__ = [

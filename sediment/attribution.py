@@ -12,7 +12,7 @@ that are not code (documentation, data, lock files, binaries) are not scored. Se
 bound are counted by why: no candidate commit, no code file among the candidates, no match.
 Commits are ordered by committer time, ties by their qualified sort key.
 
-Every attributed commit is qualified by its repository (:mod:`sediment.repositories`): a git
+Every attributed commit is qualified by its repository (:mod:`sediment.git.repositories`): a git
 note's commit by its observation's identity (an observation the repository context declines
 binds nothing and is counted by its reason), a Jaccard candidate by the mirror it was read
 from (identified mirrors by their identity and label; a legacy mirror of a name an identified
@@ -27,12 +27,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from sediment.ci_resolution import commit_key_of
-from sediment.facts import InferenceCall, RepositoryIdentity, SessionCommitObservation
-from sediment.mirrors import Mirror, MirrorReadError, MirrorRoot
-from sediment.policy import AttributionPolicy
-from sediment.repositories import RepositoryContext, Resolution, identity_of, repository_sort_key
-from sediment.rollout import AttributionSource, CommitRef, FileAttribution, scoring_text
+from sediment.ci.resolution import commit_key_of
+from sediment.git.mirrors import Mirror, MirrorReadError, MirrorRoot
+from sediment.git.repositories import RepositoryContext, Resolution, repository_sort_key
+from sediment.model.facts import InferenceCall, RepositoryIdentity, SessionCommitObservation
+from sediment.model.policy import AttributionPolicy
+from sediment.model.repository_evidence import identity_of
+from sediment.model.rollout import AttributionSource, CommitRef, FileAttribution, scoring_text
 
 _TOKEN = re.compile(r"[a-z0-9_]+")
 #: Suffixes of files that are not code: never scored by the Jaccard fallback.

@@ -29,17 +29,13 @@ import orjson
 from pydantic import ValidationError
 
 from sediment.errors import BundleError
-from sediment.facts import DeveloperDecision, EditObservation, RepositoryRename
+from sediment.git.repositories import REPOSITORY_IDENTITY_VERSION, RepositoryContext
+from sediment.model.facts import DeveloperDecision, EditObservation, RepositoryRename
+from sediment.model.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy
+from sediment.model.repository_evidence import RepositoryEvidence, evidence_of_all
+from sediment.model.rollout import FRAGMENT_REASONS, Rollout
 from sediment.parallel import ordered_chunks
-from sediment.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy
 from sediment.records import _no_duplicate_keys, decode_record, encode_record
-from sediment.repositories import (
-    REPOSITORY_IDENTITY_VERSION,
-    RepositoryContext,
-    RepositoryEvidence,
-    evidence_of_all,
-)
-from sediment.rollout import FRAGMENT_REASONS, Rollout
 from sediment.split import assign_split
 
 BUNDLE_FORMAT = "sediment-rollout-bundle"

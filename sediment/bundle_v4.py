@@ -34,7 +34,9 @@ from pydantic import BaseModel, TypeAdapter, ValidationError, model_validator
 
 from sediment.bundle import MANIFEST, Bundle, BundleManifest, _fast_record, _file_sha256, _strict_loads
 from sediment.errors import BundleError
-from sediment.facts import (
+from sediment.git.repositories import REPOSITORY_IDENTITY_VERSION, RenameClaim, RepositoryContext
+from sediment.identifiers import ExactInt, FactId, NonEmptyId, NonEmptyRepoSlug, OrgId, UtcDatetime
+from sediment.model.facts import (
     FactModel,
     InferenceCall,
     InferenceMessage,
@@ -42,12 +44,11 @@ from sediment.facts import (
     ToolCallPart,
     check_identity_triple,
 )
-from sediment.identifiers import ExactInt, FactId, NonEmptyId, NonEmptyRepoSlug, OrgId, UtcDatetime
+from sediment.model.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy, Provenance
+from sediment.model.repository_evidence import RepositoryEvidence
+from sediment.model.rollout import FRAGMENT_REASONS, Rollout, scoring_text
 from sediment.parallel import ordered_chunks
-from sediment.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy, Provenance
 from sediment.records import canonical_digest, decode_record, encode_record
-from sediment.repositories import REPOSITORY_IDENTITY_VERSION, RenameClaim, RepositoryContext, RepositoryEvidence
-from sediment.rollout import FRAGMENT_REASONS, Rollout, scoring_text
 from sediment.split import assign_split
 
 V4_SCHEMA_VERSION = 4

@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeAlias
 
-from sediment.ci_resolution import DEFAULT_CI_POLICY, CIResolutionPolicy
+from sediment.ci.resolution import DEFAULT_CI_POLICY, CIResolutionPolicy
 from sediment.errors import ConfigurationError
 from sediment.records import canonical_digest
 

@@ -34,7 +34,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from sediment.facts import DeveloperDecision, InferenceCall, InferenceMessage, ToolCallPart
+from sediment.model.facts import DeveloperDecision, InferenceCall, InferenceMessage, ToolCallPart
 
 __all__ = [
     "ATTACHMENT_SKIP_REASONS",

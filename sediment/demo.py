@@ -43,7 +43,7 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from sediment.mirrors import MirrorRoot, MirrorWriter
+from sediment.git.mirrors import MirrorRoot, MirrorWriter
 
 ORG = "demo"
 REPO = "acme/calc"
@@ -458,15 +458,15 @@ def run_demo(out: Path) -> dict[str, Any]:
     from sediment.export.pipeline import export_objective, export_rlvr_from_rollouts
     from sediment.export.registry import load_registry
     from sediment.export.settings import SettingsSources
+    from sediment.git.mirrors import mirror_identity
+    from sediment.git.repositories import RepositoryContext
     from sediment.ingest.calls import translate_call
     from sediment.ingest.files import ingest_files
     from sediment.ingest.github import translate_github
     from sediment.ingest.junit import RunAttempt, ingest_junit_reports
     from sediment.ingest.otlp import translate_otlp
-    from sediment.mirrors import mirror_identity
+    from sediment.model.policy import DerivationPolicy
     from sediment.observations import observe_notes
-    from sediment.policy import DerivationPolicy
-    from sediment.repositories import RepositoryContext
     from sediment.store import FactStore
 
     inputs = write_inputs(out / "inputs")

@@ -8,7 +8,7 @@ provenance, and the Session's whole decision and edit-observation populations (f
 objectives that read them from a bundle). :class:`StoreRollouts` is a lazy sequence: the export pipeline and the bundle
 writer read one Session at a time, so memory does not grow with the number of Sessions.
 
-The org's repository context (:mod:`sediment.repositories`) is built once, before the first
+The org's repository context (:mod:`sediment.git.repositories`) is built once, before the first
 Session: every attributed commit is qualified by it, CI resolution runs with it (outcomes are
 read under every name of a commit's repository, so a rename loses none, and those of another
 repository lifetime resolve elsewhere), and outcomes it declines are counted per source
@@ -28,15 +28,15 @@ from typing import Any
 
 from sediment.attribution import CommitIndex, attribute, attribute_files
 from sediment.bundle import check_destination, encode_line, write_bundle, write_bundle_lines
-from sediment.ci_resolution import commit_key_of, resolve_ci
+from sediment.ci.resolution import commit_key_of, resolve_ci
 from sediment.decision_attachment import ATTACHMENT_SKIP_REASONS, CallTarget
 from sediment.decision_attachment import attach_decisions as attach_decisions_to
-from sediment.facts import CIOutcome, DeveloperDecision, InferenceCall
-from sediment.mirrors import MirrorRoot
+from sediment.git.mirrors import MirrorRoot
+from sediment.git.repositories import RepositoryContext, superseded_observations
+from sediment.model.facts import CIOutcome, DeveloperDecision, InferenceCall
+from sediment.model.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy, Provenance
+from sediment.model.rollout import CommitRef, Rollout, call_order_key, segment_calls, tool_sets
 from sediment.parallel import ordered_chunks
-from sediment.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy, Provenance
-from sediment.repositories import RepositoryContext, superseded_observations
-from sediment.rollout import CommitRef, Rollout, call_order_key, segment_calls, tool_sets
 from sediment.split import assign_split
 from sediment.store import FactStore
 

@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from sediment.facts import DeveloperDecision, EditObservation
+from sediment.model.facts import DeveloperDecision, EditObservation
 
 GRAM = 4
 """The containment's n: character 4-grams (overlapping windows)."""

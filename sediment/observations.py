@@ -1,7 +1,7 @@
 """Git-note edges seen in a mirror become SessionCommitObservation Facts (first seen wins).
 
 Two kinds of notes are read: ours (``refs/notes/sediment``, attribution source ``git_notes``) and
-git-ai's authorship notes (``refs/notes/ai``, ``git_ai_notes``; :mod:`sediment.git_ai_notes`):
+git-ai's authorship notes (``refs/notes/ai``, ``git_ai_notes``; :mod:`sediment.git.ai_notes`):
 every agent Session a git-ai note names becomes an edge of the commit the note is attached to
 (not its ``base_commit_sha``). Ours are stored first, so an edge both name keeps ``git_notes``.
 A git-ai note that cannot be read is one problem line naming the commit and why; its attestation
@@ -18,14 +18,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sediment.facts import ObservationSource, RepositoryIdentity, SessionCommitObservation
-from sediment.git_ai_notes import GitAiNoteError, parse_note
+from sediment.git.ai_notes import GitAiNoteError, parse_note
+from sediment.git.mirrors import MirrorLocation, MirrorRoot
 from sediment.ingest.facts_jsonl import PENDING_ID, with_natural_id
-from sediment.mirrors import MirrorLocation, MirrorRoot
+from sediment.model.facts import ObservationSource, RepositoryIdentity, SessionCommitObservation
 from sediment.store import FactStore
 
 if TYPE_CHECKING:
-    from sediment.repositories import RepositoryContext
+    from sediment.git.repositories import RepositoryContext
 
 
 @dataclass
@@ -125,10 +125,11 @@ def settle_legacy_mirrors(mirrors: MirrorRoot, store: FactStore, org_id: str, ca
     those Facts would key the mirror by that identity (:meth:`RepositoryContext.mirror_identity`);
     this applies the same rule to a mirror that came first, so the order of ``mirror add`` and
     ingest never changes what is attributed. The legacy observations the mirror gave before are
-    restated under the identity and so superseded (:func:`sediment.repositories.superseded_observations`). Idempotent:
+    restated under the identity and so superseded
+    (:func:`sediment.git.repositories.superseded_observations`). Idempotent:
     a call with nothing to settle reads only the mirror root's listing.
     """
-    from sediment.repositories import RepositoryContext
+    from sediment.git.repositories import RepositoryContext
 
     result = Settlement()
     legacy = mirrors.legacy_mirrors(org_id)

@@ -24,7 +24,7 @@ from sediment.attributed_completions import (
     SessionAbandonment,
     SessionCompletions,
 )
-from sediment.ci_resolution import (
+from sediment.ci.resolution import (
     RESOLVER_SKIP_REASONS,
     CIResolution,
     CIResolutionResult,
@@ -32,7 +32,8 @@ from sediment.ci_resolution import (
     CommitKey,
     resolve_ci,
 )
-from sediment.ci_times import finished_time
+from sediment.ci.times import finished_time
+from sediment.ci.transitions import TRANSITION_SKIP_REASONS, TestTransitions
 from sediment.confidence import LabelConfidencePolicy, PairConfidence, label_confidence, pair_confidence
 from sediment.export.attributed_calls import AttributedCall, CallRecord, CommitAttributions
 from sediment.export.context import ExportContext
@@ -75,7 +76,9 @@ from sediment.export.turns import (
     turn_row,
 )
 from sediment.export.writer import atomic_write_bytes
-from sediment.facts import (
+from sediment.git.mirrors import Mirror, MirrorReadError
+from sediment.identifiers import render_datetime
+from sediment.model.facts import (
     CallCapture,
     CIOutcome,
     InferenceMessage,
@@ -87,14 +90,11 @@ from sediment.facts import (
     ToolCallResponsePart,
     ToolDefinition,
 )
-from sediment.identifiers import render_datetime
-from sediment.mirrors import Mirror, MirrorReadError
-from sediment.policy import Provenance, TrainingProvenance
+from sediment.model.policy import Provenance, TrainingProvenance
+from sediment.model.rollout import Rollout, Turn
 from sediment.records import canonical_digest, canonical_json, plain, sha256_hex, sortable_time
 from sediment.reports.diagnosis import DiagnosedRow, FloorCandidate, PromptBucket, Stratum
-from sediment.rollout import Rollout, Turn
 from sediment.split import Split
-from sediment.test_transitions import TRANSITION_SKIP_REASONS, TestTransitions
 from sediment.trainer_messages import (
     TRAINER_SKIP_REASONS,
     TrainerConversation,

@@ -37,7 +37,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
-from sediment.facts import (
+from sediment.git.mirrors import MirrorRoot, MirrorWriter
+from sediment.model.facts import (
     CIOutcome,
     InferenceCall,
     InferenceMessage,
@@ -46,14 +47,13 @@ from sediment.facts import (
     TextPart,
     ToolCallPart,
 )
-from sediment.mirrors import MirrorRoot, MirrorWriter
-from sediment.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy, Provenance
-from sediment.rollout import CommitRef, Rollout, segment_calls, tool_sets
+from sediment.model.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy, Provenance
+from sediment.model.rollout import CommitRef, Rollout, segment_calls, tool_sets
 from sediment.split import Split
 
 if TYPE_CHECKING:
     from sediment.export.registry import PluginRegistry
-    from sediment.repositories import RepositoryContext
+    from sediment.git.repositories import RepositoryContext
     from sediment.validation import SchemaSet
 
 ORG = "acme"
@@ -80,7 +80,7 @@ class GitRepo:
     def commit(self, files: dict[str, str | None], message: str = "change", *,
                parents: Sequence[str] | None = None, branch: str | None = None) -> str:
         """A commit one minute after the last; ``branch`` / ``parents`` as for
-        :meth:`sediment.mirrors.MirrorWriter.commit` (another branch, explicit parents)."""
+        :meth:`sediment.git.mirrors.MirrorWriter.commit` (another branch, explicit parents)."""
         self._clock += 60
         return self._writer.commit(files, message, when=self._clock, parents=parents, branch=branch)
 

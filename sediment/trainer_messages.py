@@ -40,7 +40,7 @@ a non-finite number → ``non_finite_number``, a lone surrogate → ``unrepresen
 
 The mapper is a pure function of the call: the same call gives equal messages whatever was
 mapped before it. :data:`TRAINER_MESSAGES_VERSION` names these rules; it is recorded in the
-provenance of every row built from them (:class:`~sediment.policy.TrainingProvenance`).
+provenance of every row built from them (:class:`~sediment.model.policy.TrainingProvenance`).
 """
 
 from __future__ import annotations
@@ -51,7 +51,14 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Required, TypeAlias, TypedDict, get_args
 
 from sediment.export.representation import REPRESENTATION_REASONS, representation_problem
-from sediment.facts import InferenceCall, InferenceMessage, ReasoningPart, TextPart, ToolCallPart, ToolCallResponsePart
+from sediment.model.facts import (
+    InferenceCall,
+    InferenceMessage,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolCallResponsePart,
+)
 from sediment.records import plain
 
 __all__ = [

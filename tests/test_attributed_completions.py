@@ -20,17 +20,17 @@ from sediment.attributed_completions import (
 )
 from sediment.confidence import LabelConfidencePolicy
 from sediment.decision_attachment import ATTACHMENT_SKIP_REASONS, CallTarget, attach_decisions
-from sediment.facts import (
+from sediment.git.repositories import RepositoryContext
+from sediment.model.facts import (
     DeveloperDecision,
     EditObservation,
     RepositoryIdentity,
     SessionCommitObservation,
     ToolCallPart,
 )
-from sediment.policy import Provenance
+from sediment.model.policy import Provenance
+from sediment.model.rollout import CommitRef, FileAttribution, Rollout
 from sediment.records import encode_record
-from sediment.repositories import RepositoryContext
-from sediment.rollout import CommitRef, FileAttribution, Rollout
 from sediment.testing import ORG, PROVENANCE, REPO, T0, call, message, outcome, rollout
 
 SHA1, SHA2 = "a" * 40, "b" * 40

@@ -13,8 +13,8 @@ from sediment import export_rlvr_from_bundle
 from sediment.bundle import open_bundle, write_bundle
 from sediment.errors import BundleError
 from sediment.export.verifier_commands import VerifierCommands
-from sediment.mirrors import MirrorRoot
-from sediment.policy import DerivationPolicy, SplitPolicy
+from sediment.git.mirrors import MirrorRoot
+from sediment.model.policy import DerivationPolicy, SplitPolicy
 from sediment.split import assign_split
 from sediment.testing import ORG, POLICY, outcome, read_rows, rollout, snapshot
 

@@ -20,11 +20,11 @@ from sediment.derive import derive_bundle
 from sediment.edit_retention import fill_edit_retention, four_gram_containment
 from sediment.errors import BundleError
 from sediment.export.verifier_commands import VerifierCommands
-from sediment.facts import DeveloperDecision, EditObservation, InferenceCall, ToolCallPart
+from sediment.git.mirrors import MirrorRoot
 from sediment.ingest.files import ingest_files
 from sediment.ingest.otlp import translate_otlp
-from sediment.mirrors import MirrorRoot
-from sediment.policy import DerivationPolicy
+from sediment.model.facts import DeveloperDecision, EditObservation, InferenceCall, ToolCallPart
+from sediment.model.policy import DerivationPolicy
 from sediment.store import FactStore
 from sediment.testing import ORG, POLICY, T0, call, message, rollout, snapshot
 

@@ -30,12 +30,12 @@ from sediment.bundle import Bundle, open_bundle, write_bundle
 from sediment.bundle_v4 import FILES, POPULATION_ROW_CAP, V4Bundle
 from sediment.errors import BundleError
 from sediment.export.verifier_commands import VerifierCommands
-from sediment.facts import InferenceCall, ReasoningPart, ToolCallPart, ToolCallResponsePart, ToolDefinition
-from sediment.mirrors import MirrorRoot
-from sediment.policy import AttributionPolicy, DerivationPolicy, SimilarityWindow, SplitPolicy
+from sediment.git.mirrors import MirrorRoot
+from sediment.model.facts import InferenceCall, ReasoningPart, ToolCallPart, ToolCallResponsePart, ToolDefinition
+from sediment.model.policy import AttributionPolicy, DerivationPolicy, SimilarityWindow, SplitPolicy
+from sediment.model.repository_evidence import evidence_of_all
+from sediment.model.rollout import Rollout
 from sediment.records import encode_record
-from sediment.repositories import evidence_of_all
-from sediment.rollout import Rollout
 from sediment.split import assign_split
 from sediment.testing import ORG, POLICY, PROVENANCE, call, message, outcome, rollout, snapshot
 
@@ -445,8 +445,8 @@ IDENTITY = {"repository_provider": "github", "repository_host": "github.com", "r
 
 def identified_loop(session: str, sha: str, result: str = "passed") -> Rollout:
     """A tool loop whose commit and CI are of GitHub repository 7 (``owner/repo``)."""
-    from sediment.facts import RepositoryIdentity
-    from sediment.rollout import CommitRef
+    from sediment.model.facts import RepositoryIdentity
+    from sediment.model.rollout import CommitRef
 
     identity = RepositoryIdentity(provider="github", host="github.com", repository_id="7")
     ci = outcome(f"{session}-o", sha, result, run_id=session, **IDENTITY)

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 
-from sediment.facts import CIOutcome, Push
 from sediment.ingest import Translation
 from sediment.ingest.buildkite import translate_buildkite
 from sediment.ingest.ci import translate_ci
@@ -23,6 +22,7 @@ from sediment.ingest.github import translate_github
 from sediment.ingest.gitlab import translate_gitlab
 from sediment.ingest.redaction import marker
 from sediment.ingest.webhooks import translate
+from sediment.model.facts import CIOutcome, Push
 from sediment.store import FactStore
 
 FIXTURES = Path(__file__).parent / "fixtures"

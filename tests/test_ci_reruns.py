@@ -1,4 +1,4 @@
-"""Re-runs a CI provider does not number (sediment.ci_reruns; docs/ci-providers.md "Re-runs").
+"""Re-runs a CI provider does not number (sediment.ci.reruns; docs/ci-providers.md "Re-runs").
 
 A retried GitLab pipeline and a re-requested third-party check suite keep their id: each final
 event must be its own Fact, and the last one (by the provider's time) decides. A CircleCI rerun
@@ -21,9 +21,9 @@ from typing import Any
 import pytest
 from sqlalchemy import select, update
 
-from sediment.ci_reruns import lineage_position, provider_time, rerun_time
-from sediment.ci_resolution import CIResolutionResult, resolve_ci
-from sediment.facts import CIOutcome
+from sediment.ci.reruns import lineage_position
+from sediment.ci.resolution import CIResolutionResult, resolve_ci
+from sediment.git.repositories import RepositoryContext
 from sediment.identifiers import TimestampError
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.buildkite import translate_buildkite
@@ -31,7 +31,8 @@ from sediment.ingest.circleci import translate_circleci
 from sediment.ingest.files import ingest_files
 from sediment.ingest.github import translate_github
 from sediment.ingest.gitlab import translate_gitlab
-from sediment.repositories import RepositoryContext
+from sediment.model.ci_keys import provider_time, rerun_time
+from sediment.model.facts import CIOutcome
 from sediment.store import FactStore, schema
 from sediment.store.keys import table_and_key
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from sediment.ci_resolution import (
+from sediment.ci.resolution import (
     DEFAULT_CI_POLICY,
     RESOLVER_SKIP_REASONS,
     CIResolution,
@@ -23,8 +23,8 @@ from sediment.ci_resolution import (
     resolve_ci,
     select_reward_resolution,
 )
-from sediment.facts import CIOutcome, RepositoryIdentity
-from sediment.rollout import CommitRef
+from sediment.model.facts import CIOutcome, RepositoryIdentity
+from sediment.model.rollout import CommitRef
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 SHA_A = "a" * 40

@@ -1,4 +1,4 @@
-"""The provider's time of a CI attempt's final event (sediment.ci_times), read from each provider's
+"""The provider's time of a CI attempt's final event (sediment.ci.times), read from each provider's
 fixture deliveries as ingested; outcomes without one give none."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from sediment.ci_times import finished_time
-from sediment.facts import CIOutcome
+from sediment.ci.times import finished_time
 from sediment.ingest.buildkite import translate_buildkite
 from sediment.ingest.circleci import translate_circleci
 from sediment.ingest.github import translate_github
 from sediment.ingest.gitlab import translate_gitlab
+from sediment.model.facts import CIOutcome
 from sediment.testing import outcome
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -101,7 +101,7 @@ def test_a_mirror_added_before_the_webhooks_gives_the_same_bundle(operator: dict
     first names the id keys it by that identity (the rule `mirror add` applies after the
     webhooks) and observes its notes again under it: the bundle is byte-identical to the one
     of the webhooks-first order, and the superseded legacy edges are neither evidence nor a skip."""
-    from sediment.mirrors import MirrorRoot
+    from sediment.git.mirrors import MirrorRoot
 
     env, tmp = operator["env"], operator["tmp"]
     hooks = load(operator, mirror_first=True)
@@ -125,7 +125,7 @@ def test_a_mirror_added_before_the_webhooks_gives_the_same_bundle(operator: dict
 
 
 def _identity(repository_id: str) -> Any:
-    from sediment.facts import RepositoryIdentity
+    from sediment.model.facts import RepositoryIdentity
 
     return RepositoryIdentity(provider="github", host="github.com", repository_id=repository_id)
 
@@ -219,7 +219,7 @@ def test_org_is_required(operator: dict[str, Any]) -> None:
 
 
 def test_mirror_fetch_records_new_notes(operator: dict[str, Any]) -> None:
-    from sediment.mirrors import MirrorWriter
+    from sediment.git.mirrors import MirrorWriter
 
     env, inputs = operator["env"], operator["inputs"]
     run(env, "mirror", "add", REPO, str(inputs.origin))

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from sediment.ci_resolution import DEFAULT_CI_POLICY, CIResolution, CIResolutionPolicy, resolve_ci
+from sediment.ci.resolution import DEFAULT_CI_POLICY, CIResolution, CIResolutionPolicy, resolve_ci
 from sediment.confidence import (
     DECISION_BRANCHES,
     LABEL_CONFIDENCE_SETTINGS,
@@ -33,8 +33,8 @@ from sediment.confidence import (
 )
 from sediment.errors import ConfigurationError
 from sediment.export.settings import SettingsSources
-from sediment.facts import DeveloperDecision
-from sediment.policy import Provenance, TrainingProvenance
+from sediment.model.facts import DeveloperDecision
+from sediment.model.policy import Provenance, TrainingProvenance
 from sediment.records import plain
 from sediment.testing import ORG, T0, outcome
 from sediment.trainer_messages import TRAINER_MESSAGES_VERSION

@@ -19,7 +19,6 @@ from typing import Any
 
 import pytest
 
-from sediment.facts import InferenceCall
 from sediment.ingest.calls import ReplayMemo, translate_call
 from sediment.ingest.content_redaction import (
     RedactionTally,
@@ -29,6 +28,7 @@ from sediment.ingest.content_redaction import (
     tallying,
 )
 from sediment.ingest.secret_patterns import KINDS, MARKER, content_marker, redact_text
+from sediment.model.facts import InferenceCall
 from sediment.store import FactStore
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,11 +13,11 @@ import pytest
 from pydantic import ValidationError
 from sqlalchemy import inspect, select, update
 
-from sediment.facts import DeveloperDecision, EditObservation, FactModel, RejectedEdit, RetryLinkage, known_user
 from sediment.ingest.facts_jsonl import translate_fact
-from sediment.ingest.ids import fact_id
+from sediment.model.facts import DeveloperDecision, EditObservation, FactModel, RejectedEdit, RetryLinkage, known_user
 from sediment.records import canonical_json, decode_record, encode_record
 from sediment.store import FactStore, schema
+from sediment.store.ids import fact_id
 from sediment.store.keys import decision_key, table_and_key
 
 ORG = "acme"

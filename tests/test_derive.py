@@ -14,10 +14,10 @@ import pytest
 from sediment import export_rlvr_from_bundle, export_rlvr_from_rollouts
 from sediment.derive import StoreRollouts, attach_decisions, derive_bundle
 from sediment.export.verifier_commands import VerifierCommands
-from sediment.facts import DeveloperDecision, ToolCallPart
-from sediment.mirrors import MirrorRoot, MirrorWriter
+from sediment.git.mirrors import MirrorRoot, MirrorWriter
+from sediment.model.facts import DeveloperDecision, ToolCallPart
+from sediment.model.policy import DerivationPolicy
 from sediment.observations import observe_notes
-from sediment.policy import DerivationPolicy
 from sediment.store import FactStore
 from sediment.testing import ORG, T0, call, conversation, message, outcome, read_rows, snapshot
 
@@ -227,8 +227,8 @@ def test_a_noted_commit_is_never_a_similarity_candidate_of_another_session(tmp_p
     """A note is recorded evidence, a similarity an estimate: a commit a note binds to one
     Session is never bound to another by the Jaccard fallback, however alike its calls are and
     although it was made inside that Session's window. An unnoted commit still binds."""
-    from sediment.facts import SessionCommitObservation
     from sediment.ingest.facts_jsonl import PENDING_ID, with_natural_id
+    from sediment.model.facts import SessionCommitObservation
 
     origin = MirrorWriter(tmp_path / "origin.git")
     origin.commit({"base.py": "x = 1\n"}, "base", when=at(-60))
@@ -269,10 +269,10 @@ def test_superseded_legacy_note_edges_are_neither_evidence_nor_skips(tmp_path: P
     ``attribution.repository_identity_absent`` for them, and the population (the bundle's
     ``repository_identities.jsonl``) leaves them out. A legacy edge no identified one restates
     (here: s2's, as if its note was gone when the mirror was keyed) is still declined and counted."""
-    from sediment.facts import RepositoryIdentity, SessionCommitObservation
+    from sediment.git.mirrors import MirrorLocation
+    from sediment.git.repositories import RepositoryContext
     from sediment.ingest.facts_jsonl import PENDING_ID, with_natural_id
-    from sediment.mirrors import MirrorLocation
-    from sediment.repositories import RepositoryContext
+    from sediment.model.facts import RepositoryIdentity, SessionCommitObservation
 
     identity = RepositoryIdentity(provider="github", host="github.com", repository_id="424242")
     origin = MirrorWriter(tmp_path / "origin.git")

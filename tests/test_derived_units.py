@@ -12,13 +12,14 @@ from typing import Any
 
 import pytest
 
-from sediment.ci_resolution import CommitKey
+from sediment.ci.resolution import CommitKey
 from sediment.errors import ConfigurationError, PluginError
 from sediment.export.attributed_calls import commit_attributions
 from sediment.export.context import Evidence, store_evidence
 from sediment.export.pipeline import export_objective
-from sediment.facts import SessionCommitObservation
-from sediment.mirrors import MirrorRoot
+from sediment.git.mirrors import MirrorRoot
+from sediment.model.facts import SessionCommitObservation
+from sediment.model.rollout import CommitRef
 from sediment.plugin import (
     Declined,
     ExportContext,
@@ -29,7 +30,6 @@ from sediment.plugin import (
     Recipe,
     hookimpl,
 )
-from sediment.rollout import CommitRef
 from sediment.store import FactStore
 from sediment.testing import ORG, REPO, T0, GitRepo, conversation, outcome, plugin_registry, rollout
 

@@ -7,10 +7,10 @@ import random
 from datetime import timedelta
 
 from sediment.attribution import CommitIndex, attribute_files
-from sediment.facts import InferenceCall, ToolCallPart
-from sediment.mirrors import MirrorRoot, MirrorWriter
-from sediment.policy import AttributionPolicy
-from sediment.rollout import CommitRef
+from sediment.git.mirrors import MirrorRoot, MirrorWriter
+from sediment.model.facts import InferenceCall, ToolCallPart
+from sediment.model.policy import AttributionPolicy
+from sediment.model.rollout import CommitRef
 from sediment.testing import ORG, REPO, T0, call, message
 
 ADD = "def add(a, b):\n    return a + b\n"

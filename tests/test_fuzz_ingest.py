@@ -55,7 +55,6 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from sediment.facts import CIOutcome, DeveloperDecision, FactModel, Push
 from sediment.identifiers import TimestampError, utc_timestamp
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.calls import ReplayMemo, translate_call
@@ -67,6 +66,7 @@ from sediment.ingest.json_text import Flaw, FlawedObject, first_flaw
 from sediment.ingest.junit import ReportError, RunAttempt, ingest_junit_reports, translate_report
 from sediment.ingest.otlp import translate_otlp
 from sediment.ingest.otlp.provenance import ACCOUNT_ATTRIBUTES, provenance
+from sediment.model.facts import CIOutcome, DeveloperDecision, FactModel, Push
 from sediment.records import encode_record
 from sediment.store import FactStore
 from sediment.store.keys import table_and_key

@@ -17,8 +17,7 @@ import pygit2
 import pytest
 
 from sediment.attribution import attribute
-from sediment.facts import SessionCommitObservation
-from sediment.git_ai_notes import (
+from sediment.git.ai_notes import (
     GitAiNote,
     GitAiNoteError,
     human_key,
@@ -26,10 +25,11 @@ from sediment.git_ai_notes import (
     parse_note,
     session_key,
 )
+from sediment.git.mirrors import FETCH_REFSPECS, MirrorRoot, MirrorWriter
 from sediment.ingest.facts_jsonl import PENDING_ID, with_natural_id
-from sediment.mirrors import FETCH_REFSPECS, MirrorRoot, MirrorWriter
+from sediment.model.facts import SessionCommitObservation
+from sediment.model.policy import AttributionPolicy
 from sediment.observations import observe_notes
-from sediment.policy import AttributionPolicy
 from sediment.store import FactStore
 from sediment.testing import require_path
 

@@ -22,7 +22,6 @@ from typing import Any
 
 import pytest
 
-from sediment.facts import CIOutcome, DeveloperDecision, FactModel, InferenceCall, PullRequestMerge, Push
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.calls import ReplayMemo, translate_call
 from sediment.ingest.calls.toolkit import parse_timestamp
@@ -30,6 +29,7 @@ from sediment.ingest.ci import translate_ci
 from sediment.ingest.facts_jsonl import translate_fact
 from sediment.ingest.files import MAX_DEPTH, IngestReport, _lines, ingest_files, records
 from sediment.ingest.github import translate_github
+from sediment.model.facts import CIOutcome, DeveloperDecision, FactModel, InferenceCall, PullRequestMerge, Push
 from sediment.store import FactStore
 
 ORG = "acme"

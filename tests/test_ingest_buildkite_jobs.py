@@ -18,16 +18,17 @@ from typing import Any
 
 import pytest
 
-from sediment.ci_jobs import job_id, judged_attempts, runs_of_jobs
-from sediment.ci_resolution import resolve_ci
-from sediment.facts import CIOutcome
+from sediment.ci.jobs import judged_attempts, runs_of_jobs
+from sediment.ci.resolution import resolve_ci
+from sediment.git.repositories import RepositoryContext
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.buildkite import JOB_NOT_A_COMMAND, SKIP_REASONS, build_fields, translate_buildkite
 from sediment.ingest.ci_runs import NOT_TERMINAL
 from sediment.ingest.files import ingest_files
-from sediment.ingest.ids import fact_id
-from sediment.repositories import RepositoryContext
+from sediment.model.ci_keys import job_id
+from sediment.model.facts import CIOutcome
 from sediment.store import FactStore
+from sediment.store.ids import fact_id
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ci" / "buildkite"
 ORG = "acme"
@@ -280,7 +281,7 @@ def test_a_build_known_only_from_its_jobs_is_judged_by_the_worst_job() -> None:
 
 
 def test_a_job_not_retried_still_counts_in_the_later_attempt() -> None:
-    """Attempt 2 is every job at its latest try up to 2 (sediment.ci_jobs.judged_attempts): the
+    """Attempt 2 is every job at its latest try up to 2 (sediment.ci.jobs.judged_attempts): the
     Docs job failed and was not retried, so the build stays failed although the retried Unit job
     passed, as Buildkite judges it; once Docs is retried and passes too, the build passes."""
     lint, unit, retry = (only(d) for d in _jobs_of_build_88())

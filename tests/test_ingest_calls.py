@@ -30,7 +30,10 @@ from urllib.parse import urlparse
 import pytest
 import yaml
 
-from sediment.facts import (
+from sediment.ingest import Translation, TranslationError
+from sediment.ingest.calls import CALL_FORMATS, CALL_SKIP_REASONS, CALL_WARNINGS, ReplayMemo, toolkit, translate_call
+from sediment.ingest.redaction import marker
+from sediment.model.facts import (
     InferenceCall,
     InferenceMessage,
     ReasoningPart,
@@ -39,11 +42,8 @@ from sediment.facts import (
     ToolCallResponsePart,
     ToolDefinition,
 )
-from sediment.ingest import Translation, TranslationError
-from sediment.ingest.calls import CALL_FORMATS, CALL_SKIP_REASONS, CALL_WARNINGS, ReplayMemo, toolkit, translate_call
-from sediment.ingest.ids import fact_id
-from sediment.ingest.redaction import marker
-from sediment.rollout import canonical_messages, segment_calls
+from sediment.model.rollout import canonical_messages, segment_calls
+from sediment.store.ids import fact_id
 from sediment.testing import require_path
 
 REPOSITORY_ROOT = Path(__file__).resolve().parents[1]

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from sediment.facts import CIOutcome
 from sediment.ingest import TranslationError
 from sediment.ingest.ci import translate_ci
 from sediment.ingest.facts_jsonl import json_copy
-from sediment.ingest.ids import fact_id
+from sediment.model.facts import CIOutcome
+from sediment.store.ids import fact_id
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ci"
 ORG = "acme"

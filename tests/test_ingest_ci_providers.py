@@ -19,9 +19,9 @@ from typing import Any
 
 import pytest
 
-from sediment.ci_jobs import job_id, runs_of_jobs
-from sediment.ci_resolution import resolve_ci
-from sediment.facts import CIOutcome
+from sediment.ci.jobs import runs_of_jobs
+from sediment.ci.resolution import resolve_ci
+from sediment.git.repositories import RepositoryContext
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.buildkite import translate_buildkite
 from sediment.ingest.ci_runs import NOT_TERMINAL
@@ -29,10 +29,11 @@ from sediment.ingest.circleci import translate_circleci
 from sediment.ingest.files import ingest_files
 from sediment.ingest.github import translate_github
 from sediment.ingest.gitlab import translate_gitlab
-from sediment.ingest.ids import fact_id
 from sediment.ingest.webhooks import PROVIDERS, WebhookRefusal, event_header, translate
-from sediment.repositories import RepositoryContext
+from sediment.model.ci_keys import job_id
+from sediment.model.facts import CIOutcome
 from sediment.store import FactStore
+from sediment.store.ids import fact_id
 
 FIXTURES = Path(__file__).parent / "fixtures" / "ci"
 GITHUB_FIXTURES = Path(__file__).parent / "fixtures" / "github"
@@ -88,7 +89,7 @@ def test_gitlab_pipeline_hook_of_a_merge_request() -> None:
     outcome = only(run("gitlab/pipeline_hook.json"))
     assert fields(outcome) == {
         "schema_version": 2, **GITLAB_IDENTITY, **NONE,
-        # a retried pipeline keeps its id: the final event's own time keys it (sediment.ci_reruns)
+        # a retried pipeline keeps its id: the final event's own time keys it (sediment.ci.reruns)
         "outcome_id": fact_id("ci", ORG, "gitlab_ci", "1288401977", 0, "at", "2024-04-30T09:20:01.000000Z"),
         "provider": "gitlab_ci",
         "run_id": "1288401977",

@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
-from sediment.facts import (
+from sediment.ingest import TranslationError
+from sediment.ingest.facts_jsonl import FACT_TYPE_NAMES, FACT_TYPES, translate_fact
+from sediment.model.facts import (
     CIOutcome,
     DeveloperDecision,
     EditObservation,
@@ -27,10 +29,8 @@ from sediment.facts import (
     TextPart,
     ToolCallPart,
 )
-from sediment.ingest import TranslationError
-from sediment.ingest.facts_jsonl import FACT_TYPE_NAMES, FACT_TYPES, translate_fact
-from sediment.ingest.ids import fact_id
 from sediment.records import canonical_json
+from sediment.store.ids import fact_id
 
 ORG = "acme"
 SHA_A = "3484a3fb816e0859fd6e1cea078d76385ff50625"

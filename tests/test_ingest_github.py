@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 
-from sediment.facts import CIOutcome, PullRequestMerge, Push, RepositoryRename
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.facts_jsonl import content_hash
 from sediment.ingest.github import (
@@ -25,7 +24,8 @@ from sediment.ingest.github import (
     github_result,
     translate_github,
 )
-from sediment.ingest.ids import fact_id
+from sediment.model.facts import CIOutcome, PullRequestMerge, Push, RepositoryRename
+from sediment.store.ids import fact_id
 
 FIXTURES = Path(__file__).parent / "fixtures" / "github"
 ORG = "acme"

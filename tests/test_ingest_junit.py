@@ -23,8 +23,6 @@ from typing import Any
 
 import pytest
 
-from sediment.facts import TEST_RUNNERS, TestCaseResult
-from sediment.ingest.ids import fact_id
 from sediment.ingest.junit import (
     MAX_REPORT_BYTES,
     ReportError,
@@ -36,8 +34,10 @@ from sediment.ingest.junit import (
 from sediment.ingest.junit import parse as junit_parse
 from sediment.ingest.junit.dialects import detect_runner, duration_ms, normalize_test_id
 from sediment.ingest.junit.parse import parse_report, read_report
+from sediment.model.facts import TEST_RUNNERS, TestCaseResult
 from sediment.records import encode_record
 from sediment.store import FactStore
+from sediment.store.ids import fact_id
 
 FIXTURES = Path(__file__).parent / "fixtures" / "junit"
 ORG = "acme"
@@ -367,7 +367,7 @@ def test_run_attempt_is_validated() -> None:
 
 def test_runner_vocabulary_matches_the_cli() -> None:
     from sediment.cli.ingest import Provider, Runner
-    from sediment.facts import CIProvider
+    from sediment.model.facts import CIProvider
 
     assert tuple(r.value for r in Runner) == TEST_RUNNERS
     assert tuple(p.value for p in Provider) == CIProvider.__args__  # type: ignore[attr-defined]

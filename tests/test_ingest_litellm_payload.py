@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from sediment.facts import InferenceCall, ToolCallPart
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.calls import translate_call
 from sediment.ingest.files import ingest_files
 from sediment.ingest.webhooks import translate
+from sediment.model.facts import InferenceCall, ToolCallPart
 from sediment.store import FactStore
 
 FIXTURE = Path(__file__).parent / "fixtures" / "litellm" / "standard_logging_payload.json"

@@ -16,17 +16,17 @@ from typing import Any
 
 import pytest
 
-from sediment.facts import DeveloperDecision, EditObservation, FactModel, RejectedEdit, RetryLinkage
 from sediment.identifiers import utc_timestamp
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.files import ingest_files
-from sediment.ingest.ids import fact_id
 from sediment.ingest.json_text import JsonReader, RecordProblem
 from sediment.ingest.otlp import translate_otlp
 from sediment.ingest.otlp.provenance import provenance
 from sediment.ingest.redaction import marker
+from sediment.model.facts import DeveloperDecision, EditObservation, FactModel, RejectedEdit, RetryLinkage
 from sediment.records import encode_record
 from sediment.store import FactStore
+from sediment.store.ids import fact_id
 from sediment.store.keys import table_and_key
 
 FIXTURES = Path(__file__).parent / "fixtures" / "otlp"

@@ -20,7 +20,9 @@ from typing import Any
 
 import pytest
 
-from sediment.facts import (
+from sediment.ingest.transcripts import default_folder, ingest_transcripts, translate_transcript
+from sediment.ingest.transcripts.common import TranscriptResult
+from sediment.model.facts import (
     CallCapture,
     DeveloperDecision,
     FactModel,
@@ -29,10 +31,8 @@ from sediment.facts import (
     ToolCallPart,
     ToolCallResponsePart,
 )
-from sediment.ingest.transcripts import default_folder, ingest_transcripts, translate_transcript
-from sediment.ingest.transcripts.common import TranscriptResult
+from sediment.model.rollout import segment_calls
 from sediment.records import encode_record
-from sediment.rollout import segment_calls
 from sediment.store import FactStore
 from sediment.testing import unavailable
 

@@ -18,7 +18,7 @@ from urllib.parse import quote
 import pygit2
 import pytest
 
-from sediment.mirrors import PARTIAL_PREFIX, MirrorWriter
+from sediment.git.mirrors import PARTIAL_PREFIX, MirrorWriter
 
 REPO = "acme/calc"
 

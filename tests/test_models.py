@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from sediment.facts import (
+from sediment.identifiers import has_unpaired_surrogate, normalize_repo_slug
+from sediment.model.facts import (
     CIOutcome,
     DeveloperDecision,
     InferenceCall,
@@ -27,7 +28,6 @@ from sediment.facts import (
     ToolCallResponsePart,
     ToolDefinition,
 )
-from sediment.identifiers import has_unpaired_surrogate, normalize_repo_slug
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 SHA40 = "0123456789abcdef0123456789abcdef01234567"
@@ -631,7 +631,7 @@ def test_decision_vocabularies_and_ranges() -> None:
 
 @pytest.mark.parametrize("host", ["..", "GitHub.com", "a/b", "", "-x.com"])
 def test_repository_host_must_be_a_dns_host(host: str) -> None:
-    from sediment.facts import RepositoryIdentity
+    from sediment.model.facts import RepositoryIdentity
 
     with pytest.raises(ValidationError, match=model_error("repository_host must be a lowercase DNS host")):
         RepositoryIdentity(provider="github", host=host, repository_id="1")

@@ -227,8 +227,8 @@ def test_a_spooled_github_delivery_translates_like_ingest_github(tmp_path: Path)
 
 
 def test_a_spooled_buildkite_job_finished_is_a_job_of_its_build(tmp_path: Path) -> None:
-    from sediment.ci_jobs import job_id
     from sediment.ingest.buildkite import translate_buildkite
+    from sediment.model.ci_keys import job_id
 
     delivery_file = json.loads((FIXTURES / "ci" / "buildkite" / "job_finished.json").read_text())
     body = json.dumps(delivery_file["payload"]).encode()

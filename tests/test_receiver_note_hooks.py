@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sediment.mirrors import MirrorRoot, NoteEdge
+from sediment.git.mirrors import MirrorRoot, NoteEdge
 
 DOC = Path(__file__).parent.parent / "docs" / "receiver.md"
 

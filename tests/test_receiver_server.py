@@ -168,7 +168,7 @@ def github_headers(body: bytes, delivery: str, *, event: str = "workflow_run",
 
 
 def stored_run_ids(store_url: str) -> list[str]:
-    from sediment.facts import CIOutcome
+    from sediment.model.facts import CIOutcome
     from sediment.store import FactStore
 
     store = FactStore(store_url)
@@ -335,7 +335,7 @@ def test_gitlab_circleci_and_buildkite_webhooks_verify_then_store(tmp_path: Path
     assert health["spool"] == {"pending": 0, "done": 4, "refused": 0}
     assert stored_run_ids(url) == sorted([gitlab_run, circleci_run, buildkite_run])
     assert counts(url) == {"ci_outcomes": 3}
-    from sediment.facts import CIOutcome
+    from sediment.model.facts import CIOutcome
     from sediment.store import FactStore
 
     store = FactStore(url)
@@ -374,9 +374,9 @@ def test_a_retried_gitlab_pipeline_is_stored_as_each_final_event_and_resolves_to
             assert client.post("/ingest/gitlab", content=body, headers=headers).status_code == 202
         server.drained()
     assert counts(url) == {"ci_outcomes": 2}
-    from sediment.ci_resolution import resolve_ci
-    from sediment.facts import CIOutcome
-    from sediment.repositories import RepositoryContext
+    from sediment.ci.resolution import resolve_ci
+    from sediment.git.repositories import RepositoryContext
+    from sediment.model.facts import CIOutcome
     from sediment.store import FactStore
 
     store = FactStore(url)
@@ -570,8 +570,8 @@ def test_kill_9_mid_load_loses_no_acknowledged_delivery(tmp_path: Path, store_ur
 
 
 def test_push_refreshes_the_mirror_and_stores_new_note_edges(tmp_path: Path) -> None:
-    from sediment.facts import RepositoryIdentity
-    from sediment.mirrors import MirrorRoot, MirrorWriter
+    from sediment.git.mirrors import MirrorRoot, MirrorWriter
+    from sediment.model.facts import RepositoryIdentity
 
     delivery = json.loads((FIXTURES / "github" / "push.json").read_text())
     payload = delivery["payload"]
@@ -598,7 +598,7 @@ def test_push_refreshes_the_mirror_and_stores_new_note_edges(tmp_path: Path) -> 
         while server.health()["ingested"]["mirror_refreshes"] < 1:
             assert time.monotonic() < deadline, server.log.read_text()
             time.sleep(0.05)
-    from sediment.facts import SessionCommitObservation
+    from sediment.model.facts import SessionCommitObservation
     from sediment.store import FactStore
 
     store = FactStore(url)

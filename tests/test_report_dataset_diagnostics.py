@@ -18,7 +18,8 @@ import pytest
 from sediment.export.context import Evidence
 from sediment.export.registry import load_registry
 from sediment.export.settings import SettingsSources
-from sediment.facts import DeveloperDecision, EditObservation
+from sediment.model.facts import DeveloperDecision, EditObservation
+from sediment.model.rollout import FileAttribution, Rollout
 from sediment.reports.dataset_diagnostics import (
     DatasetDiagnosis,
     dataset_diagnostics,
@@ -27,7 +28,6 @@ from sediment.reports.dataset_diagnostics import (
     prompt_tokens,
 )
 from sediment.reports.diagnosis import DiagnosedRow, FloorCandidate, PromptBucket, Stratum
-from sediment.rollout import FileAttribution, Rollout
 from sediment.testing import ORG, REPO, T0, call, message, rollout
 
 SECTIONS = ["model_balance", "confidence_distributions", "cross_split_duplicates", "confidence_floor_exclusions",

@@ -15,9 +15,10 @@ import pytest
 
 from sediment.attributed_completions import AttributedCompletion
 from sediment.edit_retention import four_gram_containment
-from sediment.facts import DeveloperDecision, PullRequestMerge, SessionCommitObservation
-from sediment.mirrors import MirrorRoot
-from sediment.policy import Provenance
+from sediment.git.mirrors import MirrorRoot
+from sediment.git.repositories import RepositoryContext
+from sediment.model.facts import DeveloperDecision, PullRequestMerge, SessionCommitObservation
+from sediment.model.policy import Provenance
 from sediment.reports.merge_retention import (
     MERGE_RETENTION_SCHEMA_ID,
     ROW_FIELDS,
@@ -26,7 +27,6 @@ from sediment.reports.merge_retention import (
     merge_retention,
 )
 from sediment.reports.statistics import distribution, percentile, summary, thresholds
-from sediment.repositories import RepositoryContext
 from sediment.testing import ORG, REPO, T0, GitRepo
 
 PROVENANCE = Provenance(policy_version="5", quarantine_revision=0, policy_digest=None)

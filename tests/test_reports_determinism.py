@@ -14,8 +14,8 @@ import pytest
 from sediment.demo import ORG, run_demo
 from sediment.export.registry import load_registry
 from sediment.export.settings import SettingsSources
-from sediment.facts import FactModel, PullRequestMerge, SessionCommitObservation
-from sediment.mirrors import MirrorRoot
+from sediment.git.mirrors import MirrorRoot
+from sediment.model.facts import FactModel, PullRequestMerge, SessionCommitObservation
 from sediment.reports.dataset_diagnostics import store_dataset_diagnostics
 from sediment.reports.merge_retention import store_merge_retention
 from sediment.store import FactStore

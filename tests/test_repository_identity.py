@@ -28,19 +28,19 @@ from typing import Any
 import pytest
 
 from sediment.bundle import open_bundle, write_bundle
-from sediment.ci_resolution import resolve_ci
+from sediment.ci.resolution import resolve_ci
 from sediment.derive import StoreRollouts, derive_bundle
 from sediment.errors import SedimentError
 from sediment.export.pipeline import export_rlvr_from_rollouts
 from sediment.export.verifier_commands import VerifierCommands
-from sediment.facts import PullRequestMerge, RepositoryIdentity, RepositoryRename
+from sediment.git.mirrors import MirrorError, MirrorRoot, MirrorWriter, mirror_identity
+from sediment.git.repositories import RepositoryContext
 from sediment.ingest.facts_jsonl import fact_id
 from sediment.ingest.github import translate_github
-from sediment.mirrors import MirrorError, MirrorRoot, MirrorWriter, mirror_identity
+from sediment.model.facts import PullRequestMerge, RepositoryIdentity, RepositoryRename
+from sediment.model.policy import DerivationPolicy
+from sediment.model.rollout import Rollout
 from sediment.observations import observe_notes
-from sediment.policy import DerivationPolicy
-from sediment.repositories import RepositoryContext
-from sediment.rollout import Rollout
 from sediment.store import FactStore
 from sediment.testing import ORG, POLICY, T0, conversation, outcome, read_rows, rollout, snapshot
 
@@ -455,7 +455,7 @@ def test_a_bundle_of_rollouts_alone_records_the_evidence_they_carry(tmp_path: Pa
 
 
 def _ref(repo: str, sha: str, identity: RepositoryIdentity) -> Any:
-    from sediment.rollout import CommitRef
+    from sediment.model.rollout import CommitRef
 
     return CommitRef(repo=repo, commit_sha=sha, repository_identity=identity)
 

@@ -12,8 +12,8 @@ import pytest
 from sediment import export_rlvr_from_rollouts
 from sediment.errors import ConfigurationError, OutputDirectoryError
 from sediment.export.verifier_commands import VerifierCommands
-from sediment.facts import ToolCallPart
-from sediment.mirrors import MirrorRoot
+from sediment.git.mirrors import MirrorRoot
+from sediment.model.facts import ToolCallPart
 from sediment.testing import (
     ORG,
     GitRepo,
@@ -74,7 +74,7 @@ def test_ambiguous_workflows_counted_in_every_target(tmp_path: Path, mirror_root
 
 def test_observation_ids_only_for_the_verified_commit_and_session(
         tmp_path: Path, mirror_root: MirrorRoot, commit_history: dict[str, str]) -> None:
-    from sediment.facts import SessionCommitObservation
+    from sediment.model.facts import SessionCommitObservation
     from sediment.testing import T0
 
     def observation(oid: str, sha: str, session: str) -> SessionCommitObservation:

@@ -18,6 +18,7 @@ import pytest
 from sediment.errors import PluginError
 from sediment.export.pipeline import Evidence, export_objective, export_rlvr_from_rollouts
 from sediment.export.verifier_commands import VerifierCommands
+from sediment.model.rollout import Rollout
 from sediment.plugin import (
     AdaptedRow,
     Declined,
@@ -34,7 +35,6 @@ from sediment.plugin import (
     canonical_digest,
     hookimpl,
 )
-from sediment.rollout import Rollout
 from sediment.testing import plugin_registry, rollout
 
 SCHEMA_ID = "https://example.com/schemas/answer/v1.json"

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from sediment.facts import (
+from sediment.model.facts import (
     DeveloperDecision,
     InferenceCall,
     InferenceMessage,
@@ -20,7 +20,7 @@ from sediment.facts import (
     ToolCallPart,
     ToolCallResponsePart,
 )
-from sediment.rollout import (
+from sediment.model.rollout import (
     FRAGMENT_REASONS,
     Turn,
     canonical_messages,

@@ -11,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from sediment.errors import ConfigurationError
-from sediment.policy import DerivationPolicy, SplitPolicy, policy_digest
+from sediment.model.policy import DerivationPolicy, SplitPolicy, policy_digest
 from sediment.split import assign_split, split_score, validate_eval_fraction
 
 DEFAULT_POLICY_DIGEST = "dd6ddc485bcd1dfcdc4e70edea79f71fc5413c984642b1188d3d9087b33fd2d0"
@@ -238,7 +238,7 @@ def test_from_toml_rejects_missing_file(tmp_path: Path) -> None:
 def test_split_policy_rejects_non_numbers(value: object) -> None:
     from pydantic import ValidationError
 
-    from sediment.policy import SplitPolicy
+    from sediment.model.policy import SplitPolicy
 
     with pytest.raises(ValidationError):
         SplitPolicy(eval_fraction=value)  # type: ignore[arg-type]

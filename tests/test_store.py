@@ -13,7 +13,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import select, text, update
 
-from sediment.facts import (
+from sediment.model.facts import (
     DeveloperDecision,
     InferenceCall,
     InferenceMessage,

@@ -21,13 +21,13 @@ import pytest
 from sqlalchemy import select, update
 
 from sediment.derive import StoreRollouts
-from sediment.facts import InferenceCall
 from sediment.ingest.calls import translate_call
 from sediment.ingest.facts_jsonl import translate_fact
-from sediment.ingest.ids import fact_id, inference_call_id
-from sediment.policy import DerivationPolicy
+from sediment.model.facts import InferenceCall
+from sediment.model.policy import DerivationPolicy
 from sediment.records import decode_record, encode_record, plain, sha256_hex
 from sediment.store import FactStore, StoreError, schema
+from sediment.store.ids import fact_id, inference_call_id
 from sediment.testing import ORG, call, message
 
 CAPTURED = datetime(2026, 3, 3, 9, 0, tzinfo=UTC)

@@ -40,7 +40,7 @@ KILLS = 36
 OPENER = r"""
 import json, sys, time, traceback
 from datetime import UTC, datetime
-from sediment.facts import InferenceCall, InferenceMessage, TextPart
+from sediment.model.facts import InferenceCall, InferenceMessage, TextPart
 from sediment.store import FactStore
 
 def fact(n):

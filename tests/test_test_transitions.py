@@ -1,4 +1,4 @@
-"""FAIL_TO_PASS / PASS_TO_PASS derivation from recorded TestCaseResults (sediment/test_transitions.py)."""
+"""FAIL_TO_PASS / PASS_TO_PASS derivation from recorded TestCaseResults (sediment/ci/transitions.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sediment.test_transitions import TestTransitions, derive_test_transitions
+from sediment.ci.transitions import TestTransitions, derive_test_transitions
 from sediment.testing import REPO, test_result
 
 BASE, FIX = "b" * 40, "f" * 40

@@ -22,10 +22,10 @@ from typing import Final
 
 import pytest
 
-from sediment.facts import TestCaseResult
+from sediment.ci.transitions import TestTransitions, derive_test_transitions
 from sediment.ingest.junit import RunAttempt, ingest_junit_reports
+from sediment.model.facts import TestCaseResult
 from sediment.store import FactStore
-from sediment.test_transitions import TestTransitions, derive_test_transitions
 
 FIXTURES = Path(__file__).parent / "fixtures" / "junit" / "transitions"
 ORG, REPO = "acme", "owner/repo"

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from sediment.bundle import write_bundle
-from sediment.facts import DeveloperDecision, InferenceCall
-from sediment.rollout import Rollout, segment_calls
+from sediment.model.facts import DeveloperDecision, InferenceCall
+from sediment.model.rollout import Rollout, segment_calls
 from sediment.split import assign_split
 from sediment.testing import ORG, POLICY, T0, call, conversation, message, rollout, snapshot
 

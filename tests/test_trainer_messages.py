@@ -23,8 +23,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sediment.export.representation import REPRESENTATION_REASONS
-from sediment.facts import InferenceCall, InferenceMessage, ReasoningPart, TextPart, ToolCallPart, ToolCallResponsePart
 from sediment.ingest.calls import translate_call
+from sediment.model.facts import (
+    InferenceCall,
+    InferenceMessage,
+    ReasoningPart,
+    TextPart,
+    ToolCallPart,
+    ToolCallResponsePart,
+)
 from sediment.testing import call, message, optional_path, require_path, run_consumer
 from sediment.trainer_messages import (
     TRAINER_MESSAGES_VERSION,

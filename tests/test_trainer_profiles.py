@@ -21,8 +21,8 @@ from sediment.export import objective_adaptation
 from sediment.export.pipeline import Evidence, export_objective
 from sediment.export.registry import load_registry
 from sediment.export.verifier_commands import VerifierCommands
-from sediment.facts import DeveloperDecision
-from sediment.rollout import FileAttribution, Rollout
+from sediment.model.facts import DeveloperDecision
+from sediment.model.rollout import FileAttribution, Rollout
 from sediment.split import assign_split
 from sediment.testing import ORG, POLICY, REPO, T0, call, message, outcome, rollout, snapshot
 

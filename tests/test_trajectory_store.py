@@ -18,10 +18,10 @@ import pytest
 from sediment.bundle import encode_line, open_bundle
 from sediment.demo import run_demo
 from sediment.derive import derive_bundle
-from sediment.facts import ToolCallPart
-from sediment.mirrors import MirrorRoot, MirrorWriter
+from sediment.git.mirrors import MirrorRoot, MirrorWriter
+from sediment.model.facts import ToolCallPart
+from sediment.model.policy import DerivationPolicy
 from sediment.observations import observe_notes
-from sediment.policy import DerivationPolicy
 from sediment.store import FactStore
 from sediment.testing import ORG, T0, call, conversation, message, outcome
 from sediment.trajectory import Trajectory, to_json

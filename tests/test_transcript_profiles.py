@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from sediment.facts import InferenceCall
+from sediment.git.mirrors import MirrorRoot
 from sediment.ingest.transcripts import translate_transcript
-from sediment.mirrors import MirrorRoot
-from sediment.rollout import Rollout
+from sediment.model.facts import InferenceCall
+from sediment.model.rollout import Rollout
 from sediment.testing import outcome, rollout, run_export, unavailable
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -2,7 +2,7 @@
 
 From the row (repository, base commit, reference patch, problem statement) and its Rollout's
 evidence: the repository's configured environment, the FAIL_TO_PASS / PASS_TO_PASS that the
-recorded per-test results give (``sediment.test_transitions``), the patch split into source
+recorded per-test results give (``sediment.ci.transitions``), the patch split into source
 and test files, ``created_at`` (when the Session's first call was made: when the task was
 posed), and the eval script.
 """

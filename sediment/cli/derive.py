@@ -24,7 +24,7 @@ def derive(
     first, as `mirror fetch` would (without fetching), so the order of `mirror add` and ingest
     never changes the bundle."""
     from sediment.derive import derive_bundle
-    from sediment.policy import DerivationPolicy
+    from sediment.model.policy import DerivationPolicy
 
     resolved = DerivationPolicy.from_toml(policy) if policy else DerivationPolicy()
     org_id = settings.org_id(org)

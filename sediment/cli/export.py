@@ -30,7 +30,7 @@ from sediment.errors import UsageError
 if TYPE_CHECKING:
     from sediment.export.pipeline import Evidence, ProgressCallback
     from sediment.export.registry import Objective, PluginRegistry
-    from sediment.mirrors import MirrorRoot
+    from sediment.git.mirrors import MirrorRoot
 
 MIRROR_ENV = settings.MIRROR_ENV
 

@@ -39,7 +39,7 @@ def _ingest_options(no_redact_content: bool = typer.Option(
 
 
 class Provider(StrEnum):
-    """CIProvider (sediment.facts), as a command-line choice."""
+    """CIProvider (sediment.model.facts), as a command-line choice."""
 
     github_actions = "github_actions"
     jenkins = "jenkins"
@@ -51,7 +51,7 @@ class Provider(StrEnum):
 
 
 class Runner(StrEnum):
-    """TestRunner (sediment.facts), as a command-line choice."""
+    """TestRunner (sediment.model.facts), as a command-line choice."""
 
     pytest = "pytest"
     jest = "jest"

@@ -9,9 +9,9 @@ import typer
 from sediment.cli import console, settings
 
 if TYPE_CHECKING:
-    from sediment.facts import RepositoryIdentity
-    from sediment.mirrors import MirrorLocation, MirrorRoot
-    from sediment.repositories import RepositoryContext
+    from sediment.git.mirrors import MirrorLocation, MirrorRoot
+    from sediment.git.repositories import RepositoryContext
+    from sediment.model.facts import RepositoryIdentity
 
 mirror_app = typer.Typer(help="Manage bare git mirrors (reference patches, git-note attribution).",
                          no_args_is_help=True)
@@ -35,15 +35,15 @@ def _report(location: MirrorLocation, mirrors: MirrorRoot, org: str) -> None:
 
 
 def _context(org: str) -> RepositoryContext:
-    from sediment.repositories import RepositoryContext
+    from sediment.git.repositories import RepositoryContext
 
     return RepositoryContext.from_store(settings.store(), org)
 
 
 def _identity(repository_id: str | None) -> RepositoryIdentity | None:
     from sediment.errors import UsageError
-    from sediment.facts import RepositoryIdentity
     from sediment.ingest.github import GITHUB_HOST
+    from sediment.model.facts import RepositoryIdentity
 
     if repository_id is None:
         return None
@@ -57,7 +57,7 @@ def _settle(location: MirrorLocation, mirrors: MirrorRoot, org: str, repositorie
             ) -> MirrorLocation:
     """A legacy mirror of a name an identified repository now holds: re-keyed by that identity,
     or (several held it) reported as unused."""
-    from sediment.repositories import describe
+    from sediment.git.repositories import describe
 
     rekeyed = mirrors.rekey(org, location, repositories)
     if rekeyed is not None and rekeyed.identity is not None:
@@ -89,7 +89,7 @@ def add(
     Atomic: the mirror is built in a private directory and moved into place only when its
     fetch succeeded; a failed add leaves nothing behind and can simply be retried.
     """
-    from sediment.mirrors import MirrorLocation, mirror_identity
+    from sediment.git.mirrors import MirrorLocation, mirror_identity
 
     org_id = settings.org_id(org)
     slug = _slug(repo)

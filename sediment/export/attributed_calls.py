@@ -7,7 +7,7 @@ with the Session's attribution source and the ids of its observations of that co
 answer is read from the Rollouts in one pass, one Rollout resident at a time, keeping only the
 commits asked for, plus a lookup of every call's Session and split side.
 
-Commits are matched by their qualified key (:class:`~sediment.ci_resolution.CommitKey`), the
+Commits are matched by their qualified key (:class:`~sediment.ci.resolution.CommitKey`), the
 one place repository identity enters here: :func:`_observation_key` qualifies an observation the
 way the Rollout's commits are qualified (by the identity it carries, else by its name).
 """
@@ -18,10 +18,11 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from sediment.ci_resolution import CommitKey, commit_key_of
-from sediment.facts import SessionCommitObservation
-from sediment.repositories import identity_of, repository_sort_key
-from sediment.rollout import AttributionSource, Rollout
+from sediment.ci.resolution import CommitKey, commit_key_of
+from sediment.git.repositories import repository_sort_key
+from sediment.model.facts import SessionCommitObservation
+from sediment.model.repository_evidence import identity_of
+from sediment.model.rollout import AttributionSource, Rollout
 from sediment.split import Split
 
 

@@ -14,7 +14,7 @@ completion (:meth:`ExportContext.attributed_completions`, SFT, diff-SFT and DPO)
 An objective that derives its own units (Recovery: CI transitions) reads what a direct export's
 :class:`FactSource` offers: the org's CI outcomes, the core's CI resolution of them, the
 repository mirrors and the calls attributed to commits. Repository keys are the core's
-(:class:`~sediment.ci_resolution.CommitKey`, qualified by the repository context): a mirror is
+(:class:`~sediment.ci.resolution.CommitKey`, qualified by the repository context): a mirror is
 looked up by the qualified key, an identified repository's by its identity.
 """
 
@@ -26,21 +26,21 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from sediment.attributed_completions import SessionCompletions, derive_attributed_completions
-from sediment.ci_resolution import DEFAULT_CI_POLICY, CIResolutionPolicy, CIResolutionResult, CommitKey, resolve_ci
+from sediment.ci.resolution import DEFAULT_CI_POLICY, CIResolutionPolicy, CIResolutionResult, CommitKey, resolve_ci
 from sediment.confidence import LabelConfidencePolicy
 from sediment.errors import ConfigurationError
 from sediment.export.attributed_calls import CommitAttributions, commit_attributions
 from sediment.export.evidence import RolloutEvidence
 from sediment.export.rows import Recipe
 from sediment.export.verifier_commands import VerifierCommands
-from sediment.facts import CIOutcome
-from sediment.mirrors import Mirror, MirrorRoot
-from sediment.repositories import RepositoryContext
-from sediment.rollout import Rollout
+from sediment.git.mirrors import Mirror, MirrorRoot
+from sediment.git.repositories import RepositoryContext
+from sediment.model.facts import CIOutcome
+from sediment.model.rollout import Rollout
 
 if TYPE_CHECKING:
     from sediment.export.settings import SettingsSources
-    from sediment.policy import DerivationPolicy
+    from sediment.model.policy import DerivationPolicy
     from sediment.store import FactStore
 
 ProgressCallback = Callable[[int, int], None]
@@ -112,7 +112,7 @@ def store_evidence(store: FactStore, org_id: str, mirrors: MirrorRoot | None,
     """A direct export's evidence: the org's Rollouts derived one Session at a time under
     ``policy`` (default: the default DerivationPolicy), and the fact store itself."""
     from sediment.derive import StoreRollouts
-    from sediment.policy import DerivationPolicy
+    from sediment.model.policy import DerivationPolicy
 
     policy = policy or DerivationPolicy()
     derived = StoreRollouts(store, org_id, policy=policy, mirrors=mirrors)

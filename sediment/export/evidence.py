@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from functools import cached_property
 from typing import Any
 
-from sediment.ci_resolution import (
+from sediment.ci.resolution import (
     DEFAULT_CI_POLICY,
     CIResolution,
     CIResolutionPolicy,
@@ -25,15 +25,16 @@ from sediment.ci_resolution import (
     resolve_ci,
     select_reward_resolution,
 )
+from sediment.ci.transitions import TestTransitions, TransitionDecline, derive_test_transitions
 from sediment.export.reference_patch import ReferencePatch, resolve_reference_patch
 from sediment.export.rows import Recipe
 from sediment.export.verifier_commands import VerifierCommands
-from sediment.facts import CIOutcome, TextPart, ToolDefinition
-from sediment.mirrors import MirrorRoot
+from sediment.git.mirrors import MirrorRoot
+from sediment.git.repositories import RepositoryContext, repository_sort_key
+from sediment.model.facts import CIOutcome, TextPart, ToolDefinition
+from sediment.model.repository_evidence import identity_of
+from sediment.model.rollout import Rollout, Turn
 from sediment.records import plain
-from sediment.repositories import RepositoryContext, identity_of, repository_sort_key
-from sediment.rollout import Rollout, Turn
-from sediment.test_transitions import TestTransitions, TransitionDecline, derive_test_transitions
 
 NON_TEXT_MARKER = "[non-text content omitted]"
 RECIPE_ID = "rlvr_ci"
@@ -142,7 +143,7 @@ class RolloutEvidence:
 
     def test_transitions(self, resolution: CIResolution, base_commit: str) -> TestTransitions | TransitionDecline:
         """FAIL_TO_PASS / PASS_TO_PASS of the task verified by ``resolution`` from
-        ``base_commit`` (:mod:`sediment.test_transitions`), or the reason there are none."""
+        ``base_commit`` (:mod:`sediment.ci.transitions`), or the reason there are none."""
         sources = set(resolution.source_outcome_ids)
         attempts = {(o.provider, o.run_id, o.run_attempt or 0) for o in self.rollout.terminal_outcomes
                     if o.outcome_id in sources}

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sediment.ci_resolution import DEFAULT_CI_POLICY, CIResolutionPolicy
+from sediment.ci.resolution import DEFAULT_CI_POLICY, CIResolutionPolicy
 from sediment.errors import ConfigurationError, UsageError
 from sediment.export.adaptation import ProfileProjection
 from sediment.export.context import (
@@ -46,10 +46,10 @@ from sediment.export.writer import (
     claim_directory,
     generation_lock,
 )
-from sediment.mirrors import MirrorRoot
+from sediment.git.mirrors import MirrorRoot
+from sediment.git.repositories import RepositoryContext
 from sediment.output_paths import writing
 from sediment.parallel import ordered_chunks
-from sediment.repositories import RepositoryContext
 
 __all__ = ["Budgets", "Evidence", "OrderedRollouts", "ProgressCallback", "RolloutSource", "export_objective",
            "export_rlvr_from_rollouts"]

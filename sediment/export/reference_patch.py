@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sediment.ci_resolution import CIResolution, CommitKey, commit_key_of
-from sediment.mirrors import MirrorReadError, MirrorRoot
-from sediment.rollout import Rollout
+from sediment.ci.resolution import CIResolution, CommitKey, commit_key_of
+from sediment.git.mirrors import MirrorReadError, MirrorRoot
+from sediment.model.rollout import Rollout
 
 #: The reasons patch resolution can decline with, in vocabulary order.
 PATCH_SKIP_REASONS: tuple[str, ...] = (

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import pluggy
 
-from sediment.ci_resolution import RESOLVER_SKIP_REASONS
+from sediment.ci.resolution import RESOLVER_SKIP_REASONS
 from sediment.errors import (
     PluginError,
     ProfileError,

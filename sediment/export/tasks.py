@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from sediment.ci_resolution import CIResolution
+from sediment.ci.resolution import CIResolution
 from sediment.export.evidence import RolloutEvidence
 from sediment.export.reference_patch import PATCH_SKIP_REASONS, ReferencePatch
 

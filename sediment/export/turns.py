@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sediment.facts import CallCapture, DeveloperDecision, InferenceMessage
+from sediment.model.facts import CallCapture, DeveloperDecision, InferenceMessage
+from sediment.model.rollout import Turn
 from sediment.records import plain
-from sediment.rollout import Turn
 
 #: A rollout population's own reasons (contract §5; the registry adds the core's in front).
 ROLLOUT_SKIP_REASONS: tuple[str, ...] = ("no_segments",)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sediment.errors import ExitCode, SedimentError
-from sediment.facts import FactModel
+from sediment.model.facts import FactModel
 
 
 class TranslationError(ValueError):

@@ -9,7 +9,7 @@ body's ``event`` (they must agree). Mapping (inputs.md §1.4, docs/ci-providers.
   rebuild is a new build carrying ``rebuilt_from``, so a build has no attempt number: CI
   resolution judges a build and its rebuilds as one lineage, ordered by ``build.number``, and a
   build whose job was retried sends a new final event under its id, keyed and ordered by
-  ``build.finished_at``; sediment.ci_reruns), ``repo``
+  ``build.finished_at``; sediment.ci.reruns), ``repo``
   ``pipeline.repository`` stripped to ``owner/name``, ``commit_sha`` ``build.commit`` (the literal
   ``HEAD`` of a build made without a SHA is refused), ``branch`` ``build.branch``,
   ``workflow_name`` ``pipeline.name`` (else ``pipeline.slug``), ``workflow_id`` ``pipeline.id``,
@@ -17,7 +17,7 @@ body's ``event`` (they must agree). Mapping (inputs.md §1.4, docs/ci-providers.
 - Build: ``provider_result`` ``build.state``, and a ``cancel_reason`` in ``reason``. A build with
   ``blocked: true`` is not final whatever its state (Buildkite keeps the last state, e.g.
   ``passed``, on a blocked build).
-- Job (``job.finished``): one job (``job.id``, :mod:`sediment.ci_jobs`) of the build ``build.id``.
+- Job (``job.finished``): one job (``job.id``, :mod:`sediment.ci.jobs`) of the build ``build.id``.
   Only a command job (``job.type`` ``script``) carries an outcome; a ``waiter``, a block
   (``manual``) and a ``trigger`` job are declined as :data:`JOB_NOT_A_COMMAND` (a trigger job's
   result is another build's, which that build's own webhooks report). ``run_attempt`` is
@@ -36,8 +36,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Final
 
-from sediment.ci_reruns import BUILD_TIME
-from sediment.facts import CIResult
+from sediment.ci.reruns import BUILD_TIME
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.ci_runs import NOT_TERMINAL, UNSUPPORTED_EVENT_PREFIX, joined, outcome
 from sediment.ingest.facts_jsonl import acting_org, json_copy
@@ -55,6 +54,7 @@ from sediment.ingest.payload import (
     text,
     unwrap,
 )
+from sediment.model.facts import CIResult
 
 PROVIDER: Final = "buildkite"
 
@@ -138,7 +138,7 @@ def build_fields(payload: Mapping[str, Any]) -> dict[str, Any]:
     commit = text(payload, "build.commit")
     if commit.strip().upper() == "HEAD":
         raise TranslationError("build.commit: 'HEAD' is not a commit SHA (a build made without one)")
-    # what orders a build's re-runs (sediment.ci_reruns): a rebuild names the build it rebuilt and
+    # what orders a build's re-runs (sediment.ci.reruns): a rebuild names the build it rebuilt and
     # comes later in the pipeline's numbering; a retried job's build finishes again, later
     optional_int(payload, "build.number")
     if obj(payload, "build.rebuilt_from", required=False) is not None:
@@ -224,7 +224,7 @@ def _job(payload: Mapping[str, Any], given: dict[str, Any]) -> Translation:
     result = job_result(state, soft_failed)
     if result == "unknown":
         return Translation.skip(NOT_TERMINAL)
-    id_text(payload, "job.id")  # the job's own id keys the outcome (sediment.ci_jobs); it must be there
+    id_text(payload, "job.id")  # the job's own id keys the outcome (sediment.ci.jobs); it must be there
     return _stored(payload, given, {
         **build_fields(payload),
         "run_attempt": _attempt(payload),

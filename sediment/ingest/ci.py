@@ -17,9 +17,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sediment.facts import CIOutcome
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.facts_jsonl import PENDING_ID, acting_org, build_fact, resolve_org, stored_raw, with_natural_id
+from sediment.model.facts import CIOutcome
 
 
 def translate_ci(record: dict[str, Any], *, org_id: str, captured_at: datetime) -> Translation:

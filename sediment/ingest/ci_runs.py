@@ -6,7 +6,7 @@ run_attempt)``; the provider's raw state kept verbatim in ``provider_result`` (t
 joined as ``status/conclusion``); only a terminal state is stored, because the store keeps the
 first Fact of a key and a stored non-terminal ``unknown`` would hide the terminal event that
 follows it. A job-level outcome (a GitHub ``workflow_job`` or ``check_run``, a GitLab Job Hook,
-a CircleCI ``job-completed``, a Buildkite ``job.finished``) adds its job id to the key (:mod:`sediment.ci_jobs`) and is
+a CircleCI ``job-completed``, a Buildkite ``job.finished``) adds its job id to the key (:mod:`sediment.ci.jobs`) and is
 grouped into its run by CI resolution. ``raw`` is stored with its credentials redacted
 (:func:`~sediment.ingest.facts_jsonl.stored_raw`): a Buildkite ``build.env`` secret, a token in
 a repository URL's userinfo.
@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from sediment.facts import CIOutcome, CIResult
 from sediment.ingest import Translation
 from sediment.ingest.facts_jsonl import PENDING_ID, build_fact, stored_raw, with_natural_id
+from sediment.model.facts import CIOutcome, CIResult
 
 NOT_TERMINAL: Final = "ci_run_not_terminal"
 """The event reports a state that is not final (queued, running, waiting, blocked, …)."""

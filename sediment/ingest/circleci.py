@@ -5,14 +5,14 @@ A delivery is a bare payload or ``{"headers": {...}, "payload": {...}}``; the ev
 ``circleci-event-type`` header or the body's ``type`` (they must agree). Mapping (inputs.md §1.3,
 docs/ci-providers.md): ``run_id`` ``workflow.id`` (a rerun is a new workflow id, so there is no
 attempt number: CI resolution judges the workflows of one ``pipeline.id`` and ``workflow.name`` as
-one lineage, ordered by ``workflow.created_at``, sediment.ci_reruns), ``repo`` from
+one lineage, ordered by ``workflow.created_at``, sediment.ci.reruns), ``repo`` from
 ``pipeline.vcs.target_repository_url``, else (GitLab and GitHub App projects carry no ``vcs``)
 ``pipeline.trigger_parameters.gitlab.web_url`` or
 ``pipeline.trigger_parameters.git.checkout_url``; ``commit_sha`` ``pipeline.vcs.revision`` else
 ``trigger_parameters.git.checkout_sha``; ``branch`` likewise (``""`` for a tag pipeline);
 ``provider_result`` ``workflow.status`` (``job.status`` for a job); the delivery ``id`` is the
 ``source_event_id`` (CircleCI says deliveries may repeat). A ``job-completed`` reports one job
-(``job.id``) of the workflow ``workflow.id`` (sediment.ci_jobs). CircleCI projects carry no forge
+(``job.id``) of the workflow ``workflow.id`` (sediment.ci.jobs). CircleCI projects carry no forge
 repository id, so outcomes are legacy (no identity triple).
 """
 
@@ -23,7 +23,6 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Final
 
-from sediment.facts import CIResult
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.ci_runs import NOT_TERMINAL, UNSUPPORTED_EVENT_PREFIX, outcome
 from sediment.ingest.facts_jsonl import acting_org, json_copy
@@ -38,6 +37,7 @@ from sediment.ingest.payload import (
     text,
     unwrap,
 )
+from sediment.model.facts import CIResult
 
 PROVIDER: Final = "circleci"
 
@@ -105,7 +105,7 @@ def translate_circleci(delivery: dict[str, Any], *, event: str | None = None, or
     elif kind == "job-completed":
         status = text(payload, "job.status")
         result = JOB_RESULTS.get(status, "unknown")
-        id_text(payload, "job.id")  # the job's own id keys the outcome (sediment.ci_jobs)
+        id_text(payload, "job.id")  # the job's own id keys the outcome (sediment.ci.jobs)
     else:
         return Translation.skip(f"{UNSUPPORTED_EVENT_PREFIX}{kind}")
     if result == "unknown":
@@ -119,7 +119,7 @@ def translate_circleci(delivery: dict[str, Any], *, event: str | None = None, or
         raise TranslationError(f"pipeline.vcs: expected an object, got {type(vcs).__name__}")
     branch = (optional_text(payload, "pipeline.vcs.branch") if vcs is not None
               else optional_text(payload, "pipeline.trigger_parameters.git.branch"))
-    # a rerun is a new workflow of the same pipeline and name, ordered by its creation (sediment.ci_reruns)
+    # a rerun is a new workflow of the same pipeline and name, ordered by its creation (sediment.ci.reruns)
     id_text(payload, "pipeline.id", required=False)
     optional_time(payload, "workflow.created_at")
     fields = {

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 from sediment.ingest.secret_patterns import Finding, might_hold_secret, redact_text
 
 if TYPE_CHECKING:
-    from sediment.facts import InferenceCall, InferenceMessage, ToolDefinition
+    from sediment.model.facts import InferenceCall, InferenceMessage, ToolDefinition
 
 #: The environment variable that turns content redaction off (``0``, ``false``, ``no``, ``off``).
 ENV = "SEDIMENT_REDACT_CONTENT"
@@ -214,7 +214,7 @@ def redact_value(value: Any, *, cache: ContentCache | None = None) -> Any:
 
 
 def _message(message: InferenceMessage, found: list[Finding]) -> InferenceMessage:
-    from sediment.facts import ReasoningPart, TextPart, ToolCallPart, ToolCallResponsePart
+    from sediment.model.facts import ReasoningPart, TextPart, ToolCallPart, ToolCallResponsePart
 
     parts: list[Any] | None = None
     for index, part in enumerate(message.parts):

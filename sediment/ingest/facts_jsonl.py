@@ -20,9 +20,12 @@ from typing import Any, Final, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
-from sediment.ci_jobs import job_id
-from sediment.ci_reruns import rerun_time
-from sediment.facts import (
+from sediment.identifiers import OrgId, render_datetime
+from sediment.ingest import Translation, TranslationError
+from sediment.ingest.content_redaction import redact_value
+from sediment.ingest.redaction import redact_record
+from sediment.model.ci_keys import job_id, rerun_time
+from sediment.model.facts import (
     CIOutcome,
     DeveloperDecision,
     EditObservation,
@@ -36,12 +39,8 @@ from sediment.facts import (
     SessionCommitObservation,
     TestCaseResult,
 )
-from sediment.identifiers import OrgId, render_datetime
-from sediment.ingest import Translation, TranslationError
-from sediment.ingest.content_redaction import redact_value
-from sediment.ingest.ids import fact_id, inference_call_id
-from sediment.ingest.redaction import redact_record
 from sediment.records import canonical_digest
+from sediment.store.ids import fact_id, inference_call_id
 
 FACT_TYPES: Final[Mapping[str, tuple[type[FactModel], str]]] = MappingProxyType({
     "inference_call": (InferenceCall, "inference_call_id"),
@@ -171,9 +170,9 @@ def resolve_org(value: Any, acting: str, *, path: str = "org_id") -> str:
 
 def ci_outcome_id(org_id: str, provider: str, run_id: str, run_attempt: int | None, job: str | None = None,
                   at: str | None = None) -> str:
-    """The id of a run attempt's outcome; a job of the run (sediment.ci_jobs) adds its own id, and
+    """The id of a run attempt's outcome; a job of the run (sediment.ci.jobs) adds its own id, and
     a final event of a run re-run under its id without an attempt number adds the provider's time
-    of it (``at``, sediment.ci_reruns.rerun_time)."""
+    of it (``at``, sediment.model.ci_keys.rerun_time)."""
     key: tuple[str | int, ...] = (org_id, provider, run_id, run_attempt or 0)
     if job is not None:
         key += ("job", job)

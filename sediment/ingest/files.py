@@ -29,13 +29,13 @@ from typing import IO, Any, Final
 
 from pydantic import ValidationError
 
-from sediment.facts import FactModel
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.content_redaction import RedactionTally, tallying
 from sediment.ingest.json_text import _NUMBER, _TOKEN, JsonReader, RecordProblem, _skip_ws, _utf8
 from sediment.ingest.json_text import MAX_DEPTH as MAX_DEPTH
 from sediment.ingest.json_text import parse_line as parse_line
 from sediment.ingest.json_text import too_deep as too_deep
+from sediment.model.facts import FactModel
 from sediment.parallel import ordered_chunks
 from sediment.store import AppendResult, FactStore
 

@@ -35,7 +35,6 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Final
 
-from sediment.facts import CIOutcome, CIResult, FactModel, PullRequestMerge, Push, RepositoryRename
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.facts_jsonl import (
     PENDING_ID,
@@ -52,6 +51,7 @@ from sediment.ingest.payload import obj, unwrap
 from sediment.ingest.payload import optional_text as _optional_text
 from sediment.ingest.payload import sha as _sha
 from sediment.ingest.payload import text as _text
+from sediment.model.facts import CIOutcome, CIResult, FactModel, PullRequestMerge, Push, RepositoryRename
 
 GITHUB_HOST: Final = "github.com"
 """The forge host of every GitHub delivery (GitHub Enterprise Server is not supported yet)."""

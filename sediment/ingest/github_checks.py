@@ -15,14 +15,14 @@ docs/ci-providers.md):
 - ``check_suite``: the run-level outcome of a third-party app's suite (provider
   ``github_checks``, ``run_id`` ``check_suite.id``; a re-requested suite keeps its id, so each
   final event is its own Fact, keyed and ordered by ``check_suite.updated_at``,
-  sediment.ci_reruns). The suite of a GitHub Actions run is
+  sediment.ci.reruns). The suite of a GitHub Actions run is
   declined as ``check_suite_of_actions_run``: that run is recorded by its ``workflow_run`` (or
   its jobs), under the run id, which the suite payload does not carry.
 
 ``result`` follows inputs.md's table (:data:`sediment.ingest.github.CONCLUSION_RESULTS`); only a
 ``completed`` status is stored (others: ``ci_run_not_terminal``); ``provider_result`` is
 ``status/conclusion``; ``source_event_type`` is ``github.<event>.<action>``. Jobs are grouped
-into their run by CI resolution (:mod:`sediment.ci_jobs`): a run that also arrived as
+into their run by CI resolution (:mod:`sediment.ci.jobs`): a run that also arrived as
 ``workflow_run`` is judged by that alone.
 """
 
@@ -34,7 +34,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Final
 
-from sediment.ci_reruns import CHECK_SUITE_TIME
+from sediment.ci.reruns import CHECK_SUITE_TIME
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.ci_runs import NOT_TERMINAL, joined, outcome
 from sediment.ingest.facts_jsonl import json_copy
@@ -77,7 +77,7 @@ def _workflow_job(event: _Event) -> Translation:
     conclusion = optional_text(payload, "workflow_job.conclusion")
     if status != "completed":
         return Translation.skip(NOT_TERMINAL)
-    id_text(payload, "workflow_job.id")  # the job's own id keys the outcome (sediment.ci_jobs)
+    id_text(payload, "workflow_job.id")  # the job's own id keys the outcome (sediment.ci.jobs)
     run_id = id_text(payload, "workflow_job.run_id")
     attempt = optional_int(payload, "workflow_job.run_attempt", minimum=1)
     repo = text(payload, "repository.full_name")
@@ -129,8 +129,8 @@ def _check_run(event: _Event) -> Translation:
     conclusion = optional_text(payload, "check_run.conclusion")
     if status != "completed":
         return Translation.skip(NOT_TERMINAL)
-    optional_time(payload, "check_run.completed_at")  # numbers a re-run job's check runs (sediment.ci_jobs)
-    id_text(payload, "check_run.id")  # the check's own id keys the outcome (sediment.ci_jobs)
+    optional_time(payload, "check_run.completed_at")  # numbers a re-run job's check runs (sediment.ci.jobs)
+    id_text(payload, "check_run.id")  # the check's own id keys the outcome (sediment.ci.jobs)
     if optional_text(payload, "check_run.app.slug") == ACTIONS_APP:
         provider = ACTIONS_PROVIDER
         run_id = actions_run_id(payload)
@@ -177,7 +177,7 @@ def _check_suite(event: _Event) -> Translation:
     conclusion = optional_text(payload, "check_suite.conclusion")
     if status != "completed":
         return Translation.skip(NOT_TERMINAL)
-    optional_time(payload, CHECK_SUITE_TIME)  # orders a re-requested suite's final events (sediment.ci_reruns)
+    optional_time(payload, CHECK_SUITE_TIME)  # orders a re-requested suite's final events (sediment.ci.reruns)
     fields = {
         **event.common(action),
         "provider": CHECKS_PROVIDER,

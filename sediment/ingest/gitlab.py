@@ -7,7 +7,7 @@ older servers ``Build Hook``) becomes ``source_event_type`` (else the ``object_k
 
 - Pipeline: ``run_id`` ``object_attributes.id`` (global), no attempt (a retried pipeline keeps
   its id: each final event is its own Fact, keyed and ordered by ``object_attributes.finished_at``,
-  sediment.ci_reruns), ``repo`` ``project.path_with_namespace``, ``branch`` ``merge_request.source_branch``
+  sediment.ci.reruns), ``repo`` ``project.path_with_namespace``, ``branch`` ``merge_request.source_branch``
   when the pipeline belongs to a merge request, else ``object_attributes.ref`` unless it is a
   tag, ``pr_number`` ``merge_request.iid``, ``provider_result`` ``status/detailed_status``.
   ``failed`` is ``timed_out`` when every failed ``builds[]`` entry names a timeout
@@ -33,8 +33,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import Any, Final
 
-from sediment.ci_reruns import GITLAB_PIPELINE_TIME
-from sediment.facts import CIResult
+from sediment.ci.reruns import GITLAB_PIPELINE_TIME
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.ci_runs import NOT_TERMINAL, UNSUPPORTED_EVENT_PREFIX, joined, outcome
 from sediment.ingest.facts_jsonl import acting_org, json_copy
@@ -52,6 +51,7 @@ from sediment.ingest.payload import (
     text,
     unwrap,
 )
+from sediment.model.facts import CIResult
 
 PROVIDER: Final = "gitlab_ci"
 DEFAULT_HOST: Final = "gitlab.com"
@@ -178,7 +178,7 @@ def _pipeline(payload: Mapping[str, Any], common: dict[str, Any]) -> Translation
     if result == "unknown":
         return Translation.skip(NOT_TERMINAL)
     run_id = id_text(payload, "object_attributes.id")
-    optional_time(payload, GITLAB_PIPELINE_TIME)  # orders a retried pipeline's final events (sediment.ci_reruns)
+    optional_time(payload, GITLAB_PIPELINE_TIME)  # orders a retried pipeline's final events (sediment.ci.reruns)
     merge_request = obj(payload, "merge_request", required=False)
     if merge_request is not None:
         branch = text(payload, "merge_request.source_branch")
@@ -213,7 +213,7 @@ def _job(payload: Mapping[str, Any], common: dict[str, Any]) -> Translation:
     result = job_result(status, reason)
     if result == "unknown":
         return Translation.skip(NOT_TERMINAL)
-    id_text(payload, "build_id")  # the job's own id keys the outcome (sediment.ci_jobs); it must be there
+    id_text(payload, "build_id")  # the job's own id keys the outcome (sediment.ci.jobs); it must be there
     retries = optional_int(payload, "retries_count")
     fields = {
         **common,

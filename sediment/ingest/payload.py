@@ -13,10 +13,10 @@ from typing import Any, Final
 
 from pydantic import TypeAdapter, ValidationError
 
-from sediment.ci_reruns import provider_time
 from sediment.identifiers import CommitSha, TimestampError
 from sediment.ingest import TranslationError
 from sediment.ingest.facts_jsonl import describe_validation_error
+from sediment.model.ci_keys import provider_time
 
 _SHA: Final = TypeAdapter(CommitSha)
 
@@ -73,7 +73,7 @@ def optional_int(payload: Mapping[str, Any], path: str, *, minimum: int = 0) -> 
 
 
 def optional_time(payload: Mapping[str, Any], path: str) -> str | None:
-    """A provider timestamp at ``path`` (:func:`sediment.ci_reruns.provider_time` reads it: RFC 3339
+    """A provider timestamp at ``path`` (:func:`sediment.model.ci_keys.provider_time` reads it: RFC 3339
     or GitLab's forms), checked and returned as the text it is; a time that cannot be read is
     refused, because it orders a run's re-runs."""
     value = optional_text(payload, path)

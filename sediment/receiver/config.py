@@ -64,7 +64,7 @@ def port_number(name: str, value: str) -> int:
 
 
 def gitlab_host(value: str) -> str:
-    from sediment.facts import check_identity_triple
+    from sediment.model.facts import check_identity_triple
 
     try:
         check_identity_triple("gitlab", value, "1")

@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Final
 from pydantic import ValidationError
 
 from sediment.errors import SedimentError
-from sediment.facts import FactModel, Push
 from sediment.ingest import TranslationError
 from sediment.ingest.files import describe_refusal
+from sediment.model.facts import FactModel, Push
 from sediment.receiver.spool import Spool
 from sediment.receiver.translators import Acting, translate_delivery
 
@@ -224,9 +224,9 @@ class MirrorRefresher:
                 log.warning("mirror refresh of %s after a push failed: %s", push.repo, exc)
 
     def _settle(self) -> None:
-        from sediment.mirrors import MirrorRoot
+        from sediment.git.mirrors import MirrorRoot
+        from sediment.git.repositories import describe
         from sediment.observations import settle_legacy_mirrors
-        from sediment.repositories import describe
         from sediment.store import FactStore
 
         assert self.mirror_path is not None
@@ -242,10 +242,10 @@ class MirrorRefresher:
                      describe(settled.identity), settled.observed.stored)
 
     def _refresh(self, push: Push) -> None:
-        from sediment.facts import RepositoryIdentity
-        from sediment.mirrors import MirrorRoot
+        from sediment.git.mirrors import MirrorRoot
+        from sediment.git.repositories import RepositoryContext
+        from sediment.model.facts import RepositoryIdentity
         from sediment.observations import observe_notes
-        from sediment.repositories import RepositoryContext
         from sediment.store import FactStore
 
         assert self.mirror_path is not None

@@ -42,10 +42,10 @@ from typing import Any
 
 from sediment.attributed_completions import ABANDONMENT_POLICY_VERSION
 from sediment.edit_retention import four_gram_containment
-from sediment.facts import DeveloperDecision, EditObservation
+from sediment.model.facts import DeveloperDecision, EditObservation
+from sediment.model.rollout import string_leaves
 from sediment.reports.diagnosis import DiagnosedRow, Diagnosis, FloorCandidate, PromptBucket, Stratum
 from sediment.reports.statistics import SIZE_BINS, size_bin, summary
-from sediment.rollout import string_leaves
 
 #: The Fate rules' version and cut points.
 FATE_POLICY_VERSION = "1"

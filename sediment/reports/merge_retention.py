@@ -36,12 +36,12 @@ from typing import Any
 
 from sediment.attributed_completions import ATTRIBUTED_COMPLETION_POLICY_VERSION, AttributedCompletion
 from sediment.edit_retention import four_gram_containment
-from sediment.facts import PullRequestMerge
-from sediment.mirrors import Mirror, MirrorReadError, MirrorRoot
-from sediment.policy import Provenance
+from sediment.git.mirrors import Mirror, MirrorReadError, MirrorRoot
+from sediment.git.repositories import RepositoryContext, repository_sort_key
+from sediment.model.facts import PullRequestMerge
+from sediment.model.policy import Provenance
 from sediment.records import plain
 from sediment.reports.statistics import Distribution, Threshold, distribution, thresholds
-from sediment.repositories import RepositoryContext, repository_sort_key
 
 #: The version of the membership and scoring rules below (Provenance ``policy_version``).
 MERGE_RETENTION_POLICY_VERSION = "3"

@@ -37,7 +37,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import DatabaseError, DBAPIError, OperationalError
 
 from sediment.errors import ConfigurationError, SedimentError
-from sediment.facts import (
+from sediment.home import ensure_home, sediment_home
+from sediment.model.facts import (
     CIOutcome,
     DeveloperDecision,
     EditObservation,
@@ -49,9 +50,8 @@ from sediment.facts import (
     TestCaseResult,
     ToolDefinition,
 )
-from sediment.home import ensure_home, sediment_home
+from sediment.model.repository_evidence import EVIDENCE_TABLES, RepositoryEvidence, evidence_of_all
 from sediment.records import decode_record, encode_record, plain, sha256_hex, sortable_time
-from sediment.repositories import EVIDENCE_TABLES, RepositoryEvidence, evidence_of_all
 from sediment.store import schema
 from sediment.store.interning import expand, intern, references
 from sediment.store.keys import MODELS, fact_org, table_and_key

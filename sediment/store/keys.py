@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from sediment.ci_jobs import job_id
-from sediment.ci_reruns import rerun_time
-from sediment.facts import (
+from sediment.model.ci_keys import job_id, rerun_time
+from sediment.model.facts import (
     CIOutcome,
     DeveloperDecision,
     EditObservation,
@@ -68,8 +67,8 @@ def edit_key(fact: EditObservation | RejectedEdit) -> str:
 def ci_outcome_key(fact: CIOutcome) -> str:
     """A CI outcome's natural key (store schema 7): ``(org, provider, forge provider and host or
     "", "", run_id, run_attempt or 0)``, then ``"job", <job id>`` for a job of the run
-    (sediment.ci_jobs), then ``"at", <provider time>`` for a final event of a run re-run under its
-    id without an attempt number (sediment.ci_reruns): each such event is its own Fact."""
+    (sediment.ci.jobs), then ``"at", <provider time>`` for a final event of a run re-run under its
+    id without an attempt number (sediment.ci.reruns): each such event is its own Fact."""
     forge = (fact.repository_provider, fact.repository_host) if fact.is_identified else ("", "")
     job = job_id(fact)
     at = rerun_time(fact)

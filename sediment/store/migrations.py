@@ -10,10 +10,10 @@ from typing import Any
 
 from sqlalchemy import Column, Connection, MetaData, String, Table, Text, bindparam, delete, select, text, update
 
-from sediment.facts import CIOutcome, DeveloperDecision
-from sediment.ingest.ids import fact_id as derived_id
+from sediment.model.facts import CIOutcome, DeveloperDecision
 from sediment.records import canonical_json, decode_record, encode_record, sha256_hex, sortable_time
 from sediment.store import schema
+from sediment.store.ids import fact_id as derived_id
 from sediment.store.keys import ci_outcome_key, decision_key
 
 
@@ -66,7 +66,7 @@ def _v4_to_v5(conn: Connection) -> None:
     response id in two Sessions collapsed the second Session's call onto the first's).
 
     Every such call is re-keyed. One whose id is the one version 4 derived from its key gets the
-    id version 5 derives (``sediment.ingest.ids.inference_call_id``) everywhere the store names
+    id version 5 derives (``sediment.store.ids.inference_call_id``) everywhere the store names
     it: its row, its body, the replay deltas of the calls after it and the quarantine log; an id
     the Fact named itself is kept. A call whose replay history leads out of its Session (it was
     encoded against a redelivery that had collapsed onto another Session's call) cannot be
@@ -254,7 +254,7 @@ def _rekey(conn: Connection, table: Table, key: Callable[[str], str]) -> None:
 def _v6_to_v7(conn: Connection) -> None:
     """Version 7 keys each final event of a CI run re-run under its id without an attempt number
     (a GitLab pipeline, a third-party check suite) apart, by the provider's time of it
-    (:func:`~sediment.store.keys.ci_outcome_key`, sediment.ci_reruns).
+    (:func:`~sediment.store.keys.ci_outcome_key`, sediment.ci.reruns).
 
     Each CI outcome row gets the new key computed from its stored record; ids, records and the
     quarantine log stay as they are (an outcome stored before keeps its id; one ingested from now

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from sediment.bundle import ROLLOUTS as BUNDLE_ROLLOUTS
 from sediment.bundle import open_bundle
-from sediment.ci_resolution import select_reward_resolution
+from sediment.ci.resolution import select_reward_resolution
 from sediment.errors import BundleError
 from sediment.trajectory.importing import ImporterInfo
 from sediment.trajectory.record import (

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sediment.bundle import encode_line
-from sediment.repositories import RepositoryContext
-from sediment.rollout import Rollout
+from sediment.git.repositories import RepositoryContext
+from sediment.model.rollout import Rollout
 
 if TYPE_CHECKING:
-    from sediment.mirrors import MirrorRoot
+    from sediment.git.mirrors import MirrorRoot
     from sediment.store import FactStore
 
 

@@ -19,9 +19,9 @@ from sediment.export.pipeline import Evidence, export_objective
 from sediment.export.registry import load_registry
 from sediment.export.settings import SettingsSources
 from sediment.export.verifier_commands import VerifierCommands
-from sediment.facts import CallCapture, DeveloperDecision, ToolCallPart
-from sediment.mirrors import Mirror, MirrorRoot
-from sediment.rollout import FileAttribution, Rollout
+from sediment.git.mirrors import Mirror, MirrorRoot
+from sediment.model.facts import CallCapture, DeveloperDecision, ToolCallPart
+from sediment.model.rollout import FileAttribution, Rollout
 from sediment.testing import ORG, REPO, T0, GitRepo, call, message, outcome, rollout, run_objective, snapshot
 
 
@@ -366,10 +366,10 @@ def test_rows_validate_and_the_schema_refuses_what_the_contract_forbids(tmp_path
 
 
 def test_identified_repositories_resolve_through_the_context(tmp_path: Path, mirror_root: MirrorRoot) -> None:
-    from sediment.facts import RepositoryIdentity
-    from sediment.mirrors import MirrorWriter
-    from sediment.repositories import RepositoryContext
-    from sediment.rollout import CommitRef
+    from sediment.git.mirrors import MirrorWriter
+    from sediment.git.repositories import RepositoryContext
+    from sediment.model.facts import RepositoryIdentity
+    from sediment.model.rollout import CommitRef
 
     identity = RepositoryIdentity(provider="github", host="github.com", repository_id="424242")
     writer = MirrorWriter(mirror_root.mirror_path(ORG, REPO, identity))

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from sediment.bundle import write_bundle
-from sediment.rollout import Rollout
+from sediment.model.rollout import Rollout
 from sediment.testing import ORG, POLICY, run_objective, snapshot
 
 from .test_dpo_objective import ACCEPT, EVAL, REJECT, TRAIN, member

@@ -17,8 +17,8 @@ from sediment.export.pipeline import Evidence, export_objective
 from sediment.export.registry import load_registry
 from sediment.export.settings import SettingsSources
 from sediment.export.verifier_commands import VerifierCommands
-from sediment.facts import CallCapture, DeveloperDecision, ToolCallPart
-from sediment.rollout import FileAttribution, Rollout
+from sediment.model.facts import CallCapture, DeveloperDecision, ToolCallPart
+from sediment.model.rollout import FileAttribution, Rollout
 from sediment.split import assign_split
 from sediment.testing import ORG, REPO, T0, call, message, outcome, rollout, run_objective, snapshot
 

@@ -22,9 +22,9 @@ from sediment.errors import ProfileError
 from sediment.export.pipeline import Evidence, export_objective
 from sediment.export.registry import load_registry
 from sediment.export.verifier_commands import VerifierCommands
-from sediment.facts import DeveloperDecision, InferenceMessage, ReasoningPart, ToolCallPart
+from sediment.model.facts import DeveloperDecision, InferenceMessage, ReasoningPart, ToolCallPart
+from sediment.model.rollout import FileAttribution, Rollout
 from sediment.plugin import IncompatibleRow
-from sediment.rollout import FileAttribution, Rollout
 from sediment.testing import ORG, POLICY, REPO, T0, call, message, outcome, rollout
 
 SYSTEM = {"role": "system", "content": "You are a coding agent."}

@@ -11,7 +11,7 @@ import yaml
 from sediment_hf_chat import card, messages, prompts
 
 from sediment.export.rows import PublishedExport
-from sediment.mirrors import MirrorRoot
+from sediment.git.mirrors import MirrorRoot
 from sediment.split import Split
 from sediment.testing import conversation, rollout, run_export
 

@@ -14,8 +14,8 @@ from sediment_hf_chat import messages, prompts
 from sediment.demo import run_demo
 from sediment.export.pipeline import export_rlvr_from_rollouts
 from sediment.export.verifier_commands import VerifierCommands
-from sediment.facts import ReasoningPart, ToolCallPart, ToolCallResponsePart, ToolDefinition
-from sediment.mirrors import MirrorRoot
+from sediment.git.mirrors import MirrorRoot
+from sediment.model.facts import ReasoningPart, ToolCallPart, ToolCallResponsePart, ToolDefinition
 from sediment.testing import GitRepo, call, message, outcome, rollout, run_consumer, run_export
 
 ROOT = Path(__file__).parents[3]

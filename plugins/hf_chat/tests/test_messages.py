@@ -13,7 +13,8 @@ from sediment_hf_chat.chat import MESSAGE_KEYS
 from sediment_hf_chat.messages import FEATURES, SKIP_REASONS
 
 from sediment.errors import ProfileError
-from sediment.facts import (
+from sediment.git.mirrors import MirrorRoot
+from sediment.model.facts import (
     CallCapture,
     InferenceCall,
     InferenceMessage,
@@ -22,9 +23,8 @@ from sediment.facts import (
     ToolCallResponsePart,
     ToolDefinition,
 )
-from sediment.mirrors import MirrorRoot
+from sediment.model.rollout import Rollout
 from sediment.records import canonical_digest
-from sediment.rollout import Rollout
 from sediment.testing import ExportResult, call, conversation, message, outcome, rollout, run_export, snapshot
 
 PROFILE = "hf-chat-messages-v1"

@@ -12,9 +12,9 @@ from sediment_hf_chat.prompts import FEATURES, SKIP_REASONS
 
 from sediment.export.pipeline import export_rlvr_from_rollouts
 from sediment.export.verifier_commands import VerifierCommands
-from sediment.mirrors import MirrorRoot
+from sediment.git.mirrors import MirrorRoot
+from sediment.model.rollout import Rollout
 from sediment.records import canonical_digest
-from sediment.rollout import Rollout
 from sediment.testing import GitRepo, call, conversation, message, outcome, read_rows, rollout, run_export, snapshot
 
 PROFILE = "hf-chat-prompts-v1"

@@ -18,7 +18,7 @@ from sediment.demo import run_demo
 from sediment.export.pipeline import Evidence, export_objective
 from sediment.export.registry import load_registry
 from sediment.export.verifier_commands import VerifierCommands
-from sediment.facts import (
+from sediment.model.facts import (
     CallCapture,
     DeveloperDecision,
     InferenceMessage,
@@ -26,8 +26,8 @@ from sediment.facts import (
     ToolCallPart,
     ToolCallResponsePart,
 )
+from sediment.model.rollout import FileAttribution, Rollout
 from sediment.records import canonical_digest
-from sediment.rollout import FileAttribution, Rollout
 from sediment.split import assign_split
 from sediment.testing import ORG, REPO, T0, call, message, outcome, read_rows, rollout, run_consumer, run_objective
 

@@ -12,7 +12,7 @@ import yaml
 from sediment.export.pipeline import export_rlvr_from_rollouts
 from sediment.export.settings import SettingsSources
 from sediment.export.verifier_commands import VerifierCommands
-from sediment.mirrors import MirrorRoot
+from sediment.git.mirrors import MirrorRoot
 from sediment.testing import GitRepo, outcome, rollout
 
 

@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sediment.facts import RepositoryIdentity
-from sediment.mirrors import MirrorRoot
+from sediment.git.mirrors import MirrorRoot
+from sediment.model.facts import RepositoryIdentity
 from sediment.testing import ORG, REPO, GitRepo
 
 IDENTITY = RepositoryIdentity(provider="github", host="github.com", repository_id="424242")

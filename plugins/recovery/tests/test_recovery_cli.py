@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from sediment.facts import FactModel
+from sediment.model.facts import FactModel
 from sediment.store import FactStore
 from sediment.testing import ORG, outcome, snapshot
 

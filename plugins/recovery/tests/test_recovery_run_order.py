@@ -11,8 +11,8 @@ from typing import Any
 from sediment_recovery.run_order import commit_ancestry, order_runs, run_key
 from sediment_recovery.transitions import ResolvedRun, lineages
 
-from sediment.ci_resolution import resolve_ci
-from sediment.mirrors import Mirror, MirrorRoot
+from sediment.ci.resolution import resolve_ci
+from sediment.git.mirrors import Mirror, MirrorRoot
 from sediment.testing import ORG, GitRepo, outcome
 
 MISSING = "e" * 40

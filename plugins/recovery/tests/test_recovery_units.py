@@ -19,9 +19,9 @@ from sediment_recovery.transitions import (
     lineages,
 )
 
-from sediment.ci_resolution import resolve_ci
+from sediment.ci.resolution import resolve_ci
 from sediment.export.registry import load_registry
-from sediment.mirrors import MirrorRoot
+from sediment.git.mirrors import MirrorRoot
 from sediment.plugin import AttributedCall, CallRecord, Recipe
 from sediment.testing import ORG, GitRepo, outcome
 

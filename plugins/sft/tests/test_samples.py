@@ -14,9 +14,9 @@ from sediment_sft.samples import SKIP_REASONS, project_session
 from sediment.attributed_completions import SessionAbandonment, derive_attributed_completions
 from sediment.confidence import LabelConfidencePolicy
 from sediment.export.registry import load_registry
-from sediment.facts import DeveloperDecision, ToolCallPart
+from sediment.model.facts import DeveloperDecision, ToolCallPart
+from sediment.model.rollout import FileAttribution
 from sediment.plugin import Declined, ProjectedRow, Recipe
-from sediment.rollout import FileAttribution
 from sediment.testing import ORG, REPO, T0, call, message, outcome, rollout
 
 SHA = "a" * 40

@@ -21,11 +21,11 @@ from sediment.errors import BundleError, OutputDirectoryError
 from sediment.export.pipeline import Evidence, export_objective
 from sediment.export.registry import load_registry
 from sediment.export.settings import SettingsSources
-from sediment.facts import CallCapture, CIOutcome, DeveloperDecision, EditObservation, InferenceCall, ToolCallPart
-from sediment.mirrors import MirrorRoot, MirrorWriter
+from sediment.git.mirrors import MirrorRoot, MirrorWriter
+from sediment.model.facts import CallCapture, CIOutcome, DeveloperDecision, EditObservation, InferenceCall, ToolCallPart
+from sediment.model.policy import DerivationPolicy
+from sediment.model.rollout import FileAttribution
 from sediment.observations import observe_notes
-from sediment.policy import DerivationPolicy
-from sediment.rollout import FileAttribution
 from sediment.split import assign_split
 from sediment.store import FactStore
 from sediment.testing import ORG, REPO, T0, call, message, read_rows, rollout, run_objective, snapshot

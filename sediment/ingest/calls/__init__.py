@@ -1,4 +1,4 @@
-"""One recorded model call → one :class:`~sediment.facts.InferenceCall`.
+"""One recorded model call → one :class:`~sediment.model.facts.InferenceCall`.
 
 Four wire formats are read (``CALL_FORMATS``), one module each: a LiteLLM
 ``StandardLoggingPayload`` (``litellm``: one gateway log record per call), and request/response

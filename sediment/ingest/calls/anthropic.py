@@ -28,7 +28,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sediment.facts import InferenceMessage, TextPart, ToolDefinition
 from sediment.ingest.calls.toolkit import (
     CallContent,
     Notes,
@@ -51,6 +50,7 @@ from sediment.ingest.calls.toolkit import (
     tool_kind,
 )
 from sediment.ingest.json_text import JsonReader, RecordProblem
+from sediment.model.facts import InferenceMessage, TextPart, ToolDefinition
 
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 _SESSION_SUFFIX = re.compile(rf"(?:^|_)session_({_UUID})$")

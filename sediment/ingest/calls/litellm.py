@@ -44,7 +44,6 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from sediment.facts import InferenceMessage, ToolDefinition
 from sediment.ingest import Translation
 from sediment.ingest.calls import anthropic, openai_chat, openai_responses
 from sediment.ingest.calls.toolkit import (
@@ -64,6 +63,7 @@ from sediment.ingest.calls.toolkit import (
     token_count,
     tool_definitions,
 )
+from sediment.model.facts import InferenceMessage, ToolDefinition
 
 _HEADERS_PATH = "metadata.requester_custom_headers"
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from sediment.facts import InferenceMessage, ToolDefinition
 from sediment.ingest.calls.toolkit import (
     AnyPart,
     CallContent,
@@ -46,6 +45,7 @@ from sediment.ingest.calls.toolkit import (
     tool_kind,
     tool_result,
 )
+from sediment.model.facts import InferenceMessage, ToolDefinition
 
 
 def _reasoning(obj: dict[str, Any], path: str, notes: Notes) -> list[AnyPart]:

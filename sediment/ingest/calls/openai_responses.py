@@ -32,7 +32,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from sediment.facts import InferenceMessage, ReasoningPart, ToolDefinition
 from sediment.ingest.calls.toolkit import (
     AnyPart,
     CallContent,
@@ -57,6 +56,7 @@ from sediment.ingest.calls.toolkit import (
     tool_kind,
     tool_result,
 )
+from sediment.model.facts import InferenceMessage, ReasoningPart, ToolDefinition
 
 _ASSISTANT = "assistant"
 

@@ -1,5 +1,5 @@
 """What every call format shares: the envelope, field access, parts, streams, Sessions and
-the building of the :class:`~sediment.facts.InferenceCall`.
+the building of the :class:`~sediment.model.facts.InferenceCall`.
 
 The format modules (``openai_chat``, ``openai_responses``, ``anthropic``, and ``litellm``,
 which also reads the other three's shapes through their modules) import from here; this
@@ -26,7 +26,12 @@ from typing import Any, Literal, NoReturn, Protocol
 
 from pydantic import TypeAdapter, ValidationError
 
-from sediment.facts import (
+from sediment.identifiers import OrgId
+from sediment.ingest import Translation, TranslationError
+from sediment.ingest.content_redaction import ContentCache, redact_call
+from sediment.ingest.json_text import JsonReader, RecordProblem
+from sediment.ingest.redaction import redact_record
+from sediment.model.facts import (
     GatewayProvider,
     InferenceCall,
     InferenceMessage,
@@ -36,13 +41,8 @@ from sediment.facts import (
     ToolCallResponsePart,
     ToolDefinition,
 )
-from sediment.identifiers import OrgId
-from sediment.ingest import Translation, TranslationError
-from sediment.ingest.content_redaction import ContentCache, redact_call
-from sediment.ingest.ids import inference_call_id
-from sediment.ingest.json_text import JsonReader, RecordProblem
-from sediment.ingest.redaction import redact_record
 from sediment.records import canonical_digest
+from sediment.store.ids import inference_call_id
 
 CallSkipReason = Literal["no_session", "error_response", "not_a_model_call"]
 CALL_SKIP_REASONS: tuple[CallSkipReason, ...] = ("no_session", "error_response", "not_a_model_call")

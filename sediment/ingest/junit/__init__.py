@@ -37,7 +37,6 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from sediment.facts import CIProvider, TestCaseResult, TestOutcome, TestRunner
 from sediment.identifiers import CommitSha, NonEmptyId, NonEmptyRepoSlug, OrgId
 from sediment.ingest.facts_jsonl import describe_validation_error, test_case_result_id
 from sediment.ingest.files import IngestReport, InputProblem
@@ -51,6 +50,7 @@ from sediment.ingest.junit.parse import (
     parse_report,
     read_report,
 )
+from sediment.model.facts import CIProvider, TestCaseResult, TestOutcome, TestRunner
 from sediment.store import FactStore
 
 __all__ = [

@@ -69,7 +69,7 @@ import re
 import xml.etree.ElementTree as ET
 from decimal import ROUND_HALF_EVEN, Decimal
 
-from sediment.facts import TestRunner
+from sediment.model.facts import TestRunner
 
 XSI = "{http://www.w3.org/2001/XMLSchema-instance}"
 MAX_DURATION_MS = 2**63 - 1

@@ -48,12 +48,12 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
-from sediment.facts import FactModel
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.facts_jsonl import acting_org
 from sediment.ingest.otlp import claude_code, codex, copilot, shims, transcripts
 from sediment.ingest.otlp.batch import Batch, Emitted, Skip
 from sediment.ingest.otlp.envelope import EVENT_NAME, LogRecord, read_envelope
+from sediment.model.facts import FactModel
 from sediment.store.keys import table_and_key
 
 __all__ = ["EVENTS", "SKIP_REASONS", "translate_otlp"]

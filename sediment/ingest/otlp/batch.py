@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
-from sediment.facts import FactModel
 from sediment.ingest.facts_jsonl import PENDING_ID, build_fact, with_natural_id
 from sediment.ingest.otlp.envelope import LogRecord, Refused, event_time
+from sediment.model.facts import FactModel
 
 _F = TypeVar("_F", bound=FactModel)
 

@@ -15,7 +15,7 @@ the same batch (``tool_input``, a JSON text, needs ``OTEL_LOG_TOOL_DETAILS=1`` o
   resource's ``user.id``, else the record's (an anonymous per-installation hash);
   ``call_id`` ← ``tool_use_id``; ``interaction_mode`` ``agent``; ``occurred_at`` ← ``timeUnixNano``.
 - ``file_path`` ← the result's ``tool_input`` ``file_path`` (``notebook_path`` for a notebook),
-  exactly as sent: an absolute path on the developer's machine (:mod:`sediment.edit_paths`
+  exactly as sent: an absolute path on the developer's machine (:mod:`sediment.git.edit_paths`
   derives the repository path). ``""`` when the batch holds no result for the call (a rejected
   call has none; a result can fall into the next batch), when the result has no
   ``tool_input`` (warning ``claude_code_tool_input_absent``) or when it cannot be read
@@ -29,11 +29,11 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from sediment.facts import DeveloperDecision
 from sediment.ingest.json_text import JsonReader, RecordProblem
 from sediment.ingest.otlp.batch import Batch, Emitted, Skip, build, occurred, session_of, user_of
 from sediment.ingest.otlp.envelope import LogRecord, Refused
 from sediment.ingest.otlp.provenance import provenance
+from sediment.model.facts import DeveloperDecision
 
 DECISION: Final = "claude_code.tool_decision"
 RESULT: Final = "claude_code.tool_result"

@@ -27,10 +27,10 @@ from __future__ import annotations
 import math
 from typing import Any, Final
 
-from sediment.facts import INT64_MAX, DeveloperDecision
 from sediment.ingest.otlp.batch import Batch, Emitted, Skip, build, occurred, session_of, user_of
 from sediment.ingest.otlp.envelope import LogRecord, Refused
 from sediment.ingest.otlp.provenance import provenance
+from sediment.model.facts import INT64_MAX, DeveloperDecision
 
 FEEDBACK: Final = "copilot_chat.edit.feedback"
 INLINE_DONE: Final = "copilot_chat.inline.done"

@@ -24,10 +24,10 @@ import hashlib
 import json
 from typing import Any, Final
 
-from sediment.facts import AGENT_HARNESSES, DeveloperDecision
 from sediment.ingest.otlp.batch import Batch, Emitted, Skip, build, occurred, session_of, user_of
 from sediment.ingest.otlp.envelope import LogRecord
 from sediment.ingest.otlp.provenance import provenance
+from sediment.model.facts import AGENT_HARNESSES, DeveloperDecision
 
 DECISION: Final = "sediment.tool_decision"
 CURSOR_WRITE_PREFIX: Final = "cursor-write-v1:"

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from sediment.facts import EditObservation, RejectedEdit, RetryLinkage
 from sediment.ingest.otlp.batch import Batch, Emitted, Skip, build, occurred, session_of, user_of
 from sediment.ingest.otlp.envelope import LogRecord, Refused
 from sediment.ingest.otlp.shims import harness
+from sediment.model.facts import EditObservation, RejectedEdit, RetryLinkage
 
 EDIT_OBSERVATION: Final = "sediment.edit_observation"
 REJECTED_EDIT: Final = "sediment.rejected_edit"

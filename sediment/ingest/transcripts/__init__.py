@@ -2,7 +2,7 @@
 
 ``claude_code`` reads Claude Code session JSONL, ``codex`` reads Codex rollout JSONL; ``common``
 holds what both share. A transcript is not the wire: every call carries its capture source
-(``transcript:<client>@<version>``) and what it lacks (:class:`~sediment.facts.CallCapture`).
+(``transcript:<client>@<version>``) and what it lacks (:class:`~sediment.model.facts.CallCapture`).
 Each file is read whole and translated as one conversation; a bad line is one problem naming
 its line and field, and the rest of the file still ingests. Ids are deterministic, so
 re-ingesting a transcript that grew stores only its new turns.

@@ -48,7 +48,6 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
-from sediment.facts import CaptureLack, DeveloperDecision, FactModel, InferenceMessage
 from sediment.ingest import TranslationError
 from sediment.ingest.calls.anthropic import usage_tokens
 from sediment.ingest.calls.toolkit import AnyPart, Notes, as_object, content_parts, message, parse_timestamp
@@ -64,6 +63,7 @@ from sediment.ingest.transcripts.common import (
     capture,
     text_or_none,
 )
+from sediment.model.facts import CaptureLack, DeveloperDecision, FactModel, InferenceMessage
 
 CLIENT: Final = "claude-code"
 SKIPPED_TYPES: Final = frozenset({"summary", "file-history-snapshot", "queue-operation"})

@@ -36,7 +36,6 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Final
 
-from sediment.facts import CaptureLack, InferenceMessage
 from sediment.ingest import TranslationError
 from sediment.ingest.calls.openai_responses import item_parts
 from sediment.ingest.calls.toolkit import (
@@ -57,6 +56,7 @@ from sediment.ingest.transcripts.common import (
     capture,
     text_or_none,
 )
+from sediment.model.facts import CaptureLack, InferenceMessage
 
 CLIENT: Final = "codex"
 OUTPUT_ITEMS: Final = frozenset({"reasoning", "function_call", "custom_tool_call", "local_shell_call",

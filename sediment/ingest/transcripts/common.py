@@ -20,13 +20,13 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
-from sediment.facts import CAPTURE_LACKS, CallCapture, CaptureLack, FactModel, InferenceCall, InferenceMessage
 from sediment.ingest import TranslationError
 from sediment.ingest.calls.toolkit import Notes, record_digest
 from sediment.ingest.content_redaction import redact_call
-from sediment.ingest.ids import inference_call_id
 from sediment.ingest.json_text import RecordProblem, parse_line
 from sediment.ingest.redaction import redact_record
+from sediment.model.facts import CAPTURE_LACKS, CallCapture, CaptureLack, FactModel, InferenceCall, InferenceMessage
+from sediment.store.ids import inference_call_id
 
 #: What every call rebuilt from a transcript lacks: the request is a reconstruction, and no
 #: transcript records sampling parameters or token ids.

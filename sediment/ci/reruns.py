@@ -25,80 +25,15 @@ refuses such a payload before it is stored (:func:`provider_time`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any, Final
 
-from sediment.facts import CIOutcome
-from sediment.identifiers import TimestampError, utc_timestamp
-from sediment.records import sortable_time
-
-_GITLAB_TIME: Final = re.compile(
-    r"(?P<moment>[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]+)?) "
-    r"(?:(?P<utc>UTC)|(?P<sign>[+-])(?P<hours>[0-9]{2})(?P<minutes>[0-9]{2}))"
-)
+from sediment.model.ci_keys import raw_at, raw_id, sortable_provider_time
+from sediment.model.facts import CIOutcome
 
 GITLAB_PIPELINE_TIME: Final = "object_attributes.finished_at"
 CHECK_SUITE_TIME: Final = "check_suite.updated_at"
 BUILD_TIME: Final = "build.finished_at"
-
-
-def provider_time(text: str) -> datetime:
-    """A CI provider's timestamp in UTC: RFC 3339, or GitLab's ``2016-08-12 15:23:28 UTC`` and
-    ``2022-04-01 13:49:55 +0800`` forms. Anything else raises :class:`TimestampError`."""
-    match = _GITLAB_TIME.fullmatch(text)
-    if match is not None:
-        offset = "Z" if match["utc"] else f"{match['sign']}{match['hours']}:{match['minutes']}"
-        text = f"{match['moment'].replace(' ', 'T')}{offset}"
-    return utc_timestamp(text)
-
-
-def sortable_provider_time(value: Any) -> str | None:
-    """A provider timestamp (:func:`provider_time`) as sortable UTC text, or ``None`` when ``value``
-    is not one."""
-    if not isinstance(value, str):
-        return None
-    try:
-        return sortable_time(provider_time(value))
-    except TimestampError:
-        return None
-
-
-def _get(raw: Mapping[str, Any], *path: str) -> Any:
-    value: Any = raw
-    for key in path:
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(key)
-    return value
-
-
-def _is_gitlab_pipeline(outcome: CIOutcome) -> bool:
-    return outcome.provider == "gitlab_ci" and outcome.raw.get("object_kind") == "pipeline"
-
-
-def _is_check_suite(outcome: CIOutcome) -> bool:
-    return outcome.provider == "github_checks" and (outcome.source_event_type or "").startswith("github.check_suite.")
-
-
-def _is_buildkite_build(outcome: CIOutcome) -> bool:
-    return outcome.provider == "buildkite" and (outcome.source_event_type or "").startswith("build.")
-
-
-def rerun_time(outcome: CIOutcome) -> str | None:
-    """The provider's time of this final event when the run is re-run under the same id without
-    an attempt number (a GitLab pipeline, a third-party check suite, a Buildkite build), as
-    sortable UTC text; else ``None``. It keys the event apart from the run's other final events."""
-    if outcome.run_attempt is not None:
-        return None
-    if _is_gitlab_pipeline(outcome):
-        return sortable_provider_time(_get(outcome.raw, "object_attributes", "finished_at"))
-    if _is_check_suite(outcome):
-        return sortable_provider_time(outcome.raw.get("updated_at"))
-    if _is_buildkite_build(outcome):
-        return sortable_provider_time(_get(outcome.raw, "build", "finished_at"))
-    return None
 
 
 def _circleci_workflow(outcome: CIOutcome) -> Mapping[str, Any] | None:
@@ -111,20 +46,13 @@ def _buildkite_build(outcome: CIOutcome) -> Mapping[str, Any] | None:
     return build if isinstance(build, Mapping) else None
 
 
-def raw_id(value: Any) -> str | None:
-    """A provider id read from a stored payload (a number or a non-blank string) as text, else ``None``."""
-    if isinstance(value, bool) or not isinstance(value, int | str) or (isinstance(value, str) and not value.strip()):
-        return None
-    return str(value)
-
-
 def lineage_of(outcome: CIOutcome) -> tuple[str, ...] | None:
     """The lineage a CircleCI workflow run belongs to, ``("circleci_pipeline", pipeline.id,
     workflow.name)``: its reruns share it. ``None`` for every other outcome."""
     workflow = _circleci_workflow(outcome)
     if workflow is None:
         return None
-    pipeline = raw_id(_get(outcome.raw, "pipeline", "id"))
+    pipeline = raw_id(raw_at(outcome.raw, "pipeline", "id"))
     name = workflow.get("name")
     if pipeline is None or not isinstance(name, str) or not name:
         return None
@@ -134,7 +62,7 @@ def lineage_of(outcome: CIOutcome) -> tuple[str, ...] | None:
 def rebuilt_from(outcome: CIOutcome) -> str | None:
     """The id of the Buildkite build this build rebuilt (``build.rebuilt_from.id``), else ``None``."""
     build = _buildkite_build(outcome)
-    return None if build is None else raw_id(_get(build, "rebuilt_from", "id"))
+    return None if build is None else raw_id(raw_at(build, "rebuilt_from", "id"))
 
 
 def lineage_position(outcome: CIOutcome) -> str | None:
@@ -158,9 +86,5 @@ __all__ = [
     "GITLAB_PIPELINE_TIME",
     "lineage_of",
     "lineage_position",
-    "provider_time",
-    "raw_id",
     "rebuilt_from",
-    "rerun_time",
-    "sortable_provider_time",
 ]

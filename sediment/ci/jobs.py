@@ -20,34 +20,14 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from sediment.ci_reruns import raw_id, sortable_provider_time
-from sediment.facts import CIOutcome
-
-GITHUB_JOB_EVENTS: Final = ("github.workflow_job.", "github.check_run.")
-"""``source_event_type`` prefixes of GitHub's job-level events (``raw`` is the job object)."""
+from sediment.model.ci_keys import job_id, sortable_provider_time
+from sediment.model.facts import CIOutcome
 
 RESULT_SEVERITY: Final[tuple[str, ...]] = (
     "failed", "error", "timed_out", "cancelled", "unknown", "passed", "neutral", "skipped",
 )
 """Which job result speaks for a run known only from its jobs: the first of these any job has.
 One failed job fails the run; a run whose jobs all passed or were skipped passes."""
-
-
-def job_id(outcome: CIOutcome) -> str | None:
-    """The job's id when ``outcome`` reports one job of a run, else ``None`` (a run-level outcome)."""
-    raw: Mapping[str, Any] = outcome.raw
-    if outcome.provider in ("github_actions", "github_checks"):
-        event = outcome.source_event_type or ""
-        return raw_id(raw.get("id")) if event.startswith(GITHUB_JOB_EVENTS) else None
-    if outcome.provider == "gitlab_ci" and raw.get("object_kind") == "build":
-        return raw_id(raw.get("build_id"))
-    if outcome.provider == "circleci" and raw.get("type") == "job-completed":
-        job = raw.get("job")
-        return raw_id(job.get("id")) if isinstance(job, Mapping) else None
-    if outcome.provider == "buildkite" and (outcome.source_event_type or "").startswith("job."):
-        job = raw.get("job")  # a job event's payload; a build.* outcome is run-level
-        return raw_id(job.get("id")) if isinstance(job, Mapping) else None
-    return None
 
 
 def run_name(outcome: CIOutcome) -> str:

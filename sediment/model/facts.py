@@ -315,7 +315,7 @@ class SessionCommitObservation(_Identified):
     source_push_id: str | None = None
     captured_at: UtcDatetime
     #: which notes named the edge: ``refs/notes/sediment`` (``git_notes``) or git-ai's
-    #: ``refs/notes/ai`` authorship notes (``git_ai_notes``, sediment.git_ai_notes)
+    #: ``refs/notes/ai`` authorship notes (``git_ai_notes``, sediment.git.ai_notes)
     attribution_source: ObservationSource = "git_notes"
 
 
@@ -342,7 +342,7 @@ class DeveloperDecision(FactModel):
     undone by hand), false for an auto-applied or retention-inferred one; the pair
     ``(accepted, explicit)`` is the decision vocabulary (explicit or implicit accept or reject).
     ``file_path`` is the path exactly as the client sent it (``""`` when it sent none, as
-    rejects usually do; Claude Code sends absolute paths, see :mod:`sediment.edit_paths`).
+    rejects usually do; Claude Code sends absolute paths, see :mod:`sediment.git.edit_paths`).
     ``call_id`` joins the decision to an inference call: a provider's response id or the id of
     a tool call the response made. ``edit_retention_score`` is the vendor's graded retention
     (Copilot's ``survival_rate_four_gram``), never overwritten; a derivation may fill a missing

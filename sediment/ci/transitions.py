@@ -35,7 +35,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
-from sediment.facts import TestCaseResult
+from sediment.model.facts import TestCaseResult
 
 TRANSITION_POLICY_VERSION = "1"
 TransitionDecline = Literal["verified_test_results_absent", "base_test_results_absent", "no_fail_to_pass"]

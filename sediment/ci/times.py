@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sediment.ci_reruns import sortable_provider_time
-from sediment.facts import CIOutcome
+from sediment.model.ci_keys import sortable_provider_time
+from sediment.model.facts import CIOutcome
 
 _GITHUB: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("github.workflow_run.", ("updated_at",)),

@@ -15,7 +15,8 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from sediment.facts import (
+from sediment.identifiers import CommitSha, NonEmptyId, NonEmptyRepoSlug, OrgId, UtcDatetime
+from sediment.model.facts import (
     CallCapture,
     CIOutcome,
     DeveloperDecision,
@@ -32,8 +33,7 @@ from sediment.facts import (
     ToolCallResponsePart,
     ToolDefinition,
 )
-from sediment.identifiers import CommitSha, NonEmptyId, NonEmptyRepoSlug, OrgId, UtcDatetime
-from sediment.policy import Provenance
+from sediment.model.policy import Provenance
 from sediment.records import canonical_digest
 from sediment.split import Split
 

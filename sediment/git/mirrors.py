@@ -35,13 +35,13 @@ from urllib.parse import quote, unquote
 import pygit2
 
 from sediment.errors import ConfigurationError, SedimentError
-from sediment.facts import RepositoryIdentity
-from sediment.repositories import RepositoryContext, describe
+from sediment.git.repositories import RepositoryContext, describe
+from sediment.model.facts import RepositoryIdentity
 
 NOTES_REF = "refs/notes/sediment"
 IDENTIFIED_ROOT = "repositories-v1"
 NAME_KEY = "sediment.repository"  #: an identified mirror's git config entry: the name it was added under
-GIT_AI_NOTES_REF = "refs/notes/ai"  #: git-ai's authorship notes (sediment.git_ai_notes)
+GIT_AI_NOTES_REF = "refs/notes/ai"  #: git-ai's authorship notes (sediment.git.ai_notes)
 FETCH_REFSPECS = ("+refs/heads/*:refs/heads/*", "+refs/notes/sediment*:refs/notes/sediment*",
                   "+refs/notes/ai*:refs/notes/ai*")
 """Branches, our notes and git-ai's (globs, so a repository without notes still fetches)."""

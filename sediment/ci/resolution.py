@@ -4,7 +4,7 @@ Recorded CI attempts are grouped into provider runs, each run resolves to one wo
 verdict ordered only by ``run_attempt`` (null sorts as 0), and workflows on one commit
 aggregate into a commit verdict with a reliability. Pure and order-independent.
 
-Re-runs a provider does not number (:mod:`sediment.ci_reruns`) extend the contract's rule, and
+Re-runs a provider does not number (:mod:`sediment.ci.reruns`) extend the contract's rule, and
 leave GitHub's numbered attempts as they are: runs of one lineage (a CircleCI workflow and its
 reruns, a Buildkite build and its rebuilds) resolve as one run, and within an attempt the final
 events of a run re-run under its id (a GitLab pipeline, a third-party check suite) and the runs
@@ -14,7 +14,7 @@ tell them apart. A failed run that passed on a re-run is thus a suspected flake 
 verdict, as a GitHub re-run is.
 
 Each outcome's repository is qualified first (contract §1.2): with a repository context
-(:mod:`sediment.repositories`) an identified outcome is keyed by its identity and labelled
+(:mod:`sediment.git.repositories`) an identified outcome is keyed by its identity and labelled
 with the repository's representative name, and an outcome the context declines is counted by
 its reason; without one (a low-level caller), only legacy outcomes resolve and identified
 ones are declined as ``repository_identity_unresolved``.
@@ -31,12 +31,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from sediment.ci_jobs import judged_attempts, run_name
-from sediment.ci_reruns import lineage_of, lineage_position, rebuilt_from, rerun_time
-from sediment.facts import CIOutcome, FactModel, RepositoryIdentity
-from sediment.policy import Provenance
-from sediment.repositories import REPOSITORY_SKIP_REASONS, RepositoryContext, repository_sort_key
-from sediment.rollout import CommitRef
+from sediment.ci.jobs import judged_attempts, run_name
+from sediment.ci.reruns import lineage_of, lineage_position, rebuilt_from
+from sediment.git.repositories import REPOSITORY_SKIP_REASONS, RepositoryContext, repository_sort_key
+from sediment.model.ci_keys import rerun_time
+from sediment.model.facts import CIOutcome, FactModel, RepositoryIdentity
+from sediment.model.policy import Provenance
+from sediment.model.rollout import CommitRef
 
 CI_POLICY_VERSION = "2"
 
@@ -181,8 +182,8 @@ Position = tuple[str | None, int, str | None]
 class _Judged:
     """An outcome CI resolution judges a run by, and where it falls in its lineage: the run's
     place among the lineage's runs, the attempt it speaks for (a job of a run known only from its
-    jobs may speak for several, sediment.ci_jobs.judged_attempts), then the time of the final
-    event of a run re-run under its id (sediment.ci_reruns). ``None`` parts are unknown; for
+    jobs may speak for several, sediment.ci.jobs.judged_attempts), then the time of the final
+    event of a run re-run under its id (sediment.ci.reruns). ``None`` parts are unknown; for
     GitHub only the attempt is ever known."""
 
     outcome: CIOutcome

@@ -1,0 +1,1 @@
+"""CI rules: jobs, re-run lineages, resolution per commit, test transitions."""

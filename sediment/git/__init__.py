@@ -1,0 +1,1 @@
+"""Git: bare mirrors, repository identity across renames, git-ai notes."""

@@ -1,0 +1,1 @@
+"""The canonical values: Facts, Rollouts and the derivation policy."""
