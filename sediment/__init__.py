@@ -39,7 +39,7 @@ def export_rlvr_from_bundle(
     bundle: str | Path, mirrors: MirrorRoot | None, out_dir: str | Path, *, target: str, **kwargs: Any
 ) -> dict[str, Any]:
     """Validate a bundle and export it; the split follows the bundle policy's ``eval_fraction``."""
-    from sediment.bundle import open_bundle
+    from sediment.bundle.read import open_bundle
     from sediment.export.pipeline import export_rlvr_from_rollouts as run
 
     opened = open_bundle(bundle)

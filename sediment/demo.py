@@ -451,8 +451,8 @@ def run_demo(out: Path) -> dict[str, Any]:
     (``exports/<objective>/``: from the bundle, or directly from the store for one that reads no
     bundle) and every installed consumer profile (``profiles/<profile-id>/``), with the demo
     operator's settings file (``inputs/settings.toml``)."""
-    from sediment.bundle import open_bundle
-    from sediment.derive import derive_bundle
+    from sediment.bundle.read import open_bundle
+    from sediment.derive.sessions import derive_bundle
     from sediment.errors import ProfileError
     from sediment.export.context import Evidence, store_evidence
     from sediment.export.pipeline import export_objective, export_rlvr_from_rollouts
@@ -462,11 +462,11 @@ def run_demo(out: Path) -> dict[str, Any]:
     from sediment.git.repositories import RepositoryContext
     from sediment.ingest.calls import translate_call
     from sediment.ingest.files import ingest_files
+    from sediment.ingest.git_notes import observe_notes
     from sediment.ingest.github import translate_github
     from sediment.ingest.junit import RunAttempt, ingest_junit_reports
     from sediment.ingest.otlp import translate_otlp
     from sediment.model.policy import DerivationPolicy
-    from sediment.observations import observe_notes
     from sediment.store import FactStore
 
     inputs = write_inputs(out / "inputs")

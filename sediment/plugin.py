@@ -17,13 +17,6 @@ A target::
 
 from __future__ import annotations
 
-from sediment.attributed_completions import (
-    AttributedCompletion,
-    CompletionCall,
-    CompletionResolution,
-    SessionAbandonment,
-    SessionCompletions,
-)
 from sediment.ci.resolution import (
     RESOLVER_SKIP_REASONS,
     CIResolution,
@@ -34,7 +27,14 @@ from sediment.ci.resolution import (
 )
 from sediment.ci.times import finished_time
 from sediment.ci.transitions import TRANSITION_SKIP_REASONS, TestTransitions
-from sediment.confidence import LabelConfidencePolicy, PairConfidence, label_confidence, pair_confidence
+from sediment.derive.attributed_completions import (
+    AttributedCompletion,
+    CompletionCall,
+    CompletionResolution,
+    SessionAbandonment,
+    SessionCompletions,
+)
+from sediment.derive.confidence import LabelConfidencePolicy, PairConfidence, label_confidence, pair_confidence
 from sediment.export.attributed_calls import AttributedCall, CallRecord, CommitAttributions
 from sediment.export.context import ExportContext
 from sediment.export.evidence import RECIPE_ID, RECIPE_VERSION, RolloutEvidence, put_optional, reward_source

@@ -58,7 +58,7 @@ def encode_record(value: Any) -> str:
     return canonical_json(value, allow_nan=True)
 
 
-def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for key, value in pairs:
         if key in result:
@@ -69,7 +69,7 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def decode_record(text: str) -> Any:
     """Parse record text; duplicate keys and trailing data are errors."""
-    return json.loads(text, object_pairs_hook=_no_duplicate_keys)
+    return json.loads(text, object_pairs_hook=no_duplicate_keys)
 
 
 def sortable_time(value: datetime) -> str:

@@ -86,7 +86,7 @@ class GitRepo:
 
     def note(self, sha: str, *sessions: str) -> None:
         """Write the ``refs/notes/sediment`` note of ``sha`` naming ``sessions`` (as an agent's hook
-        would); :func:`sediment.observations.observe_notes` then stores the edges."""
+        would); :func:`sediment.ingest.git_notes.observe_notes` then stores the edges."""
         self._writer.add_note(sha, [{"tool": "codex", "session_id": s, "stamped_at": "2026-01-05T12:00:00Z"}
                                     for s in sessions])
 

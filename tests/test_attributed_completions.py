@@ -11,15 +11,15 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from sediment.attributed_completions import (
+from sediment.derive.attributed_completions import (
     ATTRIBUTED_COMPLETION_POLICY_VERSION,
     AttributedCompletion,
     SessionAbandonment,
     completion_calls,
     derive_attributed_completions,
 )
-from sediment.confidence import LabelConfidencePolicy
-from sediment.decision_attachment import ATTACHMENT_SKIP_REASONS, CallTarget, attach_decisions
+from sediment.derive.confidence import LabelConfidencePolicy
+from sediment.derive.decision_attachment import ATTACHMENT_SKIP_REASONS, CallTarget, attach_decisions
 from sediment.git.repositories import RepositoryContext
 from sediment.model.facts import (
     DeveloperDecision,

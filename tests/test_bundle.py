@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from sediment import export_rlvr_from_bundle
-from sediment.bundle import open_bundle, write_bundle
+from sediment.bundle.read import open_bundle
+from sediment.bundle.write import write_bundle
 from sediment.errors import BundleError
 from sediment.export.verifier_commands import VerifierCommands
 from sediment.git.mirrors import MirrorRoot

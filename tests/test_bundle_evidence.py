@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 from sediment import export_rlvr_from_bundle
-from sediment.bundle import open_bundle, write_bundle
-from sediment.derive import derive_bundle
-from sediment.edit_retention import fill_edit_retention, four_gram_containment
+from sediment.bundle.read import open_bundle
+from sediment.bundle.write import write_bundle
+from sediment.derive.edit_retention import fill_edit_retention, four_gram_containment
+from sediment.derive.sessions import derive_bundle
 from sediment.errors import BundleError
 from sediment.export.verifier_commands import VerifierCommands
 from sediment.git.mirrors import MirrorRoot

@@ -26,8 +26,10 @@ import pytest
 from pydantic import BaseModel
 
 from sediment import export_rlvr_from_rollouts
-from sediment.bundle import Bundle, open_bundle, write_bundle
-from sediment.bundle_v4 import FILES, POPULATION_ROW_CAP, V4Bundle
+from sediment.bundle.format import Bundle
+from sediment.bundle.read import open_bundle
+from sediment.bundle.upstream import FILES, POPULATION_ROW_CAP, V4Bundle
+from sediment.bundle.write import write_bundle
 from sediment.errors import BundleError
 from sediment.export.verifier_commands import VerifierCommands
 from sediment.git.mirrors import MirrorRoot

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sediment.bundle import write_bundle
+from sediment.bundle.write import write_bundle
 from sediment.testing import ORG, POLICY, GitRepo, outcome, rollout
 
 

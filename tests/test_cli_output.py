@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from sediment.bundle import write_bundle
+from sediment.bundle.write import write_bundle
 from sediment.testing import ORG, POLICY, outcome, rollout
 
 ROOT = Path(__file__).parents[1]

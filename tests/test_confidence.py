@@ -1,4 +1,4 @@
-"""The Confidence ladder (sediment.confidence): knobs and their validation, the decision branch,
+"""The Confidence ladder (sediment.derive.confidence): knobs and their validation, the decision branch,
 the product, the edge cases and every reference value of the objectives contract (§3), read from
 real DeveloperDecision Facts and CI resolutions of recorded CIOutcome Facts; label and pair
 confidence (§12.17); settings from SEDIMENT_LABEL_CONFIDENCE_* and ``[label-confidence]``;
@@ -20,7 +20,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from sediment.ci.resolution import DEFAULT_CI_POLICY, CIResolution, CIResolutionPolicy, resolve_ci
-from sediment.confidence import (
+from sediment.derive.confidence import (
     DECISION_BRANCHES,
     LABEL_CONFIDENCE_SETTINGS,
     ConfidenceBreakdown,

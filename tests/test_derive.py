@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 
 from sediment import export_rlvr_from_bundle, export_rlvr_from_rollouts
-from sediment.derive import StoreRollouts, attach_decisions, derive_bundle
+from sediment.derive.sessions import StoreRollouts, attach_decisions, derive_bundle
 from sediment.export.verifier_commands import VerifierCommands
 from sediment.git.mirrors import MirrorRoot, MirrorWriter
+from sediment.ingest.git_notes import observe_notes
 from sediment.model.facts import DeveloperDecision, ToolCallPart
 from sediment.model.policy import DerivationPolicy
-from sediment.observations import observe_notes
 from sediment.store import FactStore
 from sediment.testing import ORG, T0, call, conversation, message, outcome, read_rows, snapshot
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from sediment.edit_retention import SCORER_NON_FINITE, fill_edit_retention, four_gram_containment
+from sediment.derive.edit_retention import SCORER_NON_FINITE, fill_edit_retention, four_gram_containment
 from sediment.git.edit_paths import match_repository_path, repository_relative_path
 from sediment.model.facts import DeveloperDecision, EditObservation
 from sediment.records import encode_record

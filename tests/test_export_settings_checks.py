@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sediment.bundle import write_bundle
+from sediment.bundle.write import write_bundle
 from sediment.testing import ORG, POLICY, GitRepo, outcome, rollout
 
 ENVIRONMENTS = ('[repos."owner/repo"]\nversion = "0.1"\nimage_per_instance = true\n'

@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from datetime import timedelta
 
-from sediment.attribution import CommitIndex, attribute_files
+from sediment.derive.attribution import CommitIndex, attribute_files
 from sediment.git.mirrors import MirrorRoot, MirrorWriter
 from sediment.model.facts import InferenceCall, ToolCallPart
 from sediment.model.policy import AttributionPolicy

@@ -16,7 +16,7 @@ from pathlib import Path
 import pygit2
 import pytest
 
-from sediment.attribution import attribute
+from sediment.derive.attribution import attribute
 from sediment.git.ai_notes import (
     GitAiNote,
     GitAiNoteError,
@@ -27,9 +27,9 @@ from sediment.git.ai_notes import (
 )
 from sediment.git.mirrors import FETCH_REFSPECS, MirrorRoot, MirrorWriter
 from sediment.ingest.facts_jsonl import PENDING_ID, with_natural_id
+from sediment.ingest.git_notes import observe_notes
 from sediment.model.facts import SessionCommitObservation
 from sediment.model.policy import AttributionPolicy
-from sediment.observations import observe_notes
 from sediment.store import FactStore
 from sediment.testing import require_path
 

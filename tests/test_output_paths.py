@@ -16,7 +16,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from sediment.bundle import write_bundle
+from sediment.bundle.write import write_bundle
 from sediment.errors import OutputDirectoryError
 from sediment.output_paths import writing
 from sediment.testing import ORG, POLICY, GitRepo, outcome, rollout

@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from sediment.attributed_completions import AttributedCompletion
-from sediment.edit_retention import four_gram_containment
+from sediment.derive.attributed_completions import AttributedCompletion
+from sediment.derive.edit_retention import four_gram_containment
 from sediment.git.mirrors import MirrorRoot
 from sediment.git.repositories import RepositoryContext
 from sediment.model.facts import DeveloperDecision, PullRequestMerge, SessionCommitObservation

@@ -27,20 +27,21 @@ from typing import Any
 
 import pytest
 
-from sediment.bundle import open_bundle, write_bundle
+from sediment.bundle.read import open_bundle
+from sediment.bundle.write import write_bundle
 from sediment.ci.resolution import resolve_ci
-from sediment.derive import StoreRollouts, derive_bundle
+from sediment.derive.sessions import StoreRollouts, derive_bundle
 from sediment.errors import SedimentError
 from sediment.export.pipeline import export_rlvr_from_rollouts
 from sediment.export.verifier_commands import VerifierCommands
 from sediment.git.mirrors import MirrorError, MirrorRoot, MirrorWriter, mirror_identity
 from sediment.git.repositories import RepositoryContext
 from sediment.ingest.facts_jsonl import fact_id
+from sediment.ingest.git_notes import observe_notes
 from sediment.ingest.github import translate_github
 from sediment.model.facts import PullRequestMerge, RepositoryIdentity, RepositoryRename
 from sediment.model.policy import DerivationPolicy
 from sediment.model.rollout import Rollout
-from sediment.observations import observe_notes
 from sediment.store import FactStore
 from sediment.testing import ORG, POLICY, T0, conversation, outcome, read_rows, rollout, snapshot
 

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from sqlalchemy import select, update
 
-from sediment.derive import StoreRollouts
+from sediment.derive.sessions import StoreRollouts
 from sediment.ingest.calls import translate_call
 from sediment.ingest.facts_jsonl import translate_fact
 from sediment.model.facts import InferenceCall

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from sediment.bundle import write_bundle
+from sediment.bundle.write import write_bundle
 from sediment.model.facts import DeveloperDecision, InferenceCall
 from sediment.model.rollout import Rollout, segment_calls
 from sediment.split import assign_split

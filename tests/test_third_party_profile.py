@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sediment.bundle import write_bundle
+from sediment.bundle.write import write_bundle
 from sediment.testing import ORG, POLICY, call, message, outcome, rollout
 
 EXAMPLE = Path(__file__).parents[1] / "examples" / "third_party_profile"

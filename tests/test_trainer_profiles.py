@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from sediment.bundle import write_bundle
+from sediment.bundle.write import write_bundle
 from sediment.errors import CapacityError, UnknownProfileError
 from sediment.export import objective_adaptation
 from sediment.export.pipeline import Evidence, export_objective

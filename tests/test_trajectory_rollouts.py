@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sediment.bundle import open_bundle
+from sediment.bundle.read import open_bundle
 from sediment.demo import run_demo
 from sediment.export.evidence import RolloutEvidence
 from sediment.export.verifier_commands import VerifierCommands

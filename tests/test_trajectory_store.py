@@ -15,13 +15,14 @@ from typing import Any
 
 import pytest
 
-from sediment.bundle import encode_line, open_bundle
+from sediment.bundle.read import open_bundle
+from sediment.bundle.write import encode_line
 from sediment.demo import run_demo
-from sediment.derive import derive_bundle
+from sediment.derive.sessions import derive_bundle
 from sediment.git.mirrors import MirrorRoot, MirrorWriter
+from sediment.ingest.git_notes import observe_notes
 from sediment.model.facts import ToolCallPart
 from sediment.model.policy import DerivationPolicy
-from sediment.observations import observe_notes
 from sediment.store import FactStore
 from sediment.testing import ORG, T0, call, conversation, message, outcome
 from sediment.trajectory import Trajectory, to_json

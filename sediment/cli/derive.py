@@ -23,7 +23,7 @@ def derive(
     A legacy mirror whose name one identified repository now holds is keyed by that identity
     first, as `mirror fetch` would (without fetching), so the order of `mirror add` and ingest
     never changes the bundle."""
-    from sediment.derive import derive_bundle
+    from sediment.derive.sessions import derive_bundle
     from sediment.model.policy import DerivationPolicy
 
     resolved = DerivationPolicy.from_toml(policy) if policy else DerivationPolicy()

@@ -194,7 +194,7 @@ def _evidence(source: Path | None, org: str | None, mirror_root: MirrorRoot | No
         if mirror_root is not None:
             settings.settle_mirrors(org_id, root=mirror_root)  # as derive does
         return store_evidence(settings.store(), org_id, mirror_root)
-    from sediment.bundle import open_bundle
+    from sediment.bundle.read import open_bundle
 
     bundle = open_bundle(source, workers=workers)
     return Evidence(bundle, bundle.split_enabled, mirror_root, bundle.manifest.fragmented)

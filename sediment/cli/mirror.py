@@ -21,7 +21,7 @@ _REPOSITORY_ID_HELP = ("GitHub's immutable repository id (repository.id of its w
 
 
 def _report(location: MirrorLocation, mirrors: MirrorRoot, org: str) -> None:
-    from sediment.observations import observe_notes
+    from sediment.ingest.git_notes import observe_notes
 
     result = observe_notes(mirrors, settings.store(), org, location.repo, settings.capture_time(), location.identity)
     for problem in result.problems:

@@ -61,7 +61,7 @@ _IDENTITY_TABLES = frozenset({"ci_outcomes", "pushes", "pull_request_merges", "s
 
 def settle_mirrors(org: str, stored: Iterable[str] | None = None, root: MirrorRoot | None = None) -> None:
     """Key the org's legacy mirrors whose name one identified repository now holds by that
-    identity, and observe their notes under it (:func:`sediment.observations.settle_legacy_mirrors`),
+    identity, and observe their notes under it (:func:`sediment.ingest.git_notes.settle_legacy_mirrors`),
     saying so on stderr. ``stored``: the Fact tables an ingest just wrote to; nothing is done
     unless one of them can name an identity. ``root``: the mirror root (default:
     ``SEDIMENT_MIRROR_PATH`` or ``$SEDIMENT_HOME/mirrors``; without one there is nothing to settle)."""
@@ -69,7 +69,7 @@ def settle_mirrors(org: str, stored: Iterable[str] | None = None, root: MirrorRo
     from sediment.git.mirrors import MirrorRoot
     from sediment.git.repositories import describe
     from sediment.home import sediment_home
-    from sediment.observations import settle_legacy_mirrors
+    from sediment.ingest.git_notes import settle_legacy_mirrors
 
     if stored is not None and not _IDENTITY_TABLES.intersection(stored):
         return

@@ -1,7 +1,7 @@
 """The inference calls attributed to a commit, as the export context offers them to objectives
 whose unit of evidence is a commit or a transition between commits (Recovery).
 
-Attribution is per Session (:mod:`sediment.attribution`: git notes, else Jaccard), so a call is
+Attribution is per Session (:mod:`sediment.derive.attribution`: git notes, else Jaccard), so a call is
 attributed to a commit when its Session's Rollout lists the commit: every call of that Session,
 with the Session's attribution source and the ids of its observations of that commit. The
 answer is read from the Rollouts in one pass, one Rollout resident at a time, keeping only the

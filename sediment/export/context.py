@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from sediment.attributed_completions import SessionCompletions, derive_attributed_completions
 from sediment.ci.resolution import DEFAULT_CI_POLICY, CIResolutionPolicy, CIResolutionResult, CommitKey, resolve_ci
-from sediment.confidence import LabelConfidencePolicy
+from sediment.derive.attributed_completions import SessionCompletions, derive_attributed_completions
+from sediment.derive.confidence import LabelConfidencePolicy
 from sediment.errors import ConfigurationError
 from sediment.export.attributed_calls import CommitAttributions, commit_attributions
 from sediment.export.evidence import RolloutEvidence
@@ -111,7 +111,7 @@ def store_evidence(store: FactStore, org_id: str, mirrors: MirrorRoot | None,
                    policy: DerivationPolicy | None = None) -> Evidence:
     """A direct export's evidence: the org's Rollouts derived one Session at a time under
     ``policy`` (default: the default DerivationPolicy), and the fact store itself."""
-    from sediment.derive import StoreRollouts
+    from sediment.derive.sessions import StoreRollouts
     from sediment.model.policy import DerivationPolicy
 
     policy = policy or DerivationPolicy()
@@ -175,14 +175,14 @@ class ExportContext:
         """The Confidence ladder's policy of this export: ``SEDIMENT_LABEL_CONFIDENCE_*`` over the
         ``[label-confidence]`` table of ``--config`` over the defaults (docs/confidence.md); read
         when first asked for, so an export that never asks is never stopped by it."""
-        from sediment.confidence import label_confidence_policy
+        from sediment.derive.confidence import label_confidence_policy
         from sediment.export.settings import SettingsSources
 
         return label_confidence_policy(self._settings or SettingsSources.empty())
 
     def attributed_completions(self) -> Iterator[SessionCompletions]:
-        """Every Session's attributed completions (:mod:`sediment.attributed_completions`), in
-        export order, each a :class:`~sediment.attributed_completions.SessionCompletions` derived
+        """Every Session's attributed completions (:mod:`sediment.derive.attributed_completions`), in
+        export order, each a :class:`~sediment.derive.attributed_completions.SessionCompletions` derived
         from its Rollout with this export's repository context; CI resolves with the ladder's
         CI-resolution policy (:attr:`label_confidence`, whose reliabilities the Confidence
         reads). One Session is

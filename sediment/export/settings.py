@@ -22,7 +22,7 @@ every plugin it calls before it claims its output directory: a field without a d
 
 The same file may also hold the core's own tables (:data:`CORE_SECTIONS`, e.g.
 ``[label-confidence]`` for the Confidence ladder, read by
-:func:`sediment.confidence.label_confidence_policy`); they are kept in
+:func:`sediment.derive.confidence.label_confidence_policy`); they are kept in
 :attr:`SettingsSources.sections` and checked by their readers.
 """
 

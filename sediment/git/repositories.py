@@ -142,7 +142,7 @@ def _rename_order(rename: Rename) -> tuple[Any, ...]:
 def superseded_observations(observations: Iterable[SessionCommitObservation]) -> frozenset[str]:
     """The ids of legacy observations (no repository identity) that an identified observation
     restates: the same name, commit and Session. Such an edge was read from a legacy mirror that
-    was later keyed by its repository's identity (``sediment.observations.settle_legacy_mirrors``);
+    was later keyed by its repository's identity (``sediment.ingest.git_notes.settle_legacy_mirrors``);
     the identified observation is the evidence, the legacy one is neither evidence nor a skip."""
     items = list(observations)
     identified = {(o.repo, o.commit_sha, o.session_id) for o in items if o.repository_id is not None}
@@ -250,7 +250,7 @@ class RepositoryContext:
     def from_store(cls, store: FactStore, org_id: str) -> RepositoryContext:
         """The context of ``org_id`` from its visible Facts (quarantined ones are not evidence,
         nor are legacy observations an identified one restates:
-        :func:`sediment.observations.superseded_observations`)."""
+        :func:`sediment.ingest.git_notes.superseded_observations`)."""
         superseded = superseded_observation_ids(store, org_id)
         evidence = (row for row in store.repository_evidence(org_id)
                     if not (row.source_table == "session_commit_observations" and row.source_fact_id in superseded))

@@ -346,7 +346,7 @@ class DeveloperDecision(FactModel):
     ``call_id`` joins the decision to an inference call: a provider's response id or the id of
     a tool call the response made. ``edit_retention_score`` is the vendor's graded retention
     (Copilot's ``survival_rate_four_gram``), never overwritten; a derivation may fill a missing
-    one from an EditObservation (:mod:`sediment.edit_retention`). ``occurred_at`` is the
+    one from an EditObservation (:mod:`sediment.derive.edit_retention`). ``occurred_at`` is the
     client's event time, never the ingest time.
     """
 

@@ -13,7 +13,7 @@ from sediment.records import canonical_digest
 from sediment.split import DEFAULT_EVAL_FRACTION, validate_eval_fraction
 
 if TYPE_CHECKING:
-    from sediment.confidence import LabelConfidencePolicy
+    from sediment.derive.confidence import LabelConfidencePolicy
 
 ROLLOUT_IMPLEMENTATION_VERSION = "4"
 

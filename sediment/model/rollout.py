@@ -74,7 +74,7 @@ class Turn(FactModel):
     observed_at: UtcDatetime | None = None
     tools_digest: str | None = None
     #: The call's response id, one of the ids a developer decision may name it by
-    #: (:mod:`sediment.decision_attachment`). Bundle version 4.
+    #: (:mod:`sediment.derive.decision_attachment`). Bundle version 4.
     model_call_id: NonEmptyId | None = None
     #: How the call was captured when not on the wire (a client transcript): its source and
     #: what it lacks; ``None`` for a call recorded by a gateway or API call log.
@@ -83,7 +83,7 @@ class Turn(FactModel):
 
 class FileAttribution(FactModel):
     """One code file an attributed commit changed, bound to the Session's call whose completion
-    best matches the text the file's first-parent diff adds (:func:`sediment.attribution.attribute_files`).
+    best matches the text the file's first-parent diff adds (:func:`sediment.derive.attribution.attribute_files`).
 
     ``similarity_score`` is that Jaccard similarity, in ``(0, 1]``; how the Session was bound to
     the commit is the Rollout's :attr:`Rollout.attribution_source`.
@@ -145,7 +145,7 @@ class Rollout(FactModel):
     session_decisions: tuple[DeveloperDecision, ...] = ()
     #: Every visible EditObservation of the Session, by ``(agent_harness, call_id, occurred_at,
     #: observation_id)``: the evidence a decision's edit retention is filled from
-    #: (:func:`sediment.edit_retention.fill_edit_retention`). Bundle version 3.
+    #: (:func:`sediment.derive.edit_retention.fill_edit_retention`). Bundle version 3.
     edit_observations: tuple[EditObservation, ...] = ()
     #: Each changed code file of the attributed commits with the call it is attributed to, by
     #: (commit, file): the attributed completions SFT and DPO read. Bundle version 4; a version 3

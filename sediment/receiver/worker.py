@@ -226,7 +226,7 @@ class MirrorRefresher:
     def _settle(self) -> None:
         from sediment.git.mirrors import MirrorRoot
         from sediment.git.repositories import describe
-        from sediment.observations import settle_legacy_mirrors
+        from sediment.ingest.git_notes import settle_legacy_mirrors
         from sediment.store import FactStore
 
         assert self.mirror_path is not None
@@ -244,8 +244,8 @@ class MirrorRefresher:
     def _refresh(self, push: Push) -> None:
         from sediment.git.mirrors import MirrorRoot
         from sediment.git.repositories import RepositoryContext
+        from sediment.ingest.git_notes import observe_notes
         from sediment.model.facts import RepositoryIdentity
-        from sediment.observations import observe_notes
         from sediment.store import FactStore
 
         assert self.mirror_path is not None

@@ -40,8 +40,8 @@ from dataclasses import asdict, dataclass, field
 from itertools import combinations
 from typing import Any
 
-from sediment.attributed_completions import ABANDONMENT_POLICY_VERSION
-from sediment.edit_retention import four_gram_containment
+from sediment.derive.attributed_completions import ABANDONMENT_POLICY_VERSION
+from sediment.derive.edit_retention import four_gram_containment
 from sediment.model.facts import DeveloperDecision, EditObservation
 from sediment.model.rollout import string_leaves
 from sediment.reports.diagnosis import DiagnosedRow, Diagnosis, FloorCandidate, PromptBucket, Stratum
@@ -406,10 +406,10 @@ def dataset_diagnostics(datasets: Sequence[DatasetDiagnosis], sessions: Sequence
 
 def session_edits(rollout: Any) -> SessionEdits:
     """What the Fate and abandonment sections read of one Session's Rollout: its decisions as
-    attached to its calls (:mod:`sediment.decision_attachment`), its edit observations, and
+    attached to its calls (:mod:`sediment.derive.decision_attachment`), its edit observations, and
     whether it has an accepted decision and an observed commit."""
-    from sediment.attributed_completions import completion_calls
-    from sediment.decision_attachment import CallTarget, attach_decisions
+    from sediment.derive.attributed_completions import completion_calls
+    from sediment.derive.decision_attachment import CallTarget, attach_decisions
 
     calls = completion_calls(rollout)
     targets = [CallTarget.of(c.inference_call_id, c.org_id, c.session_id, c.model_call_id, c.output_messages)

@@ -1,7 +1,7 @@
 """How much of each attributed agent edit survives to its pull request (objectives contract §9.2).
 
 The report starts from the attributed completions of every Session of an org (one per inference
-call, commit and file: :mod:`sediment.attributed_completions`):
+call, commit and file: :mod:`sediment.derive.attributed_completions`):
 
 1. **Candidates.** An attributed file counts only when a SessionCommitObservation (a git note)
    binds its Session to its commit; every other distinct (commit, Session) edge is counted once
@@ -15,7 +15,7 @@ call, commit and file: :mod:`sediment.attributed_completions`):
    ``attribution_without_merge``.
 3. **Scoring.** For a joined candidate, the added lines of the file's section in the source
    commit's first-parent diff are scored against the file's text at the pull request's head and
-   at its merge commit with four-gram containment (:func:`sediment.edit_retention.four_gram_containment`,
+   at its merge commit with four-gram containment (:func:`sediment.derive.edit_retention.four_gram_containment`,
    clamped to [0, 1]): 1.0 means every four-gram the agent added is still there. A file renamed
    on the way is followed when exactly one rename of it exists between the source commit and the
    head (or merge). The first problem declines the candidate with one reason
@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sediment.attributed_completions import ATTRIBUTED_COMPLETION_POLICY_VERSION, AttributedCompletion
-from sediment.edit_retention import four_gram_containment
+from sediment.derive.attributed_completions import ATTRIBUTED_COMPLETION_POLICY_VERSION, AttributedCompletion
+from sediment.derive.edit_retention import four_gram_containment
 from sediment.git.mirrors import Mirror, MirrorReadError, MirrorRoot
 from sediment.git.repositories import RepositoryContext, repository_sort_key
 from sediment.model.facts import PullRequestMerge
@@ -416,7 +416,7 @@ def store_merge_retention(store: Any, org_id: str, mirrors: MirrorRoot | None, *
                           policy: MergeRetentionPolicy | None = None) -> MergeRetention:
     """:func:`merge_retention` over the fact store: the org's Rollouts derived one Session at a
     time under the default derivation policy, their attributed completions, its merges."""
-    from sediment.attributed_completions import derive_attributed_completions
+    from sediment.derive.attributed_completions import derive_attributed_completions
     from sediment.export.context import export_order, store_evidence
 
     evidence = store_evidence(store, org_id, mirrors)

@@ -10,8 +10,8 @@ secrets redacted, task/attempt splitting, call-id namespacing, and the refusal t
 
 from __future__ import annotations
 
-from sediment.bundle import ROLLOUTS as BUNDLE_ROLLOUTS
-from sediment.bundle import open_bundle
+from sediment.bundle.format import ROLLOUTS as BUNDLE_ROLLOUTS
+from sediment.bundle.read import open_bundle
 from sediment.ci.resolution import select_reward_resolution
 from sediment.errors import BundleError
 from sediment.trajectory.importing import ImporterInfo

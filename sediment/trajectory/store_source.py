@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sediment.bundle import encode_line
+from sediment.bundle.write import encode_line
 from sediment.git.repositories import RepositoryContext
 from sediment.model.rollout import Rollout
 
@@ -42,7 +42,7 @@ class StoreSource:
 def store_source(store: FactStore, org_id: str, mirrors: MirrorRoot | None) -> StoreSource:
     """The org's Rollouts in ``store``, derived lazily one Session at a time (a Session without
     visible inference calls has no Rollout, as in a bundle)."""
-    from sediment.derive import StoreRollouts
+    from sediment.derive.sessions import StoreRollouts
     from sediment.export.context import store_evidence
 
     evidence = store_evidence(store, org_id, mirrors)

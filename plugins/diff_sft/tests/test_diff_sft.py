@@ -282,7 +282,7 @@ def test_cli_from_a_bundle_needs_mirrors_and_matches_the_direct_projection(tmp_p
     import subprocess
     import sys
 
-    from sediment.bundle import write_bundle
+    from sediment.bundle.write import write_bundle
     from sediment.testing import POLICY
 
     sha = history["two"]

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from sediment.bundle import write_bundle
+from sediment.bundle.write import write_bundle
 from sediment.model.rollout import Rollout
 from sediment.testing import ORG, POLICY, run_objective, snapshot
 

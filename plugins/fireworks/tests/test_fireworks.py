@@ -17,7 +17,7 @@ import pytest
 from sediment_fireworks import dpo, sft
 from sediment_fireworks.messages import DEVELOPER, SYSTEM_NOT_FIRST
 
-from sediment.bundle import write_bundle
+from sediment.bundle.write import write_bundle
 from sediment.errors import ProfileError
 from sediment.export.pipeline import Evidence, export_objective
 from sediment.export.registry import load_registry

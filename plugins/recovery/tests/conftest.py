@@ -15,8 +15,8 @@ import pytest
 from sediment.export.context import store_evidence
 from sediment.export.pipeline import export_objective
 from sediment.git.mirrors import MirrorRoot
+from sediment.ingest.git_notes import observe_notes
 from sediment.model.facts import FactModel, RepositoryIdentity
-from sediment.observations import observe_notes
 from sediment.store import FactStore
 from sediment.testing import ORG, REPO, T0, GitRepo, conversation, read_rows, unavailable
 

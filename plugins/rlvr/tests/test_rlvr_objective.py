@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sediment.bundle import write_bundle
+from sediment.bundle.write import write_bundle
 from sediment.export.registry import load_registry
 from sediment.plugin import RECIPE_ID, RECIPE_VERSION
 from sediment.testing import ORG, POLICY, outcome, rollout, snapshot

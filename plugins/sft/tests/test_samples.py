@@ -11,8 +11,8 @@ from typing import Any
 from sediment_sft.eligibility import STRONG_RETENTION, Eligible, eligibility
 from sediment_sft.samples import SKIP_REASONS, project_session
 
-from sediment.attributed_completions import SessionAbandonment, derive_attributed_completions
-from sediment.confidence import LabelConfidencePolicy
+from sediment.derive.attributed_completions import SessionAbandonment, derive_attributed_completions
+from sediment.derive.confidence import LabelConfidencePolicy
 from sediment.export.registry import load_registry
 from sediment.model.facts import DeveloperDecision, ToolCallPart
 from sediment.model.rollout import FileAttribution

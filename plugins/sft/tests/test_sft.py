@@ -14,18 +14,18 @@ from typing import Any
 
 import pytest
 
-from sediment.bundle import open_bundle
-from sediment.confidence import LabelConfidencePolicy
-from sediment.derive import StoreRollouts, derive_bundle
+from sediment.bundle.read import open_bundle
+from sediment.derive.confidence import LabelConfidencePolicy
+from sediment.derive.sessions import StoreRollouts, derive_bundle
 from sediment.errors import BundleError, OutputDirectoryError
 from sediment.export.pipeline import Evidence, export_objective
 from sediment.export.registry import load_registry
 from sediment.export.settings import SettingsSources
 from sediment.git.mirrors import MirrorRoot, MirrorWriter
+from sediment.ingest.git_notes import observe_notes
 from sediment.model.facts import CallCapture, CIOutcome, DeveloperDecision, EditObservation, InferenceCall, ToolCallPart
 from sediment.model.policy import DerivationPolicy
 from sediment.model.rollout import FileAttribution
-from sediment.observations import observe_notes
 from sediment.split import assign_split
 from sediment.store import FactStore
 from sediment.testing import ORG, REPO, T0, call, message, read_rows, rollout, run_objective, snapshot

@@ -3,7 +3,7 @@
 Teams moving over export the bundles they already reviewed: ``open_bundle`` hands a manifest
 with ``bundle_schema_version: 4`` (and no ``bundle_format``) to :func:`open_v4_bundle`, which
 checks everything before any export starts and returns a :class:`V4Bundle`, read like our own
-:class:`~sediment.bundle.Bundle`. Sediment never writes this layout.
+:class:`~sediment.bundle.format.Bundle`. Sediment never writes this layout.
 
 A v4 bundle is seven files: ``manifest.json`` and six JSONL populations, each line exactly
 ``{"record_json": "<canonical record>"}``. Its Rollout records carry no call context, so each
@@ -32,7 +32,8 @@ from typing import IO, Annotated, Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError, model_validator
 
-from sediment.bundle import MANIFEST, Bundle, BundleManifest, _fast_record, _file_sha256, _strict_loads
+from sediment.bundle.format import MANIFEST, Bundle, BundleManifest
+from sediment.bundle.lines import fast_record, file_sha256, strict_loads
 from sediment.errors import BundleError
 from sediment.git.repositories import REPOSITORY_IDENTITY_VERSION, RenameClaim, RepositoryContext
 from sediment.identifiers import ExactInt, FactId, NonEmptyId, NonEmptyRepoSlug, OrgId, UtcDatetime
@@ -243,7 +244,7 @@ def read_v4_manifest(path: Path) -> V4BundleManifest:
     """Strictly read and check ``manifest.json`` (every key, every type, the markers, the
     policy digest, the Rollout implementation version, the file entries and the row caps)."""
     try:
-        raw = _strict_loads((path / MANIFEST).read_text(encoding="ascii"))
+        raw = strict_loads((path / MANIFEST).read_text(encoding="ascii"))
     except FileNotFoundError:
         raise BundleError(f"not a bundle: {path / MANIFEST} is missing") from None
     except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -315,7 +316,7 @@ def _envelope(line: bytes, where: str) -> dict[str, Any]:
     if not line.endswith(b"\n"):
         raise BundleError(f"invalid bundle record at {where}: the line does not end with a newline")
     try:
-        outer = _strict_loads(line.decode("ascii"))
+        outer = strict_loads(line.decode("ascii"))
         if not isinstance(outer, dict) or set(outer) != {"record_json"} or not isinstance(outer["record_json"], str):
             raise ValueError('a line must be exactly {"record_json": "<string>"}')
         record = decode_record(outer["record_json"])
@@ -361,7 +362,7 @@ def _org_record(line: bytes, where: str, model: type[M], keys: frozenset[str], l
 
 def _trusted_record(line: bytes) -> dict[str, Any]:
     """The record of a line already checked when the bundle was opened (fast parser first)."""
-    record = _fast_record(line)
+    record = fast_record(line)
     if record is None:
         record = decode_record(json.loads(line)["record_json"])
     if not isinstance(record, dict):
@@ -595,7 +596,7 @@ def _scan(directory: Path, name: str, info: Mapping[str, Any], workers: int,
 
     digests: list[str] = []
     pieces = list(ordered_chunks(job, status.st_size, workers, per_worker=4,
-                                 meanwhile=lambda: digests.append(_file_sha256(path))))
+                                 meanwhile=lambda: digests.append(file_sha256(path))))
     offsets = [offset for piece in pieces for offset in piece.offsets]
     if len(offsets) != info["rows"]:
         raise BundleError(f"{file} has {len(offsets)} rows; the manifest says {info['rows']}")

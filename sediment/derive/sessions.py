@@ -26,11 +26,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sediment.attribution import CommitIndex, attribute, attribute_files
-from sediment.bundle import check_destination, encode_line, write_bundle, write_bundle_lines
+from sediment.bundle.write import check_destination, encode_line, write_bundle, write_bundle_lines
 from sediment.ci.resolution import commit_key_of, resolve_ci
-from sediment.decision_attachment import ATTACHMENT_SKIP_REASONS, CallTarget
-from sediment.decision_attachment import attach_decisions as attach_decisions_to
+from sediment.derive.attribution import CommitIndex, attribute, attribute_files
+from sediment.derive.decision_attachment import ATTACHMENT_SKIP_REASONS, CallTarget
+from sediment.derive.decision_attachment import attach_decisions as attach_decisions_to
 from sediment.git.mirrors import MirrorRoot
 from sediment.git.repositories import RepositoryContext, superseded_observations
 from sediment.model.facts import CIOutcome, DeveloperDecision, InferenceCall
@@ -47,7 +47,7 @@ def attach_decisions(
     calls: Sequence[InferenceCall], decisions: Sequence[DeveloperDecision]
 ) -> tuple[dict[str, tuple[DeveloperDecision, ...]], Counter[str]]:
     """Decisions per inference call id, joined unique-or-drop on ``call_id``
-    (:mod:`sediment.decision_attachment`), and the drop counts by reason."""
+    (:mod:`sediment.derive.decision_attachment`), and the drop counts by reason."""
     attachment = attach_decisions_to(map(CallTarget.of_call, calls), decisions)
     return dict(attachment.by_call), attachment.skipped
 

@@ -8,9 +8,9 @@ one code file of one commit it produced, with every piece of evidence about it:
   the ``file_path`` and ``similarity_score`` of the Rollout's
   :class:`~sediment.model.rollout.FileAttribution`, and the Session's ``attribution_source``
   (``git_notes`` | ``jaccard``);
-- the **developer decisions** joined to the call (:mod:`sediment.decision_attachment`, over the
+- the **developer decisions** joined to the call (:mod:`sediment.derive.decision_attachment`, over the
   Session's decision population), each with its edit retention filled where it had none
-  (:func:`sediment.edit_retention.fill_edit_retention`, from the Session's EditObservations;
+  (:func:`sediment.derive.edit_retention.fill_edit_retention`, from the Session's EditObservations;
   the fill is computed here and never stored). Decisions are call-scoped: every AC of one call
   carries all of that call's decisions;
 - the **CI outcomes** of complete runs on the qualified commit (the Rollout's terminal
@@ -54,9 +54,9 @@ from sediment.ci.resolution import (
     outcome_commit_key,
     resolve_ci,
 )
-from sediment.confidence import ConfidenceEvidence, LabelConfidencePolicy
-from sediment.decision_attachment import ATTACHMENT_SKIP_REASONS, CallTarget, attach_decisions
-from sediment.edit_retention import SCORER_NON_FINITE, Scorer, fill_edit_retention, four_gram_containment
+from sediment.derive.confidence import ConfidenceEvidence, LabelConfidencePolicy
+from sediment.derive.decision_attachment import ATTACHMENT_SKIP_REASONS, CallTarget, attach_decisions
+from sediment.derive.edit_retention import SCORER_NON_FINITE, Scorer, fill_edit_retention, four_gram_containment
 from sediment.git.repositories import RepositoryContext, identity_sort_key, repository_sort_key
 from sediment.identifiers import CommitSha, NonEmptyId, NonEmptyRepoSlug, OrgId, UtcDatetime
 from sediment.model.facts import (
@@ -287,7 +287,7 @@ class SessionCompletions:
         return found
 
     def confidence_evidence(self, completion: AttributedCompletion) -> ConfidenceEvidence:
-        """What the Confidence ladder reads of ``completion`` (:mod:`sediment.confidence`)."""
+        """What the Confidence ladder reads of ``completion`` (:mod:`sediment.derive.confidence`)."""
         return ConfidenceEvidence(
             decisions=completion.decisions,
             abandoned=completion.abandonment is not None,

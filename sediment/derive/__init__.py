@@ -1,0 +1,1 @@
+"""Derivation: Facts become Rollouts and attributed completions."""
