@@ -35,13 +35,40 @@ from sediment.derive.attributed_completions import (
     SessionCompletions,
 )
 from sediment.derive.confidence import LabelConfidencePolicy, PairConfidence, label_confidence, pair_confidence
-from sediment.export.attributed_calls import AttributedCall, CallRecord, CommitAttributions
-from sediment.export.context import ExportContext
-from sediment.export.evidence import RECIPE_ID, RECIPE_VERSION, RolloutEvidence, put_optional, reward_source
-from sediment.export.hookspecs import CONTRACT_VERSION, hookimpl
-from sediment.export.reference_patch import PATCH_SKIP_REASONS, ReferencePatch
-from sediment.export.representation import REPRESENTATION_REASONS, representation_problem
-from sediment.export.rows import (
+from sediment.evidence.attributed_calls import AttributedCall, CallRecord, CommitAttributions
+from sediment.evidence.context import ExportContext
+from sediment.evidence.recipe import Recipe
+from sediment.evidence.reference_patch import PATCH_SKIP_REASONS, ReferencePatch
+from sediment.evidence.representation import REPRESENTATION_REASONS, representation_problem
+from sediment.evidence.rollout import RECIPE_ID, RECIPE_VERSION, RolloutEvidence, put_optional, reward_source
+from sediment.evidence.tasks import (
+    TASK_REMEDIES,
+    TaskBasis,
+    task_basis,
+    task_ineligibility,
+    task_instance_id,
+    task_skip_reasons,
+)
+from sediment.evidence.trainer_messages import (
+    TRAINER_SKIP_REASONS,
+    TrainerConversation,
+    TrainerDecline,
+    TrainingProvenance,
+    map_conversation,
+    map_inference_prompt,
+    strict_json,
+)
+from sediment.evidence.turns import (
+    ROLLOUT_SKIP_REASONS,
+    capture_row,
+    decision_row,
+    message_row,
+    segment_instance_id,
+    turn_row,
+)
+from sediment.export.writer import atomic_write_bytes
+from sediment.git.mirrors import Mirror, MirrorReadError
+from sediment.host.declarations import (
     SPLIT_ORDER,
     AdaptedRow,
     Declined,
@@ -55,28 +82,10 @@ from sediment.export.rows import (
     ProfileInfo,
     ProjectedRow,
     PublishedExport,
-    Recipe,
     TargetInfo,
 )
-from sediment.export.settings import PluginSettings, ReadableFile
-from sediment.export.tasks import (
-    TASK_REMEDIES,
-    TaskBasis,
-    task_basis,
-    task_ineligibility,
-    task_instance_id,
-    task_skip_reasons,
-)
-from sediment.export.turns import (
-    ROLLOUT_SKIP_REASONS,
-    capture_row,
-    decision_row,
-    message_row,
-    segment_instance_id,
-    turn_row,
-)
-from sediment.export.writer import atomic_write_bytes
-from sediment.git.mirrors import Mirror, MirrorReadError
+from sediment.host.diagnosis import DiagnosedRow, FloorCandidate, PromptBucket, Stratum
+from sediment.host.hookspecs import CONTRACT_VERSION, hookimpl
 from sediment.identifiers import render_datetime
 from sediment.model.facts import (
     CallCapture,
@@ -90,19 +99,11 @@ from sediment.model.facts import (
     ToolCallResponsePart,
     ToolDefinition,
 )
-from sediment.model.policy import Provenance, TrainingProvenance
+from sediment.model.policy import Provenance
 from sediment.model.rollout import Rollout, Turn
 from sediment.records import canonical_digest, canonical_json, plain, sha256_hex, sortable_time
-from sediment.reports.diagnosis import DiagnosedRow, FloorCandidate, PromptBucket, Stratum
+from sediment.settings import PluginSettings, ReadableFile
 from sediment.split import Split
-from sediment.trainer_messages import (
-    TRAINER_SKIP_REASONS,
-    TrainerConversation,
-    TrainerDecline,
-    map_conversation,
-    map_inference_prompt,
-    strict_json,
-)
 from sediment.validation import schemas_in
 
 __all__ = [
@@ -206,8 +207,8 @@ __all__ = [
 ]
 
 # --- the trajectory library: importer plugins (``describe_importer`` / ``import_source``) -----
-from sediment.trajectory import kit as trajectory_kit
-from sediment.trajectory.importing import ImporterInfo
+from sediment.host.declarations import ImporterInfo
+from sediment.importing import kit as trajectory_kit
 from sediment.trajectory.record import Trajectory
 from sediment.trajectory.sources import ImportRefusal
 

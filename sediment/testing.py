@@ -52,8 +52,8 @@ from sediment.model.rollout import CommitRef, Rollout, segment_calls, tool_sets
 from sediment.split import Split
 
 if TYPE_CHECKING:
-    from sediment.export.registry import PluginRegistry
     from sediment.git.repositories import RepositoryContext
+    from sediment.host.registry import PluginRegistry
     from sediment.validation import SchemaSet
 
 ORG = "acme"
@@ -176,14 +176,14 @@ def plugin_registry(*plugins: tuple[str, object], builtins: bool = True) -> Plug
     The registry is a fresh value: registering here changes nothing for other tests. Pass it
     to :func:`run_export` (or to the export functions' ``registry=``).
     """
-    from sediment.export.plugins import (
+    from sediment.host.discovery import (
         BUILTIN_OBJECTIVES,
         BUILTIN_PLUGINS,
         PluginOrigin,
         PluginSource,
         discover_entry_points,
     )
-    from sediment.export.registry import load_registry
+    from sediment.host.registry import load_registry
 
     sources = discover_entry_points(blocked=(), only=BUILTIN_PLUGINS if builtins else BUILTIN_OBJECTIVES)
     for name, plugin in plugins:
@@ -192,7 +192,7 @@ def plugin_registry(*plugins: tuple[str, object], builtins: bool = True) -> Plug
 
 
 def _schemas(schemas: SchemaSet | PluginRegistry | None) -> SchemaSet:
-    from sediment.export.registry import PluginRegistry, load_registry
+    from sediment.host.registry import PluginRegistry, load_registry
 
     if schemas is None:
         return load_registry().schemas
@@ -219,8 +219,8 @@ def export_target(rollouts: Sequence[Rollout], mirrors: MirrorRoot | None, out_d
     """Export ``rollouts`` through ``target`` with the installed plugins and no operator
     configuration (``commands``: a ``VerifierCommands``); the summary. ``repositories`` is the
     repository context identified CI resolves with (without one, only legacy CI resolves)."""
+    from sediment.evidence.verifier_commands import VerifierCommands
     from sediment.export.pipeline import export_rlvr_from_rollouts
-    from sediment.export.verifier_commands import VerifierCommands
 
     return export_rlvr_from_rollouts(rollouts, mirrors, out_dir, target=target, split_enabled=split,
                                      verifier_commands=commands or VerifierCommands.empty(),
@@ -249,10 +249,10 @@ def run_export(rollouts: Sequence[Rollout], out_dir: Path, *, target: str, profi
     :param repositories: the repository context identified CI resolves with, e.g.
         ``RepositoryContext.build(ORG, outcomes)`` (without one, only legacy CI resolves).
     """
+    from sediment.evidence.verifier_commands import VerifierCommands
     from sediment.export.pipeline import export_rlvr_from_rollouts
-    from sediment.export.registry import load_registry
-    from sediment.export.settings import SettingsSources
-    from sediment.export.verifier_commands import VerifierCommands
+    from sediment.host.registry import load_registry
+    from sediment.settings import SettingsSources
 
     registry = registry or load_registry()
     summary = export_rlvr_from_rollouts(
@@ -278,10 +278,10 @@ def run_objective(rollouts: Sequence[Rollout], out_dir: Path, *, objective: str,
 
     :param settings: plugin settings, ``{plugin name: {field: value}}``.
     """
+    from sediment.evidence.verifier_commands import VerifierCommands
     from sediment.export.pipeline import Evidence, export_objective
-    from sediment.export.registry import load_registry
-    from sediment.export.settings import SettingsSources
-    from sediment.export.verifier_commands import VerifierCommands
+    from sediment.host.registry import load_registry
+    from sediment.settings import SettingsSources
 
     registry = registry or load_registry()
     summary = export_objective(
@@ -457,7 +457,7 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, p
 def _clean_sediment_environment(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[None]:
     """No operator configuration leaks into tests, and discovery sees only the built-in plugins
     (unless the test is marked ``sediment_installed_plugins``)."""
-    from sediment.export.plugins import BUILTIN_PLUGINS, LOAD_ENV_VAR
+    from sediment.host.discovery import BUILTIN_PLUGINS, LOAD_ENV_VAR
 
     for name in [n for n in os.environ if n.startswith("SEDIMENT_") and n != "SEDIMENT_TEST_DATABASE_URL"]:
         monkeypatch.delenv(name, raising=False)

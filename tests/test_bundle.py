@@ -13,7 +13,7 @@ from sediment import export_rlvr_from_bundle
 from sediment.bundle.read import open_bundle
 from sediment.bundle.write import write_bundle
 from sediment.errors import BundleError
-from sediment.export.verifier_commands import VerifierCommands
+from sediment.evidence.verifier_commands import VerifierCommands
 from sediment.git.mirrors import MirrorRoot
 from sediment.model.policy import DerivationPolicy, SplitPolicy
 from sediment.split import assign_split

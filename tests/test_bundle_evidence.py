@@ -20,7 +20,7 @@ from sediment.bundle.write import write_bundle
 from sediment.derive.edit_retention import fill_edit_retention, four_gram_containment
 from sediment.derive.sessions import derive_bundle
 from sediment.errors import BundleError
-from sediment.export.verifier_commands import VerifierCommands
+from sediment.evidence.verifier_commands import VerifierCommands
 from sediment.git.mirrors import MirrorRoot
 from sediment.ingest.files import ingest_files
 from sediment.ingest.otlp import translate_otlp

@@ -31,7 +31,7 @@ from sediment.bundle.read import open_bundle
 from sediment.bundle.upstream import FILES, POPULATION_ROW_CAP, V4Bundle
 from sediment.bundle.write import write_bundle
 from sediment.errors import BundleError
-from sediment.export.verifier_commands import VerifierCommands
+from sediment.evidence.verifier_commands import VerifierCommands
 from sediment.git.mirrors import MirrorRoot
 from sediment.model.facts import InferenceCall, ReasoningPart, ToolCallPart, ToolCallResponsePart, ToolDefinition
 from sediment.model.policy import AttributionPolicy, DerivationPolicy, SimilarityWindow, SplitPolicy
@@ -505,8 +505,8 @@ def test_the_demos_rollouts_export_identically_from_a_v4_bundle(tmp_path: Path) 
     a v4 bundle, export every target byte for byte as the demo exported them from its own bundle
     (which tests/test_golden_demo.py pins)."""
     from sediment.demo import run_demo
-    from sediment.export.registry import load_registry
-    from sediment.export.settings import SettingsSources
+    from sediment.host.registry import load_registry
+    from sediment.settings import SettingsSources
 
     demo = run_demo(tmp_path / "demo")
     ours = open_bundle(demo["bundle"])

@@ -32,12 +32,12 @@ from sediment.derive.confidence import (
     pair_confidence,
 )
 from sediment.errors import ConfigurationError
-from sediment.export.settings import SettingsSources
+from sediment.evidence.trainer_messages import TRAINER_MESSAGES_VERSION, TrainingProvenance
 from sediment.model.facts import DeveloperDecision
-from sediment.model.policy import Provenance, TrainingProvenance
+from sediment.model.policy import Provenance
 from sediment.records import plain
+from sediment.settings import SettingsSources
 from sediment.testing import ORG, T0, outcome
-from sediment.trainer_messages import TRAINER_MESSAGES_VERSION
 from sediment.validation import SchemaSet, core_schemas
 
 SHA = "0123456789abcdef0123456789abcdef01234567"

@@ -13,7 +13,7 @@ import pytest
 
 from sediment import export_rlvr_from_bundle, export_rlvr_from_rollouts
 from sediment.derive.sessions import StoreRollouts, attach_decisions, derive_bundle
-from sediment.export.verifier_commands import VerifierCommands
+from sediment.evidence.verifier_commands import VerifierCommands
 from sediment.git.mirrors import MirrorRoot, MirrorWriter
 from sediment.ingest.git_notes import observe_notes
 from sediment.model.facts import DeveloperDecision, ToolCallPart

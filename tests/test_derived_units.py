@@ -14,8 +14,8 @@ import pytest
 
 from sediment.ci.resolution import CommitKey
 from sediment.errors import ConfigurationError, PluginError
-from sediment.export.attributed_calls import commit_attributions
-from sediment.export.context import Evidence, store_evidence
+from sediment.evidence.attributed_calls import commit_attributions
+from sediment.evidence.context import Evidence, store_evidence
 from sediment.export.pipeline import export_objective
 from sediment.git.mirrors import MirrorRoot
 from sediment.model.facts import SessionCommitObservation

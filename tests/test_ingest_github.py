@@ -17,13 +17,8 @@ import pytest
 
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.facts_jsonl import content_hash
-from sediment.ingest.github import (
-    CONCLUSION_RESULTS,
-    SKIP_REASONS,
-    evident_event,
-    github_result,
-    translate_github,
-)
+from sediment.ingest.github import SKIP_REASONS, evident_event, translate_github
+from sediment.ingest.github_fields import CONCLUSION_RESULTS, github_result
 from sediment.model.facts import CIOutcome, PullRequestMerge, Push, RepositoryRename
 from sediment.store.ids import fact_id
 

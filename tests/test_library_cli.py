@@ -199,7 +199,7 @@ def test_sediment_rollouts_rank_by_their_ci_evidence(tmp_path: Path) -> None:
     """Sediment's own Rollouts (the demo's bundle) mixed with public data: CI-verified attempts
     are ranked by their independent evidence, and the bundle's eval split holds the task out."""
     from sediment.demo import run_demo
-    from sediment.trajectory.importing import import_records
+    from sediment.importing.run import import_records
 
     run_demo(tmp_path / "demo")
     bundle = tmp_path / "demo" / "bundle"

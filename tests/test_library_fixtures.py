@@ -16,10 +16,10 @@ from typing import Any
 import orjson
 import pytest
 
+from sediment.importing.run import import_results
 from sediment.testing import optional_path, require_path
 from sediment.trajectory import facets
 from sediment.trajectory.gallery import representatives
-from sediment.trajectory.importing import import_results
 from sediment.trajectory.library import Library, record_text
 from sediment.trajectory.record import Trajectory
 from sediment.trajectory.sources import ImportRefusal

@@ -17,9 +17,9 @@ from pathlib import Path
 import orjson
 import pytest
 
+from sediment.importing.inputs import MAX_LINE_BYTES, read_canonical
 from sediment.trajectory import synthetic
 from sediment.trajectory.library import Library
-from sediment.trajectory.library_input import MAX_LINE_BYTES, read_canonical
 
 MIB = 1 << 20
 

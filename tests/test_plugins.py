@@ -17,9 +17,10 @@ import pytest
 from pydantic import Field
 
 from sediment.errors import ConfigurationError, PluginError, UnknownTargetError
-from sediment.export import hookspecs
+from sediment.evidence.verifier_commands import VerifierCommands
 from sediment.export.pipeline import export_rlvr_from_rollouts
-from sediment.export.plugins import (
+from sediment.host import hookspecs
+from sediment.host.discovery import (
     BUILTIN_MANIFEST_PLUGINS,
     BUILTIN_PLUGINS,
     BUILTIN_PROFILES,
@@ -27,9 +28,7 @@ from sediment.export.plugins import (
     discover_entry_points,
     new_plugin_manager,
 )
-from sediment.export.registry import TARGET_CORE_REASONS, load_registry
-from sediment.export.settings import SettingsSources
-from sediment.export.verifier_commands import VerifierCommands
+from sediment.host.registry import TARGET_CORE_REASONS, load_registry
 from sediment.plugin import (
     ManifestInfo,
     PluginSettings,
@@ -42,6 +41,7 @@ from sediment.plugin import (
     atomic_write_bytes,
     hookimpl,
 )
+from sediment.settings import SettingsSources
 from sediment.testing import outcome, plugin_registry, rollout, run_export
 
 ROOT = Path(__file__).parents[1]
@@ -136,7 +136,7 @@ def test_the_marker_lifts_the_isolation(tmp_path: Path, monkeypatch: pytest.Monk
 
 
 def test_duplicate_target_names_name_both_plugins() -> None:
-    from sediment.export.plugins import PluginOrigin, PluginSource
+    from sediment.host.discovery import PluginOrigin, PluginSource
 
     sources = [PluginSource(make_target("twin"), PluginOrigin("twin", dist, "1.0", "m")) for dist in ("dist-a", "dist-b")]
     with pytest.raises(PluginError, match="declared twice: by dist-a .* and by dist-b"):
@@ -374,7 +374,7 @@ def test_hookspecs_document_every_argument() -> None:
 
 
 def test_docs_hook_reference_is_generated_from_the_hookspecs() -> None:
-    from sediment.export.hookdocs import BEGIN, END, render_reference
+    from sediment.host.hookdocs import BEGIN, END, render_reference
 
     text = (ROOT / "docs" / "plugins.md").read_text(encoding="utf-8")
     block = text[text.index(BEGIN) + len(BEGIN):text.index(END)]
@@ -409,7 +409,7 @@ def test_the_public_module_exports_what_it_lists() -> None:
 def test_the_core_never_names_a_builtin_plugin() -> None:
     names = sorted(set(BUILTIN_PLUGINS) - {"sediment"}, key=len, reverse=True)  # "sediment" is also the project
     builtin = re.compile("|".join(re.escape(f'"{name}"') for name in names))
-    allowed = {"sediment/export/plugins.py"}  # the pinned BUILTIN_* constants
+    allowed = {"sediment/host/discovery.py"}  # the pinned BUILTIN_* constants
     offenders = []
     for path in sorted(ROOT.glob("sediment/**/*.py")):
         relative = str(path.relative_to(ROOT))
@@ -438,7 +438,7 @@ def test_an_export_whose_every_unit_is_skipped_names_the_dominant_reason_and_its
     assert summary["written"] == {}
     assert summary["nothing_written"] == {"units": "rollouts", "read": 3, "reason": "nope", "count": 3,
                                           "remedy": "record a verdict"}
-    from sediment.export.remedies import hint_line
+    from sediment.evidence.remedies import hint_line
 
     assert hint_line(summary["nothing_written"]) == \
         "nothing written: all 3 rollouts skipped, mostly nope (3): record a verdict"
@@ -450,13 +450,13 @@ def test_an_export_whose_every_unit_is_skipped_names_the_dominant_reason_and_its
 
 
 def test_the_dominant_reason_is_the_most_counted_then_the_first_by_name() -> None:
-    from sediment.export.remedies import CORE_REMEDIES, dominant, nothing_written
+    from sediment.evidence.remedies import CORE_REMEDIES, dominant, nothing_written
 
     assert dominant([{"b": 2, "a": 1}, {"a": 1, "c": 0}]) == ("a", 2)
     assert dominant([{}, {"c": 0}]) is None
     hint = nothing_written("pairs", 0, [{"mirror_absent": 2}], {})
     assert hint is not None and hint["remedy"] is None
-    from sediment.export.remedies import hint_line
+    from sediment.evidence.remedies import hint_line
 
     assert hint_line(hint) == "nothing written: no pairs derived, mostly mirror_absent (2)"
     assert set(CORE_REMEDIES) <= set(TARGET_CORE_REASONS)

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from sediment.errors import OutputDirectoryError, PluginError, ProfileError, UnknownProfileError
+from sediment.evidence.verifier_commands import VerifierCommands
 from sediment.export.pipeline import export_rlvr_from_rollouts
-from sediment.export.verifier_commands import VerifierCommands
 from sediment.plugin import (
     AdaptedRow,
     Dependency,

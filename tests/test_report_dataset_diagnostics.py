@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from sediment.export.context import Evidence
-from sediment.export.registry import load_registry
-from sediment.export.settings import SettingsSources
+from sediment.evidence.context import Evidence
+from sediment.host.diagnosis import DiagnosedRow, FloorCandidate, PromptBucket, Stratum
+from sediment.host.registry import load_registry
 from sediment.model.facts import DeveloperDecision, EditObservation
 from sediment.model.rollout import FileAttribution, Rollout
 from sediment.reports.dataset_diagnostics import (
@@ -27,7 +27,7 @@ from sediment.reports.dataset_diagnostics import (
     jaccard,
     prompt_tokens,
 )
-from sediment.reports.diagnosis import DiagnosedRow, FloorCandidate, PromptBucket, Stratum
+from sediment.settings import SettingsSources
 from sediment.testing import ORG, REPO, T0, call, message, rollout
 
 SECTIONS = ["model_balance", "confidence_distributions", "cross_split_duplicates", "confidence_floor_exclusions",

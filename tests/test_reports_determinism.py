@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 
 from sediment.demo import ORG, run_demo
-from sediment.export.registry import load_registry
-from sediment.export.settings import SettingsSources
 from sediment.git.mirrors import MirrorRoot
+from sediment.host.registry import load_registry
 from sediment.model.facts import FactModel, PullRequestMerge, SessionCommitObservation
 from sediment.reports.dataset_diagnostics import store_dataset_diagnostics
 from sediment.reports.merge_retention import store_merge_retention
+from sediment.settings import SettingsSources
 from sediment.store import FactStore
 
 AS_OF = datetime(2030, 1, 1, tzinfo=UTC)

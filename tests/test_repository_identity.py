@@ -32,8 +32,8 @@ from sediment.bundle.write import write_bundle
 from sediment.ci.resolution import resolve_ci
 from sediment.derive.sessions import StoreRollouts, derive_bundle
 from sediment.errors import SedimentError
+from sediment.evidence.verifier_commands import VerifierCommands
 from sediment.export.pipeline import export_rlvr_from_rollouts
-from sediment.export.verifier_commands import VerifierCommands
 from sediment.git.mirrors import MirrorError, MirrorRoot, MirrorWriter, mirror_identity
 from sediment.git.repositories import RepositoryContext
 from sediment.ingest.facts_jsonl import fact_id

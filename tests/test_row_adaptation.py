@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from sediment.errors import PluginError
+from sediment.evidence.verifier_commands import VerifierCommands
 from sediment.export.pipeline import Evidence, export_objective, export_rlvr_from_rollouts
-from sediment.export.verifier_commands import VerifierCommands
 from sediment.model.rollout import Rollout
 from sediment.plugin import (
     AdaptedRow,

@@ -283,7 +283,7 @@ def test_a_direct_export_reads_the_fact_store(site: Path, tmp_path: Path) -> Non
 def test_shuffled_and_repeated_input_give_identical_bytes(site: Path, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     from sediment.export.pipeline import Evidence, export_objective
-    from sediment.export.registry import load_registry
+    from sediment.host.registry import load_registry
 
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.syspath_prepend(str(EXAMPLE / "src"))

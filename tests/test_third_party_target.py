@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sediment.export.registry import load_registry
+from sediment.host.registry import load_registry
 from sediment.testing import outcome, rollout, run_export
 
 EXAMPLE = Path(__file__).parents[1] / "examples" / "third_party_target"

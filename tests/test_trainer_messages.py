@@ -1,4 +1,4 @@
-"""The trainer message mapper (sediment.trainer_messages): shapes, the per-message rules, the
+"""The trainer message mapper (sediment.evidence.trainer_messages): shapes, the per-message rules, the
 closed vocabulary, the representation check, the published schemas, determinism, and the
 recorded model calls of the shared cassettes (``<root>/../shared/fixtures/inputs/llm_calls``,
 or ``$SEDIMENT_INPUT_FIXTURES/llm_calls``; skipped with the reason when absent, failed under CI).
@@ -22,7 +22,17 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sediment.export.representation import REPRESENTATION_REASONS
+from sediment.evidence.representation import REPRESENTATION_REASONS
+from sediment.evidence.trainer_messages import (
+    TRAINER_MESSAGES_VERSION,
+    TRAINER_SKIP_REASONS,
+    TrainerConversation,
+    TrainerDecline,
+    map_conversation,
+    map_inference_call,
+    map_inference_prompt,
+    strict_json,
+)
 from sediment.ingest.calls import translate_call
 from sediment.model.facts import (
     InferenceCall,
@@ -33,16 +43,6 @@ from sediment.model.facts import (
     ToolCallResponsePart,
 )
 from sediment.testing import call, message, optional_path, require_path, run_consumer
-from sediment.trainer_messages import (
-    TRAINER_MESSAGES_VERSION,
-    TRAINER_SKIP_REASONS,
-    TrainerConversation,
-    TrainerDecline,
-    map_conversation,
-    map_inference_call,
-    map_inference_prompt,
-    strict_json,
-)
 from sediment.validation import SchemaSet, core_schemas
 
 REPOSITORY_ROOT = Path(__file__).resolve().parents[1]

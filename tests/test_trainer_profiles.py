@@ -17,10 +17,10 @@ import pytest
 
 from sediment.bundle.write import write_bundle
 from sediment.errors import CapacityError, UnknownProfileError
+from sediment.evidence.verifier_commands import VerifierCommands
 from sediment.export import objective_adaptation
 from sediment.export.pipeline import Evidence, export_objective
-from sediment.export.registry import load_registry
-from sediment.export.verifier_commands import VerifierCommands
+from sediment.host.registry import load_registry
 from sediment.model.facts import DeveloperDecision
 from sediment.model.rollout import FileAttribution, Rollout
 from sediment.split import assign_split

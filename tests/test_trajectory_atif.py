@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from sediment.importing.run import import_records, import_results
 from sediment.testing import require_path
 from sediment.trajectory import Trajectory
 from sediment.trajectory.atif import ATIF_VERSIONS, export_atif, sidecar_path, write_atif
-from sediment.trajectory.importing import import_records, import_results
 from sediment.trajectory.sources import ImportRefusal
 
 ROOT = Path(__file__).parents[1]

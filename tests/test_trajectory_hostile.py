@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
-from sediment.export.registry import load_registry
+from sediment.host.registry import load_registry
+from sediment.importing.run import import_records, import_results
 from sediment.testing import require_path
 from sediment.trajectory import Trajectory, from_json, to_json
 from sediment.trajectory.atif import write_atif
-from sediment.trajectory.importing import import_records, import_results
 from sediment.trajectory.sources import ImportRefusal, parse_json, read_units
 
 ROOT = Path(__file__).parents[1]

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from sediment.export.plugins import BUILTIN_IMPORTERS
-from sediment.export.registry import load_registry
+from sediment.host.discovery import BUILTIN_IMPORTERS
+from sediment.host.registry import load_registry
+from sediment.importing.run import import_records, import_results
 from sediment.ingest.redaction import marker
 from sediment.testing import require_path
 from sediment.trajectory import (
@@ -27,7 +28,6 @@ from sediment.trajectory import (
     verification_strength,
     views,
 )
-from sediment.trajectory.importing import import_records, import_results
 from sediment.trajectory.sources import ImportRefusal, parse_json, read_units
 
 ROOT = Path(__file__).parents[1]

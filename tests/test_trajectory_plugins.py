@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from sediment.errors import PluginError
+from sediment.importing.run import import_records, import_results
 from sediment.plugin import ImporterInfo, hookimpl
 from sediment.plugin import trajectory_kit as kit
 from sediment.testing import plugin_registry
 from sediment.trajectory import outcome_category
-from sediment.trajectory.importing import import_records, import_results
 
 
 class CsvishImporter:
@@ -85,7 +85,7 @@ def test_import_memory_stays_flat_as_the_input_grows(tmp_path: Path, monkeypatch
                            "cutoff_date": None},
                           *({"role": r, "text": "x" * 1000, "mask": r == "ai", "system_prompt": None,
                              "cutoff_date": None} for r in ("user", "ai") * 20)]}
-    from sediment.export.registry import load_registry
+    from sediment.host.registry import load_registry
 
     registry = load_registry()
     peaks = []

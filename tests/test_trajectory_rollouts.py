@@ -10,10 +10,10 @@ import pytest
 
 from sediment.bundle.read import open_bundle
 from sediment.demo import run_demo
-from sediment.export.evidence import RolloutEvidence
-from sediment.export.verifier_commands import VerifierCommands
+from sediment.evidence.rollout import RolloutEvidence
+from sediment.evidence.verifier_commands import VerifierCommands
+from sediment.importing.run import import_records, import_results
 from sediment.trajectory import Trajectory, from_json, outcome_category, to_json, verification_strength
-from sediment.trajectory.importing import import_records, import_results
 from sediment.trajectory.sources import ImportRefusal
 
 

@@ -20,13 +20,13 @@ from sediment.bundle.write import encode_line
 from sediment.demo import run_demo
 from sediment.derive.sessions import derive_bundle
 from sediment.git.mirrors import MirrorRoot, MirrorWriter
+from sediment.importing.run import import_records, import_store_results
 from sediment.ingest.git_notes import observe_notes
 from sediment.model.facts import ToolCallPart
 from sediment.model.policy import DerivationPolicy
 from sediment.store import FactStore
 from sediment.testing import ORG, T0, call, conversation, message, outcome
 from sediment.trajectory import Trajectory, to_json
-from sediment.trajectory.importing import import_records, import_store_results
 from sediment.trajectory.sources import ImportRefusal
 from sediment.trajectory.store_source import store_source
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from sediment.export.verifier_commands import ENV_VAR, VerifierCommands
+from sediment.evidence.verifier_commands import ENV_VAR, VerifierCommands
 
-LOGGER = "sediment.export.verifier_commands"
+LOGGER = "sediment.evidence.verifier_commands"
 
 
 # --- helpers -------------------------------------------------------------------------

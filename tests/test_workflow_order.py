@@ -184,7 +184,7 @@ def commands(inputs: DemoInputs, work: Path, ops: Operations) -> list[tuple[str,
 
 def exports(operator: Operator, inputs: DemoInputs, bundle: Path, out: Path, workers: int) -> None:
     """Every installed target, objective and profile, exported through the CLI."""
-    from sediment.export.registry import load_registry
+    from sediment.host.registry import load_registry
 
     registry = load_registry()
     def export(directory: str, *args: str, from_bundle: bool = True) -> None:

@@ -29,15 +29,15 @@ from sediment.errors import UsageError
 
 if TYPE_CHECKING:
     from sediment.export.pipeline import Evidence, ProgressCallback
-    from sediment.export.registry import Objective, PluginRegistry
     from sediment.git.mirrors import MirrorRoot
+    from sediment.host.registry import Objective, PluginRegistry
 
 MIRROR_ENV = settings.MIRROR_ENV
 
 
 @cache
 def _registry() -> PluginRegistry:
-    from sediment.export.registry import load_registry
+    from sediment.host.registry import load_registry
 
     return load_registry()
 
@@ -120,7 +120,7 @@ def _render_files(summary: dict[str, Any]) -> None:
     if not summary["written"]:
         console.say("nothing written (empty projections leave existing files untouched)")
     if summary.get("nothing_written"):  # every unit skipped: the dominant reason and its remedy, last
-        from sediment.export.remedies import hint_line
+        from sediment.evidence.remedies import hint_line
 
         console.say(hint_line(summary["nothing_written"]))
     for path, rows in summary["written"].items():
@@ -188,7 +188,7 @@ def _evidence(source: Path | None, org: str | None, mirror_root: MirrorRoot | No
     from sediment.export.pipeline import Evidence
 
     if source is None:
-        from sediment.export.context import store_evidence
+        from sediment.evidence.context import store_evidence
 
         org_id = settings.org_id(org)
         if mirror_root is not None:
@@ -206,7 +206,7 @@ def run_export(objective_name: str, *, out: Path, recipe: str | None = None, sou
                as_json: bool = False, workers: int = 1) -> None:
     """One ``sediment export OBJECTIVE`` run: check the names, gather the evidence, export, report."""
     from sediment.export.pipeline import export_objective
-    from sediment.export.settings import SettingsSources
+    from sediment.settings import SettingsSources
 
     registry = _registry()
     objective = registry.objective(objective_name)

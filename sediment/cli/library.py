@@ -42,9 +42,9 @@ def import_(
     cannot be imported is reported as one line (file, line, field) and the rest are imported (exit 8);
     so is a canonical line over 64 MiB, and a corrupt, truncated or bomb .gz (the records before it
     are kept). An import killed outright leaves its staging behind; the next one removes it."""
+    from sediment.importing.inputs import check_format, records_for, store_records
     from sediment.ingest import IngestError
     from sediment.trajectory.library import Library
-    from sediment.trajectory.library_input import check_format, records_for, store_records
     from sediment.trajectory.record import Trajectory
 
     check_format(format)

@@ -25,7 +25,7 @@ from sediment.cli import console, settings
 from sediment.errors import SedimentError, UsageError
 
 if TYPE_CHECKING:
-    from sediment.export.registry import Objective, PluginRegistry
+    from sediment.host.registry import Objective, PluginRegistry
     from sediment.reports.dataset_diagnostics import DatasetDiagnosticsReport
     from sediment.reports.merge_retention import MergeRetentionReport
 
@@ -230,7 +230,7 @@ def merge_retention(
 
 @cache
 def _registry() -> PluginRegistry:
-    from sediment.export.registry import load_registry
+    from sediment.host.registry import load_registry
 
     return load_registry()
 
@@ -334,8 +334,8 @@ def _recipe_option(objective: Objective) -> inspect.Parameter:
 def run_diagnostics(*, org: str | None, mirrors: Path | None, as_json: bool, max_examples: int,
                     threshold: float, recipes: dict[str, str | None], config: Path | None = None) -> None:
     """One ``sediment report dataset-diagnostics`` run."""
-    from sediment.export.settings import SettingsSources
     from sediment.reports.dataset_diagnostics import store_dataset_diagnostics
+    from sediment.settings import SettingsSources
 
     if max_examples < 0:
         raise UsageError("--max-examples must be >= 0")

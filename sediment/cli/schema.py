@@ -21,7 +21,7 @@ def validate(
     """Validate every row of each file against the schema its schema_id names: the core's
     schemas and every installed plugin's (consumer-native profile data files carry no
     schema_id; validate their evidence files)."""
-    from sediment.export.registry import load_registry
+    from sediment.host.registry import load_registry
 
     schemas = load_registry().schemas
     shown = total = 0
@@ -39,7 +39,7 @@ def validate(
 @schema_app.command("list")
 def list_schemas() -> None:
     """Print every schema id: the core's and every installed plugin's."""
-    from sediment.export.registry import load_registry
+    from sediment.host.registry import load_registry
 
     for schema_id in load_registry().schemas.ids():
         typer.echo(console.visible(schema_id))  # plugin-supplied: one id per line

@@ -21,7 +21,7 @@ def objectives(
 
     Export one with `sediment export OBJECTIVE --out DIR` (see `sediment export --help`).
     """
-    from sediment.export.registry import load_registry
+    from sediment.host.registry import load_registry
 
     registry = load_registry()
     described = [registry.objectives[name].as_json() for name in sorted(registry.objectives)]
@@ -61,7 +61,7 @@ def targets(
 ) -> None:
     """List installed export targets and manifest writers: the objective each target exports,
     files, closed skip vocabularies (the core's reasons first), schema ids, settings and origin."""
-    from sediment.export.registry import load_registry
+    from sediment.host.registry import load_registry
 
     registry = load_registry()
     described = [registry.targets[name].as_json() for name in sorted(registry.targets)]
@@ -97,7 +97,7 @@ def profiles(
     Export with `sediment export OBJECTIVE --target TARGET --profile PROFILE --out DIR`, the
     objective being the one of the profile's target (see `sediment targets`).
     """
-    from sediment.export.registry import load_registry
+    from sediment.host.registry import load_registry
 
     registry = load_registry()
     described = [registry.profiles[name].as_json() for name in sorted(registry.profiles)]

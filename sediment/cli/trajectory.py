@@ -1,6 +1,6 @@
 """``sediment trajectory``: import agent trajectories into canonical records, export them to ATIF.
 
-Thin: :func:`sediment.trajectory.importing.import_results` reads, this prints. Refusals are
+Thin: :func:`sediment.importing.run.import_results` reads, this prints. Refusals are
 ``FILE:LINE: FIELD: message`` lines on stderr; the other records are written, and the command
 exits 8 when any record was refused.
 """
@@ -23,7 +23,7 @@ trajectory_app = typer.Typer(
 
 
 def _formats() -> dict[str, str]:
-    from sediment.export.registry import load_registry
+    from sediment.host.registry import load_registry
 
     return {name: importer.info.description for name, importer in sorted(load_registry().importers.items())}
 
@@ -53,8 +53,8 @@ def import_(fmt: str = typer.Argument(..., metavar="FORMAT", help="Source format
     omissions); a record that cannot be stored exactly is refused as `FILE:LINE: FIELD: message`
     and every other record is written (exit code 8 when any was refused).
     """
+    from sediment.importing.run import import_results
     from sediment.trajectory import to_json
-    from sediment.trajectory.importing import import_results
     from sediment.trajectory.sources import ImportRefusal
 
     installed = _formats()
@@ -65,7 +65,7 @@ def import_(fmt: str = typer.Argument(..., metavar="FORMAT", help="Source format
     files = settings.import_paths(paths, from_store)
     settings.content_redaction()
     if from_store:
-        from sediment.trajectory.importing import import_store_results
+        from sediment.importing.run import import_store_results
 
         results = import_store_results(fmt, settings.store_rollouts(org))
     else:

@@ -46,7 +46,7 @@ from sediment.errors import ConfigurationError
 from sediment.records import canonical_digest
 
 if TYPE_CHECKING:
-    from sediment.export.settings import SettingsSources
+    from sediment.settings import SettingsSources
 
 __all__ = [
     "DECISION_BRANCHES",

@@ -20,14 +20,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sediment.errors import PluginError, ProfileError
-from sediment.export.evidence import RolloutEvidence
+from sediment.evidence.representation import representation_problem
+from sediment.evidence.rollout import RolloutEvidence
 from sediment.export.projection import Tally, ordered_counts, project_population
-from sediment.export.registry import COMPATIBILITY_FILE, Objective, Profile, Target
-from sediment.export.representation import representation_problem
-from sediment.export.rows import AdaptedRow, ProjectedRow, PublishedExport
-from sediment.export.settings import PluginSettings
 from sediment.export.writer import PROFILE_CLAIM_PREFIX, RowFiles, atomic_write_bytes
+from sediment.host.declarations import AdaptedRow, ProjectedRow, PublishedExport
+from sediment.host.registry import COMPATIBILITY_FILE, Objective, Profile, Target
 from sediment.records import canonical_digest, canonical_json
+from sediment.settings import PluginSettings
 from sediment.split import Split
 from sediment.validation import SchemaSet
 

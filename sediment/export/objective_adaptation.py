@@ -10,7 +10,7 @@ handed to the profile's ``adapt_row`` with no Rollout, ``evidence`` ``None``, an
 evidence line). Rows of the objective's other populations are not written. A profile
 declaring ``row_order = "row_sha256"`` has each file sorted by the data row's SHA-256, then by
 its evidence line, holding the adapted rows in memory within
-:data:`~sediment.export.rows.PROFILE_MATERIALIZATION_BUDGET` bytes. The exact-prompt check
+:data:`~sediment.host.declarations.PROFILE_MATERIALIZATION_BUDGET` bytes. The exact-prompt check
 between train and eval, ``compatibility.json`` and the summary are the target profiles' own.
 """
 
@@ -29,11 +29,11 @@ from sediment.export.adaptation import (
     row_field,
 )
 from sediment.export.projection import UNITS_TALLY, ObjectiveProjection, Tally, ordered_counts
-from sediment.export.registry import Objective, Profile
-from sediment.export.rows import PROFILE_MATERIALIZATION_BUDGET, ProjectedRow, PublishedExport
-from sediment.export.settings import PluginSettings
 from sediment.export.writer import PROFILE_CLAIM_PREFIX, RowFiles, encode_row
+from sediment.host.declarations import PROFILE_MATERIALIZATION_BUDGET, ProjectedRow, PublishedExport
+from sediment.host.registry import Objective, Profile
 from sediment.records import canonical_json
+from sediment.settings import PluginSettings
 from sediment.split import Split
 from sediment.validation import SchemaSet
 

@@ -6,7 +6,7 @@ representation check → stage``, per Rollout and population
 (:class:`~sediment.export.projection.TargetProjection`, in parallel chunks with workers); with a
 profile, each canonical row is then validated against its schema and adapted
 (:class:`~sediment.export.adaptation.ProfileProjection`). An objective without targets
-projects its own populations from the :class:`~sediment.export.context.ExportContext`
+projects its own populations from the :class:`~sediment.evidence.context.ExportContext`
 (:class:`~sediment.export.projection.ObjectiveProjection`). Rollouts are ordered by
 ``(org_id, session_id, input index)``, so shuffled input gives identical bytes.
 """
@@ -21,8 +21,7 @@ from typing import Any
 
 from sediment.ci.resolution import DEFAULT_CI_POLICY, CIResolutionPolicy
 from sediment.errors import ConfigurationError, UsageError
-from sediment.export.adaptation import ProfileProjection
-from sediment.export.context import (
+from sediment.evidence.context import (
     Evidence,
     ExportContext,
     OrderedRollouts,
@@ -30,14 +29,13 @@ from sediment.export.context import (
     RolloutSource,
     export_order,
 )
-from sediment.export.evidence import RolloutEvidence
+from sediment.evidence.recipe import Recipe
+from sediment.evidence.remedies import nothing_written
+from sediment.evidence.rollout import RolloutEvidence
+from sediment.evidence.verifier_commands import VerifierCommands
+from sediment.export.adaptation import ProfileProjection
 from sediment.export.objective_adaptation import ObjectiveProfileProjection
 from sediment.export.projection import ObjectiveProjection, Projection, Tally, TargetProjection
-from sediment.export.registry import Objective, PluginRegistry, load_registry
-from sediment.export.remedies import nothing_written
-from sediment.export.rows import Recipe
-from sediment.export.settings import PluginSettings, SettingsSources
-from sediment.export.verifier_commands import VerifierCommands
 from sediment.export.writer import (
     DEFAULT_MAX_RECORD_BYTES,
     DEFAULT_MAX_STAGE_BYTES,
@@ -48,8 +46,10 @@ from sediment.export.writer import (
 )
 from sediment.git.mirrors import MirrorRoot
 from sediment.git.repositories import RepositoryContext
+from sediment.host.registry import Objective, PluginRegistry, load_registry
 from sediment.output_paths import writing
 from sediment.parallel import ordered_chunks
+from sediment.settings import PluginSettings, SettingsSources
 
 __all__ = ["Budgets", "Evidence", "OrderedRollouts", "ProgressCallback", "RolloutSource", "export_objective",
            "export_rlvr_from_rollouts"]
@@ -159,7 +159,7 @@ def export_objective(
     manifest_settings = registry.manifest_settings(sources)  # every setting is checked before the claim
     remedies = registry.remedies(chosen_objective, registry.targets.get(owner_name) if chosen_objective.has_targets
                                  else None, registry.profiles[profile] if profile is not None else None)
-    owner = registry.ownership(chosen_objective)
+    owner = ownership(registry, chosen_objective)
     out = Path(out_dir)
     with writing("output directory", out):
         out.mkdir(parents=True, exist_ok=True)
@@ -307,3 +307,19 @@ def _project_chunks(evidence: Evidence, projection: Projection, stage: StagingSt
             if progress is not None:
                 progress(done, len(order))
         yield result
+
+
+def ownership(registry: PluginRegistry, objective: Objective) -> Ownership:
+    """How ``objective``'s exports own an output directory (claim, lock, the names that make a
+    directory an export's, and how other owners read in messages)."""
+    labels: dict[str, str] = {}
+    for target in registry.targets.values():
+        labels[target.name] = f"{registry.objectives[target.objective].title} target {target.name}"
+    for other in registry.objectives.values():
+        if not other.has_targets:
+            labels[other.name] = f"{other.title} objective {other.name}"
+    foreign = set().union(*(registry.objective_files(o) for o in registry.objectives.values() if o is not objective))
+    return Ownership(objective=objective.name, title=objective.title, artifact_names=registry.artifact_names,
+                     foreign_artifacts=frozenset(foreign - registry.objective_files(objective)),
+                     labels=labels, titles={o.name: o.title for o in registry.objectives.values()})
+

@@ -10,13 +10,13 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from sediment.errors import PluginError
-from sediment.export.context import ExportContext
-from sediment.export.evidence import RolloutEvidence
-from sediment.export.registry import Objective, Target
-from sediment.export.representation import representation_problem
-from sediment.export.rows import Declined, NotDerived, ProjectedRow, PublishedExport
-from sediment.export.settings import PluginSettings
+from sediment.evidence.context import ExportContext
+from sediment.evidence.representation import representation_problem
+from sediment.evidence.rollout import RolloutEvidence
 from sediment.export.writer import RowFiles
+from sediment.host.declarations import Declined, NotDerived, ProjectedRow, PublishedExport
+from sediment.host.registry import Objective, Target
+from sediment.settings import PluginSettings
 
 #: The tally key of evidence that did not become a unit (never a population name: not a word).
 UNITS_TALLY = "<units>"
@@ -127,7 +127,7 @@ class TargetProjection:
 
 class ObjectiveProjection:
     """An export of an objective without targets: the objective projects its own populations
-    from the :class:`~sediment.export.context.ExportContext`, the core checks and stages what it
+    from the :class:`~sediment.evidence.context.ExportContext`, the core checks and stages what it
     yields."""
 
     parallel_safe = False

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from sediment.errors import CapacityError, OutputDirectoryError
-from sediment.export.rows import SPLIT_ORDER, PublishedExport
+from sediment.host.declarations import SPLIT_ORDER, PublishedExport
 from sediment.split import Split
 
 CLAIM_GLOB = ".sediment-*-target"

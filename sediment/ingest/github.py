@@ -44,6 +44,8 @@ from sediment.ingest.facts_jsonl import (
     stored_raw,
     with_natural_id,
 )
+from sediment.ingest.github_checks import translate_check_event
+from sediment.ingest.github_fields import GITHUB_HOST, github_result, pull_request_number, repository_identity
 from sediment.ingest.payload import header as _header
 from sediment.ingest.payload import id_text as _id_text
 from sediment.ingest.payload import lookup as _lookup
@@ -51,28 +53,13 @@ from sediment.ingest.payload import obj, unwrap
 from sediment.ingest.payload import optional_text as _optional_text
 from sediment.ingest.payload import sha as _sha
 from sediment.ingest.payload import text as _text
-from sediment.model.facts import CIOutcome, CIResult, FactModel, PullRequestMerge, Push, RepositoryRename
-
-GITHUB_HOST: Final = "github.com"
-"""The forge host of every GitHub delivery (GitHub Enterprise Server is not supported yet)."""
+from sediment.model.facts import CIOutcome, FactModel, PullRequestMerge, Push, RepositoryRename
 
 CI_PROVIDER: Final = "github_actions"
 
 IDENTITY_CAPABLE_VERSION: Final = 2
 """``schema_version`` of the identity-capable Facts written here (the models' current version)."""
 
-CONCLUSION_RESULTS: Final[Mapping[str, CIResult]] = MappingProxyType({
-    "success": "passed",
-    "failure": "failed",
-    "startup_failure": "failed",
-    "cancelled": "cancelled",
-    "timed_out": "timed_out",
-    "skipped": "skipped",
-    "neutral": "skipped",
-})
-"""``conclusion`` → ``result`` of every GitHub run, job and check (inputs.md §1.0's table): a run
-that failed to start failed; ``neutral`` carries no verification signal, so it is ``skipped``.
-Anything else — ``action_required``, ``stale``, null, a value GitHub adds later — is ``unknown``."""
 
 SKIP_REASONS: Final[tuple[str, ...]] = (
     "workflow_run_not_completed",
@@ -89,15 +76,6 @@ last two come from the job and check events (:mod:`.github_checks`)."""
 UNSUPPORTED_EVENT_PREFIX: Final = "unsupported_event:"
 
 _ZERO_SHA: Final = re.compile(r"^0+$")
-
-
-def github_result(status: str | None, conclusion: str | None) -> CIResult:
-    """The normalized result of a run: only a ``completed`` run with a known conclusion counts."""
-    if status is not None and status != "completed":
-        return "unknown"
-    if conclusion is None:
-        return "unknown"
-    return CONCLUSION_RESULTS.get(conclusion, "unknown")
 
 
 # --- payload access (the accessors are sediment.ingest.payload's) -----------------------
@@ -117,19 +95,6 @@ def _optional_positive_int(payload: Mapping[str, Any], path: str) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise TranslationError(f"{path}: expected a positive integer, got {value!r}")
     return value
-
-
-def repository_identity(payload: Mapping[str, Any], path: str, prefix: str = "repository"
-                        ) -> dict[str, str | None]:
-    """The identity triple (``<prefix>_provider``/``_host``/``_id``) of the repository object at
-    ``path``: GitHub's immutable ``id`` on :data:`GITHUB_HOST`, all ``None`` without an id."""
-    value = _lookup(payload, f"{path}.id")
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-        raise TranslationError(f"{path}.id: expected a positive integer, got {value!r}")
-    identified = value is not None
-    return {f"{prefix}_provider": "github" if identified else None,
-            f"{prefix}_host": GITHUB_HOST if identified else None,
-            f"{prefix}_id": str(value) if identified else None}
 
 
 def _is_zero(sha: str) -> bool:
@@ -239,34 +204,6 @@ def translate_github(
 
 
 # --- events -----------------------------------------------------------------------------
-
-
-def pull_request_number(payload: Mapping[str, Any], path: str, warnings: list[str]) -> int | None:
-    """The first pull request listed at ``path`` whose base is this repository (inputs.md §1.1).
-
-    ``pull_requests`` can list a pull request of another repository that shares the head
-    commit (octokit ``workflow_run.completed.2``). Entries whose ``base.repo.id`` differs from
-    ``repository.id`` are passed over (warned in ``warnings``); entries without ids are taken as given.
-    """
-    prs = _lookup(payload, path)
-    if prs is None:
-        return None
-    if not isinstance(prs, list):
-        raise TranslationError(f"{path}: expected an array, got {type(prs).__name__}")
-    repository_id = _lookup(payload, "repository.id")
-    for index, pr in enumerate(prs):
-        where = f"{path}[{index}]"
-        if not isinstance(pr, Mapping):
-            raise TranslationError(f"{where}: expected an object, got {type(pr).__name__}")
-        base_id = _lookup(pr, "base.repo.id")
-        if repository_id is not None and base_id is not None and base_id != repository_id:
-            warnings.append("pull_request_of_other_repository")
-            continue
-        number = pr.get("number")
-        if isinstance(number, bool) or not isinstance(number, int) or number < 1:
-            raise TranslationError(f"{where}.number: expected a positive integer, got {number!r}")
-        return number
-    return None
 
 
 def _workflow_run(delivery: _Delivery) -> Translation:
@@ -459,8 +396,6 @@ _RENAME_PATHS: Final = MappingProxyType({
 
 def _check_event(name: str) -> Callable[[_Delivery], Translation]:
     def handle(delivery: _Delivery) -> Translation:
-        from sediment.ingest.github_checks import translate_check_event
-
         return translate_check_event(name, delivery.payload, delivery_id=delivery.delivery_id,
                                      org_id=delivery.org_id, captured_at=delivery.captured_at)
     return handle

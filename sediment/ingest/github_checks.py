@@ -19,7 +19,7 @@ docs/ci-providers.md):
   declined as ``check_suite_of_actions_run``: that run is recorded by its ``workflow_run`` (or
   its jobs), under the run id, which the suite payload does not carry.
 
-``result`` follows inputs.md's table (:data:`sediment.ingest.github.CONCLUSION_RESULTS`); only a
+``result`` follows inputs.md's table (:data:`sediment.ingest.github_fields.CONCLUSION_RESULTS`); only a
 ``completed`` status is stored (others: ``ci_run_not_terminal``); ``provider_result`` is
 ``status/conclusion``; ``source_event_type`` is ``github.<event>.<action>``. Jobs are grouped
 into their run by CI resolution (:mod:`sediment.ci.jobs`): a run that also arrived as
@@ -38,7 +38,7 @@ from sediment.ci.reruns import CHECK_SUITE_TIME
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.ci_runs import NOT_TERMINAL, joined, outcome
 from sediment.ingest.facts_jsonl import json_copy
-from sediment.ingest.github import GITHUB_HOST, github_result, pull_request_number, repository_identity
+from sediment.ingest.github_fields import GITHUB_HOST, github_result, pull_request_number, repository_identity
 from sediment.ingest.payload import id_text, obj, optional_int, optional_text, optional_time, sha, text
 
 ACTIONS_APP: Final = "github-actions"

@@ -13,7 +13,7 @@ from sediment.records import canonical_digest
 from sediment.split import DEFAULT_EVAL_FRACTION, validate_eval_fraction
 
 if TYPE_CHECKING:
-    from sediment.derive.confidence import LabelConfidencePolicy
+    pass
 
 ROLLOUT_IMPLEMENTATION_VERSION = "4"
 
@@ -26,35 +26,6 @@ class Provenance(BaseModel):
     policy_version: str = Field(min_length=1)
     quarantine_revision: int = Field(ge=0)
     policy_digest: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
-
-
-class TrainingProvenance(Provenance):
-    """The provenance of a training row built from trainer messages and a Confidence: the
-    evidence's :class:`Provenance`, then the versions of the two policies the row also depends
-    on, so rows built under other rules or other ladder knobs can be told apart.
-
-    RLVR rows keep plain :class:`Provenance` (they read neither policy); schema
-    ``training-rows/training-provenance`` v1.
-    """
-
-    label_confidence_policy_version: str = Field(min_length=1)
-    label_confidence_policy_digest: str = Field(pattern=r"^[0-9a-f]{64}$")
-    trainer_messages_version: str = Field(min_length=1)
-
-    @classmethod
-    def of(cls, provenance: Provenance, label_confidence: LabelConfidencePolicy) -> TrainingProvenance:
-        """``provenance`` stamped with ``label_confidence``'s version and digest and the
-        trainer message mapper's version."""
-        from sediment.trainer_messages import TRAINER_MESSAGES_VERSION
-
-        return cls(
-            policy_version=provenance.policy_version,
-            quarantine_revision=provenance.quarantine_revision,
-            policy_digest=provenance.policy_digest,
-            label_confidence_policy_version=label_confidence.policy_version,
-            label_confidence_policy_digest=label_confidence.digest,
-            trainer_messages_version=TRAINER_MESSAGES_VERSION,
-        )
 
 
 class _PolicyModel(BaseModel):

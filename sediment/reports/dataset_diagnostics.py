@@ -1,7 +1,7 @@
 """What the training datasets would look like, before anyone trains on them (objectives contract §9.1).
 
 The report reads the records every participating objective yields through its
-``diagnose_evidence`` hook (:mod:`sediment.reports.diagnosis`) over one snapshot of the fact
+``diagnose_evidence`` hook (:mod:`sediment.host.diagnosis`) over one snapshot of the fact
 store, plus the Sessions' edit observations and decisions, and summarizes:
 
 - ``model_balance``: rows per (dataset, stratum, model);
@@ -42,9 +42,9 @@ from typing import Any
 
 from sediment.derive.attributed_completions import ABANDONMENT_POLICY_VERSION
 from sediment.derive.edit_retention import four_gram_containment
+from sediment.host.diagnosis import DiagnosedRow, Diagnosis, FloorCandidate, PromptBucket, Stratum
 from sediment.model.facts import DeveloperDecision, EditObservation
 from sediment.model.rollout import string_leaves
-from sediment.reports.diagnosis import DiagnosedRow, Diagnosis, FloorCandidate, PromptBucket, Stratum
 from sediment.reports.statistics import SIZE_BINS, size_bin, summary
 
 #: The Fate rules' version and cut points.
@@ -428,16 +428,16 @@ def evidence_dataset_diagnostics(evidence: Any, org_id: str, *, registry: Any, s
                                  max_examples: int = DEFAULT_MAX_EXAMPLES,
                                  near_duplicate_threshold: float = DEFAULT_NEAR_DUPLICATE_THRESHOLD
                                  ) -> DatasetDiagnosticsReport:
-    """:func:`dataset_diagnostics` over an export's evidence (``sediment.export.context.Evidence``):
+    """:func:`dataset_diagnostics` over an export's evidence (``sediment.evidence.context.Evidence``):
     every installed objective that implements ``diagnose_evidence`` reads it under the recipe
     ``recipes`` names for it (default: its first), then the Sessions' edits are read from its
     Rollouts.
 
-    :param registry: the plugin registry (:func:`sediment.export.registry.load_registry`).
+    :param registry: the plugin registry (:func:`sediment.host.registry.load_registry`).
     :param sources: the plugin settings sources (``SettingsSources``), as for an export.
     """
     from sediment.errors import PluginError
-    from sediment.export.context import ExportContext, export_order
+    from sediment.evidence.context import ExportContext, export_order
 
     # checked before reading anything
     dataset_diagnostics([], [], max_examples=max_examples, near_duplicate_threshold=near_duplicate_threshold)
@@ -470,7 +470,7 @@ def store_dataset_diagnostics(store: Any, org_id: str, mirrors: Any, *, registry
                               ) -> DatasetDiagnosticsReport:
     """:func:`evidence_dataset_diagnostics` over the fact store: the org's Rollouts derived one
     Session at a time under the default derivation policy, as a direct export reads them."""
-    from sediment.export.context import store_evidence
+    from sediment.evidence.context import store_evidence
 
     dataset_diagnostics([], [], max_examples=max_examples, near_duplicate_threshold=near_duplicate_threshold)
     return evidence_dataset_diagnostics(store_evidence(store, org_id, mirrors), org_id, registry=registry,

@@ -417,7 +417,7 @@ def store_merge_retention(store: Any, org_id: str, mirrors: MirrorRoot | None, *
     """:func:`merge_retention` over the fact store: the org's Rollouts derived one Session at a
     time under the default derivation policy, their attributed completions, its merges."""
     from sediment.derive.attributed_completions import derive_attributed_completions
-    from sediment.export.context import export_order, store_evidence
+    from sediment.evidence.context import export_order, store_evidence
 
     evidence = store_evidence(store, org_id, mirrors)
     source = evidence.rollouts

@@ -1,7 +1,7 @@
 """The canonical trajectory library's record and importers.
 
 :mod:`sediment.trajectory.record` defines the canonical :class:`Trajectory` (schema ``1.0``);
-:mod:`sediment.trajectory.importing` reads source files into records through importer plugins.
+:mod:`sediment.importing.run` reads source files into records through importer plugins.
 See ``docs/trajectories.md``.
 """
 

@@ -1,7 +1,7 @@
 """Sediment's own Rollouts read straight from the fact store, for an importer.
 
 :func:`store_source` derives the org's Rollouts one Session at a time (the same derivation a
-direct export and a bundle use, :func:`sediment.export.context.store_evidence`) and hands an
+direct export and a bundle use, :func:`sediment.evidence.context.store_evidence`) and hands an
 importer a :class:`StoreSource`: the org, the quarantine revision the derivation is pinned to,
 the repository context CI resolves with, and each Rollout with its canonical bundle line (the
 bytes a bundle derived from the same store would hold for it).
@@ -43,7 +43,7 @@ def store_source(store: FactStore, org_id: str, mirrors: MirrorRoot | None) -> S
     """The org's Rollouts in ``store``, derived lazily one Session at a time (a Session without
     visible inference calls has no Rollout, as in a bundle)."""
     from sediment.derive.sessions import StoreRollouts
-    from sediment.export.context import store_evidence
+    from sediment.evidence.context import store_evidence
 
     evidence = store_evidence(store, org_id, mirrors)
     derived = evidence.rollouts

@@ -15,13 +15,13 @@ import pytest
 from sediment_diff_sft import SKIP_REASONS
 
 from sediment.errors import ConfigurationError
+from sediment.evidence.verifier_commands import VerifierCommands
 from sediment.export.pipeline import Evidence, export_objective
-from sediment.export.registry import load_registry
-from sediment.export.settings import SettingsSources
-from sediment.export.verifier_commands import VerifierCommands
 from sediment.git.mirrors import Mirror, MirrorRoot
+from sediment.host.registry import load_registry
 from sediment.model.facts import CallCapture, DeveloperDecision, ToolCallPart
 from sediment.model.rollout import FileAttribution, Rollout
+from sediment.settings import SettingsSources
 from sediment.testing import ORG, REPO, T0, GitRepo, call, message, outcome, rollout, run_objective, snapshot
 
 

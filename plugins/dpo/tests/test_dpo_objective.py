@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from sediment_dpo import DPO_SKIP_REASONS, DPOPolicy
 
+from sediment.evidence.verifier_commands import VerifierCommands
 from sediment.export.pipeline import Evidence, export_objective
-from sediment.export.registry import load_registry
-from sediment.export.settings import SettingsSources
-from sediment.export.verifier_commands import VerifierCommands
+from sediment.host.registry import load_registry
 from sediment.model.facts import CallCapture, DeveloperDecision, ToolCallPart
 from sediment.model.rollout import FileAttribution, Rollout
+from sediment.settings import SettingsSources
 from sediment.split import assign_split
 from sediment.testing import ORG, REPO, T0, call, message, outcome, rollout, run_objective, snapshot
 
@@ -322,7 +322,7 @@ def test_repeated_and_shuffled_evidence_give_identical_bytes(tmp_path: Path, rec
 
 
 def test_the_row_schema_refuses_what_the_contract_forbids(tmp_path: Path) -> None:
-    from sediment.export.registry import load_registry
+    from sediment.host.registry import load_registry
 
     [row] = only_rows(export(tmp_path, [member(TRAIN[0], decisions=ACCEPT), member(TRAIN[1], decisions=REJECT)]))
     schemas = load_registry().schemas

@@ -19,9 +19,9 @@ from sediment_fireworks.messages import DEVELOPER, SYSTEM_NOT_FIRST
 
 from sediment.bundle.write import write_bundle
 from sediment.errors import ProfileError
+from sediment.evidence.verifier_commands import VerifierCommands
 from sediment.export.pipeline import Evidence, export_objective
-from sediment.export.registry import load_registry
-from sediment.export.verifier_commands import VerifierCommands
+from sediment.host.registry import load_registry
 from sediment.model.facts import DeveloperDecision, InferenceMessage, ReasoningPart, ToolCallPart
 from sediment.model.rollout import FileAttribution, Rollout
 from sediment.plugin import IncompatibleRow

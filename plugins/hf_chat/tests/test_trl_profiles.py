@@ -15,9 +15,9 @@ import pytest
 from sediment_hf_chat import trl_dpo, trl_sft
 
 from sediment.demo import run_demo
+from sediment.evidence.verifier_commands import VerifierCommands
 from sediment.export.pipeline import Evidence, export_objective
-from sediment.export.registry import load_registry
-from sediment.export.verifier_commands import VerifierCommands
+from sediment.host.registry import load_registry
 from sediment.model.facts import (
     CallCapture,
     DeveloperDecision,

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 import yaml
 
+from sediment.evidence.verifier_commands import VerifierCommands
 from sediment.export.pipeline import export_rlvr_from_rollouts
-from sediment.export.settings import SettingsSources
-from sediment.export.verifier_commands import VerifierCommands
 from sediment.git.mirrors import MirrorRoot
+from sediment.settings import SettingsSources
 from sediment.testing import GitRepo, outcome, rollout
 
 

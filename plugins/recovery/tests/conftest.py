@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from sediment.export.context import store_evidence
+from sediment.evidence.context import store_evidence
 from sediment.export.pipeline import export_objective
 from sediment.git.mirrors import MirrorRoot
 from sediment.ingest.git_notes import observe_notes

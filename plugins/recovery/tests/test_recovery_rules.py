@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from sediment.export.registry import load_registry
+from sediment.host.registry import load_registry
 from sediment.testing import ORG, REPO, outcome
 
 SCHEMA_ID = "https://sediment.so/schemas/training-rows/recovery-row/v3.json"

@@ -20,8 +20,8 @@ from sediment_recovery.transitions import (
 )
 
 from sediment.ci.resolution import resolve_ci
-from sediment.export.registry import load_registry
 from sediment.git.mirrors import MirrorRoot
+from sediment.host.registry import load_registry
 from sediment.plugin import AttributedCall, CallRecord, Recipe
 from sediment.testing import ORG, GitRepo, outcome
 

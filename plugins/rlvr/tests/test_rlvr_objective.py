@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from sediment.bundle.write import write_bundle
-from sediment.export.registry import load_registry
+from sediment.host.registry import load_registry
 from sediment.plugin import RECIPE_ID, RECIPE_VERSION
 from sediment.testing import ORG, POLICY, outcome, rollout, snapshot
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sediment.export.verifier_commands import VerifierCommands
+from sediment.evidence.verifier_commands import VerifierCommands
 from sediment.git.mirrors import MirrorRoot
 from sediment.model.facts import ReasoningPart, ToolCallPart
 from sediment.testing import (

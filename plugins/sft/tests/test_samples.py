@@ -13,7 +13,7 @@ from sediment_sft.samples import SKIP_REASONS, project_session
 
 from sediment.derive.attributed_completions import SessionAbandonment, derive_attributed_completions
 from sediment.derive.confidence import LabelConfidencePolicy
-from sediment.export.registry import load_registry
+from sediment.host.registry import load_registry
 from sediment.model.facts import DeveloperDecision, ToolCallPart
 from sediment.model.rollout import FileAttribution
 from sediment.plugin import Declined, ProjectedRow, Recipe

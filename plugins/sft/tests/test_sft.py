@@ -19,13 +19,13 @@ from sediment.derive.confidence import LabelConfidencePolicy
 from sediment.derive.sessions import StoreRollouts, derive_bundle
 from sediment.errors import BundleError, OutputDirectoryError
 from sediment.export.pipeline import Evidence, export_objective
-from sediment.export.registry import load_registry
-from sediment.export.settings import SettingsSources
 from sediment.git.mirrors import MirrorRoot, MirrorWriter
+from sediment.host.registry import load_registry
 from sediment.ingest.git_notes import observe_notes
 from sediment.model.facts import CallCapture, CIOutcome, DeveloperDecision, EditObservation, InferenceCall, ToolCallPart
 from sediment.model.policy import DerivationPolicy
 from sediment.model.rollout import FileAttribution
+from sediment.settings import SettingsSources
 from sediment.split import assign_split
 from sediment.store import FactStore
 from sediment.testing import ORG, REPO, T0, call, message, read_rows, rollout, run_objective, snapshot

@@ -10,8 +10,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from sediment.ci.resolution import CIResolution
-from sediment.export.evidence import RolloutEvidence
-from sediment.export.reference_patch import PATCH_SKIP_REASONS, ReferencePatch
+from sediment.evidence.reference_patch import PATCH_SKIP_REASONS, ReferencePatch
+from sediment.evidence.rollout import RolloutEvidence
 
 #: The reasons in which task evidence may be missing, before patch resolution.
 EVIDENCE_REASONS: tuple[str, ...] = ("no_attributed_commit", "missing_verifier_evidence")

@@ -35,12 +35,12 @@ spans the whole call):
    ``content`` are concatenations and empty strings are kept.
 
 Then an empty completion → ``completionless``, and the emitted conversation must pass the
-representation check (:func:`~sediment.export.representation.representation_problem`):
+representation check (:func:`~sediment.evidence.representation.representation_problem`):
 a non-finite number → ``non_finite_number``, a lone surrogate → ``unrepresentable_unicode``.
 
 The mapper is a pure function of the call: the same call gives equal messages whatever was
 mapped before it. :data:`TRAINER_MESSAGES_VERSION` names these rules; it is recorded in the
-provenance of every row built from them (:class:`~sediment.model.policy.TrainingProvenance`).
+provenance of every row built from them (:class:`~sediment.evidence.trainer_messages.TrainingProvenance`).
 """
 
 from __future__ import annotations
@@ -50,7 +50,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Required, TypeAlias, TypedDict, get_args
 
-from sediment.export.representation import REPRESENTATION_REASONS, representation_problem
+from pydantic import Field
+
+from sediment.derive.confidence import LabelConfidencePolicy
+from sediment.evidence.representation import REPRESENTATION_REASONS, representation_problem
 from sediment.model.facts import (
     InferenceCall,
     InferenceMessage,
@@ -59,6 +62,7 @@ from sediment.model.facts import (
     ToolCallPart,
     ToolCallResponsePart,
 )
+from sediment.model.policy import Provenance
 from sediment.records import plain
 
 __all__ = [
@@ -74,6 +78,7 @@ __all__ = [
     "TrainerConversation",
     "TrainerDecline",
     "TrainerMessage",
+    "TrainingProvenance",
     "map_conversation",
     "map_inference_call",
     "map_inference_prompt",
@@ -321,3 +326,30 @@ def map_inference_prompt(call: InferenceCall) -> list[TrainerMessage] | TrainerD
     if problem is not None:
         return TrainerDecline(problem)  # type: ignore[arg-type]
     return mapped
+
+
+class TrainingProvenance(Provenance):
+    """The provenance of a training row built from trainer messages and a Confidence: the
+    evidence's :class:`Provenance`, then the versions of the two policies the row also depends
+    on, so rows built under other rules or other ladder knobs can be told apart.
+
+    RLVR rows keep plain :class:`Provenance` (they read neither policy); schema
+    ``training-rows/training-provenance`` v1.
+    """
+
+    label_confidence_policy_version: str = Field(min_length=1)
+    label_confidence_policy_digest: str = Field(pattern=r"^[0-9a-f]{64}$")
+    trainer_messages_version: str = Field(min_length=1)
+
+    @classmethod
+    def of(cls, provenance: Provenance, label_confidence: LabelConfidencePolicy) -> TrainingProvenance:
+        """``provenance`` stamped with ``label_confidence``'s version and digest and the
+        trainer message mapper's version."""
+        return cls(
+            policy_version=provenance.policy_version,
+            quarantine_revision=provenance.quarantine_revision,
+            policy_digest=provenance.policy_digest,
+            label_confidence_policy_version=label_confidence.policy_version,
+            label_confidence_policy_digest=label_confidence.digest,
+            trainer_messages_version=TRAINER_MESSAGES_VERSION,
+        )

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sediment.evidence.recipe import Recipe, check_word
 from sediment.split import Split
 
 #: A row population: the base name of its files (``<population>.jsonl``, or its split files).
@@ -27,7 +28,6 @@ SPLIT_ORDER: tuple[Split, ...] = ("train", "eval")
 PROFILE_STEMS: tuple[str, ...] = ("data", "evidence")
 
 _REASON = re.compile(r"^[a-z][a-z0-9_]*$")
-_WORD = _REASON
 
 
 def jsonl_names(stem: str) -> tuple[str, str, str]:
@@ -54,11 +54,6 @@ def _check_remedies(remedies: Mapping[str, str], where: str) -> dict[str, str]:
     return checked
 
 
-def _check_word(value: object, what: str) -> None:
-    if not isinstance(value, str) or not _WORD.fullmatch(value):
-        raise ValueError(f"{what} must be a snake_case word, got {value!r}")
-
-
 @dataclass(frozen=True)
 class PopulationInfo:
     """One population a target writes.
@@ -80,7 +75,7 @@ class PopulationInfo:
         object.__setattr__(self, "skip_reasons", tuple(self.skip_reasons))
         _check_reasons(self.skip_reasons, f"population {self.schema_id}")
         if self.label:
-            _check_word(self.label, f"population {self.schema_id} label")
+            check_word(self.label, f"population {self.schema_id} label")
 
 
 @dataclass(frozen=True)
@@ -113,27 +108,6 @@ class TargetInfo:
             raise ValueError("a target writes at least one population")
         if any(not isinstance(p, PopulationInfo) for p in self.populations.values()):
             raise ValueError("each population is declared with a PopulationInfo")
-
-
-@dataclass(frozen=True)
-class Recipe:
-    """One recipe of an objective: the rule that decides which evidence becomes which rows.
-
-    Rows name it (``recipe_id``, ``recipe_version``); a different rule is a new version.
-
-    :param name: the recipe id, a snake_case word (``rlvr_ci``, ``sft_curated``).
-    :param version: its integer version (independent of schema and policy versions).
-    :param description: one line for ``--help`` and ``sediment objectives``.
-    """
-
-    name: str
-    version: int
-    description: str = ""
-
-    def __post_init__(self) -> None:
-        _check_word(self.name, "a recipe name")
-        if isinstance(self.version, bool) or not isinstance(self.version, int) or self.version < 1:
-            raise ValueError(f"recipe {self.name} version must be a positive integer, got {self.version!r}")
 
 
 @dataclass(frozen=True)
@@ -204,7 +178,7 @@ class ObjectiveInfo:
                              "own units (unit_skip_reasons)")
         if not self.title.strip() or not self.unit.strip():
             raise ValueError("an objective declares its title and its unit of evidence")
-        _check_word(self.units, "units")
+        check_word(self.units, "units")
         if not self.recipes or any(not isinstance(r, Recipe) for r in self.recipes):
             raise ValueError("an objective declares at least one Recipe, the default first")
         names = [r.name for r in self.recipes]
@@ -213,12 +187,12 @@ class ObjectiveInfo:
         if bool(self.populations) == bool(self.target_populations):
             raise ValueError("an objective declares either its own populations or the populations of its targets")
         for name, info in self.populations.items():
-            _check_word(name, "a population name")
+            check_word(name, "a population name")
             if not isinstance(info, PopulationInfo):
                 raise ValueError("each population is declared with a PopulationInfo")
         for name, label in self.target_populations.items():
-            _check_word(name, "a population name")
-            _check_word(label, f"the label of population {name}")
+            check_word(name, "a population name")
+            check_word(label, f"the label of population {name}")
         if self.unit_skip_reasons and self.units in {self.label(p) for p in self.populations}:
             raise ValueError(f"units {self.units!r} is also a population's label: {self.units}_skipped would name "
                              "both vocabularies")
@@ -367,7 +341,7 @@ class ProfileInfo:
         for name in ("validated_with", "skip_reasons", "retires"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         object.__setattr__(self, "retirement_notes", dict(self.retirement_notes))
-        _check_word(self.population, "a profile's population")
+        check_word(self.population, "a profile's population")
         _check_reasons(self.skip_reasons, f"profile for {self.consumer}")
         if self.row_order not in PROFILE_ROW_ORDERS:
             raise ValueError(f"profile for {self.consumer}: row_order must be one of {list(PROFILE_ROW_ORDERS)}, "
@@ -469,3 +443,24 @@ class PublishedExport:
     @property
     def written(self) -> dict[str, int]:
         return {str(path): count for sides in self.files.values() for path, count in sides.values()}
+
+
+@dataclass(frozen=True)
+class ImporterInfo:
+    """What an importer plugin declares (``describe_importer``).
+
+    :param description: one line for listings.
+    :param patterns: the file-name patterns (``fnmatch``) it reads when a directory is given.
+    :param source_id: the ``source.source_id`` of the records it writes.
+    """
+
+    description: str
+    patterns: tuple[str, ...]
+    source_id: str
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "patterns", tuple(self.patterns))
+        if not self.patterns:
+            raise ValueError("an importer declares the file-name patterns it reads")
+        if not self.source_id:
+            raise ValueError("an importer declares its source_id")

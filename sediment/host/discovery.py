@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import pluggy
 
 from sediment.errors import PluginError
-from sediment.export import hookspecs
+from sediment.host import hookspecs
 
 ENTRY_POINT_GROUP = "sediment"
 BLOCK_ENV_VAR = "SEDIMENT_BLOCK_PLUGINS"

@@ -26,9 +26,9 @@ from sediment.ci.resolution import (
     select_reward_resolution,
 )
 from sediment.ci.transitions import TestTransitions, TransitionDecline, derive_test_transitions
-from sediment.export.reference_patch import ReferencePatch, resolve_reference_patch
-from sediment.export.rows import Recipe
-from sediment.export.verifier_commands import VerifierCommands
+from sediment.evidence.recipe import Recipe
+from sediment.evidence.reference_patch import ReferencePatch, resolve_reference_patch
+from sediment.evidence.verifier_commands import VerifierCommands
 from sediment.git.mirrors import MirrorRoot
 from sediment.git.repositories import RepositoryContext, repository_sort_key
 from sediment.model.facts import CIOutcome, TextPart, ToolDefinition

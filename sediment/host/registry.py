@@ -31,12 +31,13 @@ from sediment.errors import (
     UnknownProfileError,
     UnknownTargetError,
 )
-from sediment.export.evidence import RolloutEvidence
-from sediment.export.plugins import PluginOrigin, PluginSource, build_plugin_manager, discover_entry_points
-from sediment.export.remedies import CORE_REMEDIES
-from sediment.export.representation import REPRESENTATION_REASONS
-from sediment.export.rows import (
+from sediment.evidence.recipe import Recipe
+from sediment.evidence.remedies import CORE_REMEDIES
+from sediment.evidence.representation import REPRESENTATION_REASONS
+from sediment.evidence.rollout import RolloutEvidence
+from sediment.host.declarations import (
     AdaptedRow,
+    ImporterInfo,
     IncompatibleRow,
     ManifestInfo,
     ObjectiveInfo,
@@ -44,17 +45,15 @@ from sediment.export.rows import (
     ProfileInfo,
     ProjectedRow,
     PublishedExport,
-    Recipe,
     TargetInfo,
     jsonl_names,
 )
-from sediment.export.settings import NoSettings, PluginSettings, SettingsSources, env_names
-from sediment.export.writer import Ownership, claim_file_name
-from sediment.trajectory.importing import ImporterInfo
+from sediment.host.discovery import PluginOrigin, PluginSource, build_plugin_manager, discover_entry_points
+from sediment.settings import NoSettings, PluginSettings, SettingsSources, env_names
 from sediment.validation import SchemaSet, core_schemas
 
 if TYPE_CHECKING:
-    from sediment.export.context import ExportContext
+    from sediment.evidence.context import ExportContext
 
 #: The core's reasons at the head of every population vocabulary (a target's or an
 #: objective's own), in this order.
@@ -138,10 +137,6 @@ class Objective(_Plugin):
 
     def schema_id(self, population: Population) -> str:
         return self.info.populations[population].schema_id
-
-    @property
-    def claim_file(self) -> str:
-        return claim_file_name(self.name)
 
     def recipe(self, name: str | None) -> Recipe:
         """The recipe called ``name`` (the default for ``None``); another name is a usage error."""
@@ -662,7 +657,7 @@ class PluginRegistry:
             raise ConfigurationError(f"settings name plugins that are not installed: {', '.join(unknown)}; "
                                      "see `sediment targets` and `sediment profiles`")
 
-    def _objective_files(self, objective: Objective) -> set[str]:
+    def objective_files(self, objective: Objective) -> set[str]:
         """The row files an export of ``objective`` (its own, or its targets') may publish."""
         return {n for p in objective.info.population_names for n in jsonl_names(p)}
 
@@ -671,24 +666,10 @@ class PluginRegistry:
         """Every file name an export may publish: rows of every objective, target and profile,
         and manifests."""
         names = {n for t in self.targets.values() for p in t.populations for n in t.file_names(p)}
-        names |= {n for o in self.objectives.values() for n in self._objective_files(o)}
+        names |= {n for o in self.objectives.values() for n in self.objective_files(o)}
         names |= {n for p in self.profiles.values() for n in p.file_names}
         names |= {n for m in self.manifests.values() for n in m.info.files}
         return frozenset(names)
-
-    def ownership(self, objective: Objective) -> Ownership:
-        """How ``objective``'s exports own an output directory (claim, lock, the names that make a
-        directory an export's, and how other owners read in messages)."""
-        labels: dict[str, str] = {}
-        for target in self.targets.values():
-            labels[target.name] = f"{self.objectives[target.objective].title} target {target.name}"
-        for other in self.objectives.values():
-            if not other.has_targets:
-                labels[other.name] = f"{other.title} objective {other.name}"
-        foreign = set().union(*(self._objective_files(o) for o in self.objectives.values() if o is not objective))
-        return Ownership(objective=objective.name, title=objective.title, artifact_names=self.artifact_names,
-                         foreign_artifacts=frozenset(foreign - self._objective_files(objective)),
-                         labels=labels, titles={o.name: o.title for o in self.objectives.values()})
 
     def manifest_settings(self, sources: SettingsSources) -> dict[str, PluginSettings]:
         """Every manifest plugin's validated settings, by name (built before an export claims its

@@ -14,7 +14,7 @@ from sediment.bundle.format import ROLLOUTS as BUNDLE_ROLLOUTS
 from sediment.bundle.read import open_bundle
 from sediment.ci.resolution import select_reward_resolution
 from sediment.errors import BundleError
-from sediment.trajectory.importing import ImporterInfo
+from sediment.host.declarations import ImporterInfo
 from sediment.trajectory.record import (
     SCHEMA_VERSION,
     Artifact,

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,29 +25,8 @@ from sediment.trajectory.redaction import redact_trajectory
 from sediment.trajectory.sources import ImportRefusal
 
 if TYPE_CHECKING:
-    from sediment.export.registry import Importer, PluginRegistry
+    from sediment.host.registry import Importer, PluginRegistry
     from sediment.trajectory.store_source import StoreSource
-
-
-@dataclass(frozen=True)
-class ImporterInfo:
-    """What an importer plugin declares (``describe_importer``).
-
-    :param description: one line for listings.
-    :param patterns: the file-name patterns (``fnmatch``) it reads when a directory is given.
-    :param source_id: the ``source.source_id`` of the records it writes.
-    """
-
-    description: str
-    patterns: tuple[str, ...]
-    source_id: str
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "patterns", tuple(self.patterns))
-        if not self.patterns:
-            raise ValueError("an importer declares the file-name patterns it reads")
-        if not self.source_id:
-            raise ValueError("an importer declares its source_id")
 
 
 def claimed_files(paths: Iterable[Path], patterns: tuple[str, ...]) -> Iterator[Path]:
@@ -65,7 +43,7 @@ def claimed_files(paths: Iterable[Path], patterns: tuple[str, ...]) -> Iterator[
 def _importer(fmt: str, registry: PluginRegistry | None) -> tuple[PluginRegistry, Importer]:
     """The registry (loaded when not given) and its importer of format ``fmt``, or a PluginError."""
     if registry is None:
-        from sediment.export.registry import load_registry
+        from sediment.host.registry import load_registry
 
         registry = load_registry()
     importer = registry.importers.get(fmt)

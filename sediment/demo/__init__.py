@@ -17,7 +17,7 @@ attempt (one test flipped), a README change where no test changed state, a chang
 only adds a test, a red run (pow() multiplies) that another Session turns green, and a human's
 failing generated table whose green fix is too large a diff for a recovery. CI runs upload
 JUnit reports (in the shape pytest writes), so SWE-bench tasks get FAIL_TO_PASS and
-PASS_TO_PASS from recorded per-test results; the demo's operator settings (``demo_inputs/``)
+PASS_TO_PASS from recorded per-test results; the demo's operator settings (``demo/inputs/``)
 give the evaluation environment. Each webhook delivery is captured as its run completed, as a
 live receiver would, so a workflow's runs are in the order they ran.
 
@@ -429,8 +429,8 @@ def write_inputs(directory: Path) -> DemoInputs:
 
 
 def write_settings(directory: Path) -> Path:
-    """The demo operator's plugin settings and the files they name (``sediment/demo_inputs/``)."""
-    data = files("sediment").joinpath("demo_inputs")
+    """The demo operator's plugin settings and the files they name (``sediment/demo/inputs/``)."""
+    data = files("sediment.demo").joinpath("inputs")
     for name in ("swe-bench-environments.toml",):
         (directory / name).write_text(data.joinpath(name).read_text(encoding="utf-8"), encoding="utf-8")
     template = data.joinpath("settings.toml").read_text(encoding="utf-8")
@@ -454,12 +454,11 @@ def run_demo(out: Path) -> dict[str, Any]:
     from sediment.bundle.read import open_bundle
     from sediment.derive.sessions import derive_bundle
     from sediment.errors import ProfileError
-    from sediment.export.context import Evidence, store_evidence
+    from sediment.evidence.context import Evidence, store_evidence
     from sediment.export.pipeline import export_objective, export_rlvr_from_rollouts
-    from sediment.export.registry import load_registry
-    from sediment.export.settings import SettingsSources
     from sediment.git.mirrors import mirror_identity
     from sediment.git.repositories import RepositoryContext
+    from sediment.host.registry import load_registry
     from sediment.ingest.calls import translate_call
     from sediment.ingest.files import ingest_files
     from sediment.ingest.git_notes import observe_notes
@@ -467,6 +466,7 @@ def run_demo(out: Path) -> dict[str, Any]:
     from sediment.ingest.junit import RunAttempt, ingest_junit_reports
     from sediment.ingest.otlp import translate_otlp
     from sediment.model.policy import DerivationPolicy
+    from sediment.settings import SettingsSources
     from sediment.store import FactStore
 
     inputs = write_inputs(out / "inputs")

@@ -1,5 +1,5 @@
 """What a library import reads: canonical JSONL written by Sediment itself, or a source format
-read by its importer plugin (:mod:`sediment.trajectory.importing`).
+read by its importer plugin (:mod:`sediment.importing.run`).
 
 Every refusal is one line naming the file, the line and the field; the good records around a
 bad one are still imported.
@@ -136,7 +136,7 @@ def _trajectory_id(line: bytes) -> str | None:
 
 def known_formats() -> list[str]:
     """``canonical-jsonl`` and the format of every installed importer plugin."""
-    from sediment.export.registry import load_registry
+    from sediment.host.registry import load_registry
 
     return sorted({CANONICAL, *load_registry().importers})
 
@@ -157,7 +157,7 @@ def records_for(format: str, paths: Sequence[Path], problems: list[str], known: 
     if format == CANONICAL:
         yield from read_canonical(paths, problems, known, skipped)
         return
-    from sediment.trajectory.importing import import_records
+    from sediment.importing.run import import_records
 
     yield from import_records(format, paths, on_refusal=lambda refusal: problems.append(str(refusal)))
 
@@ -165,7 +165,7 @@ def records_for(format: str, paths: Sequence[Path], problems: list[str], known: 
 def store_records(format: str, source: StoreSource, problems: list[str]) -> Iterator[Trajectory]:
     """The records the importer of ``format`` reads from the fact store's Rollouts, each
     validated; every refusal goes to ``problems``."""
-    from sediment.trajectory.importing import import_store_results
+    from sediment.importing.run import import_store_results
     from sediment.trajectory.sources import ImportRefusal
 
     if format == CANONICAL:

@@ -21,11 +21,12 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from sediment.export.context import ExportContext
-    from sediment.export.evidence import RolloutEvidence
-    from sediment.export.rows import (
+    from sediment.evidence.context import ExportContext
+    from sediment.evidence.rollout import RolloutEvidence
+    from sediment.host.declarations import (
         AdaptedRow,
         Declined,
+        ImporterInfo,
         ManifestInfo,
         NotDerived,
         ObjectiveInfo,
@@ -35,9 +36,8 @@ if TYPE_CHECKING:
         PublishedExport,
         TargetInfo,
     )
-    from sediment.export.settings import PluginSettings
-    from sediment.reports.diagnosis import Diagnosis
-    from sediment.trajectory.importing import ImporterInfo
+    from sediment.host.diagnosis import Diagnosis
+    from sediment.settings import PluginSettings
     from sediment.trajectory.record import Trajectory
     from sediment.trajectory.sources import ImportRefusal
     from sediment.trajectory.store_source import StoreSource

@@ -29,18 +29,18 @@ from sediment.ci.resolution import DEFAULT_CI_POLICY, CIResolutionPolicy, CIReso
 from sediment.derive.attributed_completions import SessionCompletions, derive_attributed_completions
 from sediment.derive.confidence import LabelConfidencePolicy
 from sediment.errors import ConfigurationError
-from sediment.export.attributed_calls import CommitAttributions, commit_attributions
-from sediment.export.evidence import RolloutEvidence
-from sediment.export.rows import Recipe
-from sediment.export.verifier_commands import VerifierCommands
+from sediment.evidence.attributed_calls import CommitAttributions, commit_attributions
+from sediment.evidence.recipe import Recipe
+from sediment.evidence.rollout import RolloutEvidence
+from sediment.evidence.verifier_commands import VerifierCommands
 from sediment.git.mirrors import Mirror, MirrorRoot
 from sediment.git.repositories import RepositoryContext
 from sediment.model.facts import CIOutcome
 from sediment.model.rollout import Rollout
 
 if TYPE_CHECKING:
-    from sediment.export.settings import SettingsSources
     from sediment.model.policy import DerivationPolicy
+    from sediment.settings import SettingsSources
     from sediment.store import FactStore
 
 ProgressCallback = Callable[[int, int], None]
@@ -176,7 +176,7 @@ class ExportContext:
         ``[label-confidence]`` table of ``--config`` over the defaults (docs/confidence.md); read
         when first asked for, so an export that never asks is never stopped by it."""
         from sediment.derive.confidence import label_confidence_policy
-        from sediment.export.settings import SettingsSources
+        from sediment.settings import SettingsSources
 
         return label_confidence_policy(self._settings or SettingsSources.empty())
 

@@ -1,0 +1,1 @@
+"""The plugin host: hookspecs, discovery, declarations, the registry and the hook docs."""

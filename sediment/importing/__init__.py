@@ -1,0 +1,1 @@
+"""Importing source files into canonical trajectories through importer plugins."""
