@@ -480,3 +480,27 @@ def test_every_builtin_remedy_names_a_reason_its_plugin_counts() -> None:
                             registry.profiles["swe-bench-tasks-v2"])
     assert "environments setting" in swe["environment_unconfigured"]
     assert "sediment mirror" in swe["no_attributed_commit"] and "ingest" in swe["missing_verifier_evidence"]
+
+
+def test_every_cross_reference_in_a_hookspec_docstring_resolves() -> None:
+    """A ``:func:``/``:class:``/``:data:`` reference in a hook's docstring names something that
+    exists (``import_source`` once sent authors to ``sediment.plugin.read_units``, which did not)."""
+    import importlib
+
+    text = Path(hookspecs.__file__).read_text(encoding="utf-8")
+    unresolved = []
+    for ref in sorted(set(re.findall(r":(?:func|class|data|mod|meth|attr):`~?([\w.]+)`", text))):
+        parts = ref.split(".")
+        found: Any = None
+        for cut in range(len(parts), 0, -1):
+            try:
+                found = importlib.import_module(".".join(parts[:cut]))
+            except ImportError:
+                continue
+            for attribute in parts[cut:]:
+                found = getattr(found, attribute, None)
+            break
+        if found is None:
+            unresolved.append(ref)
+    assert unresolved == []
+    assert "sediment.plugin.read_units" not in text and "build_trajectory" not in text

@@ -24,12 +24,18 @@ from __future__ import annotations
 import heapq
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
-from sediment.plugin import Mirror, MirrorReadError, finished_time, sortable_time
-
-if TYPE_CHECKING:
-    from .transitions import ResolvedRun
+from sediment.plugin import (
+    CIOutcome,
+    CIResolution,
+    CIWorkflowResolution,
+    CommitKey,
+    Mirror,
+    MirrorReadError,
+    finished_time,
+    sortable_time,
+)
 
 RunKey = tuple[str, str, str, str, str]
 
@@ -98,3 +104,23 @@ def order_runs(runs: Iterable[ResolvedRun], ancestors: Mapping[str, Sequence[str
 
 
 __all__ = ["RunKey", "commit_ancestry", "order_runs", "run_key"]
+
+
+@dataclass(frozen=True)
+class ResolvedRun:
+    """One resolved CI run with a verdict, as a lineage holds it."""
+
+    #: the resolution of the run's commit (its repository label and identity)
+    resolution: CIResolution
+    #: the run's own resolution (definition, branch, verdict)
+    workflow: CIWorkflowResolution
+    #: the attempt that gave the run its verdict
+    outcome: CIOutcome
+
+    @property
+    def commit(self) -> CommitKey:
+        return self.resolution.commit_key
+
+    @property
+    def verdict(self) -> str:
+        return str(self.workflow.verdict)

@@ -34,7 +34,6 @@ from typing import Any
 
 from sediment.plugin import (
     CIOutcome,
-    CIResolution,
     CIResolutionResult,
     CIWorkflowResolution,
     CommitKey,
@@ -43,7 +42,7 @@ from sediment.plugin import (
     canonical_digest,
 )
 
-from .run_order import commit_ancestry, order_runs, run_key
+from .run_order import ResolvedRun, commit_ancestry, order_runs, run_key
 
 #: The derivation's own skip reasons, in vocabulary order (the registry puts the CI resolver's
 #: reasons in front).
@@ -91,26 +90,6 @@ class RecoveryPolicy:
 
 
 DEFAULT_POLICY = RecoveryPolicy()
-
-
-@dataclass(frozen=True)
-class ResolvedRun:
-    """One resolved CI run with a verdict, as a lineage holds it."""
-
-    #: the resolution of the run's commit (its repository label and identity)
-    resolution: CIResolution
-    #: the run's own resolution (definition, branch, verdict)
-    workflow: CIWorkflowResolution
-    #: the attempt that gave the run its verdict
-    outcome: CIOutcome
-
-    @property
-    def commit(self) -> CommitKey:
-        return self.resolution.commit_key
-
-    @property
-    def verdict(self) -> str:
-        return str(self.workflow.verdict)
 
 
 @dataclass(frozen=True)

@@ -296,8 +296,8 @@ def import_source(path: Path) -> Iterable[Trajectory | ImportRefusal]:  # type: 
     """Read one source file into canonical records.
 
     Called on the chosen importer only, once per file, in the order given (a directory's
-    files in name order). Read it streaming (:func:`~sediment.plugin.read_units`), build each
-    record with :func:`~sediment.plugin.build_trajectory`, and refuse what cannot be stored
+    files in name order). Read it streaming (``trajectory_kit.read_units``), build each record
+    with ``trajectory_kit.build`` (both of ``sediment.plugin.trajectory_kit``), and refuse what cannot be stored
     exactly with an :class:`~sediment.plugin.ImportRefusal` naming line and field, keeping
     the good records around it. Never manufacture a missing observation or outcome.
 
