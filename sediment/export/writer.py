@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from sediment.errors import CapacityError, OutputDirectoryError
-from sediment.host.declarations import SPLIT_ORDER, PublishedExport
+from sediment.host.declarations import SPLIT_ORDER, PublishedExport, claim_file_name
 from sediment.split import Split
 
 CLAIM_GLOB = ".sediment-*-target"
@@ -40,11 +40,6 @@ DEFAULT_MAX_STAGE_BYTES = 8 * 1024 * 1024 * 1024
 PROFILE_CLAIM_PREFIX = "profile:"
 
 logger = logging.getLogger(__name__)
-
-
-def claim_file_name(objective: str) -> str:
-    """``.sediment-<objective>-target``: the claim of an output directory."""
-    return f".sediment-{objective}-target"
 
 
 def lock_file_name(objective: str) -> str:

@@ -464,3 +464,8 @@ class ImporterInfo:
             raise ValueError("an importer declares the file-name patterns it reads")
         if not self.source_id:
             raise ValueError("an importer declares its source_id")
+
+
+def claim_file_name(objective: str) -> str:
+    """``.sediment-<objective>-target``: the claim of an output directory."""
+    return f".sediment-{objective}-target"

@@ -46,6 +46,7 @@ from sediment.host.declarations import (
     ProjectedRow,
     PublishedExport,
     TargetInfo,
+    claim_file_name,
     jsonl_names,
 )
 from sediment.host.discovery import PluginOrigin, PluginSource, build_plugin_manager, discover_entry_points
@@ -137,6 +138,10 @@ class Objective(_Plugin):
 
     def schema_id(self, population: Population) -> str:
         return self.info.populations[population].schema_id
+
+    @property
+    def claim_file(self) -> str:
+        return claim_file_name(self.name)
 
     def recipe(self, name: str | None) -> Recipe:
         """The recipe called ``name`` (the default for ``None``); another name is a usage error."""
