@@ -52,7 +52,7 @@ from sediment.trajectory.library import Library
 from sediment.trajectory.sources import ImportRefusal, parse_json, read_units
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_fuzz_ingest import mutate, render, text_mutation  # noqa: E402  (the shared mutations)
+from test_fuzz_ingest import mutate, render, text_mutation  # the shared mutations
 
 HERE = Path(__file__).parent
 SHARED = HERE.parent.parent / "shared" / "fixtures" / "trajectories"
