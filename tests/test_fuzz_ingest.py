@@ -37,9 +37,12 @@ where they fail.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import math
 import os
+import sys
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -55,6 +58,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from sediment.cli.console import visible
 from sediment.facts import CIOutcome, DeveloperDecision, FactModel, Push
 from sediment.identifiers import TimestampError, utc_timestamp
 from sediment.ingest import Translation, TranslationError
@@ -847,7 +851,8 @@ def junit_mutation(data: st.DataObject, text: bytes) -> bytes:
 @FUZZ
 @given(data=st.data())
 def test_fuzz_ingest_junit(data: st.DataObject) -> None:
-    """A report is stored whole or refused as one ``FILE: problem``; the other reports are kept."""
+    """A report is stored whole or refused as one ``FILE: problem``; the other reports are kept;
+    ``sediment ingest junit`` prints exactly those problems and exits 8 when there is one."""
     count = data.draw(st.integers(1, 3), label="reports")
     with tempfile.TemporaryDirectory(prefix="sediment-fuzz-") as work:
         paths, expected_results, expected_problems = [], [], set()
@@ -880,6 +885,37 @@ def test_fuzz_ingest_junit(data: st.DataObject) -> None:
                 assert encode_record(stored[result_id]) == encode_record(result)
         finally:
             store.close()
+        code, errors = junit_command(paths, Path(work) / "home")
+        assert code == (8 if expected_problems else 0), errors
+        assert sorted(errors[:len(report.problems)]) == sorted(f"error: {visible(str(p))}" for p in report.problems)
+        assert not any("Traceback" in line for line in errors), errors
+
+
+def junit_command(paths: list[str], home: Path) -> tuple[int, list[str]]:
+    """``sediment ingest junit PATHS`` for ATTEMPT, in this process: its exit code and stderr lines."""
+    from sediment.cli import main
+
+    environ = {"SEDIMENT_HOME": str(home), "SEDIMENT_ORG_ID": ORG, "SEDIMENT_CAPTURE_TIME": T0.isoformat()}
+    saved = {name: os.environ.get(name) for name in environ}
+    argv = sys.argv
+    stderr = io.StringIO()
+    code = 0
+    os.environ.update(environ)
+    sys.argv = ["sediment", "ingest", "junit", *paths, "--provider", ATTEMPT.provider, "--run-id", ATTEMPT.run_id,
+                "--run-attempt", str(ATTEMPT.run_attempt), "--repo", ATTEMPT.repo, "--commit", ATTEMPT.commit_sha]
+    try:
+        with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
+            main()
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    finally:
+        sys.argv = argv
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    return code, stderr.getvalue().splitlines()
 
 
 # --- otlp: batches of log records, each read on its own ------------------------------------
