@@ -570,7 +570,7 @@ def _github_raw(fact: FactModel, record: dict[str, Any]) -> tuple[Any, Any]:
     push its whole payload; merges and renames keep none."""
     if not isinstance(fact, CIOutcome | Push):
         return None, None
-    payload = record["payload"]
+    payload = record.get("payload", record)  # an envelope, or a bare payload
     if isinstance(fact, CIOutcome):
         event = (fact.source_event_type or "").split(".")[1]  # github.<event>.<action>
         return fact.raw, payload[event]
