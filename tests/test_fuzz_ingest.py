@@ -37,9 +37,12 @@ where they fail.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import math
 import os
+import sys
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -55,6 +58,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from sediment.cli.console import visible
 from sediment.identifiers import TimestampError, utc_timestamp
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.calls import ReplayMemo, translate_call
@@ -566,7 +570,7 @@ def _github_raw(fact: FactModel, record: dict[str, Any]) -> tuple[Any, Any]:
     push its whole payload; merges and renames keep none."""
     if not isinstance(fact, CIOutcome | Push):
         return None, None
-    payload = record["payload"]
+    payload = record.get("payload", record)  # an envelope, or a bare payload
     if isinstance(fact, CIOutcome):
         event = (fact.source_event_type or "").split(".")[1]  # github.<event>.<action>
         return fact.raw, payload[event]
@@ -711,59 +715,74 @@ def require_transcripts(relative: str) -> Path:
     return require_path(TRANSCRIPTS / relative, "the shared transcript fixture", hint="set SEDIMENT_INPUT_FIXTURES")
 
 
-_SPANS: dict[tuple[str, int], tuple[int, FactModel]] = {}
+_SPANS: dict[tuple[str, int], list[tuple[int, FactModel]]] = {}
 
 
-def _first_call_span(client: str, lines: list[bytes], directory: Path) -> tuple[int, FactModel]:
-    """The fewest leading lines that give the file's first call exactly, and that call."""
+def _call_spans(client: str, lines: list[bytes], directory: Path) -> list[tuple[int, FactModel]]:
+    """Each call of the file with the fewest leading lines that give it exactly."""
     from sediment.ingest.transcripts import translate_transcript
 
     key = (client, hash(tuple(lines)))
     if key in _SPANS:
         return _SPANS[key]
 
-    def first_call(count: int, at: datetime) -> FactModel | None:
+    def calls(count: int, at: datetime) -> list[FactModel]:
         path = directory / f"span-{count}.jsonl"
         path.write_bytes(b"".join(line + b"\n" for line in lines[:count]))
-        facts = [f for f in translate_transcript(path, client, org_id=ORG, captured_at=at).facts  # type: ignore[arg-type]
-                 if type(f).__name__ == "InferenceCall"]
-        return facts[0] if facts else None
+        return [f for f in translate_transcript(path, client, org_id=ORG, captured_at=at).facts  # type: ignore[arg-type]
+                if type(f).__name__ == "InferenceCall"]
 
-    whole = first_call(len(lines), T0)
-    assert whole is not None
-    count = next((n for n in range(1, len(lines) + 1) if first_call(n, EARLY) == whole), len(lines))
-    _SPANS[key] = (count, whole)
-    return count, whole
+    whole = calls(len(lines), T0)
+    assert whole
+    prefixes = [calls(n, EARLY) for n in range(1, len(lines) + 1)]
+    _SPANS[key] = [(next((n for n, found in enumerate(prefixes, start=1) if call in found), len(lines)), call)
+                   for call in whole]
+    return _SPANS[key]
+
+
+TRANSCRIPT_CHANGES = ["mutate", "damage", "drift", "duplicate", "delete"]
 
 
 @pytest.mark.parametrize("client", sorted(TRANSCRIPT_SEEDS))
 @FUZZ
 @given(data=st.data())
 def test_fuzz_ingest_transcripts(client: str, data: st.DataObject) -> None:
-    """A transcript with damaged, mutated and drifted lines: nothing raises; every line that is
-    not a JSON object is one problem naming its line (a cut last line is waited for); every
-    problem names a line of the file in one line of text; the Facts read back from the store
-    exactly; and damage after the lines the first call needs leaves that call as it was."""
-    from sediment.ingest.transcripts import translate_transcript
+    """A transcript with damaged, mutated, drifted, duplicated and deleted lines, ingested as
+    ``sediment ingest transcripts`` does: nothing raises; every line that is not a JSON object
+    is one problem naming its line (a cut last line is waited for); every problem is one line
+    of text naming the file and a line that was changed; a line that is a JSON object is
+    refused naming its field; the Facts are in the store exactly; and every call whose lines
+    all come before the first change is kept as it was."""
+    from sediment.ingest.transcripts import ingest_transcripts, translate_transcript
 
     seed = require_transcripts(data.draw(st.sampled_from(TRANSCRIPT_SEEDS[client]), label="seed"))
     original = seed.read_bytes().splitlines()
     lines = list(original)
-    touched: list[int] = []
+    changed = [False] * len(lines)
     for _ in range(data.draw(st.integers(1, 4), label="changes")):
         at = data.draw(st.integers(0, len(lines) - 1), label="line")
-        change = data.draw(st.sampled_from(["mutate", "damage", "drift"]), label="change")
+        change = data.draw(st.sampled_from(TRANSCRIPT_CHANGES), label="change")
         event(f"transcript change: {change}")
         parsed = reference(lines[at])
         if change == "mutate" and parsed is not REFUSED:
             lines[at] = render(mutate(data, parsed)).encode("utf-8", "surrogatepass")
+            changed[at] = True
         elif change == "drift":
             lines.insert(at, json.dumps(data.draw(st.sampled_from(DRIFTED_ENTRIES))).encode())
+            changed.insert(at, True)
+        elif change == "duplicate":
+            lines.insert(at, lines[at])
+            changed.insert(at, True)
+        elif change == "delete" and len(lines) > 1:
+            del lines[at], changed[at]
+            if at < len(changed):
+                changed[at] = True  # the line after the gap: what it follows has changed
         else:
             lines[at] = text_mutation(data, lines[at])
-        touched.append(at)
+            changed[at] = True
     ending = b"\n" if data.draw(st.booleans(), label="final newline") else b""
     content = b"\n".join(lines) + ending
+    first_change = min((i for i, flag in enumerate(changed) if flag), default=len(lines))
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "session.jsonl"
         path.write_bytes(content)
@@ -771,9 +790,15 @@ def test_fuzz_ingest_transcripts(client: str, data: st.DataObject) -> None:
         physical = content.split(b"\n")
         if physical and physical[-1] == b"":
             physical.pop()
+        flags = [flag for line, flag in zip(lines, changed, strict=True) for _ in line.split(b"\n")]
+        changed_lines = {number for number, flag in enumerate(flags, start=1) if flag}
         problem_lines = {line for line, _ in result.problems}
         for line, message in result.problems:
             assert 1 <= line <= len(physical) and message and "\n" not in message, (line, message)
+            assert line in changed_lines, f"line {line} is intact yet refused: {message}"
+            if isinstance(reference(physical[line - 1].rstrip(b"\r")), dict):
+                field = message.split(": ", 1)[0]
+                assert ": " in message and field and " " not in field.strip("()"), f"no field named: {message}"
         for number, raw in enumerate(physical, start=1):
             if not raw.strip():
                 continue
@@ -781,14 +806,25 @@ def test_fuzz_ingest_transcripts(client: str, data: st.DataObject) -> None:
             cut = number == len(physical) and not ending
             if value is REFUSED or not isinstance(value, dict):
                 assert number in problem_lines or (cut and value is REFUSED), (number, raw[:80])
-        store = FactStore("sqlite://")
-        store.append(result.facts)
-        for call in (f for f in result.facts if type(f).__name__ == "InferenceCall"):
-            back = {c.inference_call_id: c for c in store.calls_for_session(ORG, call.session_id)}  # type: ignore[attr-defined]
-            assert encode_record(back[call.inference_call_id]) == encode_record(call)  # type: ignore[attr-defined]
-        span, first = _first_call_span(client, original, Path(tmp))
-        if min(touched) >= span:
-            assert first in result.facts, "damage after the first call's lines lost or changed it"
+        store = FactStore(f"sqlite:///{Path(tmp) / 'facts.db'}")
+        try:
+            report = ingest_transcripts([path], client, store, org_id=ORG, captured_at=T0)  # type: ignore[arg-type]
+            assert [(p.path, p.line, p.message) for p in report.problems] == [
+                (str(path), line, message) for line, message in result.problems]
+            first: dict[tuple[str, str], FactModel] = {}
+            for fact in result.facts:
+                table, fact_id, _ = table_and_key(fact)
+                first.setdefault((table, fact_id), fact)
+            stored = {(table, fact_id): fact for table in {t for t, _ in first}
+                      for fact_id, fact in stored_facts(store, {table}).items()}
+            assert set(stored) == set(first), "a Fact was lost, or one stored that the transcript does not give"
+            for key, fact in first.items():
+                assert encode_record(stored[key]) == encode_record(fact), f"{key} not stored exactly"
+        finally:
+            store.close()
+        for span, call in _call_spans(client, original, Path(tmp)):
+            if span <= first_change:
+                assert call in result.facts, "a change after the lines a call needs lost or changed it"
 
 
 # --- junit: whole reports ----------------------------------------------------------------
@@ -815,7 +851,8 @@ def junit_mutation(data: st.DataObject, text: bytes) -> bytes:
 @FUZZ
 @given(data=st.data())
 def test_fuzz_ingest_junit(data: st.DataObject) -> None:
-    """A report is stored whole or refused as one ``FILE: problem``; the other reports are kept."""
+    """A report is stored whole or refused as one ``FILE: problem``; the other reports are kept;
+    ``sediment ingest junit`` prints exactly those problems and exits 8 when there is one."""
     count = data.draw(st.integers(1, 3), label="reports")
     with tempfile.TemporaryDirectory(prefix="sediment-fuzz-") as work:
         paths, expected_results, expected_problems = [], [], set()
@@ -848,6 +885,37 @@ def test_fuzz_ingest_junit(data: st.DataObject) -> None:
                 assert encode_record(stored[result_id]) == encode_record(result)
         finally:
             store.close()
+        code, errors = junit_command(paths, Path(work) / "home")
+        assert code == (8 if expected_problems else 0), errors
+        assert sorted(errors[:len(report.problems)]) == sorted(f"error: {visible(str(p))}" for p in report.problems)
+        assert not any("Traceback" in line for line in errors), errors
+
+
+def junit_command(paths: list[str], home: Path) -> tuple[int, list[str]]:
+    """``sediment ingest junit PATHS`` for ATTEMPT, in this process: its exit code and stderr lines."""
+    from sediment.cli import main
+
+    environ = {"SEDIMENT_HOME": str(home), "SEDIMENT_ORG_ID": ORG, "SEDIMENT_CAPTURE_TIME": T0.isoformat()}
+    saved = {name: os.environ.get(name) for name in environ}
+    argv = sys.argv
+    stderr = io.StringIO()
+    code = 0
+    os.environ.update(environ)
+    sys.argv = ["sediment", "ingest", "junit", *paths, "--provider", ATTEMPT.provider, "--run-id", ATTEMPT.run_id,
+                "--run-attempt", str(ATTEMPT.run_attempt), "--repo", ATTEMPT.repo, "--commit", ATTEMPT.commit_sha]
+    try:
+        with contextlib.redirect_stderr(stderr), contextlib.redirect_stdout(io.StringIO()):
+            main()
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    finally:
+        sys.argv = argv
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    return code, stderr.getvalue().splitlines()
 
 
 # --- otlp: batches of log records, each read on its own ------------------------------------

@@ -416,7 +416,8 @@ def test_a_stream_of_zeros_is_one_problem_in_bounded_memory(tmp_path: Path) -> N
     assert result.returncode == 8, result.stderr[-2000:]
     assert "-:1: line longer than 64 MiB" in result.stderr
     assert json.loads(result.stdout) | {"stored": None} == {"records": 2, "stored": None, "duplicates": {},
-                                                            "skipped": {}, "warnings": {}, "failed": 1}
+                                                            "skipped": {}, "warnings": {}, "failed": 1,
+                                                            "redacted": {}}
     assert json.loads(result.stdout)["stored"] == {"ci_outcomes": 1}
 
 

@@ -15,7 +15,6 @@ import os
 import random
 import subprocess
 import sys
-import time
 import xml.dom.minidom
 from datetime import UTC, datetime
 from pathlib import Path
@@ -602,6 +601,34 @@ def sediment(home: Path, *args: str, capture: str = "2026-03-03T09:00:00Z") -> s
                           timeout=300, check=False)
 
 
+PEAK = "peak-rss-kib: "
+#: ``sediment ARGS`` run by a child that reports its own peak RSS (``VmHWM``) on stderr at exit.
+_PEAK_CHILD = """
+import atexit, sys
+def peak():
+    with open("/proc/self/status", encoding="ascii") as status:
+        sys.stderr.write("peak-rss-kib: " + next(l.split()[1] for l in status if l.startswith("VmHWM:")) + "\\n")
+atexit.register(peak)
+from sediment.cli import main
+sys.argv = ["sediment", *sys.argv[1:]]
+main()
+"""
+
+
+def sediment_peak(home: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], int]:
+    """:func:`sediment` in a child that reports its peak RSS, and that peak in KiB."""
+    if not Path("/proc/self/status").exists():
+        pytest.skip("peak RSS is read from /proc (Linux)")
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("SEDIMENT_")}
+    environ.update(SEDIMENT_HOME=str(home), SEDIMENT_ORG_ID=ORG, SEDIMENT_CAPTURE_TIME="2026-03-03T09:00:00Z",
+                   SEDIMENT_LOAD_PLUGINS="")
+    done = subprocess.run([sys.executable, "-c", _PEAK_CHILD, *args], capture_output=True, text=True, env=environ,
+                          timeout=300, check=False)
+    peaks = [int(line.removeprefix(PEAK)) for line in done.stderr.splitlines() if line.startswith(PEAK)]
+    assert len(peaks) == 1, done.stderr
+    return done, peaks[0]
+
+
 def store_content(home: Path) -> list[str]:
     store = FactStore(f"sqlite:///{home / 'facts.db'}")
     try:
@@ -658,11 +685,12 @@ def test_cli_bad_files_among_good_ones(tmp_path: Path) -> None:
     hostile = write_hostile(tmp_path / "hostile")
     files = [str(FIXTURES / "gotestsum.xml"), *map(str, hostile[:5]), str(FIXTURES / "surefire-rerun.xml"),
              *map(str, hostile[5:])]
-    start = time.monotonic()
-    result = sediment(home, "ingest", "junit", *files, *ARGS)
-    assert time.monotonic() - start < 60
+    result, peak = sediment_peak(home, "ingest", "junit", *files, *ARGS)
+    _, baseline = sediment_peak(tmp_path / "baseline", "ingest", "junit", str(FIXTURES / "gotestsum.xml"), *ARGS)
+    # the 200 MiB report is refused unread, and no hostile one is held whole beyond its bound
+    assert peak - baseline < 48 * 1024, f"peak RSS {peak // 1024} MiB, {baseline // 1024} MiB for one good report"
     assert result.returncode == 8, result.stderr
-    lines = result.stderr.splitlines()
+    lines = [line for line in result.stderr.splitlines() if not line.startswith(PEAK)]
     errors = sorted(line.removeprefix("error: ") for line in lines if line.startswith("error: ") and ".xml:" in line)
     expected = sorted([f"{tmp_path / 'hostile' / n}: {m}" for n, (_, m) in HOSTILE.items()]
                       + [f"{hostile[-1]}: report is 209715201 bytes; the limit is 67108864 bytes (64 MiB)"])

@@ -50,8 +50,8 @@ def test_import_views_and_partial_failure(tmp_path: Path, canonical: Path) -> No
     assert partial.returncode == 8, partial.stderr
     lines = partial.stderr.splitlines()
     assert any(re.search(r"bad\.jsonl:1: ", line) for line in lines)
-    assert any("bad.jsonl:2: record is not JSON" in line for line in lines)
-    assert any("bad.jsonl:4: record is not a JSON object" in line for line in lines)
+    assert any("bad.jsonl:2: (record): not JSON" in line for line in lines)
+    assert any("bad.jsonl:4: (record): not a JSON object" in line for line in lines)
     assert any("bad.jsonl:5: trajectory_id:" in line and "content address" in line for line in lines)
     assert "1 record(s) added" in partial.stderr
     assert Library(library).record(good["trajectory_id"]) == good

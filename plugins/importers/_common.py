@@ -65,6 +65,10 @@ def refusal(path: Path, line: int, exc: ValueError) -> kit.ImportRefusal:
     :class:`Refused` names its field, a model's validation error its first problem."""
     if isinstance(exc, Refused):
         return kit.ImportRefusal(path, line, exc.field, exc.message)
+    if isinstance(exc, kit.TrajectoryError):  # a canonical rule, "FIELD: message"
+        field, separator, message = str(exc).partition(": ")
+        if separator and field and " " not in field and "\n" not in message:
+            return kit.ImportRefusal(path, line, field, message)
     errors = getattr(exc, "errors", None)
     if callable(errors) and not isinstance(exc, kit.TrajectoryError):
         first = errors()[0]

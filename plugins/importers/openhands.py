@@ -74,11 +74,12 @@ def _whole(path: Path) -> Any:
 def _arguments_text(metadata: dict[str, Any], call_id: str | None) -> str | None:
     """The model's exact arguments text for ``call_id`` in the recorded response, if any."""
     response = metadata.get("model_response")
-    if not isinstance(response, dict):
+    if not isinstance(response, dict) or not isinstance(response.get("choices"), list):
         return None
-    for choice in response.get("choices") or ():
+    for choice in response["choices"]:
         message = choice.get("message") if isinstance(choice, dict) else None
-        for call in (message or {}).get("tool_calls") or ():
+        calls = message.get("tool_calls") if isinstance(message, dict) else None
+        for call in calls if isinstance(calls, list) else ():
             if isinstance(call, dict) and call.get("id") == call_id:
                 function = call.get("function")
                 if isinstance(function, dict) and isinstance(function.get("arguments"), str):

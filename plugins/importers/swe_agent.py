@@ -62,7 +62,12 @@ def import_source(path: Path) -> Any:
         yield kit.ImportRefusal(path, 0, "(file)", "is a predictions file; it is joined into the .traj beside it")
         return
     digest = kit.file_sha256(path)
-    yield from convert_units(path, parsed_units(path), lambda unit, value: convert(path, unit, value, digest))
+    empty = True
+    for result in convert_units(path, parsed_units(path), lambda unit, value: convert(path, unit, value, digest)):
+        empty = False
+        yield result
+    if empty:  # a .traj is one trajectory: an empty array holds none, and says so
+        yield kit.ImportRefusal(path, 1, "(file)", "holds no trajectory (an empty JSON array)")
 
 
 def exit_completeness(exit_status: str | None) -> tuple[str, list[kit.MissingField]]:

@@ -156,6 +156,8 @@ def _walk(value: Any, found: list[Finding], cache: ContentCache | None) -> Any:
         if not might_hold_secret(value):
             return value
         text, findings = redact_text(value)
+        if not findings:
+            return value  # the very object: callers tell a redaction by identity
         found.extend(findings)
         return text
     if isinstance(value, dict):

@@ -25,6 +25,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
@@ -278,18 +279,20 @@ def from_json(text: str | bytes) -> Trajectory:
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise TrajectoryError(f"record is not UTF-8 (byte {exc.start})") from None
+            raise TrajectoryError(f"(record): not UTF-8 (byte {exc.start})") from None
     try:
         value = decode_record(text)
     except ValueError as exc:
-        raise TrajectoryError(f"record is not JSON: {exc}") from None
+        raise TrajectoryError(f"(record): not JSON: {exc}") from None
+    except RecursionError:
+        raise TrajectoryError(f"(record): nested deeper than {MAX_RECORD_DEPTH} levels") from None
     return from_plain(value)
 
 
 def from_plain(value: Any) -> Trajectory:
     """Validate a decoded record (a dict as :func:`to_json` writes it)."""
     if not isinstance(value, dict):
-        raise TrajectoryError("record is not a JSON object")
+        raise TrajectoryError("(record): not a JSON object")
     try:
         record = Trajectory.model_validate(value)
     except ValidationError as exc:
@@ -309,7 +312,11 @@ def build(**fields: Any) -> Trajectory:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(record)"
         raise TrajectoryError(f"{where}: {first['msg']}") from None
-    record = draft.model_copy(update={"trajectory_id": content_id(_plain(draft))})
+    plain = _plain(draft)
+    unportable = unportable_value(plain)
+    if unportable is not None:
+        raise TrajectoryError(unportable)
+    record = draft.model_copy(update={"trajectory_id": content_id(plain)})
     for problem in problems(record, check_id=False):  # the id was just computed from the content
         raise TrajectoryError(problem)
     return record
@@ -318,9 +325,46 @@ def build(**fields: Any) -> Trajectory:
 # --- the seed's rules ---------------------------------------------------------------------
 
 
+#: The deepest nesting of arrays and objects a record may hold: sources are read to 256 levels
+#: (:data:`sediment.ingest.json_text.MAX_DEPTH`), a record wraps them in a few more.
+MAX_RECORD_DEPTH = 320
+#: The integers every reader of the library keeps exact (orjson reads a larger one as a float).
+INTEGER_RANGE = (-(2**63), 2**64 - 1)
+
+
+def _dotted(where: tuple[str | int, ...]) -> str:
+    return ".".join(str(step) for step in where) or "(record)"
+
+
+def unportable_value(body: Any) -> str | None:
+    """The first value of a record's plain form (document order) that its canonical text
+    cannot carry back exactly to every reader: a number that is not finite (``NaN`` is no JSON
+    number), an integer beyond 64 bits, or nesting beyond :data:`MAX_RECORD_DEPTH`; one line
+    naming the field, or ``None``. Iterative: no depth exhausts the stack."""
+    stack: list[tuple[Any, tuple[str | int, ...]]] = [(body, ())]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, dict | list):
+            if len(where) >= MAX_RECORD_DEPTH:
+                return f"{_dotted(where)}: nested deeper than {MAX_RECORD_DEPTH} levels"
+            items = list(node.items()) if isinstance(node, dict) else list(enumerate(node))
+            stack.extend((value, (*where, key)) for key, value in reversed(items))
+        elif isinstance(node, float) and not math.isfinite(node):
+            return f"{_dotted(where)}: {node!r} is not a finite number (JSON has no NaN or Infinity)"
+        elif isinstance(node, int) and not isinstance(node, bool) and not (
+                INTEGER_RANGE[0] <= node <= INTEGER_RANGE[1]):
+            return f"{_dotted(where)}: the integer {node} does not fit in 64 bits"
+    return None
+
+
 def problems(record: Trajectory, *, check_id: bool = True) -> Iterator[str]:
     """Every violation of the canonical rules, each one line naming the field."""
-    if check_id and record.trajectory_id != content_id(_plain(record)):
+    plain = _plain(record)
+    unportable = unportable_value(plain)
+    if unportable is not None:
+        yield unportable
+        return  # the content address itself cannot be computed portably
+    if check_id and record.trajectory_id != content_id(plain):
         yield f"trajectory_id: {record.trajectory_id} is not the content address of the record"
     for name in ("task_id", "task_key"):
         if not getattr(record, name).strip():

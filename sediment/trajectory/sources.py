@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from sediment.ingest.json_text import MAX_DEPTH, too_deep
 from sediment.ingest.redaction import marker as redaction_marker
 from sediment.ingest.redaction import redact_json_text
 from sediment.records import decode_record
@@ -184,15 +185,29 @@ def _unit(path: Path, text: bytes, line: int, index: int, end_line: int) -> Sour
     return SourceUnit(path, line, f"{path.name}#{index}", body)
 
 
+class TooDeep(ValueError):
+    """A JSON value nested deeper than :data:`~sediment.ingest.json_text.MAX_DEPTH` levels."""
+
+
 def parse_json(data: bytes) -> Any:
-    """Strict JSON: UTF-8 (lone surrogate escapes kept), no duplicate keys, no trailing data."""
+    """Strict JSON: UTF-8 (lone surrogate escapes kept), no duplicate keys, no trailing data,
+    arrays and objects nested at most :data:`~sediment.ingest.json_text.MAX_DEPTH` levels
+    (:class:`TooDeep`: deeper nesting would exhaust the stack of whatever walks the value)."""
     text = data.decode("utf-8")
-    return decode_record(text)
+    try:
+        value = decode_record(text)
+    except RecursionError:
+        raise TooDeep(f"nested deeper than {MAX_DEPTH} levels") from None
+    if len(text) > 2 * MAX_DEPTH and too_deep(value):
+        raise TooDeep(f"nested deeper than {MAX_DEPTH} levels")
+    return value
 
 
 def describe_json_error(exc: Exception) -> str:
     if isinstance(exc, UnicodeDecodeError):
         return f"not UTF-8 (byte {exc.start})"
+    if isinstance(exc, TooDeep):
+        return str(exc)
     return f"not JSON: {exc}"
 
 
