@@ -2,7 +2,8 @@
 of ``store_url``, ``consumer`` on every test using ``consumer_python``), only a test marked
 ``postgres`` reaches the PostgreSQL test server, ``./run test --fast`` leaves the marked tests
 out, and a deselected test is no skip under CI. Checked on real pytest runs of a small suite in
-a subprocess, in parallel (pytest-xdist) as ``./run test`` runs, and on this project's files."""
+a subprocess (the fast lane in two pytest-xdist workers, as ``./run test --fast`` runs it), and on
+this project's files."""
 
 from __future__ import annotations
 
@@ -71,7 +72,7 @@ def fast_lane() -> str:
 
 def run_suite(tmp_path: Path, *args: str, ci: bool = True,
               database: str | None = None) -> tuple[int, dict[str, str], str]:
-    """Run SUITE with ``args`` in two workers; exit code, node name → outcome, output."""
+    """Run SUITE with pytest ``args``; exit code, node name → outcome, output."""
     (tmp_path / "pytest.ini").write_text(INI, encoding="utf-8")
     (tmp_path / "test_suite.py").write_text(SUITE, encoding="utf-8")
     environment = {k: v for k, v in os.environ.items() if k not in ("CI", "SEDIMENT_TEST_DATABASE_URL")}
@@ -81,7 +82,7 @@ def run_suite(tmp_path: Path, *args: str, ci: bool = True,
         environment["SEDIMENT_TEST_DATABASE_URL"] = database
     report = tmp_path / "report.xml"
     report.unlink(missing_ok=True)
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "2", f"--junitxml={report}", *args],
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", f"--junitxml={report}", *args],
                           cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=300, check=False)
     outcomes = {}
     if report.exists():
@@ -92,7 +93,7 @@ def run_suite(tmp_path: Path, *args: str, ci: bool = True,
 
 
 def test_the_fast_lane_under_ci_runs_the_rest_and_deselected_tests_are_no_skips(tmp_path: Path) -> None:
-    code, outcomes, output = run_suite(tmp_path, "-m", fast_lane())
+    code, outcomes, output = run_suite(tmp_path, "-n", "2", "-m", fast_lane())
     assert code == 0, output
     assert outcomes == {"test_plain": "passed", "test_store[sqlite]": "passed"}, output
 
@@ -124,13 +125,13 @@ def test_only_a_marked_test_sees_the_server_url(tmp_path: Path) -> None:
         "@pytest.mark.postgres\ndef test_marked():\n    assert os.environ['SEDIMENT_TEST_DATABASE_URL'] == 'postgresql://x/y'\n",
         encoding="utf-8")
     environment = dict(os.environ, SEDIMENT_TEST_DATABASE_URL="postgresql://x/y")
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "2", "test_env.py"], cwd=tmp_path,
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "test_env.py"], cwd=tmp_path,
                           env=environment, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0 and "2 passed" in done.stdout, done.stdout + done.stderr
 
 
 def test_a_lane_that_selects_nothing_fails(tmp_path: Path) -> None:
-    code, outcomes, output = run_suite(tmp_path, "-m", "not slow and slow")
+    code, outcomes, output = run_suite(tmp_path, "-n", "2", "-m", "not slow and slow")
     assert code == pytest.ExitCode.NO_TESTS_COLLECTED and outcomes == {}, output
 
 
