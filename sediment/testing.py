@@ -472,6 +472,11 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, p
     return report
 
 
+TEST_DATABASE_ENV_VAR = "SEDIMENT_TEST_DATABASE_URL"
+_unmarked_test: str | None = None
+"""The running test's node id when it is not marked ``postgres`` (it may not use the server)."""
+
+
 @pytest.fixture(autouse=True)
 def _clean_sediment_environment(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[None]:
     """No operator configuration leaks into tests, and discovery sees only the built-in plugins
@@ -490,11 +495,6 @@ def _clean_sediment_environment(monkeypatch: pytest.MonkeyPatch, request: pytest
         yield
     finally:
         _unmarked_test = None
-
-
-TEST_DATABASE_ENV_VAR = "SEDIMENT_TEST_DATABASE_URL"
-_unmarked_test: str | None = None
-"""The running test's node id when it is not marked ``postgres`` (it may not use the server)."""
 
 
 def _postgres_database(base_url: str) -> str:
