@@ -18,6 +18,14 @@ Isolation: every test sees only Sediment's built-in plugins through entry-point 
 change a result; mark a test ``@pytest.mark.sediment_installed_plugins`` to discover every
 installed plugin instead. No operator configuration (``SEDIMENT_*`` variables) leaks in.
 
+Lanes: the kit marks what needs more than Python, so that a suite can leave it out with ``-m``:
+``postgres`` on the PostgreSQL side of the ``store_url`` fixture, ``consumer`` on every test that
+uses the ``consumer_python`` fixture. A test that reaches the PostgreSQL test server otherwise
+(:func:`postgres_store_url`, :func:`postgres_base_url`) carries ``@pytest.mark.postgres`` itself:
+only a test so marked sees the server (``SEDIMENT_TEST_DATABASE_URL``), and an unmarked one that
+asks for it fails naming the mark, so the marks stay true. A deselected test is not a skip: it
+never counts against ``sediment_ci_forbids_skips``.
+
 Under CI: :func:`unavailable` and :func:`require_path` skip a test whose data or tool is
 missing, naming it, and fail it instead under CI (``CI=true``), where everything must be
 present. A suite that sets the ini option ``sediment_ci_forbids_skips = true`` also reports
@@ -328,7 +336,8 @@ def commit_history(git_repo: GitRepo) -> dict[str, str]:
 def consumer_python(request: pytest.FixtureRequest) -> Callable[[str], Path]:
     """``consumer_python("verifiers")``: the interpreter of a consumer venv that
     ``scripts/consumer-venv`` built under ``<rootdir>/.venv-consumers/<name>``. A missing venv
-    skips the test with the reason, and fails it under CI (``CI=true``), where it must exist."""
+    skips the test with the reason, and fails it under CI (``CI=true``), where it must exist.
+    Every test using it is marked ``consumer``."""
 
     def find(name: str) -> Path:
         python = request.config.rootpath / ".venv-consumers" / name / "bin" / "python"
@@ -393,7 +402,17 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "sediment_installed_plugins: discover every installed Sediment plugin, not only the built-ins"
     )
+    config.addinivalue_line("markers", "postgres: needs the PostgreSQL test server (SEDIMENT_TEST_DATABASE_URL)")
+    config.addinivalue_line("markers", "consumer: loads rows in a consumer venv (the consumer_python fixture)")
     _allowed_skips(config)  # a malformed allow-list is a usage error at start-up
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that uses ``consumer_python`` ``consumer`` (before ``-m`` deselects)."""
+    for item in items:
+        if "consumer_python" in getattr(item, "fixturenames", ()):
+            item.add_marker("consumer")
 
 
 def _allowed_skips(config: pytest.Config) -> dict[str, str]:
@@ -453,17 +472,29 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None, p
     return report
 
 
+TEST_DATABASE_ENV_VAR = "SEDIMENT_TEST_DATABASE_URL"
+_unmarked_test: str | None = None
+"""The running test's node id when it is not marked ``postgres`` (it may not use the server)."""
+
+
 @pytest.fixture(autouse=True)
 def _clean_sediment_environment(monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[None]:
     """No operator configuration leaks into tests, and discovery sees only the built-in plugins
-    (unless the test is marked ``sediment_installed_plugins``)."""
+    (unless the test is marked ``sediment_installed_plugins``). Only a test marked ``postgres``
+    sees the PostgreSQL test server's URL."""
     from sediment.host.discovery import BUILTIN_PLUGINS, LOAD_ENV_VAR
 
-    for name in [n for n in os.environ if n.startswith("SEDIMENT_") and n != "SEDIMENT_TEST_DATABASE_URL"]:
+    global _unmarked_test
+    marked = request.node.get_closest_marker("postgres") is not None
+    for name in [n for n in os.environ if n.startswith("SEDIMENT_") and (n != TEST_DATABASE_ENV_VAR or not marked)]:
         monkeypatch.delenv(name, raising=False)
     if request.node.get_closest_marker("sediment_installed_plugins") is None:
         monkeypatch.setenv(LOAD_ENV_VAR, ",".join(BUILTIN_PLUGINS))
-    yield
+    _unmarked_test = None if marked else request.node.nodeid
+    try:
+        yield
+    finally:
+        _unmarked_test = None
 
 
 def _postgres_database(base_url: str) -> str:
@@ -478,24 +509,29 @@ def _postgres_database(base_url: str) -> str:
     return base_url.rsplit("/", 1)[0] + "/" + name
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A fresh fact store URL on each backend. PostgreSQL needs SEDIMENT_TEST_DATABASE_URL
-    (``./run test`` starts a server); under CI its absence is a failure, not a skip."""
+    (``./run test`` starts a server); under CI its absence is a failure, not a skip. The
+    PostgreSQL side is marked ``postgres``."""
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'facts.db'}"
     return _postgres_database(postgres_base_url())
 
 
 def postgres_store_url() -> str:
-    """A fresh database on the PostgreSQL test server (skips without one, fails under CI)."""
+    """A fresh database on the PostgreSQL test server (skips without one, fails under CI); a
+    test calling it carries ``@pytest.mark.postgres``."""
     return _postgres_database(postgres_base_url())
 
 
 def postgres_base_url() -> str:
     """The PostgreSQL test server's URL (``SEDIMENT_TEST_DATABASE_URL``, which ``./run test``
     sets); without it the test skips, and fails under CI."""
-    base = os.environ.get("SEDIMENT_TEST_DATABASE_URL")
+    if _unmarked_test is not None:
+        pytest.fail(f"{_unmarked_test} uses the PostgreSQL test server but is not marked postgres: add "
+                    "@pytest.mark.postgres (./run test --fast leaves such tests out)", pytrace=False)
+    base = os.environ.get(TEST_DATABASE_ENV_VAR)
     if not base:
         unavailable("no PostgreSQL test server: SEDIMENT_TEST_DATABASE_URL is not set (./run test starts one)")
     return base

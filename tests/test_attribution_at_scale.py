@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from synth import Profile, synthesize
 
@@ -35,6 +37,7 @@ def rollouts(bundle: Path) -> list[dict[str, Any]]:
     return [json.loads(json.loads(line)["record_json"]) for line in lines]
 
 
+@pytest.mark.slow
 def test_no_noted_commit_is_credited_to_another_session_at_scale(tmp_path: Path) -> None:
     data = synthesize(PROFILE, tmp_path / "inputs")
     assert len(data.uncommitted) == 10 and len(data.commits) == 190

@@ -62,6 +62,7 @@ def load(operator: dict[str, Any], *, shuffle: int | None = None,
     return ingested
 
 
+@pytest.mark.slow
 def test_whole_path_traces_rewards_to_webhooks(operator: dict[str, Any]) -> None:
     env, tmp = operator["env"], operator["tmp"]
     load(operator)
@@ -96,6 +97,7 @@ def test_whole_path_traces_rewards_to_webhooks(operator: dict[str, Any]) -> None
     assert run(env, "schema", "validate", *summary["written"]).returncode == 0
 
 
+@pytest.mark.slow
 def test_a_mirror_added_before_the_webhooks_gives_the_same_bundle(operator: dict[str, Any]) -> None:
     """Added before any webhook named the repository's id, the mirror is legacy. The ingest that
     first names the id keys it by that identity (the rule `mirror add` applies after the
@@ -130,6 +132,7 @@ def _identity(repository_id: str) -> Any:
     return RepositoryIdentity(provider="github", host="github.com", repository_id=repository_id)
 
 
+@pytest.mark.slow
 def test_gradable_swe_bench_tasks_through_the_cli(operator: dict[str, Any]) -> None:
     """The swe-bench profile reads the JUnit results the operator ingested, from a bundle."""
     env, tmp = operator["env"], operator["tmp"]
@@ -147,6 +150,7 @@ def test_gradable_swe_bench_tasks_through_the_cli(operator: dict[str, Any]) -> N
     assert json.loads(pow_fix["FAIL_TO_PASS"]) == ["tests/test_pow.py::test_pow"]
 
 
+@pytest.mark.slow
 def test_direct_export_equals_bundle_export(operator: dict[str, Any]) -> None:
     env, tmp = operator["env"], operator["tmp"]
     load(operator)
@@ -165,6 +169,7 @@ def test_direct_export_equals_bundle_export(operator: dict[str, Any]) -> None:
             assert parse(path) == parse(other)
 
 
+@pytest.mark.slow
 def test_shuffled_ingest_gives_identical_exports(operator: dict[str, Any], tmp_path: Path) -> None:
     outputs = []
     for seed in (None, 5):
@@ -177,6 +182,7 @@ def test_shuffled_ingest_gives_identical_exports(operator: dict[str, Any], tmp_p
     assert outputs[0] == outputs[1]
 
 
+@pytest.mark.slow
 def test_quarantine_release_and_errors(operator: dict[str, Any]) -> None:
     env, tmp = operator["env"], operator["tmp"]
     load(operator)

@@ -632,6 +632,7 @@ def test_fuzz_ingest_facts(data: st.DataObject) -> None:
     run_ingest(build_file(data, fact_seeds(), text_damage=True), _fact, lambda: _fact, _fact_raw)
 
 
+@pytest.mark.slow
 @FUZZ
 @given(data=st.data())
 def test_fuzz_a_document_of_records(data: st.DataObject) -> None:

@@ -638,6 +638,7 @@ def test_ingest_gitlab_refuses_a_list_failure_reason_in_one_line_and_keeps_the_r
     assert (summary["stored"], summary["failed"]) == ({"ci_outcomes": 2}, 1)
 
 
+@pytest.mark.slow
 def test_ingest_commands_store_report_and_refuse_per_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.jsonl"
     good = json.dumps(load("gitlab/pipeline_hook.json"))

@@ -129,6 +129,7 @@ def require_chromium() -> str:
     return CHROMIUM
 
 
+@pytest.mark.browser
 def test_gallery_renders_in_headless_chromium(tmp_path: Path) -> None:
     require_chromium()
     library = tmp_path / "lib"
@@ -166,6 +167,7 @@ def test_gallery_renders_in_headless_chromium(tmp_path: Path) -> None:
         assert handle.read()
 
 
+@pytest.mark.browser
 def test_gallery_of_the_fixtures_in_headless_chromium(tmp_path: Path) -> None:
     """Every source × outcome × tier of the held-out public files has a page a person can read."""
     sys.path.insert(0, str(Path(__file__).parent))

@@ -33,16 +33,26 @@ def sediment(*args: str) -> subprocess.CompletedProcess[str]:
                           env=environment(), timeout=300, check=False)
 
 
+#: Starts ``sediment ARGS`` and prints its exit code and peak RSS in KiB (wait4's rusage of that one
+#: process). It runs in a fresh interpreter because a child's ``ru_maxrss`` also counts the process
+#: that started it, carried across exec: started from the test process, a serial suite's pytest
+#: grown past a gigabyte, the import measured 1229 MiB whatever it used.
+_MEASURE = """
+import os, subprocess, sys
+process = subprocess.Popen([sys.executable, "-m", "sediment", *sys.argv[1:]], stdout=subprocess.DEVNULL)
+_, status, usage = os.wait4(process.pid, 0)
+print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)
+"""
+
+
 def measured(tmp_path: Path, *args: str) -> tuple[int, str, int]:
-    """Run ``sediment ARGS``; its exit code, stderr, and peak resident memory in bytes (wait4's rusage
-    of that one process)."""
+    """Run ``sediment ARGS``; its exit code, stderr, and peak resident memory in bytes."""
     err = tmp_path / "measured.stderr"
     with err.open("wb") as stderr:
-        process = subprocess.Popen([sys.executable, "-m", "sediment", *args], stdout=subprocess.DEVNULL,
-                                   stderr=stderr, env=environment())
-        _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    return process.returncode, err.read_text(), usage.ru_maxrss * 1024  # Linux: KiB
+        done = subprocess.run([sys.executable, "-c", _MEASURE, *args], stdout=subprocess.PIPE, stderr=stderr,
+                              env=environment(), timeout=600, check=True)
+    code, peak_kib = map(int, done.stdout.split())
+    return code, err.read_text(), peak_kib * 1024  # Linux: KiB
 
 
 def lines_of(*records: dict[str, object]) -> bytes:
@@ -219,3 +229,14 @@ def test_a_live_import_holds_the_lock_so_its_staging_is_never_swept(tmp_path: Pa
             process.wait()
     assert leftovers(library) == []
     assert len(Library(library).known_ids()) == 3
+
+
+def test_the_measured_peak_is_the_commands_own_not_the_test_processs(tmp_path: Path) -> None:
+    """Regression: measured straight from the test process, whose peak RSS the child carries
+    across exec, a small command in a 400 MiB test process measured over 400 MiB."""
+    ballast = bytearray(400 * MIB)
+    ballast[::4096] = b"\x01" * len(range(0, len(ballast), 4096))  # resident, not just reserved
+    code, stderr, peak = measured(tmp_path, "library", "--help")
+    assert code == 0, stderr
+    assert peak < 200 * MIB, f"peak RSS {peak / MIB:.0f} MiB"
+    del ballast

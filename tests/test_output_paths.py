@@ -85,6 +85,7 @@ def test_an_export_into_a_directory_it_may_not_write_is_one_line(tmp_path: Path,
     assert capsys.readouterr().err.strip() == f"error: cannot write output directory {out}: Permission denied"
 
 
+@pytest.mark.slow
 def test_library_and_trajectory_imports_into_a_path_they_cannot_create(tmp_path: Path, a_file: Path) -> None:
     records = tmp_path / "records.jsonl"
     records.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in synthetic.records(1, 2)))

@@ -130,7 +130,7 @@ def _environment(**extra: str) -> dict[str, str]:
     return env
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 def fresh_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     """A factory of fresh, not yet created store URLs on one backend."""
     counter = iter(range(1_000_000))
@@ -166,6 +166,7 @@ def _check_intact(url: str, appended: list[int], store: FactStore | None = None)
         store.close()
 
 
+@pytest.mark.slow
 def test_processes_opening_a_fresh_store_at_once_all_succeed(fresh_url: Any) -> None:
     """6 processes open the same fresh store at the same instant and append, 20 rounds over."""
     racers = [_python(RACER) for _ in range(WORKERS)]

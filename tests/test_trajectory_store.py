@@ -170,6 +170,7 @@ def test_cli_imports_from_the_store_into_a_file_and_a_library(demo: Path, tmp_pa
         assert f"{added} record(s) added" in result.stderr
 
 
+@pytest.mark.slow
 def test_cli_store_errors_are_one_line_with_their_exit_code(demo: Path, tmp_path: Path) -> None:
     home = str(demo / "home")
     out = str(tmp_path / "x.jsonl")

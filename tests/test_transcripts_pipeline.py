@@ -85,6 +85,7 @@ def pipeline(tmp_path: Path, client: str, transcript: Path, session: str, tool: 
     return rows
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("transcripts")
 def test_a_claude_code_transcript_becomes_rollout_rows(tmp_path: Path) -> None:
     entries = lines_of(CLAUDE)
@@ -120,6 +121,7 @@ def test_a_claude_code_transcript_becomes_rollout_rows(tmp_path: Path) -> None:
     assert {(d["accepted"], d["explicit"], d["agent_harness"]) for d in decided} == {(True, False, "claude-code")}
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("transcripts")
 def test_a_codex_rollout_becomes_rollout_rows(tmp_path: Path) -> None:
     entries = lines_of(CODEX)

@@ -279,6 +279,7 @@ def scratch(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("workflow-order")
 
 
+@pytest.mark.slow
 @settings(max_examples=int(os.environ.get("SEDIMENT_WORKFLOW_EXAMPLES", "6")), deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(scenario=scenarios, ops=operations)
@@ -300,6 +301,7 @@ def _same_bytes(work: Path, out: dict[str, bytes], ref_work: Path, ref_out: dict
         {k: v.replace(str(ref_work).encode(), b"<work>") for k, v in ref_out.items()}
 
 
+@pytest.mark.postgres
 def test_the_mirror_first_backfill_on_postgresql_gives_the_sqlite_rows(scratch: Path) -> None:
     """The operator's natural order (mirror first), the webhooks in batches, the call log shuffled
     and split, a duplicate batch, two workers: on PostgreSQL, the same bytes as the reference

@@ -115,6 +115,7 @@ def test_usage_errors(tmp_path: Path) -> None:
         assert not (tmp_path / "o").exists()
 
 
+@pytest.mark.slow
 def test_the_output_directory_fails_closed(tmp_path: Path) -> None:
     out = tmp_path / "out"
     first = sediment("export", "dpo", "--from", str(bundle(tmp_path, evidence())), "--out", str(out))

@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from sediment.git.mirrors import MirrorRoot
 from sediment.model.facts import RepositoryIdentity
 from sediment.testing import ORG, REPO, GitRepo
@@ -62,6 +64,7 @@ def exported(tmp: Path, store: str) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(out.glob("recovery*.jsonl"))}
 
 
+@pytest.mark.slow
 def test_a_backfill_gives_the_rows_of_live_capture_whatever_the_batching(tmp_path: Path) -> None:
     (tmp_path / "mirrors").mkdir()
     git = GitRepo(MirrorRoot(tmp_path / "mirrors"), identity=IDENTITY)
