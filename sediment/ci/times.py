@@ -17,10 +17,7 @@ readable time have none: callers then fall back to what else they know.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from sediment.model.ci_keys import sortable_provider_time
+from sediment.model.ci_keys import raw_at, sortable_provider_time
 from sediment.model.facts import CIOutcome
 
 _GITHUB: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -43,15 +40,6 @@ _GITLAB: dict[str, tuple[str, ...]] = {
 }
 
 
-def _get(raw: Mapping[str, Any], path: tuple[str, ...]) -> Any:
-    value: Any = raw
-    for key in path:
-        if not isinstance(value, Mapping):
-            return None
-        value = value.get(key)
-    return value
-
-
 def _path(outcome: CIOutcome) -> tuple[str, ...] | None:
     event = outcome.source_event_type or ""
     if outcome.provider in ("github_actions", "github_checks"):
@@ -71,7 +59,7 @@ def finished_time(outcome: CIOutcome) -> str | None:
     (:func:`sediment.records.sortable_time`'s form), or ``None`` when the provider gave none
     this module can read."""
     path = _path(outcome)
-    return None if path is None else sortable_provider_time(_get(outcome.raw, path))
+    return None if path is None else sortable_provider_time(raw_at(outcome.raw, *path))
 
 
 __all__ = ["finished_time"]

@@ -48,6 +48,7 @@ def sortable_provider_time(value: Any) -> str | None:
 
 
 def raw_at(raw: Mapping[str, Any], *path: str) -> Any:
+    """The value at ``path`` in a raw payload, ``None`` where a step is missing or not an object."""
     value: Any = raw
     for key in path:
         if not isinstance(value, Mapping):
