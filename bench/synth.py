@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from sediment.demo import decision_log
-from sediment.git.mirrors import MirrorWriter
+from sediment.git.mirror_writer import MirrorWriter
 
 REPO = "bench/monorepo"
 T0 = datetime(2026, 6, 1, tzinfo=UTC)

@@ -18,7 +18,7 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from sediment.git.mirrors import MirrorRoot
+    from sediment.git.mirror_root import MirrorRoot
 
 
 def export_objective(*args: Any, **kwargs: Any) -> dict[str, Any]:

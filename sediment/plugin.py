@@ -67,7 +67,7 @@ from sediment.evidence.turns import (
     turn_row,
 )
 from sediment.export.writer import atomic_write_bytes
-from sediment.git.mirrors import Mirror, MirrorReadError
+from sediment.git.mirror import Mirror, MirrorReadError
 from sediment.host.declarations import (
     SPLIT_ORDER,
     AdaptedRow,

@@ -45,7 +45,8 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import pytest
 
-from sediment.git.mirrors import MirrorRoot, MirrorWriter
+from sediment.git.mirror_root import MirrorRoot
+from sediment.git.mirror_writer import MirrorWriter
 from sediment.model.facts import (
     CIOutcome,
     InferenceCall,
@@ -88,7 +89,7 @@ class GitRepo:
     def commit(self, files: dict[str, str | None], message: str = "change", *,
                parents: Sequence[str] | None = None, branch: str | None = None) -> str:
         """A commit one minute after the last; ``branch`` / ``parents`` as for
-        :meth:`sediment.git.mirrors.MirrorWriter.commit` (another branch, explicit parents)."""
+        :meth:`sediment.git.mirror_writer.MirrorWriter.commit` (another branch, explicit parents)."""
         self._clock += 60
         return self._writer.commit(files, message, when=self._clock, parents=parents, branch=branch)
 

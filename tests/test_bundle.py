@@ -14,7 +14,7 @@ from sediment.bundle.read import open_bundle
 from sediment.bundle.write import write_bundle
 from sediment.errors import BundleError
 from sediment.evidence.verifier_commands import VerifierCommands
-from sediment.git.mirrors import MirrorRoot
+from sediment.git.mirror_root import MirrorRoot
 from sediment.model.policy import DerivationPolicy, SplitPolicy
 from sediment.split import assign_split
 from sediment.testing import ORG, POLICY, outcome, read_rows, rollout, snapshot

@@ -21,7 +21,7 @@ from sediment.derive.edit_retention import fill_edit_retention, four_gram_contai
 from sediment.derive.sessions import derive_bundle
 from sediment.errors import BundleError
 from sediment.evidence.verifier_commands import VerifierCommands
-from sediment.git.mirrors import MirrorRoot
+from sediment.git.mirror_root import MirrorRoot
 from sediment.ingest.files import ingest_files
 from sediment.ingest.otlp import translate_otlp
 from sediment.model.facts import DeveloperDecision, EditObservation, InferenceCall, ToolCallPart

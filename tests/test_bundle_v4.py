@@ -32,7 +32,7 @@ from sediment.bundle.upstream import FILES, POPULATION_ROW_CAP, V4Bundle
 from sediment.bundle.write import write_bundle
 from sediment.errors import BundleError
 from sediment.evidence.verifier_commands import VerifierCommands
-from sediment.git.mirrors import MirrorRoot
+from sediment.git.mirror_root import MirrorRoot
 from sediment.model.facts import InferenceCall, ReasoningPart, ToolCallPart, ToolCallResponsePart, ToolDefinition
 from sediment.model.policy import AttributionPolicy, DerivationPolicy, SimilarityWindow, SplitPolicy
 from sediment.model.repository_evidence import evidence_of_all

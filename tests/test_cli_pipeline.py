@@ -103,7 +103,7 @@ def test_a_mirror_added_before_the_webhooks_gives_the_same_bundle(operator: dict
     first names the id keys it by that identity (the rule `mirror add` applies after the
     webhooks) and observes its notes again under it: the bundle is byte-identical to the one
     of the webhooks-first order, and the superseded legacy edges are neither evidence nor a skip."""
-    from sediment.git.mirrors import MirrorRoot
+    from sediment.git.mirror_root import MirrorRoot
 
     env, tmp = operator["env"], operator["tmp"]
     hooks = load(operator, mirror_first=True)
@@ -225,7 +225,7 @@ def test_org_is_required(operator: dict[str, Any]) -> None:
 
 
 def test_mirror_fetch_records_new_notes(operator: dict[str, Any]) -> None:
-    from sediment.git.mirrors import MirrorWriter
+    from sediment.git.mirror_writer import MirrorWriter
 
     env, inputs = operator["env"], operator["inputs"]
     run(env, "mirror", "add", REPO, str(inputs.origin))

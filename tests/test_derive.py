@@ -14,7 +14,8 @@ import pytest
 from sediment import export_rlvr_from_bundle, export_rlvr_from_rollouts
 from sediment.derive.sessions import StoreRollouts, attach_decisions, derive_bundle
 from sediment.evidence.verifier_commands import VerifierCommands
-from sediment.git.mirrors import MirrorRoot, MirrorWriter
+from sediment.git.mirror_root import MirrorRoot
+from sediment.git.mirror_writer import MirrorWriter
 from sediment.ingest.git_notes import observe_notes
 from sediment.model.facts import DeveloperDecision, ToolCallPart
 from sediment.model.policy import DerivationPolicy
@@ -269,7 +270,7 @@ def test_superseded_legacy_note_edges_are_neither_evidence_nor_skips(tmp_path: P
     ``attribution.repository_identity_absent`` for them, and the population (the bundle's
     ``repository_identities.jsonl``) leaves them out. A legacy edge no identified one restates
     (here: s2's, as if its note was gone when the mirror was keyed) is still declined and counted."""
-    from sediment.git.mirrors import MirrorLocation
+    from sediment.git.mirror_root import MirrorLocation
     from sediment.git.repositories import RepositoryContext
     from sediment.ingest.facts_jsonl import PENDING_ID, with_natural_id
     from sediment.model.facts import RepositoryIdentity, SessionCommitObservation

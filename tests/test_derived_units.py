@@ -17,7 +17,7 @@ from sediment.errors import ConfigurationError, PluginError
 from sediment.evidence.attributed_calls import commit_attributions
 from sediment.evidence.context import Evidence, store_evidence
 from sediment.export.pipeline import export_objective
-from sediment.git.mirrors import MirrorRoot
+from sediment.git.mirror_root import MirrorRoot
 from sediment.model.facts import SessionCommitObservation
 from sediment.model.rollout import CommitRef
 from sediment.plugin import (

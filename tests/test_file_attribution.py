@@ -7,7 +7,8 @@ import random
 from datetime import timedelta
 
 from sediment.derive.attribution import CommitIndex, attribute_files
-from sediment.git.mirrors import MirrorRoot, MirrorWriter
+from sediment.git.mirror_root import MirrorRoot
+from sediment.git.mirror_writer import MirrorWriter
 from sediment.model.facts import InferenceCall, ToolCallPart
 from sediment.model.policy import AttributionPolicy
 from sediment.model.rollout import CommitRef

@@ -25,7 +25,8 @@ from sediment.git.ai_notes import (
     parse_note,
     session_key,
 )
-from sediment.git.mirrors import FETCH_REFSPECS, MirrorRoot, MirrorWriter
+from sediment.git.mirror_root import FETCH_REFSPECS, MirrorRoot
+from sediment.git.mirror_writer import MirrorWriter
 from sediment.ingest.facts_jsonl import PENDING_ID, with_natural_id
 from sediment.ingest.git_notes import observe_notes
 from sediment.model.facts import SessionCommitObservation

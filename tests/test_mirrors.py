@@ -18,7 +18,8 @@ from urllib.parse import quote
 import pygit2
 import pytest
 
-from sediment.git.mirrors import PARTIAL_PREFIX, MirrorWriter
+from sediment.git.mirror_root import PARTIAL_PREFIX
+from sediment.git.mirror_writer import MirrorWriter
 
 REPO = "acme/calc"
 

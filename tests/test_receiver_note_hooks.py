@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from sediment.git.mirrors import MirrorRoot, NoteEdge
+from sediment.git.mirror import NoteEdge
+from sediment.git.mirror_root import MirrorRoot
 
 DOC = Path(__file__).parent.parent / "docs" / "receiver.md"
 

@@ -570,7 +570,8 @@ def test_kill_9_mid_load_loses_no_acknowledged_delivery(tmp_path: Path, store_ur
 
 
 def test_push_refreshes_the_mirror_and_stores_new_note_edges(tmp_path: Path) -> None:
-    from sediment.git.mirrors import MirrorRoot, MirrorWriter
+    from sediment.git.mirror_root import MirrorRoot
+    from sediment.git.mirror_writer import MirrorWriter
     from sediment.model.facts import RepositoryIdentity
 
     delivery = json.loads((FIXTURES / "github" / "push.json").read_text())

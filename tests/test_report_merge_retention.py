@@ -15,7 +15,7 @@ import pytest
 
 from sediment.derive.attributed_completions import AttributedCompletion
 from sediment.derive.edit_retention import four_gram_containment
-from sediment.git.mirrors import MirrorRoot
+from sediment.git.mirror_root import MirrorRoot
 from sediment.git.repositories import RepositoryContext
 from sediment.model.facts import DeveloperDecision, PullRequestMerge, SessionCommitObservation
 from sediment.model.policy import Provenance

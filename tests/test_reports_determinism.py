@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from sediment.demo import ORG, run_demo
-from sediment.git.mirrors import MirrorRoot
+from sediment.git.mirror_root import MirrorRoot
 from sediment.host.registry import load_registry
 from sediment.model.facts import FactModel, PullRequestMerge, SessionCommitObservation
 from sediment.reports.dataset_diagnostics import store_dataset_diagnostics

@@ -34,7 +34,8 @@ from sediment.derive.sessions import StoreRollouts, derive_bundle
 from sediment.errors import SedimentError
 from sediment.evidence.verifier_commands import VerifierCommands
 from sediment.export.pipeline import export_rlvr_from_rollouts
-from sediment.git.mirrors import MirrorError, MirrorRoot, MirrorWriter, mirror_identity
+from sediment.git.mirror_root import MirrorError, MirrorRoot, mirror_identity
+from sediment.git.mirror_writer import MirrorWriter
 from sediment.git.repositories import RepositoryContext
 from sediment.ingest.facts_jsonl import fact_id
 from sediment.ingest.git_notes import observe_notes

@@ -12,7 +12,7 @@ import pytest
 from sediment import export_rlvr_from_rollouts
 from sediment.errors import ConfigurationError, OutputDirectoryError
 from sediment.evidence.verifier_commands import VerifierCommands
-from sediment.git.mirrors import MirrorRoot
+from sediment.git.mirror_root import MirrorRoot
 from sediment.model.facts import ToolCallPart
 from sediment.testing import (
     ORG,

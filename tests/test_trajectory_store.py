@@ -19,7 +19,8 @@ from sediment.bundle.read import open_bundle
 from sediment.bundle.write import encode_line
 from sediment.demo import run_demo
 from sediment.derive.sessions import derive_bundle
-from sediment.git.mirrors import MirrorRoot, MirrorWriter
+from sediment.git.mirror_root import MirrorRoot
+from sediment.git.mirror_writer import MirrorWriter
 from sediment.importing.run import import_records, import_store_results
 from sediment.ingest.git_notes import observe_notes
 from sediment.model.facts import ToolCallPart

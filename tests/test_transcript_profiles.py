@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from sediment.git.mirrors import MirrorRoot
+from sediment.git.mirror_root import MirrorRoot
 from sediment.ingest.transcripts import translate_transcript
 from sediment.model.facts import InferenceCall
 from sediment.model.rollout import Rollout

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from sediment.git.mirrors import MirrorWriter
+from sediment.git.mirror_writer import MirrorWriter
 from sediment.testing import unavailable
 
 ROOT = Path(__file__).resolve().parent.parent

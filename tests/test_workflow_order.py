@@ -35,7 +35,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sediment.demo import ORG, REPO, T0, DemoInputs, workflow_run, write_inputs
-from sediment.git.mirrors import MirrorWriter
+from sediment.git.mirror_writer import MirrorWriter
 from sediment.testing import snapshot
 
 NEW_NAME = "acme/calc-app"

@@ -29,7 +29,7 @@ from sediment.errors import UsageError
 
 if TYPE_CHECKING:
     from sediment.export.pipeline import Evidence, ProgressCallback
-    from sediment.git.mirrors import MirrorRoot
+    from sediment.git.mirror_root import MirrorRoot
     from sediment.host.registry import Objective, PluginRegistry
 
 MIRROR_ENV = settings.MIRROR_ENV

@@ -9,7 +9,7 @@ import typer
 from sediment.cli import console, settings
 
 if TYPE_CHECKING:
-    from sediment.git.mirrors import MirrorLocation, MirrorRoot
+    from sediment.git.mirror_root import MirrorLocation, MirrorRoot
     from sediment.git.repositories import RepositoryContext
     from sediment.model.facts import RepositoryIdentity
 
@@ -89,7 +89,7 @@ def add(
     Atomic: the mirror is built in a private directory and moved into place only when its
     fetch succeeded; a failed add leaves nothing behind and can simply be retried.
     """
-    from sediment.git.mirrors import MirrorLocation, mirror_identity
+    from sediment.git.mirror_root import MirrorLocation, mirror_identity
 
     org_id = settings.org_id(org)
     slug = _slug(repo)

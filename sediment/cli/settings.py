@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from sediment.errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from sediment.git.mirrors import MirrorRoot
+    from sediment.git.mirror_root import MirrorRoot
     from sediment.store import FactStore
     from sediment.trajectory.store_source import StoreSource
 
@@ -42,7 +42,7 @@ def store() -> FactStore:
 
 def mirror_root(create: bool = False) -> MirrorRoot:
     """``SEDIMENT_MIRROR_PATH``, else ``$SEDIMENT_HOME/mirrors``."""
-    from sediment.git.mirrors import MirrorRoot
+    from sediment.git.mirror_root import MirrorRoot
     from sediment.home import ensure_directory, sediment_home
 
     value = os.environ.get(MIRROR_ENV, "").strip()
@@ -66,7 +66,7 @@ def settle_mirrors(org: str, stored: Iterable[str] | None = None, root: MirrorRo
     unless one of them can name an identity. ``root``: the mirror root (default:
     ``SEDIMENT_MIRROR_PATH`` or ``$SEDIMENT_HOME/mirrors``; without one there is nothing to settle)."""
     from sediment.cli import console
-    from sediment.git.mirrors import MirrorRoot
+    from sediment.git.mirror_root import MirrorRoot
     from sediment.git.repositories import describe
     from sediment.home import sediment_home
     from sediment.ingest.git_notes import settle_legacy_mirrors
@@ -90,7 +90,7 @@ def settle_mirrors(org: str, stored: Iterable[str] | None = None, root: MirrorRo
 def mirror_option(option: Path | None, needed_by: str) -> MirrorRoot:
     """``--mirrors`` (or ``SEDIMENT_MIRROR_PATH``, which typer reads into it), else
     ``$SEDIMENT_HOME/mirrors`` when it exists; ``needed_by`` names the command in the error."""
-    from sediment.git.mirrors import MirrorRoot
+    from sediment.git.mirror_root import MirrorRoot
     from sediment.home import sediment_home
 
     if option is not None and str(option).strip():

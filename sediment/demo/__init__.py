@@ -43,7 +43,8 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from sediment.git.mirrors import MirrorRoot, MirrorWriter
+from sediment.git.mirror_root import MirrorRoot
+from sediment.git.mirror_writer import MirrorWriter
 
 ORG = "demo"
 REPO = "acme/calc"
@@ -456,7 +457,7 @@ def run_demo(out: Path) -> dict[str, Any]:
     from sediment.errors import ProfileError
     from sediment.evidence.context import Evidence, store_evidence
     from sediment.export.pipeline import export_objective, export_rlvr_from_rollouts
-    from sediment.git.mirrors import mirror_identity
+    from sediment.git.mirror_root import mirror_identity
     from sediment.git.repositories import RepositoryContext
     from sediment.host.registry import load_registry
     from sediment.ingest.calls import translate_call

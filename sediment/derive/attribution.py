@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from sediment.ci.resolution import commit_key_of
-from sediment.git.mirrors import Mirror, MirrorReadError, MirrorRoot
+from sediment.git.mirror import Mirror, MirrorReadError
+from sediment.git.mirror_root import MirrorRoot
 from sediment.git.repositories import RepositoryContext, Resolution, repository_sort_key
 from sediment.model.facts import InferenceCall, RepositoryIdentity, SessionCommitObservation
 from sediment.model.policy import AttributionPolicy

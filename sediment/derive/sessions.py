@@ -31,7 +31,7 @@ from sediment.ci.resolution import commit_key_of, resolve_ci
 from sediment.derive.attribution import CommitIndex, attribute, attribute_files
 from sediment.derive.decision_attachment import ATTACHMENT_SKIP_REASONS, CallTarget
 from sediment.derive.decision_attachment import attach_decisions as attach_decisions_to
-from sediment.git.mirrors import MirrorRoot
+from sediment.git.mirror_root import MirrorRoot
 from sediment.git.repositories import RepositoryContext, superseded_observations
 from sediment.model.facts import CIOutcome, DeveloperDecision, InferenceCall
 from sediment.model.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy, Provenance

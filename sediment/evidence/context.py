@@ -33,7 +33,8 @@ from sediment.evidence.attributed_calls import CommitAttributions, commit_attrib
 from sediment.evidence.recipe import Recipe
 from sediment.evidence.rollout import RolloutEvidence
 from sediment.evidence.verifier_commands import VerifierCommands
-from sediment.git.mirrors import Mirror, MirrorRoot
+from sediment.git.mirror import Mirror
+from sediment.git.mirror_root import MirrorRoot
 from sediment.git.repositories import RepositoryContext
 from sediment.model.facts import CIOutcome
 from sediment.model.rollout import Rollout

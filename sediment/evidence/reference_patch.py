@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from sediment.ci.resolution import CIResolution, CommitKey, commit_key_of
-from sediment.git.mirrors import MirrorReadError, MirrorRoot
+from sediment.git.mirror import MirrorReadError
+from sediment.git.mirror_root import MirrorRoot
 from sediment.model.rollout import Rollout
 
 #: The reasons patch resolution can decline with, in vocabulary order.

@@ -29,7 +29,7 @@ from sediment.ci.transitions import TestTransitions, TransitionDecline, derive_t
 from sediment.evidence.recipe import Recipe
 from sediment.evidence.reference_patch import ReferencePatch, resolve_reference_patch
 from sediment.evidence.verifier_commands import VerifierCommands
-from sediment.git.mirrors import MirrorRoot
+from sediment.git.mirror_root import MirrorRoot
 from sediment.git.repositories import RepositoryContext, repository_sort_key
 from sediment.model.facts import CIOutcome, TextPart, ToolDefinition
 from sediment.model.repository_evidence import identity_of

@@ -44,7 +44,7 @@ from sediment.export.writer import (
     claim_directory,
     generation_lock,
 )
-from sediment.git.mirrors import MirrorRoot
+from sediment.git.mirror_root import MirrorRoot
 from sediment.git.repositories import RepositoryContext
 from sediment.host.registry import Objective, PluginRegistry, load_registry
 from sediment.output_paths import writing

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sediment.git.ai_notes import GitAiNoteError, parse_note
-from sediment.git.mirrors import MirrorLocation, MirrorRoot
+from sediment.git.mirror_root import MirrorLocation, MirrorRoot
 from sediment.ingest.facts_jsonl import PENDING_ID, with_natural_id
 from sediment.model.facts import ObservationSource, RepositoryIdentity, SessionCommitObservation
 from sediment.store import FactStore

@@ -224,7 +224,7 @@ class MirrorRefresher:
                 log.warning("mirror refresh of %s after a push failed: %s", push.repo, exc)
 
     def _settle(self) -> None:
-        from sediment.git.mirrors import MirrorRoot
+        from sediment.git.mirror_root import MirrorRoot
         from sediment.git.repositories import describe
         from sediment.ingest.git_notes import settle_legacy_mirrors
         from sediment.store import FactStore
@@ -242,7 +242,7 @@ class MirrorRefresher:
                      describe(settled.identity), settled.observed.stored)
 
     def _refresh(self, push: Push) -> None:
-        from sediment.git.mirrors import MirrorRoot
+        from sediment.git.mirror_root import MirrorRoot
         from sediment.git.repositories import RepositoryContext
         from sediment.ingest.git_notes import observe_notes
         from sediment.model.facts import RepositoryIdentity

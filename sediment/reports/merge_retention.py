@@ -36,7 +36,8 @@ from typing import Any
 
 from sediment.derive.attributed_completions import ATTRIBUTED_COMPLETION_POLICY_VERSION, AttributedCompletion
 from sediment.derive.edit_retention import four_gram_containment
-from sediment.git.mirrors import Mirror, MirrorReadError, MirrorRoot
+from sediment.git.mirror import Mirror, MirrorReadError
+from sediment.git.mirror_root import MirrorRoot
 from sediment.git.repositories import RepositoryContext, repository_sort_key
 from sediment.model.facts import PullRequestMerge
 from sediment.model.policy import Provenance

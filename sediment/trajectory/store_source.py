@@ -18,7 +18,7 @@ from sediment.git.repositories import RepositoryContext
 from sediment.model.rollout import Rollout
 
 if TYPE_CHECKING:
-    from sediment.git.mirrors import MirrorRoot
+    from sediment.git.mirror_root import MirrorRoot
     from sediment.store import FactStore
 
 

@@ -17,7 +17,8 @@ from sediment_diff_sft import SKIP_REASONS
 from sediment.errors import ConfigurationError
 from sediment.evidence.verifier_commands import VerifierCommands
 from sediment.export.pipeline import Evidence, export_objective
-from sediment.git.mirrors import Mirror, MirrorRoot
+from sediment.git.mirror import Mirror
+from sediment.git.mirror_root import MirrorRoot
 from sediment.host.registry import load_registry
 from sediment.model.facts import CallCapture, DeveloperDecision, ToolCallPart
 from sediment.model.rollout import FileAttribution, Rollout
@@ -366,7 +367,7 @@ def test_rows_validate_and_the_schema_refuses_what_the_contract_forbids(tmp_path
 
 
 def test_identified_repositories_resolve_through_the_context(tmp_path: Path, mirror_root: MirrorRoot) -> None:
-    from sediment.git.mirrors import MirrorWriter
+    from sediment.git.mirror_writer import MirrorWriter
     from sediment.git.repositories import RepositoryContext
     from sediment.model.facts import RepositoryIdentity
     from sediment.model.rollout import CommitRef

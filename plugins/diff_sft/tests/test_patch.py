@@ -9,7 +9,8 @@ import pygit2
 import pytest
 from sediment_diff_sft.patch import MALFORMED, UNSUPPORTED, parse_patch, split_sections
 
-from sediment.git.mirrors import Mirror, MirrorRoot
+from sediment.git.mirror import Mirror
+from sediment.git.mirror_root import MirrorRoot
 from sediment.testing import GitRepo
 
 MODIFY = ("diff --git a/calc.py b/calc.py\nindex 1111111..2222222 100644\n--- a/calc.py\n+++ b/calc.py\n"

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from sediment_hf_chat import card, messages, prompts
 
-from sediment.git.mirrors import MirrorRoot
+from sediment.git.mirror_root import MirrorRoot
 from sediment.host.declarations import PublishedExport
 from sediment.split import Split
 from sediment.testing import conversation, rollout, run_export

@@ -14,7 +14,7 @@ from sediment_hf_chat import messages, prompts
 from sediment.demo import run_demo
 from sediment.evidence.verifier_commands import VerifierCommands
 from sediment.export.pipeline import export_rlvr_from_rollouts
-from sediment.git.mirrors import MirrorRoot
+from sediment.git.mirror_root import MirrorRoot
 from sediment.model.facts import ReasoningPart, ToolCallPart, ToolCallResponsePart, ToolDefinition
 from sediment.testing import GitRepo, call, message, outcome, rollout, run_consumer, run_export
 

@@ -13,7 +13,7 @@ from sediment_hf_chat.chat import MESSAGE_KEYS
 from sediment_hf_chat.messages import FEATURES, SKIP_REASONS
 
 from sediment.errors import ProfileError
-from sediment.git.mirrors import MirrorRoot
+from sediment.git.mirror_root import MirrorRoot
 from sediment.model.facts import (
     CallCapture,
     InferenceCall,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sediment.git.mirrors import MirrorRoot
+from sediment.git.mirror_root import MirrorRoot
 from sediment.testing import (
     export_target as export,
 )

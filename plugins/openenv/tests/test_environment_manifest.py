@@ -11,7 +11,7 @@ import yaml
 
 from sediment.evidence.verifier_commands import VerifierCommands
 from sediment.export.pipeline import export_rlvr_from_rollouts
-from sediment.git.mirrors import MirrorRoot
+from sediment.git.mirror_root import MirrorRoot
 from sediment.settings import SettingsSources
 from sediment.testing import GitRepo, outcome, rollout
 

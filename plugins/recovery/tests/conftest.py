@@ -14,7 +14,7 @@ import pytest
 
 from sediment.evidence.context import store_evidence
 from sediment.export.pipeline import export_objective
-from sediment.git.mirrors import MirrorRoot
+from sediment.git.mirror_root import MirrorRoot
 from sediment.ingest.git_notes import observe_notes
 from sediment.model.facts import FactModel, RepositoryIdentity
 from sediment.store import FactStore

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from sediment.git.mirrors import MirrorRoot
+from sediment.git.mirror_root import MirrorRoot
 from sediment.model.facts import RepositoryIdentity
 from sediment.testing import ORG, REPO, GitRepo
 

@@ -12,7 +12,8 @@ from sediment_recovery.run_order import commit_ancestry, order_runs, run_key
 from sediment_recovery.transitions import ResolvedRun, lineages
 
 from sediment.ci.resolution import resolve_ci
-from sediment.git.mirrors import Mirror, MirrorRoot
+from sediment.git.mirror import Mirror
+from sediment.git.mirror_root import MirrorRoot
 from sediment.testing import ORG, GitRepo, outcome
 
 MISSING = "e" * 40

@@ -20,7 +20,7 @@ from sediment_recovery.transitions import (
 )
 
 from sediment.ci.resolution import resolve_ci
-from sediment.git.mirrors import MirrorRoot
+from sediment.git.mirror_root import MirrorRoot
 from sediment.host.registry import load_registry
 from sediment.plugin import AttributedCall, CallRecord, Recipe
 from sediment.testing import ORG, GitRepo, outcome

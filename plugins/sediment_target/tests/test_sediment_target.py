@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sediment.evidence.verifier_commands import VerifierCommands
-from sediment.git.mirrors import MirrorRoot
+from sediment.git.mirror_root import MirrorRoot
 from sediment.model.facts import ReasoningPart, ToolCallPart
 from sediment.testing import (
     ORG,

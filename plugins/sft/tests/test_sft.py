@@ -19,7 +19,8 @@ from sediment.derive.confidence import LabelConfidencePolicy
 from sediment.derive.sessions import StoreRollouts, derive_bundle
 from sediment.errors import BundleError, OutputDirectoryError
 from sediment.export.pipeline import Evidence, export_objective
-from sediment.git.mirrors import MirrorRoot, MirrorWriter
+from sediment.git.mirror_root import MirrorRoot
+from sediment.git.mirror_writer import MirrorWriter
 from sediment.host.registry import load_registry
 from sediment.ingest.git_notes import observe_notes
 from sediment.model.facts import CallCapture, CIOutcome, DeveloperDecision, EditObservation, InferenceCall, ToolCallPart

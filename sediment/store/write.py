@@ -1,0 +1,355 @@
+"""Appending Facts: rows keyed by their natural keys (a redelivery collapses), messages and
+tool lists stored once as content-addressed blobs, replayed lists as deltas on the Session's
+previous call.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import zlib
+from collections import Counter, OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Connection, select
+
+from sediment.model.facts import (
+    CIOutcome,
+    FactModel,
+    InferenceCall,
+    SessionCommitObservation,
+    TestCaseResult,
+    ToolDefinition,
+)
+from sediment.records import decode_record, encode_record, plain, sha256_hex, sortable_time
+from sediment.store import schema
+from sediment.store.engine import StoreEngine, StoreError
+from sediment.store.interning import intern
+from sediment.store.keys import fact_org, table_and_key
+
+HASH_CACHE_SIZE = 4096
+TOOL_LISTS_CACHE_SIZE = 256
+KNOWN_BLOBS_LIMIT = 2_000_000
+LAST_INPUTS_SESSIONS = 256
+#: Lists of a call's ``raw`` payload that replay earlier turns; stored as content blobs.
+REPLAYED_RAW_LISTS: tuple[tuple[str, ...], ...] = (("request", "messages"), ("request", "input"), ("messages",))
+
+#: One replayed hash list of a prepared call: its delta as encoded when it was prepared, and the
+#: whole list when the delta's base is not among the earlier calls of the same batch (else None).
+Replay = tuple[dict[str, Any], list[str] | None]
+
+
+@dataclass
+class AppendResult:
+    """What one append stored: new Facts and collapsed redeliveries, per table."""
+
+    stored: Counter[str] = field(default_factory=Counter)
+    duplicates: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass
+class PreparedFacts:
+    """Facts encoded for insertion: new content blobs and one row per Fact, in order.
+
+    ``replays`` holds, for each inference call (by its index in ``rows``), its replayed hash
+    lists by kind (``input``, ``raw:request/messages``, …): :meth:`FactStore.write` settles
+    each delta against the calls the store really holds before inserting the row.
+    """
+
+    blobs: dict[str, bytes]
+    rows: list[tuple[str, dict[str, Any]]]
+    replays: dict[int, dict[str, Replay]] = field(default_factory=dict)
+
+
+class FactWriter(StoreEngine):
+    """Appending Facts: encoding them (:meth:`prepare`) and inserting them (:meth:`write`)."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
+        self._hash_cache: OrderedDict[int, tuple[Any, str]] = OrderedDict()
+        self._tool_lists: OrderedDict[tuple[int, ...], tuple[tuple[ToolDefinition, ...], str]] = OrderedDict()
+        self._known_blobs: set[str] = set()
+        self._pending_blobs: dict[str, bytes] = {}
+        #: Per (org, Session, list kind): the last call *prepared* and its list (deltas are
+        #: encoded against it, then settled at write time).
+        self._last_inputs: OrderedDict[tuple[str, str, str], tuple[str, list[str]]] = OrderedDict()
+        #: Per (org, Session, list kind): the last call this store *inserted* and its list: the
+        #: only base a stored delta may name.
+        self._stored_lists: OrderedDict[tuple[str, str, str], tuple[str, list[str]]] = OrderedDict()
+
+    def append(self, facts: Iterable[FactModel]) -> AppendResult:
+        """Store new Facts; a Fact whose natural key or id exists already is a duplicate."""
+        return self.write(self._prepare(facts, portable=False))
+
+    def prepare(self, facts: Iterable[FactModel]) -> PreparedFacts:
+        """Encode Facts into rows and new content blobs without touching the database.
+
+        The CPU-heavy half of :meth:`append`; ingest workers run it in parallel and the parent
+        :meth:`write` s the results in input order. Each result is complete on its own: any
+        store instance can write it.
+        """
+        return self._prepare(facts, portable=True)
+
+    def _prepare(self, facts: Iterable[FactModel], *, portable: bool) -> PreparedFacts:
+        rows: list[tuple[str, dict[str, Any]]] = []
+        replays: dict[int, dict[str, Replay]] = {}
+        batch: set[tuple[str, str, str]] = set()
+        for fact in facts:
+            table_name, fact_id, natural_key = table_and_key(fact)
+            values: dict[str, Any] = {"fact_id": fact_id, "org_id": fact_org(fact), "natural_key": natural_key}
+            if isinstance(fact, InferenceCall):
+                replay: dict[str, Replay] = {}
+                values |= self._call_columns(fact, replay, batch, portable)
+                replays[len(rows)] = replay
+            else:
+                values |= self._columns(fact)
+            rows.append((table_name, values))
+        blobs, self._pending_blobs = self._pending_blobs, {}
+        return PreparedFacts(blobs, rows, replays)
+
+    def write(self, prepared: PreparedFacts) -> AppendResult:
+        """Insert prepared rows in one transaction (redeliveries collapse on natural keys).
+
+        A call's replay deltas were encoded against the calls prepared before it; here each is
+        settled against the last call of its Session this store *inserted* (a redelivery that
+        collapsed is no base, nor is a call another worker prepared), re-encoded when they
+        differ, so what is read back is exactly what was appended, whatever the batching.
+        """
+        result = AppendResult()
+        try:
+            with self._writing() as conn:
+                self._write_rows(conn, prepared, result)
+        except BaseException:
+            # The transaction rolled back: forget what it claimed to store, and the hashes whose
+            # cache hits would skip queueing their blobs again.
+            self._known_blobs.clear()
+            self._hash_cache.clear()
+            self._tool_lists.clear()
+            self._last_inputs.clear()
+            self._stored_lists.clear()
+            raise
+        return result
+
+    def _write_rows(self, conn: Connection, prepared: PreparedFacts, result: AppendResult) -> None:
+        blobs = dict(prepared.blobs)
+        batch: dict[tuple[str, str, str], tuple[str, list[str]]] = {}  # the last call prepared, in this batch
+        used: set[str] = set()  # bodies of inserted calls
+        dropped: set[str] = set()  # bodies encoded but not needed: a redelivery's, or one rebased
+        for index, (table_name, values) in enumerate(prepared.rows):
+            replay = prepared.replays.get(index) if table_name == "inference_calls" else None
+            lists: dict[str, list[str]] = {}
+            if replay is not None:
+                values, lists = self._settle(conn, values, replay, batch, blobs, dropped)
+            table = schema.FACT_TABLES[table_name]
+            statement = self._insert(table).values(**values).on_conflict_do_nothing().returning(table.c.fact_id)
+            if conn.execute(statement).first() is None:
+                result.duplicates[table_name] += 1
+                if replay is not None:  # a redelivery's body is never read (its messages may be)
+                    dropped.add(values["record"])
+                continue
+            result.stored[table_name] += 1
+            if replay is not None:
+                used.add(values["record"])
+                for kind, hashes in lists.items():
+                    _remember(self._stored_lists, (values["org_id"], values["session_id"], kind),
+                              (values["fact_id"], hashes))
+        for digest in dropped - used:
+            if blobs.pop(digest, None) is not None:
+                self._known_blobs.discard(digest)
+        if blobs:
+            conn.execute(self._insert(schema.blobs).on_conflict_do_nothing(),
+                         [{"blob_hash": d, "content": c} for d, c in blobs.items()])
+
+    def _settle(self, conn: Connection, values: dict[str, Any], replay: dict[str, Replay],
+                batch: dict[tuple[str, str, str], tuple[str, list[str]]], blobs: dict[str, bytes],
+                dropped: set[str]) -> tuple[dict[str, Any], dict[str, list[str]]]:
+        """A call's row with every replay delta based on the last call this store inserted."""
+        lists: dict[str, list[str]] = {}
+        raw_changes: dict[str, dict[str, Any]] = {}
+        for kind, (encoded, whole) in replay.items():
+            key = (values["org_id"], values["session_id"], kind)
+            if whole is None:
+                if encoded["base"] is None:
+                    whole = list(encoded["add"])
+                else:
+                    previous = batch.get(key)
+                    if previous is None or previous[0] != encoded["base"]:
+                        raise StoreError(f"prepared facts are incomplete: call {values['fact_id']} replays "
+                                         f"{encoded['base']}, not prepared before it in its batch")
+                    whole = previous[1][: encoded["keep"]] + list(encoded["add"])
+            batch[key] = (values["fact_id"], whole)
+            lists[kind] = whole
+            settled = _delta_against(self._stored_lists.get(key), whole)
+            if settled == encoded:
+                continue
+            if kind == "input":
+                values = {**values, "input_hashes": json.dumps(settled, separators=(",", ":"))}
+            else:
+                raw_changes[kind] = settled
+        if raw_changes:
+            values = {**values, "record": self._rebase_body(conn, values["record"], raw_changes, blobs, dropped)}
+        return values, lists
+
+    def _rebase_body(self, conn: Connection, digest: str, changes: dict[str, dict[str, Any]],
+                     blobs: dict[str, bytes], dropped: set[str]) -> str:
+        """The hash of a call body whose replayed raw lists carry ``changes`` (a new blob)."""
+        content = blobs.get(digest)
+        if content is None:
+            content = conn.execute(select(schema.blobs.c.content).where(schema.blobs.c.blob_hash == digest)).scalar()
+        if content is None:
+            raise StoreError(f"fact store is missing the body blob {digest} of a call being written")
+        body = decode_record(zlib.decompress(content).decode("ascii"))  # interned: the delta dicts are as written
+        for kind, delta in changes.items():
+            path = kind.removeprefix("raw:").split("/")
+            holder = body["raw"]
+            for key in path[:-1]:
+                holder = holder[key]
+            holder[path[-1]] = delta
+        record = encode_record(body).encode("ascii")
+        rebased = sha256_hex(record)
+        dropped.add(digest)
+        if rebased not in self._known_blobs:
+            blobs[rebased] = zlib.compress(record, 1)
+            self._known_blobs.add(rebased)
+        return rebased
+
+    def _blob(self, value: Any) -> str:
+        """The content hash of ``value``'s canonical record; queued for storage if new.
+
+        Replayed messages arrive as the very same objects call after call (see
+        :class:`~sediment.ingest.calls.ReplayMemo`), so an identity cache skips re-encoding them.
+        """
+        hit = self._hash_cache.get(id(value))
+        if hit is not None and hit[0] is value:
+            self._hash_cache.move_to_end(id(value))
+            return hit[1]
+        strings: dict[str, bytes] = {}
+        record = encode_record(intern(plain(value), strings)).encode("ascii")
+        digest = sha256_hex(record)
+        self._hash_cache[id(value)] = (value, digest)
+        if len(self._hash_cache) > HASH_CACHE_SIZE:
+            self._hash_cache.popitem(last=False)
+        for string_digest, string in strings.items():
+            self._queue_blob(string_digest, string)
+        self._queue_blob(digest, record)
+        return digest
+
+    def _tools_blob(self, tools: tuple[ToolDefinition, ...]) -> str:
+        """The content hash of a tool list, stored as one blob.
+
+        Each call's list is a new tuple, but a resent list holds the very same definitions
+        (see :class:`~sediment.ingest.calls.ReplayMemo`), so they key a cache of their hashes.
+        """
+        key = tuple(id(tool) for tool in tools)
+        hit = self._tool_lists.get(key)
+        if hit is not None and all(a is b for a, b in zip(hit[0], tools, strict=True)):
+            self._tool_lists.move_to_end(key)
+            return hit[1]
+        digest = self._blob(tools)
+        self._tool_lists[key] = (tools, digest)
+        if len(self._tool_lists) > TOOL_LISTS_CACHE_SIZE:
+            self._tool_lists.popitem(last=False)
+        return digest
+
+    def _queue_blob(self, digest: str, record: bytes) -> None:
+        if digest not in self._known_blobs:
+            self._pending_blobs[digest] = zlib.compress(record, 1)
+            self._known_blobs.add(digest)
+            if len(self._known_blobs) > KNOWN_BLOBS_LIMIT:
+                self._known_blobs = set(self._pending_blobs)
+
+    def _call_columns(self, fact: InferenceCall, replay: dict[str, Replay], batch: set[tuple[str, str, str]],
+                      portable: bool) -> dict[str, Any]:
+        raw, refs = self._externalize_raw(fact, replay, batch, portable)
+        # The tool list is a blob of its own, and the body never spells the field: a call
+        # without tools stores exactly the bytes it did before InferenceCall had one.
+        body = plain(fact.model_copy(update={"input_messages": (), "output_messages": (), "raw": raw}))
+        del body["tools"]
+        if fact.capture is None:  # likewise a wire call's body never spells its (absent) capture
+            del body["capture"]
+        inputs = [self._blob(m) for m in fact.input_messages]
+        delta = self._delta(fact, "input", inputs, replay, batch, portable)
+        return {
+            "session_id": fact.session_id,
+            "observed_at": sortable_time(fact.observed_at),
+            "input_hashes": json.dumps(delta, separators=(",", ":")),
+            "output_hashes": json.dumps([self._blob(m) for m in fact.output_messages]),
+            "raw_refs": json.dumps(refs),
+            "tools_hash": None if fact.tools is None else self._tools_blob(fact.tools),
+            "record": self._blob(body),  # the call body is stored compressed, by its hash
+        }
+
+    def _columns(self, fact: FactModel) -> dict[str, Any]:
+        columns: dict[str, Any] = {"record": encode_record(fact)}
+        table = schema.FACT_TABLES[table_and_key(fact)[0]]
+        for name in ("session_id", "repo", "commit_sha", "provider", "run_id", "run_attempt", "test_id"):
+            if name in table.c:
+                columns[name] = getattr(fact, name)
+        if isinstance(fact, CIOutcome | SessionCommitObservation | TestCaseResult):
+            columns["captured_at"] = sortable_time(fact.captured_at)
+        return columns
+
+    def _delta(self, fact: InferenceCall, kind: str, inputs: list[str], replay: dict[str, Replay],
+               batch: set[tuple[str, str, str]], portable: bool) -> dict[str, Any]:
+        """A hash list as ``{"base": call id, "keep": n, "add": [...]}``: the first n hashes of
+        the same list of the base call (the Session's previously appended call), then the new
+        ones. A replaying agent's lists thus cost O(new messages), not O(history).
+
+        Encoded here against the call prepared before it; :meth:`write` settles it against the
+        call really stored before it, from ``replay[kind]`` (the whole list rides along unless
+        the base is an earlier call of the same ``portable`` batch)."""
+        key = (fact.org_id, fact.session_id, kind)
+        delta = _delta_against(self._last_inputs.get(key), inputs)
+        _remember(self._last_inputs, key, (fact.inference_call_id, inputs))
+        whole = inputs if not portable or (delta["base"] is not None and key not in batch) else None
+        batch.add(key)
+        replay[kind] = (delta, whole)
+        return delta
+
+    def _externalize_raw(self, fact: InferenceCall, replay: dict[str, Replay], batch: set[tuple[str, str, str]],
+                         portable: bool) -> tuple[dict[str, Any], list[list[str]]]:
+        """Move replayed message lists out of ``raw`` into blobs (restored exactly on read)."""
+        refs: list[list[str]] = []
+        raw = fact.raw
+        result = raw
+        for path in REPLAYED_RAW_LISTS:
+            holder: Any = raw
+            for key in path[:-1]:
+                holder = holder.get(key) if isinstance(holder, dict) else None
+            if not isinstance(holder, dict) or not isinstance(holder.get(path[-1]), list):
+                continue
+            if result is raw:
+                result = copy.copy(raw)
+            target = result
+            for key in path[:-1]:
+                target[key] = copy.copy(target[key])
+                target = target[key]
+            hashes = [self._blob(item) for item in holder[path[-1]]]
+            target[path[-1]] = self._delta(fact, "raw:" + "/".join(path), hashes, replay, batch, portable)
+            refs.append(list(path))
+        return result, refs
+
+
+def _remember(lists: OrderedDict[tuple[str, str, str], tuple[str, list[str]]], key: tuple[str, str, str],
+              value: tuple[str, list[str]]) -> None:
+    """Record a Session's latest call and list, keeping the :data:`LAST_INPUTS_SESSIONS` latest."""
+    lists[key] = value
+    lists.move_to_end(key)
+    if len(lists) > LAST_INPUTS_SESSIONS:
+        lists.popitem(last=False)
+
+
+def _delta_against(previous: tuple[str, list[str]] | None, hashes: list[str]) -> dict[str, Any]:
+    """``hashes`` as a delta on ``previous`` (a call id and its list): its longest common prefix
+    kept, the rest added; a full list when nothing is shared."""
+    keep = 0
+    if previous is not None:
+        earlier = previous[1]
+        limit = min(len(earlier), len(hashes))
+        while keep < limit and earlier[keep] == hashes[keep]:
+            keep += 1
+    if previous is None or keep == 0:
+        return {"base": None, "keep": 0, "add": hashes}
+    return {"base": previous[0], "keep": keep, "add": hashes[keep:]}
