@@ -27,7 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 MAX_ROOT_MODULES = 12
 MAX_MODULE_LINES = 600
 #: Modules still over the limit, each to be split (issue 21); the list may only shrink.
-STILL_TOO_LONG = {"sediment/store/__init__.py", "sediment/ingest/calls/toolkit.py", "sediment/git/mirrors.py"}
+STILL_TOO_LONG = {"sediment/store/__init__.py", "sediment/git/mirrors.py"}
 
 
 def modules(package: Path = SEDIMENT) -> dict[str, Path]:
