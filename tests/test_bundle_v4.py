@@ -28,7 +28,8 @@ from pydantic import BaseModel
 from sediment import export_rlvr_from_rollouts
 from sediment.bundle.format import Bundle
 from sediment.bundle.read import open_bundle
-from sediment.bundle.upstream import FILES, POPULATION_ROW_CAP, V4Bundle
+from sediment.bundle.upstream import V4Bundle
+from sediment.bundle.upstream_manifest import FILES, POPULATION_ROW_CAP
 from sediment.bundle.write import write_bundle
 from sediment.errors import BundleError
 from sediment.evidence.verifier_commands import VerifierCommands

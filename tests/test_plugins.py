@@ -28,7 +28,8 @@ from sediment.host.discovery import (
     discover_entry_points,
     new_plugin_manager,
 )
-from sediment.host.registry import TARGET_CORE_REASONS, load_registry
+from sediment.host.kinds import TARGET_CORE_REASONS
+from sediment.host.registry import load_registry
 from sediment.plugin import (
     ManifestInfo,
     PluginSettings,

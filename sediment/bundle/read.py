@@ -1,6 +1,6 @@
 """Opening a bundle: :func:`open_bundle` checks our own format fully (hashes, counts, order,
 split, provenance) before any export starts, and hands an upstream v4 layout to
-:mod:`sediment.bundle.upstream`."""
+:mod:`sediment.bundle.upstream` (its manifest: :mod:`sediment.bundle.upstream_manifest`)."""
 
 from __future__ import annotations
 
@@ -29,13 +29,12 @@ from sediment.bundle.format import (
     BundleManifest,
     parse_line,
 )
-from sediment.bundle.lines import Piece, file_sha256, inner_record, read_line_at, strict_loads
+from sediment.bundle.lines import inner_record, report_first_failure, scan_lines, strict_loads
 from sediment.errors import BundleError
 from sediment.git.repositories import RepositoryContext
 from sediment.model.facts import DeveloperDecision, EditObservation, RepositoryRename
 from sediment.model.policy import DerivationPolicy
 from sediment.model.repository_evidence import RepositoryEvidence
-from sediment.parallel import ordered_chunks
 from sediment.split import assign_split
 
 
@@ -127,7 +126,8 @@ def open_bundle(path: str | Path, *, workers: int = 1) -> Bundle:
     path = Path(path)
     if not path.is_dir():
         raise BundleError(f"bundle directory does not exist: {path}")
-    from sediment.bundle.upstream import is_v4_manifest, open_v4_bundle
+    from sediment.bundle.upstream import open_v4_bundle
+    from sediment.bundle.upstream_manifest import is_v4_manifest
 
     if is_v4_manifest(path):  # the upstream layout (bundle_schema_version 4, no bundle_format)
         return open_v4_bundle(path, workers=workers)
@@ -147,42 +147,17 @@ def open_bundle(path: str | Path, *, workers: int = 1) -> Bundle:
     if size != info.get("bytes"):
         raise BundleError(f"{ROLLOUTS} does not match the sha256 and size in the manifest")
 
-    def check(span: range) -> Piece:
-        piece = Piece([], [])
-        with open(rollouts_path, "rb", buffering=1 << 20) as lines:
-            position = span.start
-            if position > 0:  # the line holding the byte before the span belongs to the span before
-                lines.seek(position - 1)
-                position += len(lines.readline()) - 1
-            while position < span.stop:
-                line = lines.readline()
-                if not line:
-                    break
-                piece.offsets.append(position)
-                position += len(line)
-                if piece.failed is None:
-                    try:
-                        piece.keys.append(_check_record(line, len(piece.offsets), manifest))
-                    except BundleError:
-                        piece.failed = len(piece.offsets) - 1  # keep indexing, to count every row
-        return piece
+    def check(line: bytes, number: int) -> tuple[str, str]:
+        return _check_record(line, number, manifest)
 
-    digests: list[str] = []
     # the sha256 is computed here while worker processes check the records
-    pieces = list(ordered_chunks(check, size, workers, per_worker=4,
-                                 meanwhile=lambda: digests.append(file_sha256(rollouts_path))))
+    pieces, digest = scan_lines(rollouts_path, size, workers, check)
     offsets = [offset for piece in pieces for offset in piece.offsets]
     if len(offsets) != info.get("rows") or len(offsets) != manifest.rows:
         raise BundleError(f"{ROLLOUTS} has {len(offsets)} rows; the manifest says {manifest.rows}")
-    before = 0
-    for piece in pieces:
-        if piece.failed is not None:  # checked again here, to report it under its line number
-            number = before + piece.failed + 1
-            _check_record(read_line_at(rollouts_path, piece.offsets[piece.failed]), number, manifest)
-            raise BundleError(f"{ROLLOUTS} line {number} could not be read consistently")
-        before += len(piece.offsets)
-    keys = [key for piece in pieces for key in piece.keys]
-    if digests[0] != info.get("sha256"):
+    report_first_failure(rollouts_path, ROLLOUTS, pieces, check)
+    keys = [key for piece in pieces for key in piece.results]
+    if digest != info.get("sha256"):
         raise BundleError(f"{ROLLOUTS} does not match the sha256 and size in the manifest")
     for number in range(1, len(keys)):
         if keys[number] <= keys[number - 1]:

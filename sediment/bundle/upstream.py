@@ -2,7 +2,8 @@
 
 Teams moving over export the bundles they already reviewed: ``open_bundle`` hands a manifest
 with ``bundle_schema_version: 4`` (and no ``bundle_format``) to :func:`open_v4_bundle`, which
-checks everything before any export starts and returns a :class:`V4Bundle`, read like our own
+checks everything (the manifest through :mod:`sediment.bundle.upstream_manifest`) before any export
+starts and returns a :class:`V4Bundle`, read like our own
 :class:`~sediment.bundle.format.Bundle`. Sediment never writes this layout.
 
 A v4 bundle is seven files: ``manifest.json`` and six JSONL populations, each line exactly
@@ -22,20 +23,19 @@ from __future__ import annotations
 import functools
 import json
 import os
-import re
 import stat
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Annotated, Any, Generic, Literal, TypeVar
+from typing import IO, Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, TypeAdapter, ValidationError, model_validator
 
-from sediment.bundle.format import MANIFEST, Bundle, BundleManifest
-from sediment.bundle.lines import fast_record, file_sha256, strict_loads
+from sediment.bundle.format import Bundle
+from sediment.bundle.lines import fast_record, inner_record, report_first_failure, scan_lines
+from sediment.bundle.upstream_manifest import FILES, V4BundleManifest, read_v4_manifest
 from sediment.errors import BundleError
-from sediment.git.repositories import REPOSITORY_IDENTITY_VERSION, RenameClaim, RepositoryContext
+from sediment.git.repositories import RenameClaim, RepositoryContext
 from sediment.identifiers import ExactInt, FactId, NonEmptyId, NonEmptyRepoSlug, OrgId, UtcDatetime
 from sediment.model.facts import (
     FactModel,
@@ -45,39 +45,15 @@ from sediment.model.facts import (
     ToolCallPart,
     check_identity_triple,
 )
-from sediment.model.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy, Provenance
+from sediment.model.policy import ROLLOUT_IMPLEMENTATION_VERSION, Provenance
 from sediment.model.repository_evidence import RepositoryEvidence
-from sediment.model.rollout import FRAGMENT_REASONS, Rollout, scoring_text
-from sediment.parallel import ordered_chunks
-from sediment.records import canonical_digest, decode_record, encode_record
+from sediment.model.rollout import Rollout, scoring_text
+from sediment.records import decode_record, encode_record
 from sediment.split import assign_split
 
-V4_SCHEMA_VERSION = 4
-RECORD_ENCODING = "sediment-record-json-v1"
-POPULATION = "organization-through-as-of-v1"
-#: Rows allowed in each of the three complete organization populations.
-POPULATION_ROW_CAP = 50_000
-#: Population name → file, in the order the reader checks them (the calls before the
-#: Rollouts that reference them).
-FILES: dict[str, str] = {
-    "attributed_completions": "attributed_completions.jsonl",
-    "inference_call_identities": "inference_call_identities.jsonl",
-    "repository_identities": "repository_identities.jsonl",
-    "repository_renames": "repository_renames.jsonl",
-    "inference_calls": "inference_calls.jsonl",
-    "rollouts": "rollouts.jsonl",
-}
-CAPPED = ("inference_call_identities", "repository_identities", "repository_renames")
 ROLLOUTS = FILES["rollouts"]
 CALLS = FILES["inference_calls"]
 
-MANIFEST_KEYS = frozenset({
-    "bundle_schema_version", "record_encoding", "identity_population", "repository_population", "org_id",
-    "scope", "policy", "policy_digest", "implementation_versions", "quarantine_revision", "as_of",
-    "mirror_revisions", "counts", "skipped", "excluded", "files", "fragmented",
-})
-IMPLEMENTATION_KEYS = frozenset({"abandonment", "attribution", "attributed_completion", "rollout",
-                                 "repository_identity"})
 #: The fields of an upstream Rollout and Turn record; ours add call context, tool sets and test
 #: results, which a v4 record must not carry (they are hydrated, or stay empty).
 ROLLOUT_KEYS = frozenset({"org_id", "session_id", "segments", "commits", "attribution_source",
@@ -87,223 +63,6 @@ TURN_KEYS = frozenset({"new_messages", "completion", "decisions", "inference_cal
 CALL_KEYS = frozenset(InferenceCall.model_fields) - {"tools", "capture"}
 #: What a Turn takes from its call.
 HYDRATED = ("output_messages", "model", "observed_at", "model_call_id")
-
-_TIMESTAMP = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})$")
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_ORG = TypeAdapter(OrgId)
-
-
-def is_v4_manifest(path: Path) -> bool:
-    """Whether ``path/manifest.json`` claims the upstream layout: ``bundle_schema_version`` 4 and
-    no ``bundle_format`` (our own format's marker). Unreadable manifests are left to our reader."""
-    try:
-        raw = json.loads((path / MANIFEST).read_bytes())
-    except (OSError, ValueError):
-        return False
-    return (isinstance(raw, dict) and "bundle_format" not in raw
-            and type(raw.get("bundle_schema_version")) is int and raw["bundle_schema_version"] == V4_SCHEMA_VERSION)
-
-
-# --- the manifest --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class V4BundleManifest(BundleManifest):
-    """Our manifest view (``org_id``, ``policy``, ``fragmented``, …) plus what only v4 records."""
-
-    policy_digest: str  # as the manifest states it (see docs/bundle.md on integer spellings)
-    scope: dict[str, Any]
-    as_of: str | None
-    excluded: dict[str, int]
-    mirror_revisions: dict[str, dict[str, str]]
-    counts: dict[str, int]
-    implementation_versions: dict[str, str]
-    files: dict[str, dict[str, Any]] = field(repr=False)
-
-
-def _problem(where: str, what: str) -> BundleError:
-    return BundleError(f"{MANIFEST}: {where} {what}")
-
-
-def _keys(value: Any, expected: frozenset[str], where: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise _problem(where, "must be a JSON object")
-    if set(value) != expected:
-        raise _problem(where, f"keys differ from a v4 manifest: missing {sorted(expected - set(value))}, "
-                              f"unknown {sorted(set(value) - expected)}")
-    return value
-
-
-def _count(value: Any, where: str, *, minimum: int = 0) -> int:
-    if type(value) is not int or value < minimum:
-        raise _problem(where, f"must be an integer >= {minimum}, not {value!r}")
-    return value
-
-
-def _number(value: Any, where: str) -> float:
-    if type(value) not in (int, float):
-        raise _problem(where, f"must be a number, not {value!r}")
-    return float(value)
-
-
-def _text(value: Any, where: str) -> str:
-    if not isinstance(value, str):
-        raise _problem(where, f"must be a string, not {value!r}")
-    return value
-
-
-def _timestamp(value: Any, where: str) -> datetime | None:
-    if value is None:
-        return None
-    if not isinstance(value, str) or not _TIMESTAMP.fullmatch(value):
-        raise _problem(where, f"must be an RFC 3339 timestamp or null, not {value!r}")
-    try:
-        return datetime.fromisoformat(value)
-    except ValueError:
-        raise _problem(where, f"is not a valid timestamp: {value!r}") from None
-
-
-def _counter(value: Any, where: str) -> dict[str, int]:
-    if not isinstance(value, dict):
-        raise _problem(where, "must be a JSON object")
-    for key, count in value.items():
-        _count(count, f"{where}.{key}")
-    return dict(sorted(value.items()))
-
-
-def _scope(value: Any) -> dict[str, Any]:
-    scope = _keys(value, frozenset({"since", "until", "users"}), "scope")
-    since, until = _timestamp(scope["since"], "scope.since"), _timestamp(scope["until"], "scope.until")
-    if since is not None and until is not None and since >= until:
-        raise _problem("scope.since", "must be earlier than scope.until")
-    users = scope["users"]
-    if users is not None and (not isinstance(users, list) or not users
-                              or any(not isinstance(u, str) or not u.strip() or u != u.strip() for u in users)
-                              or users != sorted(set(users))):
-        raise _problem("scope.users", "must be null or a sorted list of distinct, non-empty, stripped user ids")
-    return dict(scope)
-
-
-def _policy(value: Any, digest: Any) -> tuple[DerivationPolicy, str]:
-    """The manifest's policy with every key and type checked, and its verified digest.
-
-    The digest is checked over the policy exactly as the manifest spells it (upstream's rule).
-    Our :class:`DerivationPolicy` reads numbers as floats, so it computes the same digest for
-    every policy upstream writes with float spellings; an integer-spelled float
-    (``"eval_fraction":0``) hashes differently under our model, and the manifest's digest is
-    the one provenance carries."""
-    policy = _keys(value, frozenset({"schema_version", "attribution", "split"}), "policy")
-    if type(policy["schema_version"]) is not int or policy["schema_version"] != 1:
-        raise _problem("policy.schema_version", f"must be 1, not {policy['schema_version']!r}")
-    attribution = _keys(policy["attribution"], frozenset({"post_push_grace_period_minutes", "max_commits_per_push",
-                                                          "git_notes", "jaccard"}), "policy.attribution")
-    _count(attribution["post_push_grace_period_minutes"], "policy.attribution.post_push_grace_period_minutes")
-    _count(attribution["max_commits_per_push"], "policy.attribution.max_commits_per_push", minimum=1)
-    for name in ("git_notes", "jaccard"):
-        where = f"policy.attribution.{name}"
-        window = _keys(attribution[name], frozenset({"min_similarity", "lookback_window_minutes"}), where)
-        _number(window["min_similarity"], f"{where}.min_similarity")
-        _count(window["lookback_window_minutes"], f"{where}.lookback_window_minutes")
-    split = _keys(policy["split"], frozenset({"eval_fraction"}), "policy.split")
-    _number(split["eval_fraction"], "policy.split.eval_fraction")
-    try:
-        resolved = DerivationPolicy.model_validate(policy)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise _problem("policy", f"is invalid: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
-    if not isinstance(digest, str) or not _SHA256.fullmatch(digest):
-        raise _problem("policy_digest", "must be 64 lowercase hex digits")
-    if canonical_digest(policy) != digest:
-        raise _problem("policy_digest", "does not match its policy")
-    return resolved, digest
-
-
-def _files(value: Any, counts: Any) -> tuple[dict[str, dict[str, Any]], dict[str, int]]:
-    files = _keys(value, frozenset(FILES), "files")
-    for name, file in FILES.items():
-        where = f"files.{name}"
-        info = _keys(files[name], frozenset({"path", "rows", "bytes", "sha256"}), where)
-        if info["path"] != file:
-            raise _problem(f"{where}.path", f"must be {file!r}, not {info['path']!r}")
-        _count(info["rows"], f"{where}.rows")
-        _count(info["bytes"], f"{where}.bytes")
-        if not isinstance(info["sha256"], str) or not _SHA256.fullmatch(info["sha256"]):
-            raise _problem(f"{where}.sha256", "must be 64 lowercase hex digits")
-    counted = _keys(counts, frozenset(FILES), "counts")
-    for name in FILES:
-        if _count(counted[name], f"counts.{name}") != files[name]["rows"]:
-            raise _problem(f"counts.{name}", f"is {counted[name]}; files.{name}.rows is {files[name]['rows']}")
-    for name in CAPPED:
-        if files[name]["rows"] > POPULATION_ROW_CAP:
-            raise BundleError(f"{FILES[name]} has {files[name]['rows']} rows, beyond the {POPULATION_ROW_CAP}-row cap "
-                              "of that population; the bundle is refused")
-    return files, dict(counted)
-
-
-def read_v4_manifest(path: Path) -> V4BundleManifest:
-    """Strictly read and check ``manifest.json`` (every key, every type, the markers, the
-    policy digest, the Rollout implementation version, the file entries and the row caps)."""
-    try:
-        raw = strict_loads((path / MANIFEST).read_text(encoding="ascii"))
-    except FileNotFoundError:
-        raise BundleError(f"not a bundle: {path / MANIFEST} is missing") from None
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise BundleError(f"cannot read bundle manifest {path / MANIFEST}: {exc}") from None
-    if not isinstance(raw, dict):
-        raise BundleError(f"{MANIFEST}: must be a JSON object")
-    version = raw.get("bundle_schema_version")
-    if type(version) is not int or version != V4_SCHEMA_VERSION:
-        raise _problem("bundle_schema_version", f"is {version!r}; this reader reads version {V4_SCHEMA_VERSION}")
-    if set(raw) != MANIFEST_KEYS:
-        raise BundleError(f"{MANIFEST}: keys differ from a v4 manifest: missing {sorted(MANIFEST_KEYS - set(raw))}, "
-                          f"unknown {sorted(set(raw) - MANIFEST_KEYS)}")
-    if raw["record_encoding"] != RECORD_ENCODING:
-        raise _problem("record_encoding", f"{raw['record_encoding']!r} is not supported (only {RECORD_ENCODING!r})")
-    for marker in ("identity_population", "repository_population"):
-        if raw[marker] != POPULATION:
-            raise _problem(marker, f"{raw[marker]!r} is not supported (only {POPULATION!r})")
-    org_id = _text(raw["org_id"], "org_id")
-    try:
-        canonical = _ORG.validate_python(org_id)
-    except ValidationError:
-        canonical = None
-    if canonical != org_id:
-        raise _problem("org_id", f"{org_id!r} is not a canonical org id")
-    scope = _scope(raw["scope"])
-    policy, digest = _policy(raw["policy"], raw["policy_digest"])
-    versions = _keys(raw["implementation_versions"], IMPLEMENTATION_KEYS, "implementation_versions")
-    for name, version in versions.items():
-        _text(version, f"implementation_versions.{name}")
-    if versions["rollout"] != ROLLOUT_IMPLEMENTATION_VERSION:
-        raise _problem("implementation_versions.rollout", f"is {versions['rollout']!r}; this Sediment reads Rollout "
-                       f"implementation version {ROLLOUT_IMPLEMENTATION_VERSION!r} (recompute the bundle)")
-    if versions["repository_identity"] != REPOSITORY_IDENTITY_VERSION:
-        raise _problem("implementation_versions.repository_identity",
-                       f"is {versions['repository_identity']!r}; this Sediment reads repository identity version "
-                       f"{REPOSITORY_IDENTITY_VERSION!r} (recompute the bundle)")
-    revision = _count(raw["quarantine_revision"], "quarantine_revision")
-    _timestamp(raw["as_of"], "as_of")
-    mirrors = raw["mirror_revisions"]
-    def _refs(refs: Any) -> bool:
-        return isinstance(refs, dict) and all(isinstance(sha, str) for sha in refs.values())
-
-    if not isinstance(mirrors, dict) or not all(_refs(refs) for refs in mirrors.values()):
-        raise _problem("mirror_revisions", "must map repository keys to {ref: sha} objects of strings")
-    skipped = _counter(raw["skipped"], "skipped")
-    excluded = _counter(raw["excluded"], "excluded")
-    fragmented = _counter(raw["fragmented"], "fragmented")
-    unknown = sorted(set(fragmented) - set(FRAGMENT_REASONS))
-    if unknown:
-        raise _problem("fragmented", f"holds unknown reasons {unknown}")
-    files, counts = _files(raw["files"], raw["counts"])
-    return V4BundleManifest(
-        org_id=org_id, policy=policy, quarantine_revision=revision,
-        fragmented={reason: fragmented.get(reason, 0) for reason in FRAGMENT_REASONS},
-        skipped=skipped, rows=counts["rollouts"], schema_version=V4_SCHEMA_VERSION, policy_digest=digest,
-        scope=scope, as_of=raw["as_of"],
-        excluded=excluded, mirror_revisions={k: dict(v) for k, v in mirrors.items()}, counts=counts,
-        implementation_versions=dict(versions), files=files,
-    )
 
 
 # --- lines and records ---------------------------------------------------------------------
@@ -316,10 +75,7 @@ def _envelope(line: bytes, where: str) -> dict[str, Any]:
     if not line.endswith(b"\n"):
         raise BundleError(f"invalid bundle record at {where}: the line does not end with a newline")
     try:
-        outer = strict_loads(line.decode("ascii"))
-        if not isinstance(outer, dict) or set(outer) != {"record_json"} or not isinstance(outer["record_json"], str):
-            raise ValueError('a line must be exactly {"record_json": "<string>"}')
-        record = decode_record(outer["record_json"])
+        record = inner_record(line)
     except (UnicodeDecodeError, ValueError) as exc:
         raise BundleError(f"invalid bundle record at {where}: {exc}") from None
     if not isinstance(record, dict):
@@ -541,16 +297,6 @@ def _check_order(keys: list[Any], file: str) -> None:
 T = TypeVar("T")
 
 
-@dataclass
-class _Piece(Generic[T]):
-    """What one worker found in its byte range: the lines that start there (their offsets and
-    check results), and the first line that failed its check, if any."""
-
-    offsets: list[int]
-    results: list[T]
-    failed: int | None = None  # index (into offsets) of the first failing line
-
-
 def _scan(directory: Path, name: str, info: Mapping[str, Any], workers: int,
           check: Callable[[bytes, int], T], *, closing: Callable[[], object] | None = None,
           ) -> tuple[list[int], list[T]]:
@@ -570,51 +316,12 @@ def _scan(directory: Path, name: str, info: Mapping[str, Any], workers: int,
     if status.st_size != info["bytes"]:
         raise BundleError(f"{file} does not match the sha256 and size in the manifest")
 
-    def job(span: range) -> _Piece[T]:
-        piece: _Piece[T] = _Piece([], [])
-        try:
-            with open(path, "rb", buffering=1 << 20) as lines:
-                position = span.start
-                if position > 0:  # the line holding the byte before the span belongs to the span before
-                    lines.seek(position - 1)
-                    position += len(lines.readline()) - 1
-                while position < span.stop:
-                    line = lines.readline()
-                    if not line:
-                        break
-                    piece.offsets.append(position)
-                    position += len(line)
-                    if piece.failed is None:
-                        try:
-                            piece.results.append(check(line, len(piece.offsets)))
-                        except BundleError:
-                            piece.failed = len(piece.offsets) - 1  # keep indexing, to count every row
-        finally:
-            if closing is not None:
-                closing()
-        return piece
-
-    digests: list[str] = []
-    pieces = list(ordered_chunks(job, status.st_size, workers, per_worker=4,
-                                 meanwhile=lambda: digests.append(file_sha256(path))))
+    pieces, digest = scan_lines(path, status.st_size, workers, check, closing=closing)
     offsets = [offset for piece in pieces for offset in piece.offsets]
     if len(offsets) != info["rows"]:
         raise BundleError(f"{file} has {len(offsets)} rows; the manifest says {info['rows']}")
-    before = 0
-    for piece in pieces:
-        if piece.failed is not None:  # checked again here, to report it under its line number
-            number = before + piece.failed + 1
-            with open(path, "rb") as handle:
-                handle.seek(piece.offsets[piece.failed])
-                line = handle.readline()
-            try:
-                check(line, number)
-            finally:
-                if closing is not None:
-                    closing()
-            raise BundleError(f"{file} line {number} could not be read consistently")
-        before += len(piece.offsets)
-    if digests[0] != info["sha256"]:
+    report_first_failure(path, file, pieces, check, closing=closing)
+    if digest != info["sha256"]:
         raise BundleError(f"{file} does not match the sha256 and size in the manifest")
     return offsets, [result for piece in pieces for result in piece.results]
 

@@ -30,7 +30,8 @@ from sediment.errors import UsageError
 if TYPE_CHECKING:
     from sediment.export.pipeline import Evidence, ProgressCallback
     from sediment.git.mirror_root import MirrorRoot
-    from sediment.host.registry import Objective, PluginRegistry
+    from sediment.host.kinds import Objective
+    from sediment.host.registry import PluginRegistry
 
 MIRROR_ENV = settings.MIRROR_ENV
 

@@ -25,7 +25,8 @@ from sediment.cli import console, settings
 from sediment.errors import SedimentError, UsageError
 
 if TYPE_CHECKING:
-    from sediment.host.registry import Objective, PluginRegistry
+    from sediment.host.kinds import Objective
+    from sediment.host.registry import PluginRegistry
     from sediment.reports.dataset_diagnostics import DatasetDiagnosticsReport
     from sediment.reports.merge_retention import MergeRetentionReport
 

@@ -25,7 +25,7 @@ from sediment.evidence.rollout import RolloutEvidence
 from sediment.export.projection import Tally, ordered_counts, project_population
 from sediment.export.writer import PROFILE_CLAIM_PREFIX, RowFiles, atomic_write_bytes
 from sediment.host.declarations import AdaptedRow, ProjectedRow, PublishedExport
-from sediment.host.registry import COMPATIBILITY_FILE, Objective, Profile, Target
+from sediment.host.kinds import COMPATIBILITY_FILE, Objective, Profile, Target
 from sediment.records import canonical_digest, canonical_json
 from sediment.settings import PluginSettings
 from sediment.split import Split

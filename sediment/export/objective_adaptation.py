@@ -31,7 +31,7 @@ from sediment.export.adaptation import (
 from sediment.export.projection import UNITS_TALLY, ObjectiveProjection, Tally, ordered_counts
 from sediment.export.writer import PROFILE_CLAIM_PREFIX, RowFiles, encode_row
 from sediment.host.declarations import PROFILE_MATERIALIZATION_BUDGET, ProjectedRow, PublishedExport
-from sediment.host.registry import Objective, Profile
+from sediment.host.kinds import Objective, Profile
 from sediment.records import canonical_json
 from sediment.settings import PluginSettings
 from sediment.split import Split

@@ -46,7 +46,8 @@ from sediment.export.writer import (
 )
 from sediment.git.mirror_root import MirrorRoot
 from sediment.git.repositories import RepositoryContext
-from sediment.host.registry import Objective, PluginRegistry, load_registry
+from sediment.host.kinds import Objective
+from sediment.host.registry import PluginRegistry, load_registry
 from sediment.output_paths import writing
 from sediment.parallel import ordered_chunks
 from sediment.settings import PluginSettings, SettingsSources

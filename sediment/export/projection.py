@@ -15,7 +15,7 @@ from sediment.evidence.representation import representation_problem
 from sediment.evidence.rollout import RolloutEvidence
 from sediment.export.writer import RowFiles
 from sediment.host.declarations import Declined, NotDerived, ProjectedRow, PublishedExport
-from sediment.host.registry import Objective, Target
+from sediment.host.kinds import Objective, Target
 from sediment.settings import PluginSettings
 
 #: The tally key of evidence that did not become a unit (never a population name: not a word).

@@ -25,7 +25,8 @@ from sediment.trajectory.redaction import redact_trajectory
 from sediment.trajectory.sources import ImportRefusal
 
 if TYPE_CHECKING:
-    from sediment.host.registry import Importer, PluginRegistry
+    from sediment.host.kinds import Importer
+    from sediment.host.registry import PluginRegistry
     from sediment.trajectory.store_source import StoreSource
 
 

@@ -11,11 +11,11 @@ and Anthropic Messages (``anthropic``) APIs wrapped in a small envelope::
 A pair's ``response`` may also be the raw SSE text of a streamed call; each format module
 assembles its own stream into the response object the API would have returned.
 
-What the formats share (the envelope, field access, parts, streams, Sessions, tool
-definitions, building the Fact) is in ``toolkit``; the format modules import from it, and this
-module only picks the module for a format. Every call's ``raw`` is the record with its
-credentials redacted (:mod:`sediment.ingest.redaction`); ids and parts are read from the
-record as received.
+What the formats share is in ``toolkit`` (the envelope, parts, Sessions, building the Fact),
+``fields`` (field access), ``streams`` (Server-Sent Events) and ``tool_definitions``; the format
+modules import from those, and this module only picks the module for a format. Every call's
+``raw`` is the record with its credentials redacted (:mod:`sediment.ingest.redaction`); ids and
+parts are read from the record as received.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from sediment.ingest import Translation
 from sediment.ingest.calls import anthropic, litellm, openai_chat, openai_responses
+from sediment.ingest.calls.fields import as_object
 from sediment.ingest.calls.toolkit import (
     CALL_SKIP_REASONS,
     CALL_WARNINGS,
@@ -32,7 +33,6 @@ from sediment.ingest.calls.toolkit import (
     CallWarning,
     PairFormat,
     ReplayMemo,
-    as_object,
     translate_pair,
 )
 

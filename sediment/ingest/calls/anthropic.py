@@ -28,27 +28,19 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from sediment.ingest.calls.toolkit import (
-    CallContent,
-    Notes,
+from sediment.ingest.calls.fields import (
     as_list,
     as_object,
-    builtin_tool,
-    call_content,
     child,
-    content_parts,
-    event_payloads,
     fail,
-    function_tool,
-    message,
     optional_object,
     optional_text,
     required,
-    role_of,
     token_count,
-    tool_definitions,
-    tool_kind,
 )
+from sediment.ingest.calls.streams import event_payloads
+from sediment.ingest.calls.tool_definitions import builtin_tool, function_tool, tool_definitions, tool_kind
+from sediment.ingest.calls.toolkit import CallContent, Notes, call_content, content_parts, message, role_of
 from sediment.ingest.json_text import JsonReader, RecordProblem
 from sediment.model.facts import InferenceMessage, TextPart, ToolDefinition
 

@@ -46,6 +46,8 @@ from typing import Any
 
 from sediment.ingest import Translation
 from sediment.ingest.calls import anthropic, openai_chat, openai_responses
+from sediment.ingest.calls.fields import fail, optional_object, optional_text, token_count
+from sediment.ingest.calls.tool_definitions import tool_definitions
 from sediment.ingest.calls.toolkit import (
     CODEX_TURN_METADATA_HEADER,
     SESSION_HEADER,
@@ -54,14 +56,9 @@ from sediment.ingest.calls.toolkit import (
     build_call,
     codex_session,
     content_parts,
-    fail,
     header_value,
     message,
-    optional_object,
-    optional_text,
     parse_timestamp,
-    token_count,
-    tool_definitions,
 )
 from sediment.model.facts import InferenceMessage, ToolDefinition
 

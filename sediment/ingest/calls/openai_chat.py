@@ -19,30 +19,29 @@ from __future__ import annotations
 
 from typing import Any
 
+from sediment.ingest.calls.fields import (
+    as_list,
+    as_object,
+    child,
+    optional_object,
+    optional_text,
+    required,
+    token_count,
+)
+from sediment.ingest.calls.streams import event_payloads
+from sediment.ingest.calls.tool_definitions import builtin_tool, function_tool, tool_definitions, tool_kind
 from sediment.ingest.calls.toolkit import (
     AnyPart,
     CallContent,
     Notes,
-    as_list,
-    as_object,
     block_part,
-    builtin_tool,
     call_content,
-    child,
     content_parts,
-    event_payloads,
-    function_tool,
     message,
-    optional_object,
-    optional_text,
     reasoning_part,
     refusal_part,
-    required,
     role_of,
-    token_count,
     tool_call,
-    tool_definitions,
-    tool_kind,
     tool_result,
 )
 from sediment.model.facts import InferenceMessage, ToolDefinition

@@ -1,14 +1,16 @@
-"""What every call format shares: the envelope, field access, parts, streams, Sessions and
-the building of the :class:`~sediment.model.facts.InferenceCall`.
+"""What every call format shares: the envelope, parts, Sessions and the building of the
+:class:`~sediment.model.facts.InferenceCall` (field access is in ``fields``, streams in
+``streams``, the tool-definition readers in ``tool_definitions``).
 
 The format modules (``openai_chat``, ``openai_responses``, ``anthropic``, and ``litellm``,
-which also reads the other three's shapes through their modules) import from here; this
-module imports none of them, and the package ``__init__`` picks the module for a format. The
-rules every format shares: the envelope, the Session lookup (absent, never
-guessed: no session means ``Translation.skip("no_session")``), deterministic ids, the part
-helpers and the tool-definition readers. Content that a part cannot carry (images, encrypted
-reasoning, signatures, unknown items) is dropped from the parts with a warning; the whole
-record stays in ``raw``, its credentials redacted (:mod:`sediment.ingest.redaction`).
+which also reads the other three's shapes through their modules) import from here; this module
+imports none of them (nor ``tool_definitions``, which imports it), and the package ``__init__``
+picks the module for a format. The rules every format shares: the envelope, the Session lookup
+(absent, never guessed: no session means ``Translation.skip("no_session")``), deterministic
+ids and the part helpers. Content that a part cannot carry
+(images, encrypted reasoning, signatures, unknown items) is dropped from the parts with a
+warning; the whole record stays in ``raw``, its credentials redacted
+(:mod:`sediment.ingest.redaction`).
 
 Parts keep what the model saw and said: an empty text (``content: ""`` beside tool calls, an
 empty ``text`` or ``output_text`` block) is an empty text part, and a tool result is kept as
@@ -17,17 +19,27 @@ given, so a result that is JSON text stays that string, byte for byte.
 
 from __future__ import annotations
 
-import math
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, NoReturn, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import TypeAdapter, ValidationError
 
 from sediment.identifiers import OrgId
 from sediment.ingest import Translation, TranslationError
+from sediment.ingest.calls.fields import (
+    as_list,
+    as_object,
+    body_object,
+    child,
+    fail,
+    optional_object,
+    optional_text,
+    required,
+)
+from sediment.ingest.calls.streams import is_event_stream
 from sediment.ingest.content_redaction import ContentCache, redact_call
 from sediment.ingest.json_text import JsonReader, RecordProblem
 from sediment.ingest.redaction import redact_record
@@ -185,76 +197,6 @@ def call_content(request: dict[str, Any], response: dict[str, Any], inputs: list
     )
 
 
-# --- field access ----------------------------------------------------------------------
-
-
-def fail(path: str, problem: str) -> NoReturn:
-    """Raise the :class:`TranslationError` for ``path`` (``<field path>: <problem>``)."""
-    raise TranslationError(f"{path}: {problem}")
-
-
-def child(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
-
-
-def as_object(value: Any, path: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        fail(path, "expected an object")
-    return value
-
-
-def as_list(value: Any, path: str) -> list[Any]:
-    if not isinstance(value, list):
-        fail(path, "expected a list")
-    return value
-
-
-def required(obj: dict[str, Any], key: str, path: str) -> Any:
-    """``obj[key]``; a missing or null value fails as ``<path>.<key>: missing``."""
-    value = obj.get(key)
-    if value is None:
-        fail(child(path, key), "missing")
-    return value
-
-
-def optional_object(obj: dict[str, Any], key: str, path: str) -> dict[str, Any]:
-    """``obj[key]`` as an object; absent or null reads as ``{}``."""
-    value = obj.get(key)
-    return {} if value is None else as_object(value, child(path, key))
-
-
-def optional_text(value: Any, path: str) -> str | None:
-    """A string stripped of padding; null and blank read as absent, other types fail."""
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        fail(path, "expected a string")
-    return value.strip() or None
-
-
-def token_count(value: Any, path: str) -> int | None:
-    """A usage counter: a non-negative integer (integral floats accepted), or absent."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        fail(path, "expected a non-negative integer")
-    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
-        fail(path, "expected a non-negative integer")
-    if value < 0:
-        fail(path, "expected a non-negative integer")
-    return int(value)
-
-
-def body_object(value: Any, path: str) -> dict[str, Any]:
-    """A body that is an object, or the JSON text of one."""
-    if isinstance(value, str) and value.lstrip().startswith("{"):
-        try:
-            value = JsonReader().parse(value)
-        except RecordProblem as exc:
-            fail(path, "invalid JSON" if exc.syntax else str(exc))
-    return as_object(value, path)
-
-
 # --- parts -----------------------------------------------------------------------------
 
 
@@ -385,140 +327,6 @@ def role_of(obj: dict[str, Any], path: str) -> str:
     if role is None:
         fail(child(path, "role"), "missing")
     return role
-
-
-# --- tool definitions ------------------------------------------------------------------
-
-
-def tool_definitions(value: Any, path: str, read: Callable[[dict[str, Any], str], ToolDefinition],
-                     notes: Notes) -> ToolDefinitions:
-    """A request's tool list, one definition per entry in request order (``read`` reads one
-    entry of the format); None when the request declared none. A malformed entry fails."""
-    if value is None:
-        return None
-
-    def read_all() -> ToolDefinitions:
-        entries = as_list(value, path)
-        return tuple(read(as_object(entry, f"{path}[{i}]"), f"{path}[{i}]") for i, entry in enumerate(entries))
-
-    return notes.replay_tools(value, read_all) if notes.replay_tools is not None else read_all()
-
-
-def tool_kind(obj: dict[str, Any], path: str) -> str | None:
-    """A tool entry's ``type``: a non-empty string, or None when absent."""
-    kind = obj.get("type")
-    if kind is None:
-        return None
-    if not isinstance(kind, str):
-        fail(child(path, "type"), "expected a string")
-    if not kind.strip():
-        fail(child(path, "type"), "expected a non-empty string")
-    return kind
-
-
-def _tool_name(value: Any, path: str) -> str:
-    if value is None:
-        fail(path, "missing")
-    if not isinstance(value, str):
-        fail(path, "expected a string")
-    if not value.strip():
-        fail(path, "expected a non-empty string")
-    return value
-
-
-def _optional_string(value: Any, path: str) -> str | None:
-    """A string kept as sent (blank included), or None; other types fail."""
-    if value is not None and not isinstance(value, str):
-        fail(path, "expected a string")
-    return value
-
-
-def _optional_schema(value: Any, path: str) -> dict[str, Any] | None:
-    if value is not None and not isinstance(value, dict):
-        fail(path, "expected an object")
-    return value
-
-
-def _optional_flag(value: Any, path: str) -> bool | None:
-    if value is not None and not isinstance(value, bool):
-        fail(path, "expected a boolean")
-    return value
-
-
-def _definition(path: str, **fields: Any) -> ToolDefinition:
-    try:
-        return ToolDefinition(**fields)
-    except ValidationError as exc:
-        fail(path, exc.errors()[0]["msg"])
-
-
-def function_tool(obj: dict[str, Any], path: str, *, kind: str = "function",
-                  schema_key: str | None = "parameters") -> ToolDefinition:
-    """A tool with a name: its description, the JSON Schema under ``schema_key`` (None: the
-    tool has no schema, as a free-form ``custom`` tool) and ``strict``, each exactly as sent."""
-    schema = None if schema_key is None else _optional_schema(obj.get(schema_key), child(path, schema_key))
-    return _definition(
-        path,
-        type=kind,
-        name=_tool_name(obj.get("name"), child(path, "name")),
-        description=_optional_string(obj.get("description"), child(path, "description")),
-        parameters=schema,
-        strict=_optional_flag(obj.get("strict"), child(path, "strict")),
-    )
-
-
-def builtin_tool(obj: dict[str, Any], path: str, kind: str) -> ToolDefinition:
-    """A provider's built-in tool: its ``type`` and its name (the type when it has none); its
-    other settings stay in ``raw``."""
-    name = obj.get("name")
-    return _definition(path, type=kind, name=kind if name is None else _tool_name(name, child(path, "name")))
-
-
-# --- streams -----------------------------------------------------------------------------
-
-
-def is_event_stream(text: str) -> bool:
-    """True when ``text`` reads as Server-Sent Events (its first line is a field or comment)."""
-    first = text.lstrip().split("\n", 1)[0]
-    return first.startswith(("data:", "event:", ":"))
-
-
-def sse_events(text: str) -> list[tuple[str | None, str]]:
-    """``(event name, data)`` for each event of an SSE stream; comments and ids are ignored."""
-    events: list[tuple[str | None, str]] = []
-    name: str | None = None
-    data: list[str] = []
-    for line in [*text.splitlines(), ""]:
-        if not line:
-            if data:
-                events.append((name, "\n".join(data)))
-            name, data = None, []
-            continue
-        if line.startswith(":"):
-            continue
-        key, _, value = line.partition(":")
-        value = value.removeprefix(" ")
-        if key == "event":
-            name = value
-        elif key == "data":
-            data.append(value)
-    return events
-
-
-def event_payloads(text: str) -> list[tuple[str | None, dict[str, Any]]]:
-    """Each SSE event whose data is a JSON object (the ``[DONE]`` sentinel ends the stream)."""
-    payloads: list[tuple[str | None, dict[str, Any]]] = []
-    for position, (name, data) in enumerate(sse_events(text)):
-        if data.strip() == "[DONE]":
-            break
-        try:
-            payload = JsonReader().parse(data)
-        except RecordProblem as exc:
-            fail(f"response(event {position})", "invalid JSON in SSE data" if exc.syntax else str(exc))
-        payloads.append((name, as_object(payload, f"response(event {position})")))
-    if not payloads:
-        fail("response", "empty SSE stream")
-    return payloads
 
 
 # --- sessions --------------------------------------------------------------------------

@@ -37,16 +37,9 @@ from datetime import datetime
 from typing import Any, Final
 
 from sediment.ingest import TranslationError
+from sediment.ingest.calls.fields import as_object, token_count
 from sediment.ingest.calls.openai_responses import item_parts
-from sediment.ingest.calls.toolkit import (
-    AnyPart,
-    Notes,
-    as_object,
-    content_parts,
-    message,
-    parse_timestamp,
-    token_count,
-)
+from sediment.ingest.calls.toolkit import AnyPart, Notes, content_parts, message, parse_timestamp
 from sediment.ingest.transcripts.common import (
     SETTLE,
     Entry,
