@@ -1,4 +1,4 @@
-"""Session-grained eval split (contract §7): a pure function of the session id."""
+"""Session-grained eval split (docs/exports.md, Output directory): a pure function of the session id."""
 
 from __future__ import annotations
 

@@ -133,7 +133,7 @@ def register_schemas() -> Sequence[dict[str, Any]]:
     return schemas_in(__name__)
 
 
-# --- eligibility (objectives contract §4.2) ------------------------------------------------
+# --- eligibility (docs/diff-sft.md, Grouping and gates) ------------------------------------
 
 def _workflow_failed(resolution: CIResolution | None) -> bool:
     return resolution is not None and any(w.verdict == "failed" for w in resolution.workflow_resolutions)

@@ -1,4 +1,4 @@
-"""DPO pairing (objectives contract §6): members, labels, buckets, pairs and their rows.
+"""DPO pairing (docs/dpo.md): members, labels, buckets, pairs and their rows.
 
 :func:`project_pairs` reads every Session's attributed completions, admits each completion as
 a bucket member (or counts why not), then visits the buckets in ascending key order and pairs
@@ -41,7 +41,7 @@ from sediment.plugin import (
 PAIR_SCHEMA_ID = "https://sediment.so/schemas/training-rows/dpo-pair/v4.json"
 PAIR_SCHEMA_VERSION = 4
 RECIPE_VERSION = 2
-#: The version of the pairing rules below (upstream's DPOPolicy has none; contract §12.3).
+#: The version of the pairing rules below (upstream's DPOPolicy has none; docs/dpo.md).
 DPO_POLICY_VERSION = "1"
 #: ``(recipe id, version, description)``, the default first.
 DPO_RECIPES: tuple[tuple[str, int, str], ...] = (
@@ -57,7 +57,7 @@ DPO_OWN_SKIP_REASONS: tuple[str, ...] = (
     "unreliable_ci_resolution",
     "bucket_capped",
     "identical_responses",
-    # Ours (contract §12.5): an extra completion of one call in a bucket, dropped by the dedupe.
+    # Ours (docs/dpo.md): an extra completion of one call in a bucket, dropped by the dedupe.
     "duplicate_completion",
 )
 #: Every reason, in vocabulary order (upstream's ``DPO_SKIP_REASONS``, then ``duplicate_completion``).

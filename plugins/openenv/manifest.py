@@ -1,4 +1,4 @@
-"""``environment.yaml`` (contract §8): an experimental OpenEnv taskset manifest (RFC 006 shape).
+"""``environment.yaml`` (docs/exports.md, environment.yaml): an experimental OpenEnv taskset manifest (RFC 006 shape).
 
 Written only for target ``sediment`` exports (not for profiles of it) and only when at
 least one task row was published. Frameworks come only from operator settings (this

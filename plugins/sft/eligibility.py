@@ -1,4 +1,4 @@
-"""What makes an attributed completion worth imitating (objectives contract §4.1–§4.2).
+"""What makes an attributed completion worth imitating (docs/sft.md).
 
 Recipes ``sft_curated`` v1 (the default) and ``sft_verified`` v1. The first failing test declines
 the evidence:

@@ -1,4 +1,4 @@
-"""SFT samples from one Session's attributed completions (objectives contract §4.3–§4.5).
+"""SFT samples from one Session's attributed completions (docs/sft.md).
 
 One row per inference call, from the call's attributed completions (ACs; one per attributed
 file). Per call, in ascending call id:

@@ -1,4 +1,4 @@
-"""Reader of the upstream derived bundle, version 4 (Sediment 0.6.1; contract §1.5).
+"""Reader of the upstream derived bundle, version 4 (Sediment 0.6.1; docs/bundle.md, Reading upstream bundles).
 
 Teams moving over export the bundles they already reviewed: ``open_bundle`` hands a manifest
 with ``bundle_schema_version: 4`` (and no ``bundle_format``) to :func:`open_v4_bundle`, which

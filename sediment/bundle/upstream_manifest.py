@@ -1,4 +1,4 @@
-"""The manifest of the upstream derived bundle, version 4 (Sediment 0.6.1; contract §1.5):
+"""The manifest of the upstream derived bundle, version 4 (Sediment 0.6.1; docs/bundle.md, Reading upstream bundles):
 recognising the layout (:func:`is_v4_manifest`) and reading ``manifest.json`` strictly
 (:func:`read_v4_manifest`) into a :class:`V4BundleManifest`. The population files it lists are
 read by :mod:`sediment.bundle.upstream`."""

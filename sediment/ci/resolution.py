@@ -1,4 +1,5 @@
-"""CI resolution (CIResolutionPolicy version "2", contract §2).
+"""CI resolution (CIResolutionPolicy version "2"; docs/exports.md, Rewards come from recorded
+CI only).
 
 Recorded CI attempts are grouped into provider runs, each run resolves to one workflow
 verdict ordered only by ``run_attempt`` (null sorts as 0), and workflows on one commit
@@ -13,11 +14,11 @@ Two outcomes of one attempt with different results are a conflict only when that
 tell them apart. A failed run that passed on a re-run is thus a suspected flake with the last
 verdict, as a GitHub re-run is.
 
-Each outcome's repository is qualified first (contract §1.2): with a repository context
-(:mod:`sediment.git.repositories`) an identified outcome is keyed by its identity and labelled
-with the repository's representative name, and an outcome the context declines is counted by
-its reason; without one (a low-level caller), only legacy outcomes resolve and identified
-ones are declined as ``repository_identity_unresolved``.
+Each outcome's repository is qualified first (docs/operate.md, Repository identity): with a
+repository context (:mod:`sediment.git.repositories`) an identified outcome is keyed by its
+identity and labelled with the repository's representative name, and an outcome the context
+declines is counted by its reason; without one (a low-level caller), only legacy outcomes
+resolve and identified ones are declined as ``repository_identity_unresolved``.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from sediment.model.rollout import CommitRef
 
 CI_POLICY_VERSION = "2"
 
-#: Resolver skip reasons, in vocabulary order (contract §5).
+#: Resolver skip reasons, in vocabulary order (docs/exports.md, Skip reasons).
 RESOLVER_SKIP_REASONS: tuple[str, ...] = (
     "conflicting_run_identity",
     "ambiguous_workflow_verdicts",
@@ -140,7 +141,7 @@ def commit_key_of(org_id: str, ref: CommitRef) -> CommitKey:
 
 @dataclass
 class CIResolutionResult:
-    """Resolutions in commit-sort order plus the skip tally (units: see contract §2 step 9)."""
+    """Resolutions in commit-sort order plus the skip tally."""
 
     resolutions: tuple[CIResolution, ...]
     skipped: Counter[str] = field(default_factory=Counter)
@@ -267,7 +268,7 @@ def _is_conflicting(judged: Sequence[_Judged], keys: Sequence[CommitKey]) -> boo
         return True
     if distinct(o.workflow_path for o in run) > 1:
         return True
-    # two results the order cannot tell apart (for GitHub: two results of one attempt, contract §2)
+    # two results the order cannot tell apart (for GitHub: two results of one attempt)
     if _unorderable([(j.position, j.outcome.result) for j in judged]):
         return True
     return len({k.sort_key for k in keys}) > 1
@@ -317,7 +318,8 @@ def resolve_ci(
     policy: CIResolutionPolicy = DEFAULT_CI_POLICY,
     repositories: RepositoryContext | None = None,
 ) -> CIResolutionResult:
-    """Resolve recorded CI attempts into per-commit verdicts (contract §2).
+    """Resolve recorded CI attempts into per-commit verdicts (docs/exports.md, Rewards come
+    from recorded CI only).
 
     With ``repositories`` (a repository context), outcomes of another org or captured after
     its ``as_of`` are left out, and each outcome's repository is qualified by the context.
@@ -409,7 +411,7 @@ def resolve_ci(
 def select_reward_resolution(
     resolutions: Iterable[CIResolution], org_id: str, commits: Sequence[CommitRef]
 ) -> CIResolution | None:
-    """The resolution of the last attributed commit that has a verdict (contract §2)."""
+    """The resolution of the last attributed commit that has a verdict."""
     position = {commit_key_of(org_id, ref).sort_key: i for i, ref in enumerate(commits)}
     best: tuple[int, CIResolution] | None = None
     for resolution in resolutions:

@@ -1,4 +1,4 @@
-"""Attributed completions (objectives contract §1.4–§1.7): the unit of evidence of SFT, diff-SFT
+"""Attributed completions (docs/attributed-completions.md): the unit of evidence of SFT, diff-SFT
 and DPO, derived from one Session's Rollout.
 
 An :class:`AttributedCompletion` (AC) is one recorded completion (an inference call) bound to

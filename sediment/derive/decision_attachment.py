@@ -1,4 +1,4 @@
-"""Decision attachment (objectives contract §1.5): which recorded inference call a developer
+"""Decision attachment (docs/attributed-completions.md, Decision attachment): which recorded inference call a developer
 decision is about.
 
 A DeveloperDecision names the call it judged by ``call_id``: the call's response id

@@ -1,4 +1,4 @@
-"""Edit retention (objectives contract §1.4): how much of an applied agent edit is still in the
+"""Edit retention (docs/evidence.md, Edit retention): how much of an applied agent edit is still in the
 file when its Session ends, as a score in [0, 1] on the edit's DeveloperDecision.
 
 Two sources, in this precedence:
@@ -101,7 +101,7 @@ def _clamped(value: object) -> float | None:
 
 def fill_edit_retention(decisions: Sequence[DeveloperDecision], observations: Iterable[EditObservation], *,
                         scorer: Scorer = four_gram_containment) -> RetentionFill:
-    """``decisions`` with ``edit_retention_score`` derived where it is missing (§1.4).
+    """``decisions`` with ``edit_retention_score`` derived where it is missing.
 
     A decision that has a score keeps it (the vendor's grade); one without a ``call_id``, or
     whose edit has no observation, stays as it is. Otherwise the score is ``scorer(applied_text,

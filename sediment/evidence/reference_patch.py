@@ -1,4 +1,4 @@
-"""Reference patch resolution (contract §4.1): from the parent of the first attributed commit
+"""Reference patch resolution (docs/exports.md, Targets): from the parent of the first attributed commit
 in the verifier repository to the exact verified commit, read from the mirror."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ the pipeline knows to add the resolver's skip counts to the population's tally.
 
 CI resolves with the repository context the Rollouts were derived with (the store's, or a
 bundle's population): identified outcomes resolve to their repository's identity and label.
-Without one (a low-level caller's own Rollouts), only legacy outcomes resolve (contract §1.2).
+Without one (a low-level caller's own Rollouts), only legacy outcomes resolve (docs/operate.md, Repository identity).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Task evidence shared by task-producing targets: eligibility steps and the task basis.
 
 A task needs an attributed commit, a CI verdict on the last attributed commit that has one,
-and a reference patch from the mirror (contract §4.1, §5).
+and a reference patch from the mirror (docs/exports.md, Targets and Skip reasons).
 """
 
 from __future__ import annotations

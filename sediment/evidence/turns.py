@@ -8,7 +8,7 @@ from sediment.model.facts import CallCapture, DeveloperDecision, InferenceMessag
 from sediment.model.rollout import Turn
 from sediment.records import plain
 
-#: A rollout population's own reasons (contract §5; the registry adds the core's in front).
+#: A rollout population's own reasons (docs/exports.md, Skip reasons; the registry adds the core's in front).
 ROLLOUT_SKIP_REASONS: tuple[str, ...] = ("no_segments",)
 
 

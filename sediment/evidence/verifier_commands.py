@@ -1,4 +1,4 @@
-"""Per-repository verification commands (contract §9), loaded fail-soft.
+"""Per-repository verification commands (docs/exports.md, Verification commands), loaded fail-soft.
 
 ``SEDIMENT_VERIFIER_COMMANDS_FILE`` names a TOML file::
 

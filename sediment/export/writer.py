@@ -1,4 +1,4 @@
-"""The output directory of an export (contract §6, for every objective): claim, generation
+"""The output directory of an export (docs/exports.md, Output directory; for every objective): claim, generation
 lock, staging, atomic publish.
 
 An output directory belongs to one export: one objective, and within it one target, one
@@ -157,7 +157,7 @@ def _refuse_foreign_claims(out_dir: Path, claim: str, owner: Ownership) -> None:
 
 def claim_directory(out_dir: Path, claim: str, owner: Ownership) -> None:
     """Claim ``out_dir`` for ``claim`` (a target, ``profile:<id>`` or an objective without
-    targets) of ``owner``'s objective, or refuse it (contract §6 step 4).
+    targets) of ``owner``'s objective, or refuse it.
 
     Exports of two objectives take different locks, so after creating its claim an export checks
     again for another objective's: of two racing claimants at most one proceeds (the other

@@ -1,4 +1,4 @@
-"""Repository-relative paths for the file paths agents report (objectives contract §12, item 18).
+"""Repository-relative paths for the file paths agents report (docs/evidence.md, File paths: kept as sent).
 
 Clients name an edited file their own way: Copilot sends a path relative to the workspace,
 Codex the paths its patch names (relative to its working directory), Claude Code the absolute

@@ -2,7 +2,7 @@
 re-keying and removing mirrors (reading one is :mod:`sediment.git.mirror`). Only the git
 package's mirror modules import pygit2.
 
-Layout (contract §9): a legacy repository lives at
+Layout (docs/operate.md, Mirrors and attribution): a legacy repository lives at
 ``<root>/<percent-encode("<org_id>/<repo>")>``; an identified one at
 ``<root>/repositories-v1/<org>/<provider>/<host>/<repository_id>`` (each part
 percent-encoded with no safe characters), so a renamed repository keeps its mirror and two

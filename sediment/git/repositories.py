@@ -1,4 +1,4 @@
-"""Repository identity: qualified keys and the repository context (contract §1.2).
+"""Repository identity: qualified keys and the repository context (docs/operate.md, Repository identity).
 
 A repository is **identified** when its evidence carries the forge's immutable identity
 (:class:`~sediment.model.facts.RepositoryIdentity`: provider, host, ``repository_id``; GitHub's
@@ -58,7 +58,7 @@ from sediment.model.repository_evidence import (
 if TYPE_CHECKING:
     from sediment.store import FactStore
 
-#: The resolver's repository reasons, in vocabulary order (contract §1.2, §5).
+#: The resolver's repository reasons, in vocabulary order (docs/exports.md, Skip reasons).
 REPOSITORY_SKIP_REASONS: tuple[str, ...] = (
     "repository_identity_absent",
     "repository_identity_conflict",

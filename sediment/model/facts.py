@@ -1,6 +1,6 @@
 """Fact models: the immutable, append-only evidence everything else derives from.
 
-Field names, order and vocabularies follow the export contract (§1.1). Models are
+Field names, order and vocabularies follow docs/evidence.md (The Facts). Models are
 frozen and reject unknown fields; ``raw`` payloads and free-form values are kept
 losslessly (NaN, infinities, lone surrogates and NUL survive; only export declines them).
 
@@ -336,7 +336,7 @@ def known_user(user_id: str | None) -> str | None:
 
 
 class DeveloperDecision(FactModel):
-    """A developer's accept/reject of an agent edit (contract §1.1, ``facts/developer-decision`` v3).
+    """A developer's accept/reject of an agent edit (docs/evidence.md, The Facts; ``facts/developer-decision`` v3).
 
     ``explicit`` is true for a human gesture (a permission prompt answered, an edit kept or
     undone by hand), false for an auto-applied or retention-inferred one; the pair
@@ -371,7 +371,7 @@ class DeveloperDecision(FactModel):
 
 
 class EditObservation(FactModel):
-    """What became of one applied agent edit by the end of its Session (contract §1.3,
+    """What became of one applied agent edit by the end of its Session (docs/evidence.md, The Facts;
     ``facts/edit-observation`` v3).
 
     ``applied_text`` is the text the edit tool applied (an Edit's new string, a Write's
@@ -401,7 +401,7 @@ class EditObservation(FactModel):
 
 
 class RejectedEdit(FactModel):
-    """The text a developer refused for one agent edit (contract §1.3, ``facts/rejected-edit``
+    """The text a developer refused for one agent edit (docs/evidence.md, The Facts; ``facts/rejected-edit``
     v3): ``proposed`` is the refused new string or content as the model wrote it; ``call_id``
     joins it to the rejecting DeveloperDecision. Stored, not read by any export yet (a DPO pair
     needs a whole inference call)."""
@@ -423,7 +423,7 @@ class RejectedEdit(FactModel):
 
 class RetryLinkage(FactModel):
     """A rejected edit call and the accepted retry that followed it, on the same file with the
-    same tool (contract §1.3, ``facts/retry-linkage`` v3). Ids only, never text; stored, not
+    same tool (docs/evidence.md, The Facts; ``facts/retry-linkage`` v3). Ids only, never text; stored, not
     read by any export yet."""
 
     schema_id: ClassVar[str] = f"{FACT_SCHEMA_BASE}/retry-linkage/v3.json"

@@ -3,7 +3,7 @@
 A Rollout is everything one Session's inference calls became: contiguous segments of
 Turns, the commits attributed to the Session, the terminal CI outcomes of those commits,
 the split and the provenance. Segmentation never drops a Turn; it only decides where a
-replayed conversation breaks (contract §3).
+replayed conversation breaks.
 """
 
 from __future__ import annotations

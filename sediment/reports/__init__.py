@@ -1,4 +1,4 @@
-"""Reports: read-only diagnostics over the fact store (objectives contract §9).
+"""Reports: read-only diagnostics over the fact store (docs/reports.md).
 
 :mod:`sediment.reports.dataset_diagnostics` describes the training datasets the installed
 objectives would write (balance, Confidence, cross-split duplicates, bucket sparsity, floor

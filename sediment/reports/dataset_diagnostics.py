@@ -1,4 +1,4 @@
-"""What the training datasets would look like, before anyone trains on them (objectives contract §9.1).
+"""What the training datasets would look like, before anyone trains on them (docs/reports.md).
 
 The report reads the records every participating objective yields through its
 ``diagnose_evidence`` hook (:mod:`sediment.host.diagnosis`) over one snapshot of the fact
@@ -24,7 +24,7 @@ store, plus the Sessions' edit observations and decisions, and summarizes:
 - ``fate``: what became of each agent edit whose observation joins an attached decision
   (``deleted`` at retention ≤ 0.1, ``unmodified`` at ≥ 0.9, else ``partially_modified``).
 
-The section names are the report's contract (§9.1); the sections named ``dpo_*`` hold the strata
+The section names are the report's contract (docs/reports.md); the sections named ``dpo_*`` hold the strata
 of every objective that yields prompt buckets. :func:`dataset_diagnostics` is a pure function of
 its inputs: shuffled records give an equal report.
 """

@@ -1,4 +1,4 @@
-"""How much of each attributed agent edit survives to its pull request (objectives contract §9.2).
+"""How much of each attributed agent edit survives to its pull request (docs/reports.md).
 
 The report starts from the attributed completions of every Session of an org (one per inference
 call, commit and file: :mod:`sediment.derive.attributed_completions`):

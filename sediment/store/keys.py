@@ -39,7 +39,7 @@ def call_key(fact: InferenceCall) -> str:
 
 
 def decision_key(fact: DeveloperDecision) -> str:
-    """A developer decision's natural key (store schema 6, the contract's two identities, §1.1).
+    """A developer decision's natural key (store schema 6, the two identities of docs/evidence.md, Natural keys).
 
     A Claude Code decision with a ``call_id`` is one tool call's verdict: keyed by
     ``(org, harness, session, accepted, explicit, interaction_mode, occurred_at, call_id)``,

@@ -1,4 +1,4 @@
-"""Target nemo-gym: boundary rows, categorical reward, no mirror needed (contract §4.4)."""
+"""Target nemo-gym: boundary rows, categorical reward, no mirror needed (docs/exports.md, Targets)."""
 
 
 from __future__ import annotations

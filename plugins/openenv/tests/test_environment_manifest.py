@@ -1,4 +1,4 @@
-"""environment.yaml (contract §8) through real exports of the sediment target."""
+"""environment.yaml (docs/exports.md, environment.yaml) through real exports of the sediment target."""
 
 from __future__ import annotations
 

@@ -87,7 +87,7 @@ class World:
         return done.stdout
 
     def upstream_diff(self, old: str, new: str) -> str:
-        """The contract's diff command (§7.1 step 8), run by git."""
+        """Upstream's diff command, run by git."""
         return self.git_cli("-c", "core.quotePath=false", "-c", "diff.noprefix=false", "-c", "diff.srcPrefix=a/",
                             "-c", "diff.dstPrefix=b/", "diff", "--no-ext-diff", "--no-color", "-M", "-l1000",
                             "--end-of-options", old, new, "--")

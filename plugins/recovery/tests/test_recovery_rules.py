@@ -1,4 +1,4 @@
-"""Every rule of the Recovery derivation (contract §7.1) on hand-built evidence: CI outcomes in a
+"""Every rule of the Recovery derivation (docs/recovery.md) on hand-built evidence: CI outcomes in a
 real fact store, history in a real bare mirror, exported as `sediment export recovery` does."""
 
 from __future__ import annotations

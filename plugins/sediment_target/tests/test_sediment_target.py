@@ -1,4 +1,4 @@
-"""Target sediment: task and rollout rows (contract §4.1, §4.2, §13) through real exports on a
+"""Target sediment: task and rollout rows (docs/exports.md, Targets) through real exports on a
 real git mirror; every row is validated against the schemas the plugin ships."""
 
 

@@ -1,6 +1,6 @@
 """Objective sft on a real store and a real mirror: every eligibility, Confidence, dedupe and
-decline rule of objectives contract §4 (with the units docs/sft.md decides), the rows exactly
-per §4.4 and schema-valid, the same rows directly and from a bundle, the same bytes whatever the
+decline rule of docs/sft.md (with the units it decides), the rows exactly
+as docs/sft.md gives them and schema-valid, the same rows directly and from a bundle, the same bytes whatever the
 ingest order, and the writer's directory discipline."""
 
 from __future__ import annotations

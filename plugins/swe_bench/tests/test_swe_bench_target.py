@@ -1,4 +1,4 @@
-"""Target swe-bench: six top-level keys, passes only (contract §4.3)."""
+"""Target swe-bench: six top-level keys, passes only (docs/exports.md, Targets)."""
 
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """OTLP/JSON log exports from agent clients (``sediment ingest otlp``) → DeveloperDecision,
-EditObservation, RejectedEdit and RetryLinkage Facts (objectives contract §1.2, §1.3).
+EditObservation, RejectedEdit and RetryLinkage Facts (docs/evidence.md).
 
 A record of the input is one batch (an ``ExportLogsServiceRequest``, :mod:`.envelope`); each of
 its log records is read on its own, by the translator its event names:

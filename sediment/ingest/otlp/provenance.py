@@ -3,7 +3,7 @@ client's account attributes and with credentials redacted.
 
 - ``user.email``, ``user.account_id`` and ``user.account_uuid`` (Codex sends the first two on
   every record) are personal account data, not evidence: their attribute entries are left out
-  (objectives contract §1.2). ``user.id`` stays: it is the Fact's ``user_id``.
+  (docs/evidence.md). ``user.id`` stays: it is the Fact's ``user_id``.
 - An attribute whose key is a credential name (:data:`~sediment.ingest.redaction.CREDENTIAL_NAMES`:
   ``authorization``, ``x-api-key``, …) has every string of its value replaced by the redaction
   marker; then the record goes through :func:`~sediment.ingest.redaction.redact_record` (object
