@@ -7,18 +7,29 @@ marker :data:`hookimpl`.
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
-
-try:
-    __version__ = version("sediment")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0.0.0"
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from sediment.git.mirror_root import MirrorRoot
+
+    __version__: str
+
+
+def __getattr__(name: str) -> str:
+    """``__version__``, read from the installed metadata on first use (PEP 562): importing the
+    package, which every ``sediment.*`` import does, stays cheap."""
+    if name != "__version__":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        found = version("sediment")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        found = "0.0.0"
+    globals()["__version__"] = found
+    return found
 
 
 def export_objective(*args: Any, **kwargs: Any) -> dict[str, Any]:

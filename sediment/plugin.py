@@ -5,6 +5,10 @@ hook marker, the declarations, the evidence types and the helpers for building r
 import nothing else from ``sediment``; tests use :mod:`sediment.testing` as well. See
 ``docs/plugins.md``.
 
+Importing this module is light: the declarations and the hook marker load at once; every other
+name (settings, evidence, CI, git, the row helpers) loads its module on first use (PEP 562
+``__getattr__``), so a plugin pays only for the names it imports.
+
 A target::
 
     from sediment.plugin import PopulationInfo, ProjectedRow, TargetInfo, hookimpl
@@ -17,62 +21,16 @@ A target::
 
 from __future__ import annotations
 
-from sediment.ci.resolution import (
-    RESOLVER_SKIP_REASONS,
-    CIResolution,
-    CIResolutionResult,
-    CIWorkflowResolution,
-    CommitKey,
-    resolve_ci,
-)
-from sediment.ci.times import finished_time
-from sediment.ci.transitions import TRANSITION_SKIP_REASONS, TestTransitions
-from sediment.derive.attributed_completions import (
-    AttributedCompletion,
-    CompletionCall,
-    CompletionResolution,
-    SessionAbandonment,
-    SessionCompletions,
-)
-from sediment.derive.confidence import LabelConfidencePolicy, PairConfidence, label_confidence, pair_confidence
-from sediment.evidence.attributed_calls import AttributedCall, CallRecord, CommitAttributions
-from sediment.evidence.context import ExportContext
+from importlib import import_module
+from typing import TYPE_CHECKING
+
 from sediment.evidence.recipe import Recipe
-from sediment.evidence.reference_patch import PATCH_SKIP_REASONS, ReferencePatch
-from sediment.evidence.representation import REPRESENTATION_REASONS, representation_problem
-from sediment.evidence.rollout import RECIPE_ID, RECIPE_VERSION, RolloutEvidence, put_optional, reward_source
-from sediment.evidence.tasks import (
-    TASK_REMEDIES,
-    TaskBasis,
-    task_basis,
-    task_ineligibility,
-    task_instance_id,
-    task_skip_reasons,
-)
-from sediment.evidence.trainer_messages import (
-    TRAINER_SKIP_REASONS,
-    TrainerConversation,
-    TrainerDecline,
-    TrainingProvenance,
-    map_conversation,
-    map_inference_prompt,
-    strict_json,
-)
-from sediment.evidence.turns import (
-    ROLLOUT_SKIP_REASONS,
-    capture_row,
-    decision_row,
-    message_row,
-    segment_instance_id,
-    turn_row,
-)
-from sediment.export.writer import atomic_write_bytes
-from sediment.git.mirror import Mirror, MirrorReadError
 from sediment.host.declarations import (
     SPLIT_ORDER,
     AdaptedRow,
     Declined,
     Dependency,
+    ImporterInfo,
     IncompatibleRow,
     ManifestInfo,
     NotDerived,
@@ -86,25 +44,80 @@ from sediment.host.declarations import (
 )
 from sediment.host.diagnosis import DiagnosedRow, FloorCandidate, PromptBucket, Stratum
 from sediment.host.hookspecs import CONTRACT_VERSION, hookimpl
-from sediment.identifiers import render_datetime
-from sediment.model.facts import (
-    CallCapture,
-    CIOutcome,
-    InferenceMessage,
-    Part,
-    ReasoningPart,
-    TestCaseResult,
-    TextPart,
-    ToolCallPart,
-    ToolCallResponsePart,
-    ToolDefinition,
-)
-from sediment.model.policy import Provenance
-from sediment.model.rollout import Rollout, Turn
-from sediment.records import canonical_digest, canonical_json, plain, sha256_hex, sortable_time
-from sediment.settings import PluginSettings, ReadableFile
 from sediment.split import Split
-from sediment.validation import schemas_in
+
+if TYPE_CHECKING:
+    from sediment.ci.resolution import (
+        RESOLVER_SKIP_REASONS,
+        CIResolution,
+        CIResolutionResult,
+        CIWorkflowResolution,
+        CommitKey,
+        resolve_ci,
+    )
+    from sediment.ci.times import finished_time
+    from sediment.ci.transitions import TRANSITION_SKIP_REASONS, TestTransitions
+    from sediment.derive.attributed_completions import (
+        AttributedCompletion,
+        CompletionCall,
+        CompletionResolution,
+        SessionAbandonment,
+        SessionCompletions,
+    )
+    from sediment.derive.confidence import LabelConfidencePolicy, PairConfidence, label_confidence, pair_confidence
+    from sediment.evidence.attributed_calls import AttributedCall, CallRecord, CommitAttributions
+    from sediment.evidence.context import ExportContext
+    from sediment.evidence.reference_patch import PATCH_SKIP_REASONS, ReferencePatch
+    from sediment.evidence.representation import REPRESENTATION_REASONS, representation_problem
+    from sediment.evidence.rollout import RECIPE_ID, RECIPE_VERSION, RolloutEvidence, put_optional, reward_source
+    from sediment.evidence.tasks import (
+        TASK_REMEDIES,
+        TaskBasis,
+        task_basis,
+        task_ineligibility,
+        task_instance_id,
+        task_skip_reasons,
+    )
+    from sediment.evidence.trainer_messages import (
+        TRAINER_SKIP_REASONS,
+        TrainerConversation,
+        TrainerDecline,
+        TrainingProvenance,
+        map_conversation,
+        map_inference_prompt,
+        strict_json,
+    )
+    from sediment.evidence.turns import (
+        ROLLOUT_SKIP_REASONS,
+        capture_row,
+        decision_row,
+        message_row,
+        segment_instance_id,
+        turn_row,
+    )
+    from sediment.export.writer import atomic_write_bytes
+    from sediment.git.mirror import Mirror, MirrorReadError
+    from sediment.identifiers import render_datetime
+    from sediment.importing import kit as trajectory_kit
+    from sediment.model.facts import (
+        CallCapture,
+        CIOutcome,
+        InferenceMessage,
+        Part,
+        ReasoningPart,
+        TestCaseResult,
+        TextPart,
+        ToolCallPart,
+        ToolCallResponsePart,
+        ToolDefinition,
+    )
+    from sediment.model.policy import Provenance
+    from sediment.model.rollout import Rollout, Turn
+    from sediment.records import canonical_digest, canonical_json, plain, sha256_hex, sortable_time
+    from sediment.settings import PluginSettings, ReadableFile
+    from sediment.trajectory.record import Trajectory
+    from sediment.trajectory.sources import ImportRefusal
+    from sediment.validation import schemas_in
 
 __all__ = [
     "CONTRACT_VERSION",
@@ -207,9 +220,102 @@ __all__ = [
 ]
 
 # --- the trajectory library: importer plugins (``describe_importer`` / ``import_source``) -----
-from sediment.host.declarations import ImporterInfo
-from sediment.importing import kit as trajectory_kit
-from sediment.trajectory.record import Trajectory
-from sediment.trajectory.sources import ImportRefusal
-
 __all__ += ["ImportRefusal", "ImporterInfo", "Trajectory", "trajectory_kit"]
+
+#: The names loaded on first use: name -> the module that defines it. A module (``trajectory_kit``)
+#: maps to itself. Keep in step with the ``TYPE_CHECKING`` imports above (tests check both).
+_LAZY: dict[str, str] = {
+    "RESOLVER_SKIP_REASONS": "sediment.ci.resolution",
+    "CIResolution": "sediment.ci.resolution",
+    "CIResolutionResult": "sediment.ci.resolution",
+    "CIWorkflowResolution": "sediment.ci.resolution",
+    "CommitKey": "sediment.ci.resolution",
+    "resolve_ci": "sediment.ci.resolution",
+    "finished_time": "sediment.ci.times",
+    "PluginSettings": "sediment.settings",
+    "ReadableFile": "sediment.settings",
+    "canonical_digest": "sediment.records",
+    "canonical_json": "sediment.records",
+    "plain": "sediment.records",
+    "sha256_hex": "sediment.records",
+    "sortable_time": "sediment.records",
+    "render_datetime": "sediment.identifiers",
+    "TRANSITION_SKIP_REASONS": "sediment.ci.transitions",
+    "TestTransitions": "sediment.ci.transitions",
+    "AttributedCompletion": "sediment.derive.attributed_completions",
+    "CompletionCall": "sediment.derive.attributed_completions",
+    "CompletionResolution": "sediment.derive.attributed_completions",
+    "SessionAbandonment": "sediment.derive.attributed_completions",
+    "SessionCompletions": "sediment.derive.attributed_completions",
+    "LabelConfidencePolicy": "sediment.derive.confidence",
+    "PairConfidence": "sediment.derive.confidence",
+    "label_confidence": "sediment.derive.confidence",
+    "pair_confidence": "sediment.derive.confidence",
+    "AttributedCall": "sediment.evidence.attributed_calls",
+    "CallRecord": "sediment.evidence.attributed_calls",
+    "CommitAttributions": "sediment.evidence.attributed_calls",
+    "ExportContext": "sediment.evidence.context",
+    "PATCH_SKIP_REASONS": "sediment.evidence.reference_patch",
+    "ReferencePatch": "sediment.evidence.reference_patch",
+    "REPRESENTATION_REASONS": "sediment.evidence.representation",
+    "representation_problem": "sediment.evidence.representation",
+    "RECIPE_ID": "sediment.evidence.rollout",
+    "RECIPE_VERSION": "sediment.evidence.rollout",
+    "RolloutEvidence": "sediment.evidence.rollout",
+    "put_optional": "sediment.evidence.rollout",
+    "reward_source": "sediment.evidence.rollout",
+    "TASK_REMEDIES": "sediment.evidence.tasks",
+    "TaskBasis": "sediment.evidence.tasks",
+    "task_basis": "sediment.evidence.tasks",
+    "task_ineligibility": "sediment.evidence.tasks",
+    "task_instance_id": "sediment.evidence.tasks",
+    "task_skip_reasons": "sediment.evidence.tasks",
+    "TRAINER_SKIP_REASONS": "sediment.evidence.trainer_messages",
+    "TrainerConversation": "sediment.evidence.trainer_messages",
+    "TrainerDecline": "sediment.evidence.trainer_messages",
+    "TrainingProvenance": "sediment.evidence.trainer_messages",
+    "map_conversation": "sediment.evidence.trainer_messages",
+    "map_inference_prompt": "sediment.evidence.trainer_messages",
+    "strict_json": "sediment.evidence.trainer_messages",
+    "ROLLOUT_SKIP_REASONS": "sediment.evidence.turns",
+    "capture_row": "sediment.evidence.turns",
+    "decision_row": "sediment.evidence.turns",
+    "message_row": "sediment.evidence.turns",
+    "segment_instance_id": "sediment.evidence.turns",
+    "turn_row": "sediment.evidence.turns",
+    "atomic_write_bytes": "sediment.export.writer",
+    "Mirror": "sediment.git.mirror",
+    "MirrorReadError": "sediment.git.mirror",
+    "CallCapture": "sediment.model.facts",
+    "CIOutcome": "sediment.model.facts",
+    "InferenceMessage": "sediment.model.facts",
+    "Part": "sediment.model.facts",
+    "ReasoningPart": "sediment.model.facts",
+    "TestCaseResult": "sediment.model.facts",
+    "TextPart": "sediment.model.facts",
+    "ToolCallPart": "sediment.model.facts",
+    "ToolCallResponsePart": "sediment.model.facts",
+    "ToolDefinition": "sediment.model.facts",
+    "Provenance": "sediment.model.policy",
+    "Rollout": "sediment.model.rollout",
+    "Turn": "sediment.model.rollout",
+    "schemas_in": "sediment.validation",
+    "trajectory_kit": "sediment.importing.kit",
+    "Trajectory": "sediment.trajectory.record",
+    "ImportRefusal": "sediment.trajectory.sources",
+}
+
+
+def __getattr__(name: str) -> object:
+    """Load a lazy name on first use and keep it (PEP 562)."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    loaded = import_module(module)
+    value = loaded if name == "trajectory_kit" else getattr(loaded, name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
