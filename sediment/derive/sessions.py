@@ -21,7 +21,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,8 +32,8 @@ from sediment.derive.attribution import CommitIndex, attribute, attribute_files
 from sediment.derive.decision_attachment import ATTACHMENT_SKIP_REASONS, CallTarget
 from sediment.derive.decision_attachment import attach_decisions as attach_decisions_to
 from sediment.git.mirror_root import MirrorRoot
-from sediment.git.repositories import RepositoryContext, superseded_observations
-from sediment.model.facts import CIOutcome, DeveloperDecision, InferenceCall
+from sediment.git.repositories import RepositoryContext, superseded_observations, visible_observations
+from sediment.model.facts import CIOutcome, DeveloperDecision, InferenceCall, SessionCommitObservation
 from sediment.model.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy, Provenance
 from sediment.model.rollout import CommitRef, Rollout, call_order_key, segment_calls, tool_sets
 from sediment.parallel import ordered_chunks
@@ -132,11 +132,11 @@ def derive_session(
     return SessionDerivation(rollout, fragmented, skipped)
 
 
-def noted_commits(store: FactStore, org_id: str) -> frozenset[str]:
+def noted_commits(observations: Iterable[SessionCommitObservation]) -> frozenset[str]:
     """The SHAs of every commit a visible note (``git_notes`` or ``git_ai_notes``) binds to a
     Session of the org, whichever repository it was read in and whether or not its repository
     qualifies: a commit a note gives one Session is that Session's work."""
-    return frozenset(getattr(o, "commit_sha") for o in store.facts("session_commit_observations", org_id))  # noqa: B009
+    return frozenset(o.commit_sha for o in observations)
 
 
 class StoreRollouts(Sequence[Rollout]):
@@ -150,9 +150,10 @@ class StoreRollouts(Sequence[Rollout]):
         self.quarantine_revision = store.quarantine_revision(org_id)
         self._sessions = store.session_ids(org_id)
         #: the org's repository context, read once: every Session is qualified by it
-        self.repositories = RepositoryContext.from_store(store, org_id)
+        observations = visible_observations(store, org_id)  # read once, for both
+        self.repositories = RepositoryContext.from_store(store, org_id, observations)
         #: every commit a note binds to a Session: never a Jaccard candidate of another Session
-        self._noted = noted_commits(store, org_id)
+        self._noted = noted_commits(observations)
         self._index = CommitIndex(mirrors, org_id, self.repositories)
         self._fragmented: dict[int, Counter[str]] = {}
         self._skipped: dict[int, Counter[str]] = {}

@@ -150,10 +150,10 @@ def superseded_observations(observations: Iterable[SessionCommitObservation]) ->
                      if o.repository_id is None and (o.repo, o.commit_sha, o.session_id) in identified)
 
 
-def superseded_observation_ids(store: FactStore, org_id: str) -> frozenset[str]:
-    """:func:`superseded_observations` of the org's visible observations."""
-    facts = store.facts("session_commit_observations", org_id)
-    return superseded_observations(f for f in facts if isinstance(f, SessionCommitObservation))
+def visible_observations(store: FactStore, org_id: str) -> list[SessionCommitObservation]:
+    """The org's visible SessionCommitObservations (read once by derive: the context and the
+    noted commits come from the same list)."""
+    return [f for f in store.facts("session_commit_observations", org_id) if isinstance(f, SessionCommitObservation)]
 
 
 # --- the context -----------------------------------------------------------------------
@@ -247,11 +247,14 @@ class RepositoryContext:
         )
 
     @classmethod
-    def from_store(cls, store: FactStore, org_id: str) -> RepositoryContext:
+    def from_store(cls, store: FactStore, org_id: str,
+                   observations: Iterable[SessionCommitObservation] | None = None) -> RepositoryContext:
         """The context of ``org_id`` from its visible Facts (quarantined ones are not evidence,
         nor are legacy observations an identified one restates:
         :func:`sediment.ingest.git_notes.superseded_observations`)."""
-        superseded = superseded_observation_ids(store, org_id)
+        if observations is None:
+            observations = visible_observations(store, org_id)
+        superseded = superseded_observations(observations)
         evidence = (row for row in store.repository_evidence(org_id)
                     if not (row.source_table == "session_commit_observations" and row.source_fact_id in superseded))
         return cls.build(org_id, evidence, store.repository_renames(org_id))
@@ -338,6 +341,6 @@ __all__ = [
     "Resolution",
     "describe",
     "repository_sort_key",
-    "superseded_observation_ids",
     "superseded_observations",
+    "visible_observations",
 ]
