@@ -411,3 +411,15 @@ def test_trajectory_import_redacts_events_and_raw_record_and_records_it(tmp_path
     assert sediment("trajectory", "import", "swe-agent-traj", str(path), "--out", str(again),
                     home=tmp_path / "home").returncode == 0
     assert again.read_text(encoding="utf-8") == text  # deterministic: the same id and bytes
+
+
+def test_an_earlier_commands_no_redact_content_never_carries_over() -> None:
+    """Each capturing command sets redaction anew: after `ingest --no-redact-content`, a later
+    command in the same process (a test runner, a chain of commands) redacts again."""
+    from sediment.cli import settings
+    from sediment.ingest.content_redaction import content_redaction_enabled
+
+    settings.content_redaction(True)
+    assert not content_redaction_enabled()
+    settings.content_redaction()
+    assert content_redaction_enabled()

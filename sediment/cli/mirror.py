@@ -65,9 +65,7 @@ def _settle(location: MirrorLocation, mirrors: MirrorRoot, org: str, repositorie
                     f"(the stored Facts name it): {rekeyed.path}")
         return rekeyed
     if location.identity is None and not repositories.legacy_mirror_usable(location.repo):
-        console.warning(f"repository_mirror_identity_unresolved: the legacy mirror of {location.repo} is not used "
-                        "(identified repositories held that name); remove it with `sediment mirror remove "
-                        "--legacy` and add the one you mean with --repository-id")
+        console.warning(settings.unused_mirror_warning(location.repo))
     return location
 
 

@@ -43,20 +43,30 @@ def store() -> FactStore:
 def mirror_root(create: bool = False) -> MirrorRoot:
     """``SEDIMENT_MIRROR_PATH``, else ``$SEDIMENT_HOME/mirrors``."""
     from sediment.git.mirror_root import MirrorRoot
-    from sediment.home import ensure_directory, sediment_home
+    from sediment.home import ensure_directory
 
-    value = os.environ.get(MIRROR_ENV, "").strip()
-    path = Path(value) if value else sediment_home() / "mirrors"
+    path = _mirror_path()
     if create:
         ensure_directory(path, MIRROR_ENV)
     return MirrorRoot(path)
 
 
+def _mirror_path() -> Path:
+    from sediment.home import sediment_home
+
+    value = os.environ.get(MIRROR_ENV, "").strip()
+    return Path(value) if value else sediment_home() / "mirrors"
+
+
+def unused_mirror_warning(repo: str) -> str:
+    """Why a legacy mirror of ``repo`` is not read: several identified repositories held the name."""
+    return (f"repository_mirror_identity_unresolved: the legacy mirror of {repo} is not used "
+            "(identified repositories held that name); remove it with `sediment mirror remove "
+            "--legacy` and add the one you mean with --repository-id")
+
+
 CAPTURE_TIME_ENV = "SEDIMENT_CAPTURE_TIME"
 
-#: Fact tables whose new rows can name a repository identity (what may settle a legacy mirror).
-_IDENTITY_TABLES = frozenset({"ci_outcomes", "pushes", "pull_request_merges", "session_commit_observations",
-                              "repository_renames"})
 
 
 def settle_mirrors(org: str, stored: Iterable[str] | None = None, root: MirrorRoot | None = None) -> None:
@@ -68,14 +78,12 @@ def settle_mirrors(org: str, stored: Iterable[str] | None = None, root: MirrorRo
     from sediment.cli import console
     from sediment.git.mirror_root import MirrorRoot
     from sediment.git.repositories import describe
-    from sediment.home import sediment_home
-    from sediment.ingest.git_notes import settle_legacy_mirrors
+    from sediment.ingest.git_notes import IDENTITY_TABLES, settle_legacy_mirrors
 
-    if stored is not None and not _IDENTITY_TABLES.intersection(stored):
+    if stored is not None and not IDENTITY_TABLES.intersection(stored):
         return
     if root is None:
-        value = os.environ.get(MIRROR_ENV, "").strip()
-        path = Path(value) if value else sediment_home() / "mirrors"
+        path = _mirror_path()
         if not path.is_dir():
             return
         root = MirrorRoot(path)
@@ -85,6 +93,8 @@ def settle_mirrors(org: str, stored: Iterable[str] | None = None, root: MirrorRo
                     f"name it now): {settled.observed.stored} new session-commit observation(s)")
         for problem in settled.observed.problems:
             console.warning(problem)
+    for repo in settlement.unused:
+        console.warning(unused_mirror_warning(repo))
 
 
 def mirror_option(option: Path | None, needed_by: str) -> MirrorRoot:
@@ -144,8 +154,7 @@ def content_redaction(turn_off: bool = False) -> None:
     from sediment.cli import console
     from sediment.ingest.content_redaction import ENV, content_redaction_enabled, set_content_redaction
 
-    if turn_off:
-        set_content_redaction(False)
+    set_content_redaction(False if turn_off else None)  # this command's choice, never an earlier one's
     if not content_redaction_enabled():
         console.warning(f"content redaction is off ({'--no-redact-content' if turn_off else ENV + '=0'}): "
                         "secrets inside messages, tool calls and results, transcripts, OTLP records, CI "

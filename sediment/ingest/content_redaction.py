@@ -74,8 +74,10 @@ def content_redaction(enabled: bool) -> Iterator[None]:
         _override.reset(token)
 
 
-def set_content_redaction(enabled: bool) -> None:
-    """Content redaction on or off for the rest of this context (the CLI's ``--no-redact-content``)."""
+def set_content_redaction(enabled: bool | None) -> None:
+    """Content redaction on or off for the rest of this context, or (``None``) as :data:`ENV`
+    says: every CLI command that captures sets it anew, so an earlier command's
+    ``--no-redact-content`` never carries over to a later one in the same process."""
     _override.set(enabled)
 
 

@@ -95,6 +95,11 @@ def observe_notes(mirrors: MirrorRoot, store: FactStore, org_id: str, repo: str,
     return result
 
 
+#: Fact tables whose new rows can name a repository identity: only they may settle a legacy mirror.
+IDENTITY_TABLES = frozenset({"ci_outcomes", "pushes", "pull_request_merges", "session_commit_observations",
+                             "repository_renames"})
+
+
 @dataclass(frozen=True)
 class SettledMirror:
     """A legacy mirror keyed by the identity that now holds its name, and the note edges its

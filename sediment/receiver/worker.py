@@ -28,6 +28,7 @@ from pydantic import ValidationError
 from sediment.errors import SedimentError
 from sediment.ingest import TranslationError
 from sediment.ingest.files import describe_refusal
+from sediment.ingest.git_notes import IDENTITY_TABLES
 from sediment.model.facts import FactModel, Push
 from sediment.receiver.spool import Spool
 from sediment.receiver.translators import Acting, translate_delivery
@@ -172,8 +173,8 @@ class IngestWorker:
         for fact in facts:
             if isinstance(fact, Push):
                 self._mirrors.request(fact)
-        if result is not None and any(getattr(f, "repository_id", None) is not None for f in facts):
-            self._mirrors.request(SETTLE)  # a legacy mirror of a name these Facts identify is keyed now
+        if result is not None and any(count and table in IDENTITY_TABLES for table, count in result.stored.items()):
+            self._mirrors.request(SETTLE)  # a legacy mirror of a name new Facts identify is keyed now
         return True
 
 
