@@ -1,4 +1,4 @@
-"""Attributed completions (objectives contract §1.4–§1.7) and decision attachment (§1.5), on
+"""Attributed completions (docs/attributed-completions.md) and decision attachment, on
 hand-built Rollouts: every rule, the variant checks, and determinism under shuffled evidence.
 The store-to-row path is tested in plugins/sft/tests."""
 
@@ -79,7 +79,7 @@ def session(**fields: Any) -> Rollout:
     return rollout("s1", **fields)
 
 
-# --- decision attachment (§1.5) ------------------------------------------------------------
+# --- decision attachment -------------------------------------------------------------------
 
 
 def test_attachment_reasons_in_precedence_order() -> None:
@@ -120,7 +120,7 @@ def test_codex_path_less_rows_repeated_by_per_file_siblings_are_dropped_uncounte
     assert not found.skipped
 
 
-# --- one AC per file attribution (§1.6) ----------------------------------------------------
+# --- one AC per file attribution -----------------------------------------------------------
 
 
 def test_one_ac_per_attributed_file_with_call_scoped_decisions() -> None:
@@ -225,7 +225,7 @@ def test_evidence_sort_key_and_variant_rules() -> None:
         ac.model_validate({**ac.model_dump(), "abandonment": abandonment})
 
 
-# --- abandonment (§1.7): only when a caller supplies it --------------------------------------
+# --- abandonment: only when a caller supplies it --------------------------------------
 
 
 def test_a_supplied_abandonment_gives_one_ac_per_call_with_a_joined_explicit_accept() -> None:

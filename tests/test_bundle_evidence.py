@@ -1,5 +1,5 @@
 """Bundles carry each Session's decisions and edit observations (since version 3) and file
-attributions (version 4): what SFT and DPO read from a bundle (objectives contract §1.4–§1.6),
+attributions (version 4): what SFT and DPO read from a bundle (docs/bundle.md, docs/attributed-completions.md),
 from ``sediment ingest otlp`` to ``open_bundle``. Version 3 stays readable; other versions are
 refused."""
 

@@ -1,7 +1,7 @@
-"""Reading the upstream derived bundle, version 4 (Sediment 0.6.1; contract §1.5).
+"""Reading the upstream derived bundle, version 4 (Sediment 0.6.1; docs/bundle.md).
 
 No upstream bundle exists on this machine, so :func:`write_v4_bundle` below writes one exactly as
-§1.5 describes (seven files, the manifest's seventeen keys, sorted canonical records with
+upstream's v4 layout describes (seven files, the manifest's seventeen keys, sorted canonical records with
 ``+00:00`` datetimes, Session-id order, a private staging directory renamed whole, modes
 0700/0600) from Rollouts built with the test kit's builders: each Rollout record without the call
 context and tool lists our records add, and the inference calls its Turns came from.
@@ -42,7 +42,7 @@ from sediment.records import encode_record
 from sediment.split import assign_split
 from sediment.testing import ORG, POLICY, PROVENANCE, call, message, outcome, rollout, snapshot
 
-# --- a writer of v4 bundles, exactly per §1.5 (test-only) -----------------------------------
+# --- a writer of v4 bundles, exactly per the v4 layout (test-only)-----------------------------------
 
 UPSTREAM_VERSIONS = {"abandonment": "6", "attribution": "3", "attributed_completion": "5", "rollout": "4",
                      "repository_identity": "1"}
@@ -104,7 +104,7 @@ def rollout_record(r: Rollout) -> dict[str, Any]:
 def call_records(r: Rollout) -> list[dict[str, Any]]:
     """The upstream InferenceCall records (no ``tools``) the Rollout's Turns came from: a
     segment's first call was sent the Turn's messages, each later one the previous call's input
-    and the Turn's messages (contract §3)."""
+    and the Turn's messages (docs/evidence.md)."""
     records = []
     for segment in r.segments:
         inputs: list[Any] = []

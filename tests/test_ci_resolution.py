@@ -1,4 +1,4 @@
-"""CI resolution (contract §2, pinned consequences and §13 test_ci_resolution.py lines)."""
+"""CI resolution (docs/exports.md, with the pinned consequences)."""
 
 from __future__ import annotations
 

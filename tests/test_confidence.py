@@ -1,7 +1,7 @@
 """The Confidence ladder (sediment.derive.confidence): knobs and their validation, the decision branch,
-the product, the edge cases and every reference value of the objectives contract (§3), read from
+the product, the edge cases and every reference value docs/confidence.md gives, read from
 real DeveloperDecision Facts and CI resolutions of recorded CIOutcome Facts; label and pair
-confidence (§12.17); settings from SEDIMENT_LABEL_CONFIDENCE_* and ``[label-confidence]``;
+confidence; settings from SEDIMENT_LABEL_CONFIDENCE_* and ``[label-confidence]``;
 the versions stamped into TrainingProvenance; determinism and hypothesis properties."""
 
 from __future__ import annotations
@@ -263,7 +263,7 @@ def test_malformed_evidence_is_refused() -> None:
         ConfidenceEvidence(decisions=(Decision(True, False, "cursor", 1.5),))  # a reader beyond the Fact's range
 
 
-# --- label and pair confidence (§12.17) -------------------------------------------------------------
+# --- label and pair confidence ----------------------------------------------------------------------
 
 
 def test_a_rejected_label_is_as_sure_as_the_response_is_bad() -> None:

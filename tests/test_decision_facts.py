@@ -1,4 +1,4 @@
-"""The evidence the training objectives read (objectives contract §1.1, §1.3): DeveloperDecision,
+"""The evidence the training objectives read (docs/evidence.md): DeveloperDecision,
 EditObservation, RejectedEdit and RetryLinkage, their natural keys, and store schema 6, on SQLite
 and on a real PostgreSQL server."""
 
@@ -79,7 +79,7 @@ def test_field_order_is_the_contracts(model: type[FactModel], fields: list[str])
 
 
 def test_schema_ids_are_the_contracts_and_records_carry_no_version() -> None:
-    """§11: facts/<slug> v3 each; the records themselves have no version field (the contract's fields)."""
+    """The bundle's facts/<slug> v3 each; the records themselves have no version field (the contract's fields)."""
     base = "https://sediment.so/schemas/facts"
     assert DeveloperDecision.schema_id == f"{base}/developer-decision/v3.json"
     assert EditObservation.schema_id == f"{base}/edit-observation/v3.json"
@@ -256,7 +256,7 @@ def test_redeliveries_collapse_on_the_natural_key(store_url: str) -> None:
 
 def test_a_cursor_write_receipt_collapses_on_its_deterministic_id(store_url: str) -> None:
     """Two hook receipts of one Cursor Write at different times: different natural keys, one id
-    (objectives §1.2): the first receipt is kept."""
+    (docs/evidence.md): the first receipt is kept."""
     store = FactStore(store_url)
     receipt = decision(decision_id="cursor-write-v1:" + "ab" * 32, agent_harness="cursor", explicit=False,
                        call_id="call-1", file_path="src/a.py")

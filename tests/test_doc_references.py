@@ -1,9 +1,9 @@
 """References in the code and the docs point into the repository (issue 21, item 5).
 
 The Sediment contract texts are not part of the repository, so no "contract §N" may stand in
-the code, the docs, the README or the examples; a rule is cited by the page under ``docs/`` that
-states it. Every ``docs/NAME.md`` a docstring or comment under ``sediment/`` or ``plugins/``
-names must exist.
+the code, the docs, the README, the examples or the tests; a rule is cited by the page under
+``docs/`` that states it. Every ``docs/NAME.md`` a docstring or comment under ``sediment/`` or ``plugins/``
+names must exist, and so must every one a test names.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 #: Where a reference to the contract texts may not stand.
-SCANNED = ("sediment", "plugins", "docs", "README.md", "examples")
+SCANNED = ("sediment", "plugins", "docs", "README.md", "examples", "tests")
+#: This file names the forms it looks for.
+SELF = Path(__file__).resolve()
 TEXT_SUFFIXES = {".py", ".md", ".toml", ".yaml", ".yml", ".json", ".jsonl", ".txt", ".sh", ".cfg", ".ini"}
 CONTRACT_SECTION = re.compile(r"contract,?\s+§", re.IGNORECASE)
 DOC_PAGE = re.compile(r"docs/([A-Za-z0-9_.-]+\.md)")
@@ -29,12 +31,13 @@ def _text_files() -> Iterator[Path]:
         if path.is_file():
             yield path
         elif path.is_dir():
-            yield from sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in TEXT_SUFFIXES)
+            yield from sorted(p for p in path.rglob("*")
+                              if p.is_file() and p.suffix in TEXT_SUFFIXES and p.resolve() != SELF)
 
 
 def _python_files() -> Iterator[Path]:
-    for name in ("sediment", "plugins"):
-        yield from sorted((ROOT / name).rglob("*.py"))
+    for name in ("sediment", "plugins", "tests"):
+        yield from sorted(p for p in (ROOT / name).rglob("*.py") if p.resolve() != SELF)
 
 
 def _docstrings_and_comments(source: str) -> Iterator[tuple[int, str]]:

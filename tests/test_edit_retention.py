@@ -1,4 +1,4 @@
-"""Edit retention (objectives contract §1.4) and repository-relative edit paths (§12 item 18)."""
+"""Edit retention (docs/attributed-completions.md) and repository-relative edit paths."""
 
 from __future__ import annotations
 

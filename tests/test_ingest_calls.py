@@ -1502,7 +1502,7 @@ def test_raw_is_the_record_losslessly() -> None:
 
 # --- LiteLLM StandardLoggingPayload ------------------------------------------------------
 #
-# Built by hand from the documented payload fields (inputs.md §2.1, platform §3.1).
+# Built by hand from the documented payload fields (LiteLLM's StandardLoggingPayload; docs/operate.md).
 
 LITELLM_CALL_ID = "200e6862-acd4-40fb-ae57-715310f5019a"
 

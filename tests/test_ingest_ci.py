@@ -1,4 +1,4 @@
-"""Vendor-neutral CI outcomes (platform §1.2 "Any other CI", §3.3; inputs.md Part 1 §1.2–1.4).
+"""Vendor-neutral CI outcomes (docs/ci-providers.md, "Any other CI").
 
 Each fixture under ``fixtures/ci/`` is what a sender would post after mapping its vendor's
 webhook (kept whole in ``raw``) by the tables of inputs.md; see ``fixtures/ci/SOURCES.md``.

@@ -1,4 +1,4 @@
-"""GitHub webhook deliveries → Facts (platform §1.2, §3.3; inputs.md Part 1 §1.1).
+"""GitHub webhook deliveries → Facts (docs/ci-providers.md).
 
 The deliveries under ``fixtures/github/`` follow GitHub's documented payload structure; their
 origin is in ``fixtures/github/SOURCES.md``.
@@ -202,7 +202,7 @@ def test_string_run_id_is_kept_as_text() -> None:
     assert outcome_of(delivery).run_id == "289785012"
 
 
-# --- the conclusion table (inputs.md §1.0) -----------------------------------------------
+# --- the conclusion table (docs/ci-providers.md) -----------------------------------------------
 
 CONCLUSION_TABLE = [
     ("success", "passed"),
@@ -664,7 +664,7 @@ def test_values_are_never_coerced(delivery: dict[str, Any], message: str) -> Non
 def test_identity_capable_facts_carry_the_current_schema_version() -> None:
     """Version 2 is the current payload of CIOutcome, Push and PullRequestMerge, with the
     repository identity when the payload has ``repository.id`` and without it otherwise
-    (contract §1.1; version 1 is the legacy payload)."""
+    (docs/evidence.md; version 1 is the legacy payload)."""
     for name, model in [("workflow_run.completed.success.json", CIOutcome), ("push.json", Push),
                         ("pull_request.closed.merged.json", PullRequestMerge)]:
         fact = only_fact(translate(load(name)))

@@ -1,4 +1,4 @@
-"""The LiteLLM ``StandardLoggingPayload`` as a proxy logger writes it (inputs.md §2.1): timestamps
+"""The LiteLLM ``StandardLoggingPayload`` as a proxy logger writes it (docs/operate.md, LiteLLM): timestamps
 without a UTC offset are UTC, and the Session is found in ``metadata`` (docs/evidence.md).
 
 ``fixtures/litellm/standard_logging_payload.json`` was written for these tests from the field

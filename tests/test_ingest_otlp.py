@@ -1,5 +1,5 @@
 """``sediment ingest otlp``: OTLP/JSON log exports of agent clients → DeveloperDecision,
-EditObservation, RejectedEdit and RetryLinkage Facts (objectives contract §1.2, §1.3), on the
+EditObservation, RejectedEdit and RetryLinkage Facts (docs/evidence.md, docs/transcripts.md), on the
 payloads in ``fixtures/otlp``: two real Claude Code 2.1.200 captures, and batches hand-built in
 each client's record shape (see their SOURCES.md)."""
 

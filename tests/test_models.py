@@ -1,4 +1,4 @@
-"""Fact models and identity types (contract §1.1)."""
+"""Fact models and identity types (docs/evidence.md)."""
 
 from __future__ import annotations
 
@@ -78,14 +78,14 @@ INFERENCE_CALL_FIELDS = [
     "model",
     "input_messages",
     "output_messages",
-    "tools",  # the request's tool definitions (not yet in the contract's §1.1 list)
+    "tools",  # the request's tool definitions (not yet in the upstream Fact's field list)
     "input_tokens",
     "output_tokens",
     "duration_ms",
     "model_call_id",
     "observed_at",
     "raw",
-    "capture",  # how a call not recorded on the wire was captured (docs/transcripts.md; not in §1.1)
+    "capture",  # how a call not recorded on the wire was captured (docs/transcripts.md; not an upstream field)
 ]
 
 
@@ -737,7 +737,7 @@ def test_a_test_results_run_attempt_fits_the_store_column() -> None:
 
 
 def test_every_fact_model_carries_its_current_schema_version() -> None:
-    """The version a new Fact is written with (contract §1.1): InferenceCall and
+    """The version a new Fact is written with (docs/evidence.md): InferenceCall and
     TestCaseResult know only 1; the repository-scoped Facts that may carry the identity triple
     are at 2 (1 is the legacy payload), identity or not; DeveloperDecision and RepositoryRename
     have no version field."""

@@ -1,4 +1,4 @@
-"""`sediment report dataset-diagnostics` (objectives contract §9.1): each section's numbers on
+"""`sediment report dataset-diagnostics` (docs/reports.md): each section's numbers on
 hand-built evidence, through the objectives' real ``diagnose_evidence`` hooks; determinism; the
 command's errors; the demo store."""
 

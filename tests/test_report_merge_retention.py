@@ -1,4 +1,4 @@
-"""`sediment report merge-retention` (objectives contract §9.2): membership, scoring, rows, CLI."""
+"""`sediment report merge-retention` (docs/reports.md): membership, scoring, rows, CLI."""
 
 from __future__ import annotations
 

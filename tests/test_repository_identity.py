@@ -1,4 +1,4 @@
-"""Repository identity end to end (contract §1.2, §2; platform §4): real GitHub-shaped
+"""Repository identity end to end (docs/operate.md, Repository identity): real GitHub-shaped
 deliveries into a real store (SQLite and PostgreSQL), real pygit2 mirrors, derive, bundle and
 every target.
 
@@ -255,7 +255,7 @@ def test_identified_outcomes_resolve_renames_keep_identity_and_lifetimes_never_j
 
 
 def test_without_a_repository_context_identified_outcomes_are_declined(org: Org, store_url: str) -> None:
-    """A low-level caller's export of the same Rollouts without a context (contract §1.2): only
+    """A low-level caller's export of the same Rollouts without a context (docs/operate.md): only
     the legacy repository's task remains; the others are declined per source outcome."""
     store, mirrors = org.load(store_url)
     rollouts = list(StoreRollouts(store, ORG, policy=POLICY, mirrors=mirrors))

@@ -1,4 +1,4 @@
-"""RLVR export edge cases (contract §4–§6, §13), end to end through the real plugins and a
+"""RLVR export edge cases (docs/exports.md), end to end through the real plugins and a
 real git mirror; every emitted row is validated against the published schemas."""
 
 from __future__ import annotations

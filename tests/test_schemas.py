@@ -37,7 +37,7 @@ EXPECTED_FILES = {
     "diff-sft-sample.v3.json",
     "sft-sample.v3.json",
     "sft-metadata.v3.json",
-    # components (contract §4.5)
+    # components (docs/exports.md)
     "rlvr-turn.v3.json",
     "rlvr-decision.v2.json",
     "rlvr-inference-message.v2.json",
@@ -46,11 +46,11 @@ EXPECTED_FILES = {
     "nemo-gym-responses-create-params.v2.json",
     "swe-bench-metadata.v3.json",
     "verification.v1.json",
-    # DPO (objectives contract §6.6, §11)
+    # DPO (docs/dpo.md)
     "dpo-pair.v4.json",
     "dpo-metadata.v4.json",
     "dpo-provenance.v1.json",
-    # diff-SFT (objectives contract §5.3, §11)
+    # diff-SFT (docs/diff-sft.md)
     "diff-sft-metadata.v3.json",
     "diff-sft-source-ids.v2.json",
     # shared components

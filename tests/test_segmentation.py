@@ -1,4 +1,4 @@
-"""Rollout segmentation and Turn construction (contract §1.3, §3, §13 continuity cases)."""
+"""Rollout segmentation and Turn construction (docs/evidence.md, with the continuity cases)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Session-grained eval split and the derivation policy (contract §7, §1.5)."""
+"""Session-grained eval split and the derivation policy (docs/exports.md, docs/bundle.md)."""
 
 from __future__ import annotations
 

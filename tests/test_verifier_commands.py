@@ -1,4 +1,4 @@
-"""Verifier command configuration (contract §9): fail-soft loading and lookup."""
+"""Verifier command configuration (docs/exports.md): fail-soft loading and lookup."""
 
 from __future__ import annotations
 
