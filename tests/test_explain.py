@@ -148,8 +148,8 @@ def test_verify_names_a_quarantine_and_a_new_attempt(demo: Path, tmp_path: Path)
     home = copy / "home"
     spec = "exports/sediment/tasks.train.jsonl:1"
     row = json.loads((copy / spec.split(":")[0]).read_text().splitlines()[0])
-    superseded = [i for i in row["ci_resolution"]["source_outcome_ids"]
-                  if i not in row["ci_resolution"]["verdict_outcome_ids"]][0]
+    superseded = next(i for i in row["ci_resolution"]["source_outcome_ids"]
+                      if i not in row["ci_resolution"]["verdict_outcome_ids"])
     done = sediment("quarantine", "ci_outcomes", superseded, "--reason", "audit", home=home, cwd=copy)
     assert done.returncode == 0, done.stderr
     after = sediment("explain", spec, "--verify", "--json", home=home, cwd=copy)
