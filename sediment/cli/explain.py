@@ -156,8 +156,8 @@ def render(chain: dict[str, Any]) -> None:
     for fact in chain["facts"]:
         extra = ", ".join(f"{k}={v}" for k, v in fact.items() if k not in ("table", "fact_id", "recorded",
                                                                              "quarantined"))
-        state = "quarantined" if fact["quarantined"] else ("recorded" if fact["recorded"] else "not recorded")
-        show(f"  {fact['table']}/{fact['fact_id']}: {state}" + (f" ({extra})" if extra else ""))
+        known = "quarantined" if fact["quarantined"] else ("recorded" if fact["recorded"] else "not recorded")
+        show(f"  {fact['table']}/{fact['fact_id']}: {known}" + (f" ({extra})" if extra else ""))
     if "verify" in chain:
         result = chain["verify"]
         if result["byte_identical"]:

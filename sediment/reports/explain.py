@@ -211,7 +211,8 @@ def _label(row: dict[str, Any]) -> dict[str, Any]:
 def _policy(row: dict[str, Any], source: Source) -> dict[str, Any]:
     provenance = row_field(row, "provenance")
     recorded = provenance if isinstance(provenance, dict) else {}
-    flat = recorded.get("chosen") if isinstance(recorded.get("chosen"), dict) else recorded
+    chosen = recorded.get("chosen")
+    flat: dict[str, Any] = chosen if isinstance(chosen, dict) else recorded
     return {"row": recorded,
             "source": {"kind": source.kind, "policy_digest": source.policy.digest,
                        "policy": source.policy.model_dump(mode="json"),

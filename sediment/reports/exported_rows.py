@@ -102,7 +102,7 @@ def _line(path: Path, number: int) -> str:
 def _parse(path: Path, number: int, text: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         raise SedimentError(f"{path}:{number}: line is not JSON: {exc.msg}") from None
     if not isinstance(value, dict):
         raise SedimentError(f"{path}:{number}: line is not a JSON object (an exported row is one)")

@@ -129,7 +129,8 @@ def rederive(ref: RowRef, owner: Owner, evidence: Evidence, registry: PluginRegi
     target_settings = registry.settings(target.name, sources)
     rollouts = evidence.rollouts
     keys_of = getattr(rollouts, "order_keys", None)
-    keys = keys_of() if callable(keys_of) else [(r.org_id, r.session_id) for r in rollouts]
+    keys = keys_of() if callable(keys_of) else [(rollouts[i].org_id, rollouts[i].session_id)
+                                                 for i in range(len(rollouts))]
     may_yield = _sessions(ref)
     for index in export_order(rollouts):
         org, session = keys[index]
