@@ -22,6 +22,8 @@ class ExitCode(IntEnum):
     CAPACITY = 7  #: a byte budget was exceeded; nothing was published
     INPUT = 8  #: some input records failed to ingest (every other record was ingested)
     PROFILE = 9  #: a consumer profile refused the export as a whole (train/eval prompt overlap); nothing published
+    EVIDENCE_GONE = 10  #: ``sediment explain``: the evidence behind the row no longer derives it (or none of it)
+    DRIFT = 11  #: ``sediment explain --verify``: the row re-derives, but not byte-identical
 
 
 class SedimentError(Exception):
@@ -86,3 +88,13 @@ class SchemaValidationError(SedimentError):
     """Rows failed validation against the published JSON Schemas."""
 
     exit_code = ExitCode.VALIDATION
+
+
+class RowNotFoundError(UsageError):
+    """``sediment explain`` was given a row that is not there: no such file, line or instance id."""
+
+
+class EvidenceGoneError(SedimentError):
+    """The evidence an exported row came from no longer derives it (quarantined, removed)."""
+
+    exit_code = ExitCode.EVIDENCE_GONE

@@ -17,6 +17,7 @@ from sediment import __version__
 from sediment.cli import console
 from sediment.cli.demo import demo
 from sediment.cli.derive import derive
+from sediment.cli.explain import explain
 from sediment.cli.export import export_app
 from sediment.cli.facts import facts, quarantine, release
 from sediment.cli.ingest import ingest_app
@@ -47,6 +48,7 @@ app.add_typer(mirror_app, name="mirror")
 app.command()(derive)
 app.add_typer(export_app, name="export")
 app.add_typer(report_app, name="report")
+app.command()(explain)
 app.command()(objectives)
 app.command()(targets)
 app.command()(profiles)

@@ -212,6 +212,25 @@ class FactReader(QuarantineLog):
             return [self._model("repository_renames", r.record)
                     for r in self._visible(conn, "repository_renames", org_id)]
 
+    def recorded(self, table_name: str, org_id: str, fact_ids: Iterable[str]) -> dict[str, tuple[dict[str, Any], bool]]:
+        """The stored record of each of ``fact_ids`` that one table holds, quarantined or not,
+        with whether it is quarantined now (an inference call without its messages). An id the
+        table does not hold is absent from the result."""
+        table = schema.FACT_TABLES[table_name]
+        wanted = sorted(set(fact_ids))
+        found: dict[str, tuple[dict[str, Any], bool]] = {}
+        with self._reading() as conn:
+            hidden = self._quarantined(conn, org_id, table_name)
+            for start in range(0, len(wanted), 500):
+                query = select(table.c.fact_id, table.c.record).where(
+                    table.c.org_id == org_id, table.c.fact_id.in_(wanted[start:start + 500]))
+                rows = list(conn.execute(query))
+                bodies = (self._read_blobs(conn, {record for _, record in rows}) if table_name == "inference_calls"
+                          else {})  # a call's record is its body's blob hash
+                for fact_id, record in rows:
+                    found[fact_id] = (bodies[record] if bodies else decode_record(record), fact_id in hidden)
+        return found
+
     def facts(self, table_name: str, org_id: str) -> Iterator[FactModel]:
         """Every visible Fact of one table (inference calls without their messages rehydrated)."""
         if table_name == "inference_calls":

@@ -1,0 +1,176 @@
+"""``sediment explain`` on the demo's real rows: every row kind of every built-in objective and a
+profile line walk back to the recorded outcomes, commits and Session; ``--verify`` agrees on an
+untouched store and names a quarantine or a new CI attempt; ``--json`` is the same on repeat."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sediment.cli.explain import _source
+from sediment.demo import run_demo
+from sediment.host.registry import load_registry
+from sediment.reports.explain import explain
+from sediment.reports.exported_rows import locate
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("explain") / "demo"
+    run_demo(out)
+    return out
+
+
+def chain_of(demo: Path, spec: str, monkeypatch: pytest.MonkeyPatch, *, verify: bool = True,
+             bundle: Path | None = None, export: Path | None = None) -> dict[str, Any]:
+    monkeypatch.setenv("SEDIMENT_HOME", str(demo / "home"))
+    monkeypatch.setenv("SEDIMENT_ORG_ID", "demo")
+    monkeypatch.delenv("SEDIMENT_STORE_URL", raising=False)
+    ref = locate(spec, export)
+    return explain(ref, _source(ref, bundle, None, demo / "home" / "mirrors"), load_registry(), verify=verify)
+
+
+def sediment(*args: str, home: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEDIMENT_")}
+    env.update(SEDIMENT_HOME=str(home), SEDIMENT_ORG_ID="demo")
+    return subprocess.run([sys.executable, "-m", "sediment", *args], capture_output=True, text=True, env=env,
+                          cwd=cwd, check=False)
+
+
+def test_rlvr_task_row_names_its_outcomes_commit_and_session(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    row = json.loads((demo / "exports/sediment/tasks.train.jsonl").read_text().splitlines()[0])
+    chain = chain_of(demo, str(demo / "exports/sediment/tasks.train.jsonl:1"), monkeypatch)
+    assert chain["row"]["identity"] == {"instance_id": row["instance_id"]}
+    assert chain["session"]["session_id"] == "sess-div-fix"
+    resolution = row["ci_resolution"]
+    assert [r["commit_sha"] for r in chain["ci_resolutions"]] == [resolution["commit_sha"]]
+    assert {o["outcome_id"] for o in chain["ci_outcomes"]} == set(resolution["source_outcome_ids"])
+    assert all(o["recorded_in"] == "store" and o["quarantined"] is False for o in chain["ci_outcomes"])
+    attempts = chain["ci_resolutions"][0]["workflows"][0]["attempts"]
+    verdicts = [a["outcome_id"] for a in attempts if a["role"] == "verdict"]
+    assert verdicts == [resolution["workflow_resolutions"][0]["verdict_outcome_id"]]
+    assert {c["commit_sha"] for c in chain["attribution"]["commits"]} >= {resolution["commit_sha"]}
+    assert [n["observation_id"] for n in chain["attribution"]["notes"]] == row["session_commit_observation_ids"]
+    assert chain["verify"] == {"byte_identical": True, "rederived": True,
+                               "rederived_sha256": chain["row"]["sha256"], "changes": []}
+
+
+@pytest.mark.parametrize(("spec", "session"), [
+    ("exports/sediment/rollouts.train.jsonl:1", "sess-compact"),
+    ("exports/sediment/tasks.eval.jsonl:1", None),
+    ("exports/nemo-gym/rollouts.train.jsonl:2", None),
+    ("exports/swe-bench/tasks.train.jsonl:1", "sess-div-fix"),
+    ("exports/swe-bench/tasks.eval.jsonl:1", None),
+])
+def test_every_rlvr_target_row_verifies(demo: Path, monkeypatch: pytest.MonkeyPatch, spec: str,
+                                        session: str | None) -> None:
+    chain = chain_of(demo, str(demo / spec), monkeypatch)
+    assert chain["verify"]["byte_identical"], chain["verify"]
+    assert chain["session"] is not None and chain["session"]["calls"]
+    if session is not None:
+        assert chain["session"]["session_id"] == session
+    assert chain["ci_outcomes"], "an RLVR row names the outcomes behind its reward"
+
+
+@pytest.mark.parametrize(("spec", "calls"), [
+    ("exports/sft/sft.train.jsonl:1", "completion_id"),
+    ("exports/diff-sft/diff_sft.train.jsonl:1", "completion_id"),
+    ("exports/dpo/dpo.train.jsonl:1", "chosen_completion_id"),
+    ("exports/recovery/recovery.train.jsonl:1", "failed_inference_call_ids"),
+])
+def test_objective_rows_name_their_facts_and_verify(demo: Path, monkeypatch: pytest.MonkeyPatch, spec: str,
+                                                    calls: str) -> None:
+    row = json.loads((demo / spec.split(":")[0]).read_text().splitlines()[0])
+    chain = chain_of(demo, str(demo / spec), monkeypatch)
+    assert chain["verify"]["byte_identical"], chain["verify"]
+    named = row.get(calls) or row["metadata"][calls]
+    named = [named] if isinstance(named, str) else named
+    facts = {f["fact_id"]: f for f in chain["facts"] if f["table"] == "inference_calls"}
+    assert set(named) <= set(facts)
+    assert all(facts[i]["recorded"] and facts[i]["session_id"] for i in named)
+
+
+def test_profile_line_leads_back_to_its_canonical_row(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    evidence = json.loads((demo / "profiles/nemo-gym-rollouts-v2/evidence.train.jsonl").read_text().splitlines()[0])
+    chain = chain_of(demo, str(demo / "profiles/nemo-gym-rollouts-v2/data.train.jsonl:1"), monkeypatch)
+    assert chain["row"]["sha256"] == evidence["source_row_sha256"]
+    assert chain["row"]["identity"]["instance_id"] == evidence["instance_id"]
+    assert chain["session"]["session_id"] == "sess-div-fix"
+    assert chain["verify"]["byte_identical"]
+
+
+def test_instance_id_and_bundle_source(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    chain = chain_of(demo, "demo-sess-div-fix-seg0", monkeypatch, export=demo / "exports/sediment",
+                     bundle=demo / "bundle")
+    assert chain["row"]["line"] == 3 and chain["policy"]["source"]["kind"] == "bundle"
+    assert chain["policy"]["same_policy"] and chain["verify"]["byte_identical"]
+
+
+def test_json_is_deterministic(demo: Path) -> None:
+    spec = "exports/sediment/tasks.train.jsonl:1"
+    first = sediment("explain", spec, "--json", "--verify", home=demo / "home", cwd=demo)
+    second = sediment("explain", spec, "--json", "--verify", home=demo / "home", cwd=demo)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout == second.stdout and json.loads(first.stdout)["verify"]["byte_identical"]
+    plain = sediment("explain", spec, home=demo / "home", cwd=demo)
+    assert "verdict" in plain.stdout and "\x1b[" not in plain.stdout  # piped: plain text
+
+
+def test_errors_are_one_line_with_exit_codes(demo: Path, tmp_path: Path) -> None:
+    home = demo / "home"
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / ".sediment-rlvr-target").write_text("sediment\n")
+    (bad / "tasks.train.jsonl").write_text("not json\n")
+    cases = [
+        (("explain", "missing.jsonl:1"), 2, "row file not found"),
+        (("explain", "exports/sft/sft.train.jsonl:9"), 2, "line out of range"),
+        (("explain", f"{bad}/tasks.train.jsonl:1"), 1, "line is not JSON"),
+        (("explain", "nope", "--export", "exports"), 2, "not found"),
+        (("explain", "nope"), 2, "pass --export DIR"),
+    ]
+    for args, code, message in cases:
+        result = sediment(*args, home=home, cwd=demo)
+        assert result.returncode == code, (args, result.stderr)
+        assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+
+
+def test_verify_names_a_quarantine_and_a_new_attempt(demo: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "demo"
+    shutil.copytree(demo, copy)
+    home = copy / "home"
+    spec = "exports/sediment/tasks.train.jsonl:1"
+    row = json.loads((copy / spec.split(":")[0]).read_text().splitlines()[0])
+    superseded = next(i for i in row["ci_resolution"]["source_outcome_ids"]
+                      if i not in row["ci_resolution"]["verdict_outcome_ids"])
+    done = sediment("quarantine", "ci_outcomes", superseded, "--reason", "audit", home=home, cwd=copy)
+    assert done.returncode == 0, done.stderr
+    after = sediment("explain", spec, "--verify", "--json", home=home, cwd=copy)
+    assert after.returncode == 11, after.stderr
+    changes = json.loads(after.stdout)["verify"]["changes"]
+    assert any(superseded in c and "quarantined" in c for c in changes), changes
+    assert any("quarantine revision 0 → 1" in c for c in changes), changes
+    sediment("release", "ci_outcomes", superseded, "--reason", "audit", home=home, cwd=copy)
+    # a third attempt of the same run arrives, failing: a new attempt the row did not see
+    delivery = json.loads((copy / "inputs/webhooks/workflow_run-107-2.json").read_text())
+    payload = delivery.get("payload", delivery)
+    run = payload["workflow_run"]
+    run.update(run_attempt=3, conclusion="failure", updated_at="2026-03-02T17:00:00Z")
+    if "headers" in delivery:
+        delivery["headers"] = {k: ("00000000-0000-4000-8000-000107000003" if "delivery" in k.lower() else v)
+                               for k, v in delivery["headers"].items()}
+    third = tmp_path / "workflow_run-107-3.json"
+    third.write_text(json.dumps(delivery))
+    ingested = sediment("ingest", "github", str(third), home=home, cwd=copy)
+    assert ingested.returncode == 0, ingested.stderr
+    again = sediment("explain", spec, "--verify", "--json", home=home, cwd=copy)
+    assert again.returncode == 11, again.stderr
+    changes = json.loads(again.stdout)["verify"]["changes"]
+    assert any(c.startswith("new attempt:") and "run 107 attempt 3" in c for c in changes), changes
