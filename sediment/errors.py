@@ -22,6 +22,7 @@ class ExitCode(IntEnum):
     CAPACITY = 7  #: a byte budget was exceeded; nothing was published
     INPUT = 8  #: some input records failed to ingest (every other record was ingested)
     PROFILE = 9  #: a consumer profile refused the export as a whole (train/eval prompt overlap); nothing published
+    LEAKAGE = 10  #: ``report leakage --fail-on KIND`` found that kind of overlap (the report was still written)
 
 
 class SedimentError(Exception):

@@ -1,0 +1,237 @@
+"""``sediment report leakage``: overlaps across the splits of exports, found on the demo's exports
+with overlaps planted on purpose, and nothing else (docs/leakage.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sediment.demo import run_demo
+from sediment.git.mirror_root import MirrorRoot
+from sediment.reports.leakage import leakage_report
+from sediment.reports.leakage_git import MirrorRanges
+from sediment.reports.leakage_rows import read_export_dirs
+from sediment.testing import ORG, GitRepo
+
+
+def sediment(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("SEDIMENT_")}
+    return subprocess.run([sys.executable, "-m", "sediment", *args], capture_output=True, text=True,
+                          env={**environ, **(env or {})}, timeout=300, check=False)
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("demo") / "demo"
+    run_demo(out)
+    return out
+
+
+def export_dirs(root: Path) -> list[Path]:
+    return sorted(p for p in [*(root / "exports").iterdir(), *(root / "profiles").iterdir()] if p.is_dir())
+
+
+def copy_demo(demo: Path, to: Path) -> Path:
+    shutil.copytree(demo / "exports", to / "exports")
+    shutil.copytree(demo / "profiles", to / "profiles")
+    return to
+
+
+def rows_of(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def append(path: Path, row: dict[str, Any]) -> None:
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(json.dumps(row) + "\n")
+
+
+def findings(report: dict[str, Any], kind: str) -> list[tuple[str, tuple[tuple[str, str], ...]]]:
+    """(key, ((split, row id), ...)) of each finding of ``kind``, row ids deduplicated."""
+    return [(f["key"], tuple(sorted({(r["split"], r["row_id"]) for r in f["rows"]})))
+            for f in report["findings"] if f["kind"] == kind]
+
+
+def report_json(*args: str) -> dict[str, Any]:
+    result = sediment("report", "leakage", *args, "--json")
+    assert result.returncode in (0, 10), result.stderr
+    return dict(json.loads(result.stdout))
+
+
+def plant_exact_prompt(root: Path) -> tuple[str, str]:
+    """An SFT eval row asking exactly (but for case and spacing) what a train row asks."""
+    train = rows_of(root / "exports/sft/sft.train.jsonl")[0]
+    planted = json.loads(json.dumps(train))
+    planted["metadata"]["completion_id"] = "call_planted_exact"
+    planted["metadata"]["split"] = "eval"
+    user = next(m for m in planted["prompt"] if m["role"] == "user")
+    user["content"] = "  " + user["content"].upper().replace(" ", "   ") + "\n"
+    planted["metadata"]["repository_identity"] = None
+    planted["metadata"].pop("repo", None)
+    append(root / "exports/sft/sft.eval.jsonl", planted)
+    return train["metadata"]["completion_id"], "call_planted_exact"
+
+
+# --- exact duplicates, repositories and commits ---------------------------------------------------
+
+
+def test_the_demo_has_no_exact_prompt_across_splits_until_one_is_planted(demo: Path, tmp_path: Path) -> None:
+    clean = report_json(*map(str, export_dirs(demo)))
+    assert findings(clean, "exact_prompt") == []
+    assert findings(clean, "same_task_id") == []
+    assert clean["kinds"]["same_repository"]["findings"] == 1  # every demo row is acme/calc: one repository
+    root = copy_demo(demo, tmp_path / "planted")
+    train_id, planted_id = plant_exact_prompt(root)
+    report = report_json(*map(str, export_dirs(root)))
+    [(_key, rows)] = findings(report, "exact_prompt")
+    # the planted row, and every train row that asks what the copied SFT row asks (its DPO pair,
+    # its diff-SFT twin, its profile lines): nothing else
+    asked = {r.prompt for r in read_export_dirs([demo / "exports/sft"]).rows if r.row_id == train_id}
+    same = {("train", r.row_id) for r in read_export_dirs(export_dirs(demo)).rows if r.prompt in asked}
+    assert ("train", train_id) in same and all(split == "train" for split, _ in same)
+    assert set(rows) == {("eval", planted_id), *same}
+    # everything else is as it was
+    for kind in ("same_base_commit", "overlapping_commits"):
+        assert findings(report, kind) == findings(clean, kind)
+
+
+def test_the_same_external_task_id_on_both_sides_is_found(demo: Path, tmp_path: Path) -> None:
+    root = copy_demo(demo, tmp_path / "planted")
+    train = rows_of(root / "exports/swe-bench/tasks.train.jsonl")
+    evals = rows_of(root / "exports/swe-bench/tasks.eval.jsonl")
+    train[0]["metadata"]["task_id"] = "pilot-17"
+    evals[0]["metadata"]["task_id"] = "pilot-17"
+    train[1]["metadata"]["task_id"] = "pilot-18"  # on one side only: nothing
+    for path, rows in (("tasks.train.jsonl", train), ("tasks.eval.jsonl", evals)):
+        (root / "exports/swe-bench" / path).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    report = report_json(str(root / "exports/swe-bench"))
+    assert findings(report, "same_task_id") == [
+        ("pilot-17", (("eval", evals[0]["instance_id"]), ("train", train[0]["instance_id"])))]
+
+
+def test_the_commits_rows_name_overlap_only_where_they_are_shared(tmp_path: Path) -> None:
+    """A recovery row's fix commit is a task's verified commit: one commit on both sides."""
+    exports = tmp_path / "exports"
+    exports.mkdir()
+    base = {"repo": "acme/calc", "problem_statement": "p"}
+    append(exports / "tasks.train.jsonl", {**base, "instance_id": "t1", "base_commit": "a" * 40,
+                                           "ci_resolution": {"commit_sha": "b" * 40}, "problem_statement": "one"})
+    append(exports / "tasks.eval.jsonl", {**base, "instance_id": "e1", "base_commit": "c" * 40,
+                                          "ci_resolution": {"commit_sha": "b" * 40}, "problem_statement": "two"})
+    append(exports / "tasks.eval.jsonl", {**base, "instance_id": "e2", "base_commit": "a" * 40,
+                                          "ci_resolution": {"commit_sha": "d" * 40}, "problem_statement": "three"})
+    append(exports / "tasks.eval.jsonl", {"repo": "other/repo", "instance_id": "e3", "base_commit": "a" * 40,
+                                          "ci_resolution": {"commit_sha": "b" * 40}, "problem_statement": "four"})
+    report = report_json(str(exports))
+    assert findings(report, "same_base_commit") == [(f"acme/calc@{'a' * 40}", (("eval", "e2"), ("train", "t1")))]
+    assert findings(report, "overlapping_commits") == [(f"acme/calc@{'b' * 40}", (("eval", "e1"), ("train", "t1")))]
+    assert findings(report, "same_repository") == [("acme/calc", (("eval", "e1"), ("eval", "e2"), ("train", "t1")))]
+
+
+def test_commit_ranges_overlap_through_the_mirror(tmp_path: Path, mirror_root: MirrorRoot) -> None:
+    """train: c0..c3 and eval: c1..c2 name no commit in common; the mirror shows c1 (eval's base)
+    and c2 (its head) inside train's range. A row on another branch from c0 shares nothing."""
+    git = GitRepo(mirror_root, "acme/calc")
+    c = [git.commit({"calc.py": f"v{i}\n"}, f"c{i}") for i in range(4)]
+    side = git.commit({"other.py": "x\n"}, "side", parents=[c[0]], branch="side")
+    exports = tmp_path / "exports"
+    exports.mkdir()
+    common = {"repo": "acme/calc", "org_id": ORG}
+    append(exports / "tasks.train.jsonl", {**common, "instance_id": "t", "base_commit": c[0],
+                                           "ci_resolution": {"commit_sha": c[3]}, "problem_statement": "t"})
+    append(exports / "tasks.eval.jsonl", {**common, "instance_id": "e", "base_commit": c[1],
+                                          "ci_resolution": {"commit_sha": c[2]}, "problem_statement": "e"})
+    append(exports / "tasks.eval.jsonl", {**common, "instance_id": "s", "base_commit": c[0],
+                                          "ci_resolution": {"commit_sha": side}, "problem_statement": "s"})
+    read = read_export_dirs([exports])
+    assert [f for f in leakage_report(read.rows, inputs=read.files).findings if f.kind == "overlapping_commits"] == []
+    ranges = MirrorRanges(mirror_root.path)
+    walked = leakage_report(read.rows, inputs=read.files, walk=ranges.walk)
+    found = [(f.key, sorted(r.row_id for r in f.rows)) for f in walked.findings if f.kind == "overlapping_commits"]
+    assert found == sorted([(f"acme/calc@{c[1]}", ["e", "t"]), (f"acme/calc@{c[2]}", ["e", "t"])])
+    assert not ranges.unchecked
+    cli = report_json(str(exports), "--mirrors", str(mirror_root.path))
+    assert [k for k, _ in findings(cli, "overlapping_commits")] == [k for k, _ in found]
+
+
+# --- the tag file, exit codes, hostile input ----------------------------------------------------------
+
+
+def test_tags_name_the_other_split_and_fail_on_exits_10(demo: Path, tmp_path: Path) -> None:
+    root = copy_demo(demo, tmp_path / "planted")
+    train_id, planted_id = plant_exact_prompt(root)
+    out = tmp_path / "report"
+    result = sediment("report", "leakage", str(root / "exports/sft"), "--out", str(out), "--fail-on", "exact_prompt")
+    assert result.returncode == 10, result.stderr
+    assert "leakage found: exact_prompt" in result.stderr
+    tags = {t["row_id"]: t for t in rows_of(out / "eval_sets.jsonl")}
+    assert tags[planted_id]["eval_sets"] == ["split:train"] and "exact_prompt" in tags[planted_id]["kinds"]
+    assert tags[train_id]["eval_sets"] == ["split:eval"]
+    assert set(tags) == {r.row_id for r in read_export_dirs([root / "exports/sft"]).rows}  # every row, tagged or not
+    assert sediment("report", "leakage", str(demo / "exports/sft"), "--fail-on", "exact_prompt").returncode == 0
+    unknown = sediment("report", "leakage", str(demo / "exports/sft"), "--fail-on", "everything")
+    assert unknown.returncode == 2 and "unknown --fail-on kind 'everything'" in unknown.stderr
+
+
+def test_a_bad_line_is_named_and_every_other_row_is_read(demo: Path, tmp_path: Path) -> None:
+    root = copy_demo(demo, tmp_path / "bad")
+    path = root / "exports/sft/sft.train.jsonl"
+    good = len(rows_of(path))
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write("{not json\n[1, 2]\n")
+    result = sediment("report", "leakage", str(root / "exports/sft"), "--json")
+    assert result.returncode == 8
+    assert f"{path}:{good + 1}: not JSON" in result.stderr and f"{path}:{good + 2}: not a JSON object" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert json.loads(result.stdout)["splits"]["train"] == good
+
+
+# --- determinism ------------------------------------------------------------------------------
+
+
+def shuffled_copy(root: Path, to: Path, seed: int) -> list[Path]:
+    """The exports with every file's lines shuffled (data lines and their evidence lines together)."""
+    copy_demo(root, to)
+    rng = random.Random(seed)
+    for directory in export_dirs(to):
+        for data in sorted(directory.glob("*.jsonl")):
+            if data.name.startswith("evidence."):
+                continue
+            lines = data.read_text(encoding="utf-8").splitlines(keepends=True)
+            order = list(range(len(lines)))
+            rng.shuffle(order)
+            data.write_text("".join(lines[i] for i in order), encoding="utf-8")
+            sidecar = directory / data.name.replace("data.", "evidence.", 1)
+            if data.name.startswith("data.") and sidecar.is_file():
+                side = sidecar.read_text(encoding="utf-8").splitlines(keepends=True)
+                sidecar.write_text("".join(side[i] for i in order), encoding="utf-8")
+    dirs = export_dirs(to)
+    rng.shuffle(dirs)
+    return dirs
+
+
+def comparable(report: dict[str, Any]) -> Any:
+    """The report without file paths and line numbers (which a shuffle moves)."""
+    return (report["rows"], report["splits"], report["kinds"],
+            [(f["kind"], f["key"], f.get("similarity"), f.get("eval_set"),
+              sorted({(r["split"], r["row_id"]) for r in f["rows"]})) for f in report["findings"]])
+
+
+def test_the_same_report_whatever_the_order_of_rows_and_directories(demo: Path, tmp_path: Path) -> None:
+    root = copy_demo(demo, tmp_path / "planted")
+    plant_exact_prompt(root)
+    first = sediment("report", "leakage", *map(str, export_dirs(root)), "--json")
+    again = sediment("report", "leakage", *map(str, export_dirs(root)), "--json")
+    assert first.stdout == again.stdout
+    for seed in (1, 2):
+        shuffled = shuffled_copy(root, tmp_path / f"shuffled{seed}", seed)
+        other = report_json(*map(str, shuffled))
+        assert comparable(other) == comparable(json.loads(first.stdout))
