@@ -235,3 +235,72 @@ def test_the_same_report_whatever_the_order_of_rows_and_directories(demo: Path, 
         shuffled = shuffled_copy(root, tmp_path / f"shuffled{seed}", seed)
         other = report_json(*map(str, shuffled))
         assert comparable(other) == comparable(json.loads(first.stdout))
+
+
+# --- near duplicates ------------------------------------------------------------------------------
+
+ISSUE = ("QuerySet.bulk_create() crashes on a model whose primary key is a UUIDField with a default when the "
+         "batch mixes objects that already have a primary key and objects that do not. The objects without a "
+         "key are inserted first, then the returned ids are assigned in the wrong order, so the second half of "
+         "the batch ends up with the keys of the first half. Expected: every object keeps its own key.")
+UNRELATED = ("The admin changelist shows the wrong count when a list filter on a related field is combined with "
+             "a search term: the count query joins the related table twice and every object in the batch is "
+             "counted once per matching row. Expected: the count equals the number of objects listed.")
+
+
+PATCH = """diff --git a/django/db/models/query.py b/django/db/models/query.py
+--- a/django/db/models/query.py
++++ b/django/db/models/query.py
+@@ -780,12 +780,14 @@ def bulk_create(self, objs, batch_size=None, ignore_conflicts=False):
+         with transaction.atomic(using=self.db, savepoint=False):
+             objs_with_pk, objs_without_pk = partition(lambda o: o.pk is None, objs)
+             if objs_with_pk:
+                 returned_columns = self._batched_insert(
+                     objs_with_pk, fields, batch_size, on_conflict=on_conflict,
+                 )
+-                for obj_with_pk, results in zip(objs_with_pk, returned_columns):
++                for obj_with_pk, results in zip(objs_with_pk, returned_columns, strict=True):
+                     for result, field in zip(results, opts.db_returning_fields):
+                         if field != opts.pk:
+                             setattr(obj_with_pk, field.attname, result)
+             if objs_without_pk:
+-                fields = [f for f in fields if not isinstance(f, AutoField)]
++                fields = [f for f in fields if not isinstance(f, AutoField) and not f.has_default()]
++                objs_without_pk = sorted(objs_without_pk, key=lambda o: id(o))
+"""
+
+
+def test_the_demo_s_one_cross_split_patch_and_planted_near_duplicates_are_found(demo: Path, tmp_path: Path) -> None:
+    """The demo's Recovery eval transition ships the very fix of an RLVR train task (pow: ``a * b`` to
+    ``a ** b``): a real overlap the Session split cannot see. A reworded problem statement and a
+    patch changed by one line are found too; an unrelated statement sharing common words is not."""
+    clean = report_json(*map(str, export_dirs(demo)))
+    assert findings(clean, "near_duplicate_prompt") == []
+    [(_key, rows)] = findings(clean, "near_duplicate_patch")
+    assert {r for _, r in rows} == {"demo-sess-pow-fix-9516adc",
+                                    "ci_59efa959004fb326948087bc70ad0024>ci_aee3aecf6ba267a0f7b80a83ade8e1f8"}
+    root = copy_demo(demo, tmp_path / "planted")
+    exports = root / "exports/swe-bench"
+    train, evals = rows_of(exports / "tasks.train.jsonl"), rows_of(exports / "tasks.eval.jsonl")
+    evals += [dict(evals[0], instance_id=f"planted-eval-{i}") for i in (1, 2)]
+    train[0]["problem_statement"] = ISSUE
+    evals[0]["problem_statement"] = ISSUE.replace("wrong order", "reverse order")
+    train[1]["problem_statement"] = UNRELATED.replace("admin", "admin site")
+    evals[1]["problem_statement"] = UNRELATED + " Seen in 5.0."  # near train[1]: found
+    train[2]["problem_statement"] = ISSUE.replace("UUIDField", "CharField").replace("first half", "other half") \
+        .replace("own key", "key").replace("crashes", "fails") + " It started in 4.2."  # too far from evals[0]
+    evals[2]["problem_statement"] = "Unrelated: " + UNRELATED.split(":")[0]  # shares words, not shingles
+    train[3]["patch"] = PATCH
+    evals[2]["patch"] = PATCH.replace("objs_without_pk", "objs_lacking_pk", 1)  # one name changed
+    for path, rows_ in (("tasks.train.jsonl", train), ("tasks.eval.jsonl", evals)):
+        (exports / path).write_text("".join(json.dumps(r) + "\n" for r in rows_))
+    report = report_json(str(exports))
+    prompts = sorted(r for _, r in findings(report, "near_duplicate_prompt"))
+    assert prompts == sorted([(("eval", evals[0]["instance_id"]), ("train", train[0]["instance_id"])),
+                              (("eval", "planted-eval-1"), ("train", train[1]["instance_id"]))])
+    assert all(0.8 <= f["similarity"] < 1.0 for f in report["findings"] if f["kind"] == "near_duplicate_prompt")
+    patches = [r for _, r in findings(report, "near_duplicate_patch")]
+    assert patches == [(("eval", "planted-eval-2"), ("train", train[3]["instance_id"]))]
+    strict = report_json(str(exports), "--threshold", "0.99")
+    assert findings(strict, "near_duplicate_prompt") == []
+    assert sediment("report", "leakage", str(exports), "--threshold", "0").returncode == 2

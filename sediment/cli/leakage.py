@@ -114,21 +114,29 @@ def leakage(
                                    help="Org whose mirrors serve rows that name no org_id."),
     task_id_field: list[str] = typer.Option([], "--task-id-field", metavar="PATH", help="Dotted path of an "
                                             "external task id in a row (repeatable; replaces the defaults)."),
+    threshold: float = typer.Option(0.8, "--threshold", metavar="F", envvar="SEDIMENT_LEAKAGE_THRESHOLD",
+                                    help="Estimated Jaccard similarity at which two texts are near duplicates."),
+    num_perm: int = typer.Option(128, "--num-perm", metavar="N", envvar="SEDIMENT_LEAKAGE_NUM_PERM",
+                                 help="MinHash permutations (more: a finer estimate, slower)."),
+    shingle: int = typer.Option(3, "--shingle", metavar="N", help="Words per shingle for near duplicates."),
 ) -> None:
-    from sediment.reports.leakage import KINDS, leakage_report
-    from sediment.reports.leakage_rows import DEFAULT_TASK_ID_FIELDS, read_export_dirs
+    from sediment.reports.leakage import KINDS, Settings
+    from sediment.reports.leakage_rows import DEFAULT_TASK_ID_FIELDS
+    from sediment.reports.leakage_run import run_leakage
 
     unknown = [k for k in fail_on if k != "any" and k not in KINDS]
     if unknown:
         raise UsageError(f"unknown --fail-on kind '{unknown[0]}' (choices: any, {', '.join(KINDS)})")
-    read = read_export_dirs(dirs, task_id_fields=tuple(task_id_field) or DEFAULT_TASK_ID_FIELDS)
-    walker = None
-    if mirrors is not None:
-        from sediment.reports.leakage_git import MirrorRanges
-
-        walker = MirrorRanges(mirrors, org)
-    report = leakage_report(read.rows, inputs=read.files, problems=read.problems,
-                            walk=None if walker is None else walker.walk)
+    if not 0.0 < threshold <= 1.0:
+        raise UsageError("--threshold must be above 0.0 and at most 1.0")
+    if not 2 <= num_perm <= 1024:
+        raise UsageError("--num-perm must be between 2 and 1024")
+    if shingle < 1:
+        raise UsageError("--shingle must be >= 1")
+    settings = Settings(threshold=threshold, num_perm=num_perm, shingle=shingle)
+    report = run_leakage(dirs, settings=settings, mirrors=mirrors, org_id=org,
+                         task_id_fields=tuple(task_id_field) or DEFAULT_TASK_ID_FIELDS)
+    read_problems = report.problems
     if out is not None:
         _write(out, report, None)
     if as_json:
@@ -139,7 +147,7 @@ def leakage(
     failing = [k for k in present if "any" in fail_on or k in fail_on]
     if failing:
         raise LeakageFound(f"leakage found: {', '.join(failing)} (--fail-on)")
-    if read.problems:
-        for problem in read.problems:
+    if read_problems:
+        for problem in read_problems:
             console.warning(problem)
-        raise InputProblems(f"{len(read.problems)} exported line(s) could not be read; every other row was")
+        raise InputProblems(f"{len(read_problems)} exported line(s) could not be read; every other row was")

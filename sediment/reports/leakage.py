@@ -213,11 +213,13 @@ def sort_findings(findings: Iterable[Finding]) -> list[Finding]:
 
 
 def leakage_report(rows: Sequence[ExportedRow], *, inputs: Mapping[str, int], problems: Sequence[str] = (),
-                   settings: Settings | None = None, walk: RangeWalker | None = None) -> LeakageReport:
-    """The split kinds over ``rows`` (the benchmark kinds are added by :mod:`sediment.reports.benchmark`)."""
+                   settings: Settings | None = None, walk: RangeWalker | None = None,
+                   more: Sequence[Finding] = ()) -> LeakageReport:
+    """The exact and repository kinds over ``rows``, with ``more`` findings made elsewhere (near
+    duplicates, a benchmark: :func:`sediment.reports.leakage_run.run_leakage` makes them all)."""
     settings = settings or Settings()
     ordered = sorted(rows, key=row_order)
-    found = exact_prompts(ordered) + task_ids(ordered)
+    found = exact_prompts(ordered) + task_ids(ordered) + list(more)
     repo_found, notes = repositories(ordered, walk)
     found += repo_found
     return LeakageReport(inputs=dict(inputs), rows=ordered, problems=list(problems), settings=settings,
