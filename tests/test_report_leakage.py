@@ -304,3 +304,81 @@ def test_the_demo_s_one_cross_split_patch_and_planted_near_duplicates_are_found(
     strict = report_json(str(exports), "--threshold", "0.99")
     assert findings(strict, "near_duplicate_prompt") == []
     assert sediment("report", "leakage", str(exports), "--threshold", "0").returncode == 2
+
+
+# --- benchmarks ------------------------------------------------------------------------------------
+
+
+def test_rows_that_meet_swe_bench_shaped_instances_are_flagged_and_no_other(tmp_path: Path,
+                                                                           mirror_root: MirrorRoot) -> None:
+    """Instances shaped as SWE-bench's (ids ``owner__repo-NUMBER`` of public repositories), whose
+    base commits the test builds in a real mirror of django/django."""
+    git = GitRepo(mirror_root, "django/django")
+    c = [git.commit({"django/db/models/query.py": "".join(f"line {i} {j}\n" for j in range(900))}, f"c{i}")
+         for i in range(4)]
+    side = git.commit({"docs/index.txt": "x\n"}, "docs", parents=[c[0]], branch="stable")
+    bench = tmp_path / "swe-bench-lite.jsonl"
+    instances = [
+        {"instance_id": "django__django-11099", "repo": "django/django", "base_commit": c[2], "patch": PATCH,
+         "problem_statement": ISSUE, "version": "3.0"},
+        {"instance_id": "astropy__astropy-12907", "repo": "astropy/astropy", "base_commit": "e" * 40,
+         "patch": "diff --git a/astropy/modeling/separable.py b/astropy/modeling/separable.py\n--- a/astropy/modeling/separable.py\n+++ b/astropy/modeling/separable.py\n@@ -242,7 +242,7 @@ def _cstack(left, right):\n-        cright[-right.shape[0]:, -right.shape[1]:] = 1\n+        cright[-right.shape[0]:, -right.shape[1]:] = right\n",
+         "problem_statement": "Modeling's separability_matrix does not compute separability correctly for nested CompoundModels."},
+    ]
+    bench.write_text("".join(json.dumps(i) + "\n" for i in instances))
+    exports = tmp_path / "exports"
+    exports.mkdir()
+    common = {"repo": "django/django", "org_id": ORG}
+    append(exports / "tasks.train.jsonl", {**common, "instance_id": "reaches", "base_commit": c[0],
+                                           "ci_resolution": {"commit_sha": c[3]}, "problem_statement": "fix ordering"})
+    append(exports / "tasks.train.jsonl", {**common, "instance_id": "side", "base_commit": c[0],
+                                           "ci_resolution": {"commit_sha": side}, "problem_statement": "docs"})
+    append(exports / "tasks.train.jsonl", {**common, "instance_id": "same-hunk", "problem_statement": "refactor",
+                                           "reference_patch": PATCH.replace("strict=True", "strict=False")})
+    append(exports / "tasks.eval.jsonl", {**common, "instance_id": "asks-it", "problem_statement":
+                                          "Customer report follows. " + ISSUE + " Please fix."})
+    append(exports / "tasks.train.jsonl", {"repo": "acme/calc", "instance_id": "unrelated", "base_commit": c[2],
+                                           "problem_statement": UNRELATED, "reference_patch": PATCH})
+    report = report_json(str(exports), "--benchmark", str(bench), "--mirrors", str(mirror_root.path))
+    assert report["benchmark"] == {"file": str(bench), "name": "swe-bench-lite", "instances": 2, "ancestry": "mirrors"}
+    got = {f["kind"]: (f["key"], sorted(r["row_id"] for r in f["rows"])) for f in report["findings"]
+           if f["kind"].startswith("benchmark_")}
+    assert got == {
+        "benchmark_repository": ("django__django-11099", ["asks-it", "reaches", "same-hunk", "side"]),
+        "benchmark_commit": ("django__django-11099", ["reaches"]),
+        "benchmark_patch_hunk": ("django__django-11099", ["same-hunk"]),
+        "benchmark_problem_statement": ("django__django-11099", ["asks-it"]),
+    }
+    assert {f["eval_set"] for f in report["findings"] if f["kind"].startswith("benchmark_")} == {"benchmark:swe-bench-lite"}
+    out = tmp_path / "tags"
+    assert sediment("report", "leakage", str(exports), "--benchmark", str(bench), "--out", str(out),
+                    "--mirrors", str(mirror_root.path), "--fail-on", "benchmark_commit").returncode == 10
+    tags = {t["row_id"]: t["eval_sets"] for t in rows_of(out / "eval_sets.jsonl")}
+    assert tags["unrelated"] == [] and tags["reaches"] == ["benchmark:swe-bench-lite", "split:eval"]  # + same repo as eval
+    # without the mirrors only named commits count: c2 is no row's named commit
+    named = report_json(str(exports), "--benchmark", str(bench))
+    assert not [f for f in named["findings"] if f["kind"] == "benchmark_commit"]
+    # a plain list of repositories and commits
+    listed = tmp_path / "pilot.txt"
+    listed.write_text(f"# pilot tasks\ndjango/django {c[1]}\nastropy/astropy\n")
+    plain = report_json(str(exports), "--benchmark", str(listed), "--mirrors", str(mirror_root.path))
+    assert [sorted(r["row_id"] for r in f["rows"]) for f in plain["findings"] if f["kind"] == "benchmark_commit"] \
+        == [["reaches"]]
+
+
+def test_a_bad_benchmark_is_one_line_and_parquet_names_its_extra(tmp_path: Path) -> None:
+    exports = tmp_path / "exports"
+    exports.mkdir()
+    append(exports / "tasks.train.jsonl", {"instance_id": "t", "problem_statement": "p"})
+    bad = tmp_path / "bench.jsonl"
+    bad.write_text('{"instance_id": "a__b-1", "repo": "a/b"}\n{"instance_id": 3, "repo": "a/b"}\n')
+    result = sediment("report", "leakage", str(exports), "--benchmark", str(bad))
+    assert result.returncode == 1 and f"{bad}:2: field instance_id: a non-empty string is required" in result.stderr
+    assert "Traceback" not in result.stderr
+    parquet = tmp_path / "bench.parquet"
+    parquet.write_bytes(b"PAR1")
+    try:
+        import pyarrow  # noqa: F401
+    except ImportError:
+        result = sediment("report", "leakage", str(exports), "--benchmark", str(parquet))
+        assert result.returncode == 1 and "parquet extra" in result.stderr and len(result.stderr.splitlines()) == 1

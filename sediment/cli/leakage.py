@@ -118,7 +118,16 @@ def leakage(
                                     help="Estimated Jaccard similarity at which two texts are near duplicates."),
     num_perm: int = typer.Option(128, "--num-perm", metavar="N", envvar="SEDIMENT_LEAKAGE_NUM_PERM",
                                  help="MinHash permutations (more: a finer estimate, slower)."),
-    shingle: int = typer.Option(3, "--shingle", metavar="N", help="Words per shingle for near duplicates."),
+    shingle: int = typer.Option(3, "--shingle", metavar="N", help="Tokens per shingle for near duplicates."),
+    benchmark: Path | None = typer.Option(None, "--benchmark", metavar="FILE", help="SWE-bench-style instances "
+                                          "(JSONL, or Parquet with the parquet extra) or a list of 'owner/repo "
+                                          "[COMMIT...]' lines: flag every row that overlaps them."),
+    benchmark_name: str | None = typer.Option(None, "--benchmark-name", metavar="NAME", help="Name in the "
+                                              "benchmark:<NAME> tag (default: the file's name before its "
+                                              "first dot)."),
+    ngram: int = typer.Option(8, "--ngram", metavar="N", help="Words per n-gram for problem-statement overlap."),
+    ngram_threshold: float = typer.Option(0.5, "--ngram-threshold", metavar="F", help="Share of a benchmark "
+                                          "problem statement's n-grams a row's prompt must hold."),
 ) -> None:
     from sediment.reports.leakage import KINDS, Settings
     from sediment.reports.leakage_rows import DEFAULT_TASK_ID_FIELDS
@@ -133,9 +142,13 @@ def leakage(
         raise UsageError("--num-perm must be between 2 and 1024")
     if shingle < 1:
         raise UsageError("--shingle must be >= 1")
-    settings = Settings(threshold=threshold, num_perm=num_perm, shingle=shingle)
+    if ngram < 1 or not 0.0 < ngram_threshold <= 1.0:
+        raise UsageError("--ngram must be >= 1 and --ngram-threshold above 0.0 and at most 1.0")
+    settings = Settings(threshold=threshold, num_perm=num_perm, shingle=shingle, ngram=ngram,
+                        ngram_threshold=ngram_threshold)
     report = run_leakage(dirs, settings=settings, mirrors=mirrors, org_id=org,
-                         task_id_fields=tuple(task_id_field) or DEFAULT_TASK_ID_FIELDS)
+                         task_id_fields=tuple(task_id_field) or DEFAULT_TASK_ID_FIELDS,
+                         benchmark=benchmark, benchmark_name=benchmark_name)
     read_problems = report.problems
     if out is not None:
         _write(out, report, None)
