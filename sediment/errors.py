@@ -24,6 +24,7 @@ class ExitCode(IntEnum):
     PROFILE = 9  #: a consumer profile refused the export as a whole (train/eval prompt overlap); nothing published
     EVIDENCE_GONE = 10  #: ``sediment explain``: the evidence behind the row no longer derives it (or none of it)
     DRIFT = 11  #: ``sediment explain --verify``: the row re-derives, but not byte-identical
+    LEAKAGE = 12  #: ``report leakage --fail-on KIND`` found that kind of overlap (the report was still written)
 
 
 class SedimentError(Exception):

@@ -128,6 +128,15 @@ def _emit_json(value: Any) -> None:
     typer.echo(json.dumps(value, indent=2, allow_nan=False))
 
 
+def _leakage_command() -> None:
+    from sediment.cli.leakage import LEAKAGE_HELP, leakage
+
+    report_app.command("leakage", help=LEAKAGE_HELP)(leakage)
+
+
+_leakage_command()
+
+
 # --- merge-retention --------------------------------------------------------------------------
 
 

@@ -112,6 +112,23 @@ class Mirror:
             raise MirrorReadError(f"history of {len(wanted)} commits: {exc}") from exc
         return found
 
+    def range_commits(self, base: str, head: str, *, limit: int = 100_000) -> frozenset[str] | None:
+        """The commits of ``base..head`` (reachable from ``head``, not from ``base``), as ``git
+        rev-list base..head`` lists them; ``None`` past ``limit`` commits. A commit the mirror
+        lacks raises :class:`MirrorReadError`."""
+        start, stop = self._commit(head), self._commit(base)
+        found: set[str] = set()
+        try:
+            walker = self._repo.walk(start.id, pygit2.enums.SortMode.TOPOLOGICAL)
+            walker.hide(stop.id)
+            for commit in walker:
+                found.add(str(commit.id))
+                if len(found) > limit:
+                    return None
+        except pygit2.GitError as exc:
+            raise MirrorReadError(f"history of {base}..{head}: {exc}") from exc
+        return frozenset(found)
+
     def first_parent(self, sha: str) -> str | None:
         commit = self._commit(sha)
         try:
