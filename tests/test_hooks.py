@@ -252,3 +252,61 @@ def test_agent_commits_are_noted_pushed_read_by_a_mirror_and_bind_their_session(
     assert rollouts["sess-claude"]["attribution_source"] == "git_notes"
     assert [c["commit_sha"] for c in rollouts["sess-claude"]["commits"]] == [first]
     assert [c["commit_sha"] for c in rollouts["thread-codex"]["commits"]] == [second]
+
+
+def test_notes_of_two_developers_merge_on_push(tmp_path: Path) -> None:
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(remote))
+    alice = new_repo(tmp_path, "alice")
+    git(alice, "remote", "add", "origin", str(remote))
+    install(alice, ("env",))
+    (alice / "a.py").write_text("a = 1\n")
+    git(alice, "add", "a.py")
+    git(alice, "commit", "-q", "-m", "a", SEDIMENT_SESSION_ID="sess-alice")
+    git(alice, "push", "-q", "origin", "main")
+    bob = tmp_path / "bob"
+    git(tmp_path, "clone", "-q", str(remote), str(bob))
+    install(bob, ("env",))
+    (bob / "b.py").write_text("b = 1\n")
+    git(bob, "add", "b.py")
+    git(bob, "commit", "-q", "-m", "b", SEDIMENT_SESSION_ID="sess-bob")
+    git(bob, "push", "-q", "origin", "main")  # bob never fetched alice's notes: his notes ref diverged
+    last = status(bob).last_push
+    assert last is not None and (last["remote"], last["pushed"], last["error"]) == ("origin", True, None)
+    shown = {str(n.annotated_id): json.loads(n.message)["sessions"][0]["session_id"]
+             for n in pygit2.Repository(str(remote)).notes("refs/notes/sediment")}  # type: ignore[call-arg]
+    assert sorted(shown.values()) == ["sess-alice", "sess-bob"]
+
+
+def test_the_cli_installs_reports_and_uninstalls(tmp_path: Path) -> None:
+    work = new_repo(tmp_path)
+
+    def sediment(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "sediment", "hooks", *args], capture_output=True, text=True,
+                              env=git_env(), check=False, timeout=120)
+
+    installed = sediment("install", "--repo", str(work), "--client", "codex", "--client", "env", "--json")
+    assert installed.returncode == 0, installed.stderr
+    assert json.loads(installed.stdout)["clients"] == ["codex", "env"]
+    reported = sediment("status", "--repo", str(work), "--json")
+    assert reported.returncode == 0, reported.stderr
+    found = json.loads(reported.stdout)
+    assert found["installed"] is True and found["claude_settings"] is None and found["notes"] == 0
+    assert [(h["name"], h["state"]) for h in found["hooks"]] == [
+        ("post-commit", "installed"), ("post-rewrite", "installed"), ("pre-push", "installed"),
+        ("sediment-hook.py", "installed")]
+    (work / ".git" / "hooks" / "post-rewrite").unlink()
+    assert sediment("status", "--repo", str(work)).returncode == 1
+    assert sediment("install", "--repo", str(work), "--client", "codex", "--client", "env").returncode == 0
+    bad = sediment("install", "--repo", str(work), "--client", "cursor")
+    assert bad.returncode == 2
+    outside = tmp_path / "plain"
+    outside.mkdir()
+    refused = sediment("status", "--repo", str(outside))
+    assert refused.returncode == 1 and len(refused.stderr.strip().splitlines()) == 1
+    assert sediment("status", "--repo", str(tmp_path / "absent")).returncode == 2
+    removed = sediment("uninstall", "--repo", str(work), "--json")
+    assert removed.returncode == 0, removed.stderr
+    assert sorted(json.loads(removed.stdout)["removed"]) == ["post-commit", "post-rewrite", "pre-push",
+                                                           "sediment-hook.py"]
+    assert sorted(p.name for p in (work / ".git" / "hooks").iterdir() if not p.name.endswith(".sample")) == []
