@@ -20,9 +20,11 @@ from sediment.cli.derive import derive
 from sediment.cli.explain import explain
 from sediment.cli.export import export_app
 from sediment.cli.facts import facts, quarantine, release
+from sediment.cli.hooks import hooks_app
 from sediment.cli.ingest import ingest_app
 from sediment.cli.library import library_app
 from sediment.cli.mirror import mirror_app
+from sediment.cli.policy import policy_app
 from sediment.cli.report import report_app
 from sediment.cli.schema import schema_app
 from sediment.cli.serve import serve
@@ -45,7 +47,9 @@ app = typer.Typer(
 app.command()(demo)
 app.add_typer(ingest_app, name="ingest")
 app.add_typer(mirror_app, name="mirror")
+app.add_typer(hooks_app, name="hooks")
 app.command()(derive)
+app.add_typer(policy_app, name="policy")
 app.add_typer(export_app, name="export")
 app.add_typer(report_app, name="report")
 app.command()(explain)

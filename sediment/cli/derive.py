@@ -8,15 +8,21 @@ from pathlib import Path
 import typer
 
 from sediment.cli import console, settings
+from sediment.errors import UsageError
 
 
 def derive(
-    out: Path = typer.Option(..., "--out", "-o", help="New bundle directory (must not exist)."),
-    policy: Path | None = typer.Option(None, "--policy", help="Derivation policy TOML (default policy if absent)."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="New bundle directory (must not exist; required "
+                                    "unless --explain-attribution)."),
+    policy: Path | None = typer.Option(None, "--policy", help="Derivation policy TOML, merged over the defaults "
+                                       "(`sediment policy show` prints them)."),
     org: str | None = typer.Option(None, "--org", help="Org id (default: SEDIMENT_ORG_ID)."),
     as_json: bool = typer.Option(False, "--json", help="Print the manifest on stdout."),
     workers: int = typer.Option(1, "--workers", "-w", min=1, help="Processes deriving Sessions in parallel "
                                 "(the bundle is byte-identical for any count)."),
+    explain: str | None = typer.Option(None, "--explain-attribution", metavar="SESSION", help=(
+        "Write no bundle: show why SESSION was (not) bound to commits: its notes, the candidate commits "
+        "and each code file's best Jaccard score against the threshold.")),
 ) -> None:
     """Derive every Session's Rollout from the fact store and mirrors into a bundle.
 
@@ -27,9 +33,20 @@ def derive(
     from sediment.model.policy import DerivationPolicy
 
     resolved = DerivationPolicy.from_toml(policy) if policy else DerivationPolicy()
+    if explain is None and out is None:
+        raise UsageError("Missing option '--out' / '-o' (or --explain-attribution SESSION).")
+    if explain is not None and out is not None:
+        raise UsageError("--explain-attribution writes no bundle: drop --out")
     org_id = settings.org_id(org)
     mirrors = settings.mirror_root(create=True)
     settings.settle_mirrors(org_id, root=mirrors)  # Facts that arrived elsewhere (a receiver) may name one now
+    if explain is not None:
+        from sediment.cli.attribution_explain import show
+        from sediment.derive.explain import explain_session
+
+        show(explain_session(settings.store(), org_id, explain, policy=resolved, mirrors=mirrors), as_json=as_json)
+        return
+    assert out is not None
     path, _ = derive_bundle(settings.store(), org_id, out, policy=resolved, mirrors=mirrors, workers=workers)
     manifest = json.loads((path / "manifest.json").read_text(encoding="ascii"))
     if as_json:

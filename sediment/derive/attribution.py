@@ -291,3 +291,118 @@ def attribute_files(
                                          commit_sha=ref.commit_sha, repository_identity=ref.repository_identity,
                                          file_path=path, similarity_score=best[1]))
     return FileAttributions(tuple(found), skipped)
+
+
+@dataclass(frozen=True)
+class FileScore:
+    """One code file of a candidate commit: the best Jaccard similarity any call of the Session
+    reaches with the tokens it adds, and that call (the earliest on a tie; None when no call
+    has completion text)."""
+
+    path: str
+    score: float
+    call_id: str | None
+
+
+@dataclass(frozen=True)
+class CandidateScore:
+    commit: CommitRef
+    committer_time: int
+    #: a note binds the commit to another Session: never a Jaccard candidate of this one
+    noted_elsewhere: bool
+    files: tuple[FileScore, ...]
+    #: some file reaches the threshold (and the commit is a candidate)
+    matched: bool
+
+
+@dataclass(frozen=True)
+class NoteBinding:
+    """One git-note observation of the Session: the commit it names and whether the repository
+    context qualified it (``declined`` names why not)."""
+
+    commit_sha: str
+    repo: str
+    source: str
+    declined: str | None
+
+
+@dataclass(frozen=True)
+class AttributionExplanation:
+    """The figures behind :func:`attribute` for one Session (``sediment derive --explain-attribution``)."""
+
+    session_id: str
+    result: Attribution
+    notes: tuple[NoteBinding, ...]
+    calls: int  #: calls of the Session whose completion has text to score
+    window: tuple[datetime, datetime] | None  #: when candidate commits may have been made
+    threshold: float
+    candidates: tuple[CandidateScore, ...]
+
+    def as_json(self) -> dict[str, object]:
+        def ref(commit: CommitRef) -> dict[str, object]:
+            return commit.model_dump(mode="json")
+
+        return {
+            "session_id": self.session_id,
+            "attribution_source": self.result.source,
+            "commits": [ref(c) for c in self.result.commits],
+            "unbound": self.result.unbound,
+            "bound_by_notes": bool(self.notes) and any(n.declined is None for n in self.notes),
+            "notes": [{"commit_sha": n.commit_sha, "repo": n.repo, "source": n.source, "declined": n.declined}
+                      for n in self.notes],
+            "calls_scored": self.calls,
+            "window": None if self.window is None else [t.isoformat().replace("+00:00", "Z") for t in self.window],
+            "threshold": self.threshold,
+            "candidates": [{"commit": ref(c.commit), "committer_time": datetime.fromtimestamp(
+                c.committer_time, tz=UTC).isoformat().replace("+00:00", "Z"), "noted_elsewhere": c.noted_elsewhere,
+                "matched": c.matched, "files": [{"path": f.path, "score": f.score, "call_id": f.call_id}
+                                                for f in c.files]} for c in self.candidates],
+        }
+
+
+def explain_attribution(
+    org_id: str,
+    session_id: str,
+    calls: Sequence[InferenceCall],
+    observations: Sequence[SessionCommitObservation],
+    index: CommitIndex,
+    policy: AttributionPolicy,
+    repositories: RepositoryContext | None = None,
+    noted: frozenset[str] = frozenset(),
+) -> AttributionExplanation:
+    """Why :func:`attribute` bound ``session_id`` as it did: its notes (and which the repository
+    context declined), and the Jaccard fallback's window, threshold and candidate commits with
+    the best score of each code file, the commits other Sessions' notes hold flagged. The
+    candidates are scored whether or not notes bind the Session (notes win; the scores then
+    only inform)."""
+    result = attribute(org_id, calls, observations, index, policy, repositories, noted)
+    notes = []
+    for observation in sorted(observations, key=lambda o: (o.commit_sha, o.repo, o.observation_id)):
+        resolved = qualify_observation(observation, repositories)
+        declined = None if resolved.reason is None and resolved.repo is not None else (
+            resolved.reason or "repository_identity_unresolved")
+        notes.append(NoteBinding(observation.commit_sha, observation.repo, observation.attribution_source, declined))
+    ordered = sorted(calls, key=lambda c: (c.observed_at, c.inference_call_id))
+    scored = [(c.inference_call_id, t) for c in ordered if (t := tokens(scoring_text(c.output_messages)))]
+    threshold = policy.jaccard.min_similarity
+    own = {o.commit_sha for o in observations}
+    if not calls:
+        return AttributionExplanation(session_id, result, tuple(notes), 0, None, threshold, ())
+    start = min(c.observed_at for c in calls)
+    end = max(c.observed_at for c in calls) + timedelta(minutes=policy.jaccard.lookback_window_minutes)
+    candidates = []
+    for commit in sorted(index.candidates(start, end),
+                         key=lambda c: (c.committer_time, *commit_key_of(org_id, c.ref).sort_key)):
+        files = []
+        for path, file_tokens in sorted(commit.code_files):
+            best: tuple[float, str | None] = (0.0, None)
+            for call_id, call_tokens in scored:
+                score = jaccard(call_tokens, file_tokens)
+                if best[1] is None or score > best[0]:
+                    best = (score, call_id)
+            files.append(FileScore(path, best[0], best[1]))
+        elsewhere = commit.sha in noted and commit.sha not in own
+        candidates.append(CandidateScore(commit.ref, commit.committer_time, elsewhere, tuple(files),
+                                         not elsewhere and any(f.score >= threshold for f in files)))
+    return AttributionExplanation(session_id, result, tuple(notes), len(scored), (start, end), threshold,
+                                  tuple(candidates))
