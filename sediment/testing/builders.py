@@ -38,6 +38,8 @@ def message(role: str, *parts: Any, finish_reason: str | None = None) -> Inferen
 
 def call(session_id: str, index: int, inputs: Sequence[InferenceMessage],
          outputs: Sequence[InferenceMessage], *, org_id: str = ORG, **fields: Any) -> InferenceCall:
+    """The recorded call ``{session_id}-c{index}`` of ``session_id``, observed ``index`` seconds
+    after :data:`T0` (``fields``: any other ``InferenceCall`` field)."""
     return InferenceCall(
         inference_call_id=f"{session_id}-c{index}", org_id=org_id, session_id=session_id,
         input_messages=tuple(inputs), output_messages=tuple(outputs),
@@ -61,6 +63,8 @@ def conversation(session_id: str, prompt: str = "fix the bug", turns: int = 2,
 def outcome(outcome_id: str, sha: str, result: str = "passed", *, run_id: str = "1",
             attempt: int | None = 1, repo: str = REPO, org_id: str = ORG,
             minutes: int = 0, **fields: Any) -> CIOutcome:
+    """A GitHub Actions run attempt's ``result`` on ``sha`` (workflow ``tests`` on ``main``),
+    captured ``minutes`` after :data:`T0` (``fields``: any other ``CIOutcome`` field)."""
     base: dict[str, Any] = {
         "workflow_name": "tests", "workflow_id": "77", "workflow_path": ".github/workflows/ci.yml",
         "branch": "main", "provider": "github_actions",

@@ -2,8 +2,7 @@
 true`` (Sediment's own suite sets it).
 
 With it, every test of the suite runs without operator configuration: each ``SEDIMENT_*``
-variable is removed for the test (the PostgreSQL test server's URL stays for a test marked
-``postgres``), and plugin discovery sees only Sediment's built-in plugins
+variable is removed for the test, and plugin discovery sees only Sediment's built-in plugins
 (``SEDIMENT_LOAD_PLUGINS``), unless the test is marked ``sediment_installed_plugins``. A result
 then cannot depend on the developer's shell or on what else is installed.
 
