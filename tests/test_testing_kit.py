@@ -6,6 +6,7 @@ and the kit's environment isolation is on only for a suite that opts in (checked
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -32,7 +33,7 @@ from sediment.testing import (
 pytest_plugins = ["pytester"]
 
 
-def test_a_bundle_written_from_rollouts_reads_back_and_exports_as_the_rollouts_do(tmp_path, git_repo: GitRepo,
+def test_a_bundle_written_from_rollouts_reads_back_and_exports_as_the_rollouts_do(tmp_path: Path, git_repo: GitRepo,
                                                                                   mirror_root: MirrorRoot) -> None:
     sha = git_repo.commit({"a.py": "x = 1\n"})
     rollouts = [rollout("s1", commits=[sha], outcomes=[outcome("o1", sha)]), rollout("s2")]
@@ -48,7 +49,7 @@ def test_a_bundle_written_from_rollouts_reads_back_and_exports_as_the_rollouts_d
     assert snapshot(tmp_path / "from-bundle") == snapshot(tmp_path / "direct")
 
 
-def test_a_store_scenario_exports_directly_and_through_its_bundle_alike(tmp_path, git_repo: GitRepo,
+def test_a_store_scenario_exports_directly_and_through_its_bundle_alike(tmp_path: Path, git_repo: GitRepo,
                                                                         mirror_root: MirrorRoot) -> None:
     sha = git_repo.commit({"a.py": "x = 1\n"})
     git_repo.note(sha, "s1")
@@ -67,6 +68,7 @@ def test_a_store_scenario_exports_directly_and_through_its_bundle_alike(tmp_path
 
 ENVIRONMENT_TEST = """
 import json
+from pathlib import Path
 import os
 
 
