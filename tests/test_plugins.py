@@ -400,6 +400,27 @@ def test_plugins_import_only_the_public_plugin_module(path: Path) -> None:
     assert _sediment_imports(path) <= {"sediment.plugin"}, "plugins import sediment.plugin only"
 
 
+#: The tests of the built-in plugins and of the example plugins: what a plugin author's tests may
+#: import from Sediment is the plugin module and the test kit, nothing else.
+PLUGIN_TESTS = sorted(p for p in [*ROOT.glob("plugins/*/tests/**/*.py"), *ROOT.glob("examples/*/tests/**/*.py"),
+                                  *ROOT.glob("tests/test_third_party_*.py")])
+
+
+@pytest.mark.parametrize("path", PLUGIN_TESTS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_plugin_tests_import_only_the_plugin_module_and_the_test_kit(path: Path) -> None:
+    imported = _sediment_imports(path)
+    assert imported <= {"sediment.plugin", "sediment.testing"}, (
+        f"plugin tests import sediment.plugin and sediment.testing only, not {sorted(imported - {'sediment.plugin', 'sediment.testing'})}")
+
+
+def test_the_one_import_rule_sees_every_plugin_test_file() -> None:
+    """The glob above finds the test files of every built-in plugin and of the three examples."""
+    folders = {p.relative_to(ROOT).parts[1] for p in PLUGIN_TESTS if p.relative_to(ROOT).parts[0] == "plugins"}
+    assert folders == {p.parent.name for p in ROOT.glob("plugins/*/tests")}
+    assert {p.name for p in PLUGIN_TESTS if p.parent == ROOT / "tests"} == {
+        "test_third_party_objective.py", "test_third_party_profile.py", "test_third_party_target.py"}
+
+
 def test_the_public_module_exports_what_it_lists() -> None:
     import sediment.plugin as public
 

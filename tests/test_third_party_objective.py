@@ -16,11 +16,22 @@ from typing import Any
 
 import pytest
 
-from sediment.bundle.write import write_bundle
-from sediment.model.facts import DeveloperDecision, InferenceCall
-from sediment.model.rollout import Rollout, segment_calls
-from sediment.split import assign_split
-from sediment.testing import ORG, POLICY, T0, call, conversation, message, rollout, snapshot
+from sediment.plugin import Rollout
+from sediment.testing import (
+    ORG,
+    POLICY,
+    T0,
+    DeveloperDecision,
+    InferenceCall,
+    assign_split,
+    call,
+    conversation,
+    message,
+    rollout,
+    segment_calls,
+    snapshot,
+    write_bundle,
+)
 
 EXAMPLE = Path(__file__).parents[1] / "examples" / "third_party_objective"
 SCHEMA_ID = "https://example.com/schemas/kto-sample/v1.json"
@@ -282,8 +293,7 @@ def test_a_direct_export_reads_the_fact_store(site: Path, tmp_path: Path) -> Non
 @pytest.mark.sediment_installed_plugins
 def test_shuffled_and_repeated_input_give_identical_bytes(site: Path, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    from sediment.export.pipeline import Evidence, export_objective
-    from sediment.host.registry import load_registry
+    from sediment.testing import Evidence, export_objective, load_registry
 
     monkeypatch.syspath_prepend(str(site))
     monkeypatch.syspath_prepend(str(EXAMPLE / "src"))

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sediment.bundle.write import write_bundle
-from sediment.testing import ORG, POLICY, call, message, outcome, rollout
+from sediment.testing import ORG, POLICY, call, message, outcome, rollout, write_bundle
 
 EXAMPLE = Path(__file__).parents[1] / "examples" / "third_party_profile"
 

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sediment.host.registry import load_registry
-from sediment.testing import outcome, rollout, run_export
+from sediment.testing import load_registry, outcome, rollout, run_export
 
 EXAMPLE = Path(__file__).parents[1] / "examples" / "third_party_target"
 

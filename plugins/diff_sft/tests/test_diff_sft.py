@@ -14,16 +14,28 @@ import pygit2
 import pytest
 from sediment_diff_sft import SKIP_REASONS
 
-from sediment.errors import ConfigurationError
-from sediment.evidence.verifier_commands import VerifierCommands
-from sediment.export.pipeline import Evidence, export_objective
-from sediment.git.mirror import Mirror
-from sediment.git.mirror_root import MirrorRoot
-from sediment.host.registry import load_registry
-from sediment.model.facts import CallCapture, DeveloperDecision, ToolCallPart
-from sediment.model.rollout import FileAttribution, Rollout
-from sediment.settings import SettingsSources
-from sediment.testing import ORG, REPO, T0, GitRepo, call, message, outcome, rollout, run_objective, snapshot
+from sediment.plugin import CallCapture, Mirror, Rollout, ToolCallPart
+from sediment.testing import (
+    ORG,
+    REPO,
+    T0,
+    ConfigurationError,
+    DeveloperDecision,
+    Evidence,
+    FileAttribution,
+    GitRepo,
+    MirrorRoot,
+    SettingsSources,
+    VerifierCommands,
+    call,
+    export_objective,
+    load_registry,
+    message,
+    outcome,
+    rollout,
+    run_objective,
+    snapshot,
+)
 
 
 def decision(decision_id: str, call_id: str, *, accepted: bool = True, explicit: bool = True,
@@ -283,8 +295,7 @@ def test_cli_from_a_bundle_needs_mirrors_and_matches_the_direct_projection(tmp_p
     import subprocess
     import sys
 
-    from sediment.bundle.write import write_bundle
-    from sediment.testing import POLICY
+    from sediment.testing import POLICY, write_bundle
 
     sha = history["two"]
     rollouts = [session("s1", sha, [(1, "calc.py"), (1, "util.py")], decisions=(decision("d1", "resp-s1-1"),)),
@@ -313,8 +324,7 @@ def test_cli_from_a_bundle_needs_mirrors_and_matches_the_direct_projection(tmp_p
 
 def test_a_directory_holds_one_generation_and_foreign_claims_are_refused(tmp_path: Path, mirror_root: MirrorRoot,
                                                                          history: dict[str, str]) -> None:
-    from sediment.errors import SedimentError
-    from sediment.testing import run_export
+    from sediment.testing import SedimentError, run_export
 
     sha = history["two"]
     r = session("s1", sha, [(1, "calc.py")], decisions=(decision("d1", "resp-s1-1"),))
@@ -367,10 +377,7 @@ def test_rows_validate_and_the_schema_refuses_what_the_contract_forbids(tmp_path
 
 
 def test_identified_repositories_resolve_through_the_context(tmp_path: Path, mirror_root: MirrorRoot) -> None:
-    from sediment.git.mirror_writer import MirrorWriter
-    from sediment.git.repositories import RepositoryContext
-    from sediment.model.facts import RepositoryIdentity
-    from sediment.model.rollout import CommitRef
+    from sediment.testing import CommitRef, MirrorWriter, RepositoryContext, RepositoryIdentity
 
     identity = RepositoryIdentity(provider="github", host="github.com", repository_id="424242")
     writer = MirrorWriter(mirror_root.mirror_path(ORG, REPO, identity))

@@ -9,9 +9,8 @@ import pygit2
 import pytest
 from sediment_diff_sft.patch import MALFORMED, UNSUPPORTED, parse_patch, split_sections
 
-from sediment.git.mirror import Mirror
-from sediment.git.mirror_root import MirrorRoot
-from sediment.testing import GitRepo
+from sediment.plugin import Mirror
+from sediment.testing import GitRepo, MirrorRoot
 
 MODIFY = ("diff --git a/calc.py b/calc.py\nindex 1111111..2222222 100644\n--- a/calc.py\n+++ b/calc.py\n"
           "@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b\n+    return a + b\n")

@@ -13,9 +13,8 @@ from typing import Any
 
 import pytest
 
-from sediment.bundle.write import write_bundle
-from sediment.model.rollout import Rollout
-from sediment.testing import ORG, POLICY, run_objective, snapshot
+from sediment.plugin import Rollout
+from sediment.testing import ORG, POLICY, run_objective, snapshot, write_bundle
 
 from .test_dpo_objective import ACCEPT, EVAL, REJECT, TRAIN, member
 

@@ -13,14 +13,26 @@ from typing import Any
 import pytest
 from sediment_dpo import DPO_SKIP_REASONS, DPOPolicy
 
-from sediment.evidence.verifier_commands import VerifierCommands
-from sediment.export.pipeline import Evidence, export_objective
-from sediment.host.registry import load_registry
-from sediment.model.facts import CallCapture, DeveloperDecision, ToolCallPart
-from sediment.model.rollout import FileAttribution, Rollout
-from sediment.settings import SettingsSources
-from sediment.split import assign_split
-from sediment.testing import ORG, REPO, T0, call, message, outcome, rollout, run_objective, snapshot
+from sediment.plugin import CallCapture, Rollout, ToolCallPart
+from sediment.testing import (
+    ORG,
+    REPO,
+    T0,
+    DeveloperDecision,
+    Evidence,
+    FileAttribution,
+    SettingsSources,
+    VerifierCommands,
+    assign_split,
+    call,
+    export_objective,
+    load_registry,
+    message,
+    outcome,
+    rollout,
+    run_objective,
+    snapshot,
+)
 
 PAIR = "https://sediment.so/schemas/training-rows/dpo-pair/v4.json"
 TRAIN = [s for s in (f"s{i}" for i in range(200)) if assign_split(s, 0.1) == "train"]
@@ -294,7 +306,7 @@ def test_ladder_knobs_come_from_the_settings(tmp_path: Path) -> None:
     assert default["metadata"]["confidence_margin"] == pytest.approx(0.24)
     assert (tuned["metadata"]["provenance"]["chosen"]["label_confidence_policy_digest"]
             != default["metadata"]["provenance"]["chosen"]["label_confidence_policy_digest"])
-    from sediment.errors import ConfigurationError
+    from sediment.testing import ConfigurationError
     with pytest.raises(ConfigurationError, match="SEDIMENT_LABEL_CONFIDENCE_BASELINE_CONFIDENCE"):
         run("bad", {"SEDIMENT_LABEL_CONFIDENCE_BASELINE_CONFIDENCE": "2"})
 
@@ -322,7 +334,7 @@ def test_repeated_and_shuffled_evidence_give_identical_bytes(tmp_path: Path, rec
 
 
 def test_the_row_schema_refuses_what_the_contract_forbids(tmp_path: Path) -> None:
-    from sediment.host.registry import load_registry
+    from sediment.testing import load_registry
 
     [row] = only_rows(export(tmp_path, [member(TRAIN[0], decisions=ACCEPT), member(TRAIN[1], decisions=REJECT)]))
     schemas = load_registry().schemas

@@ -17,15 +17,25 @@ import pytest
 from sediment_fireworks import dpo, sft
 from sediment_fireworks.messages import DEVELOPER, SYSTEM_NOT_FIRST
 
-from sediment.bundle.write import write_bundle
-from sediment.errors import ProfileError
-from sediment.evidence.verifier_commands import VerifierCommands
-from sediment.export.pipeline import Evidence, export_objective
-from sediment.host.registry import load_registry
-from sediment.model.facts import DeveloperDecision, InferenceMessage, ReasoningPart, ToolCallPart
-from sediment.model.rollout import FileAttribution, Rollout
-from sediment.plugin import IncompatibleRow
-from sediment.testing import ORG, POLICY, REPO, T0, call, message, outcome, rollout
+from sediment.plugin import IncompatibleRow, InferenceMessage, ReasoningPart, Rollout, ToolCallPart
+from sediment.testing import (
+    ORG,
+    POLICY,
+    REPO,
+    T0,
+    DeveloperDecision,
+    Evidence,
+    FileAttribution,
+    ProfileError,
+    VerifierCommands,
+    call,
+    export_objective,
+    load_registry,
+    message,
+    outcome,
+    rollout,
+    write_bundle,
+)
 
 SYSTEM = {"role": "system", "content": "You are a coding agent."}
 USER = {"role": "user", "content": "fix add()"}

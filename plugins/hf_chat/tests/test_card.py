@@ -10,10 +10,8 @@ import pytest
 import yaml
 from sediment_hf_chat import card, messages, prompts
 
-from sediment.git.mirror_root import MirrorRoot
-from sediment.host.declarations import PublishedExport
-from sediment.split import Split
-from sediment.testing import conversation, rollout, run_export
+from sediment.plugin import PublishedExport, Split
+from sediment.testing import MirrorRoot, conversation, rollout, run_export
 
 MESSAGES = "hf-chat-messages-v1"
 

@@ -11,12 +11,20 @@ from typing import Any
 
 from sediment_hf_chat import messages, prompts
 
-from sediment.demo import run_demo
-from sediment.evidence.verifier_commands import VerifierCommands
-from sediment.export.pipeline import export_rlvr_from_rollouts
-from sediment.git.mirror_root import MirrorRoot
-from sediment.model.facts import ReasoningPart, ToolCallPart, ToolCallResponsePart, ToolDefinition
-from sediment.testing import GitRepo, call, message, outcome, rollout, run_consumer, run_export
+from sediment.plugin import ReasoningPart, ToolCallPart, ToolCallResponsePart, ToolDefinition
+from sediment.testing import (
+    GitRepo,
+    MirrorRoot,
+    VerifierCommands,
+    call,
+    export_rlvr_from_rollouts,
+    message,
+    outcome,
+    rollout,
+    run_consumer,
+    run_demo,
+    run_export,
+)
 
 ROOT = Path(__file__).parents[3]
 CHECK = ROOT / "tests" / "consumers" / "hf" / "check_hf.py"

@@ -12,20 +12,29 @@ import pytest
 from sediment_hf_chat.chat import MESSAGE_KEYS
 from sediment_hf_chat.messages import FEATURES, SKIP_REASONS
 
-from sediment.errors import ProfileError
-from sediment.git.mirror_root import MirrorRoot
-from sediment.model.facts import (
+from sediment.plugin import (
     CallCapture,
-    InferenceCall,
     InferenceMessage,
     ReasoningPart,
+    Rollout,
     ToolCallPart,
     ToolCallResponsePart,
     ToolDefinition,
+    canonical_digest,
 )
-from sediment.model.rollout import Rollout
-from sediment.records import canonical_digest
-from sediment.testing import ExportResult, call, conversation, message, outcome, rollout, run_export, snapshot
+from sediment.testing import (
+    ExportResult,
+    InferenceCall,
+    MirrorRoot,
+    ProfileError,
+    call,
+    conversation,
+    message,
+    outcome,
+    rollout,
+    run_export,
+    snapshot,
+)
 
 PROFILE = "hf-chat-messages-v1"
 SHA = "a" * 40

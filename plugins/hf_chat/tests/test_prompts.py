@@ -10,12 +10,21 @@ from typing import Any
 import pytest
 from sediment_hf_chat.prompts import FEATURES, SKIP_REASONS
 
-from sediment.evidence.verifier_commands import VerifierCommands
-from sediment.export.pipeline import export_rlvr_from_rollouts
-from sediment.git.mirror_root import MirrorRoot
-from sediment.model.rollout import Rollout
-from sediment.records import canonical_digest
-from sediment.testing import GitRepo, call, conversation, message, outcome, read_rows, rollout, run_export, snapshot
+from sediment.plugin import Rollout, canonical_digest
+from sediment.testing import (
+    GitRepo,
+    MirrorRoot,
+    VerifierCommands,
+    call,
+    conversation,
+    export_rlvr_from_rollouts,
+    message,
+    outcome,
+    read_rows,
+    rollout,
+    run_export,
+    snapshot,
+)
 
 PROFILE = "hf-chat-prompts-v1"
 

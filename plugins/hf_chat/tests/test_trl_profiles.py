@@ -14,22 +14,35 @@ from typing import Any
 import pytest
 from sediment_hf_chat import trl_dpo, trl_sft
 
-from sediment.demo import run_demo
-from sediment.evidence.verifier_commands import VerifierCommands
-from sediment.export.pipeline import Evidence, export_objective
-from sediment.host.registry import load_registry
-from sediment.model.facts import (
+from sediment.plugin import (
     CallCapture,
-    DeveloperDecision,
     InferenceMessage,
     ReasoningPart,
+    Rollout,
     ToolCallPart,
     ToolCallResponsePart,
+    canonical_digest,
 )
-from sediment.model.rollout import FileAttribution, Rollout
-from sediment.records import canonical_digest
-from sediment.split import assign_split
-from sediment.testing import ORG, REPO, T0, call, message, outcome, read_rows, rollout, run_consumer, run_objective
+from sediment.testing import (
+    ORG,
+    REPO,
+    T0,
+    DeveloperDecision,
+    Evidence,
+    FileAttribution,
+    VerifierCommands,
+    assign_split,
+    call,
+    export_objective,
+    load_registry,
+    message,
+    outcome,
+    read_rows,
+    rollout,
+    run_consumer,
+    run_demo,
+    run_objective,
+)
 
 ROOT = Path(__file__).parents[3]
 CHECK = ROOT / "tests" / "consumers" / "hf" / "check_trl_profiles.py"

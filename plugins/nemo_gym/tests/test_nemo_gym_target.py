@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sediment.git.mirror_root import MirrorRoot
 from sediment.testing import (
-    export_target as export,
-)
-from sediment.testing import (
+    MirrorRoot,
     outcome,
     read_rows,
     rollout,
     snapshot,
+)
+from sediment.testing import (
+    export_target as export,
 )
 
 

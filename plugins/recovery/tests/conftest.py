@@ -12,13 +12,22 @@ from typing import Any
 
 import pytest
 
-from sediment.evidence.context import store_evidence
-from sediment.export.pipeline import export_objective
-from sediment.git.mirror_root import MirrorRoot
-from sediment.ingest.git_notes import observe_notes
-from sediment.model.facts import FactModel, RepositoryIdentity
-from sediment.store import FactStore
-from sediment.testing import ORG, REPO, T0, GitRepo, conversation, read_rows, unavailable
+from sediment.testing import (
+    ORG,
+    REPO,
+    T0,
+    FactModel,
+    FactStore,
+    GitRepo,
+    MirrorRoot,
+    RepositoryIdentity,
+    conversation,
+    export_objective,
+    observe_notes,
+    read_rows,
+    store_evidence,
+    unavailable,
+)
 
 IDENTITY = RepositoryIdentity(provider="github", host="github.com", repository_id="424242")
 

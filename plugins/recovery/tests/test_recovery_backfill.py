@@ -18,9 +18,7 @@ from typing import Any
 
 import pytest
 
-from sediment.git.mirror_root import MirrorRoot
-from sediment.model.facts import RepositoryIdentity
-from sediment.testing import ORG, REPO, GitRepo
+from sediment.testing import ORG, REPO, GitRepo, MirrorRoot, RepositoryIdentity
 
 IDENTITY = RepositoryIdentity(provider="github", host="github.com", repository_id="424242")
 RED_RUN, GREEN_RUN = 7002, 7004  # natural outcome ids: ci_c37d… (red) sorts after ci_2850… (green)

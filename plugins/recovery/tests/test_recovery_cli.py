@@ -14,9 +14,7 @@ from typing import Any
 
 import pytest
 
-from sediment.model.facts import FactModel
-from sediment.store import FactStore
-from sediment.testing import ORG, outcome, snapshot
+from sediment.testing import ORG, FactModel, FactStore, outcome, snapshot
 
 TABLES = ("inference_calls", "session_commit_observations", "ci_outcomes")
 

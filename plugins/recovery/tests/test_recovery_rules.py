@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from sediment.host.registry import load_registry
-from sediment.testing import ORG, REPO, outcome
+from sediment.testing import ORG, REPO, load_registry, outcome
 
 SCHEMA_ID = "https://sediment.so/schemas/training-rows/recovery-row/v3.json"
 

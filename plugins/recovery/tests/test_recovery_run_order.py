@@ -11,10 +11,8 @@ from typing import Any
 from sediment_recovery.run_order import commit_ancestry, order_runs, run_key
 from sediment_recovery.transitions import ResolvedRun, lineages
 
-from sediment.ci.resolution import resolve_ci
-from sediment.git.mirror import Mirror
-from sediment.git.mirror_root import MirrorRoot
-from sediment.testing import ORG, GitRepo, outcome
+from sediment.plugin import Mirror, resolve_ci
+from sediment.testing import ORG, GitRepo, MirrorRoot, outcome
 
 MISSING = "e" * 40
 

@@ -19,11 +19,8 @@ from sediment_recovery.transitions import (
     lineages,
 )
 
-from sediment.ci.resolution import resolve_ci
-from sediment.git.mirror_root import MirrorRoot
-from sediment.host.registry import load_registry
-from sediment.plugin import AttributedCall, CallRecord, Recipe
-from sediment.testing import ORG, GitRepo, outcome
+from sediment.plugin import AttributedCall, CallRecord, Recipe, resolve_ci
+from sediment.testing import ORG, GitRepo, MirrorRoot, load_registry, outcome
 
 RECIPE = Recipe("recovery_ci", 1)
 CORE_CI = ("conflicting_run_identity", "ambiguous_workflow_verdicts", "repository_identity_absent",

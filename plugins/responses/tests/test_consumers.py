@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from sediment.demo import run_demo
-from sediment.testing import run_consumer, run_export
+from sediment.testing import run_consumer, run_demo, run_export
 
 from .scenarios import compacted, tool_loop
 

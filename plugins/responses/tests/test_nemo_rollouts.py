@@ -121,7 +121,7 @@ def test_indices_count_per_file_and_rows_align_with_evidence(tmp_path: Path) -> 
 
 
 def test_an_exact_prompt_on_both_sides_of_the_split_stops_the_export(tmp_path: Path) -> None:
-    from sediment.errors import ProfileError
+    from sediment.testing import ProfileError
 
     with pytest.raises(ProfileError, match="consumer export has 1 exact prompts in both train and eval; nothing"):
         export([tool_loop("s1", split="train"), tool_loop("s2", split="eval")], tmp_path / "out", split_enabled=True)

@@ -9,10 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sediment.bundle.write import write_bundle
-from sediment.host.registry import load_registry
 from sediment.plugin import RECIPE_ID, RECIPE_VERSION
-from sediment.testing import ORG, POLICY, outcome, rollout, snapshot
+from sediment.testing import ORG, POLICY, load_registry, outcome, rollout, snapshot, write_bundle
 
 
 def sediment(*args: str) -> subprocess.CompletedProcess[str]:

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from sediment.evidence.verifier_commands import VerifierCommands
-from sediment.git.mirror_root import MirrorRoot
-from sediment.model.facts import ReasoningPart, ToolCallPart
+from sediment.plugin import ReasoningPart, ToolCallPart
 from sediment.testing import (
     ORG,
     GitRepo,
+    MirrorRoot,
+    VerifierCommands,
     call,
     conversation,
     message,
@@ -187,7 +187,7 @@ def test_problem_statement_is_verbatim(tmp_path: Path, mirror_root: MirrorRoot,
 def test_rollout_row_turns_and_decisions(tmp_path: Path, mirror_root: MirrorRoot) -> None:
     from datetime import UTC, datetime
 
-    from sediment.model.facts import DeveloperDecision
+    from sediment.testing import DeveloperDecision
 
     calls = conversation("s1", turns=2)
     decision = DeveloperDecision(
@@ -195,7 +195,7 @@ def test_rollout_row_turns_and_decisions(tmp_path: Path, mirror_root: MirrorRoot
         accepted=True, explicit=True, interaction_mode="agent", call_id="s1-t0",
         occurred_at=datetime(2026, 1, 1, tzinfo=UTC), captured_at=datetime(2026, 1, 1, tzinfo=UTC),
     )
-    from sediment.model.rollout import segment_calls
+    from sediment.testing import segment_calls
 
     segments, _ = segment_calls(calls, {"s1-c0": (decision,)})
     r = rollout("s1", calls=calls).model_copy(update={"segments": segments})

@@ -11,13 +11,20 @@ from typing import Any
 from sediment_sft.eligibility import STRONG_RETENTION, Eligible, eligibility
 from sediment_sft.samples import SKIP_REASONS, project_session
 
-from sediment.derive.attributed_completions import SessionAbandonment, derive_attributed_completions
-from sediment.derive.confidence import LabelConfidencePolicy
-from sediment.host.registry import load_registry
-from sediment.model.facts import DeveloperDecision, ToolCallPart
-from sediment.model.rollout import FileAttribution
-from sediment.plugin import Declined, ProjectedRow, Recipe
-from sediment.testing import ORG, REPO, T0, call, message, outcome, rollout
+from sediment.plugin import Declined, LabelConfidencePolicy, ProjectedRow, Recipe, SessionAbandonment, ToolCallPart
+from sediment.testing import (
+    ORG,
+    REPO,
+    T0,
+    DeveloperDecision,
+    FileAttribution,
+    call,
+    derive_attributed_completions,
+    load_registry,
+    message,
+    outcome,
+    rollout,
+)
 
 SHA = "a" * 40
 CURATED = Recipe("sft_curated", 1)

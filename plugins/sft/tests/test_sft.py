@@ -14,22 +14,37 @@ from typing import Any
 
 import pytest
 
-from sediment.bundle.read import open_bundle
-from sediment.derive.confidence import LabelConfidencePolicy
-from sediment.derive.sessions import StoreRollouts, derive_bundle
-from sediment.errors import BundleError, OutputDirectoryError
-from sediment.export.pipeline import Evidence, export_objective
-from sediment.git.mirror_root import MirrorRoot
-from sediment.git.mirror_writer import MirrorWriter
-from sediment.host.registry import load_registry
-from sediment.ingest.git_notes import observe_notes
-from sediment.model.facts import CallCapture, CIOutcome, DeveloperDecision, EditObservation, InferenceCall, ToolCallPart
-from sediment.model.policy import DerivationPolicy
-from sediment.model.rollout import FileAttribution
-from sediment.settings import SettingsSources
-from sediment.split import assign_split
-from sediment.store import FactStore
-from sediment.testing import ORG, REPO, T0, call, message, read_rows, rollout, run_objective, snapshot
+from sediment.plugin import CallCapture, CIOutcome, LabelConfidencePolicy, ToolCallPart
+from sediment.testing import (
+    ORG,
+    REPO,
+    T0,
+    BundleError,
+    DerivationPolicy,
+    DeveloperDecision,
+    EditObservation,
+    Evidence,
+    FactStore,
+    FileAttribution,
+    InferenceCall,
+    MirrorRoot,
+    MirrorWriter,
+    OutputDirectoryError,
+    SettingsSources,
+    StoreRollouts,
+    assign_split,
+    call,
+    derive_bundle,
+    export_objective,
+    load_registry,
+    message,
+    observe_notes,
+    read_bundle,
+    read_rows,
+    rollout,
+    run_objective,
+    snapshot,
+)
 
 SCHEMA_ID = "https://sediment.so/schemas/training-rows/sft-sample/v3.json"
 METADATA_KEYS = ["org_id", "source_model", "completion_id", "recipe_id", "recipe_version", "eligibility_source",
@@ -328,7 +343,7 @@ def test_a_bundle_gives_the_direct_rows_and_reads_no_mirror(world: World, tmp_pa
     store, mirrors = load(world, tmp_path)
     export_direct(store, mirrors, tmp_path / "direct")
     path, _ = derive_bundle(store, ORG, tmp_path / "bundle", policy=DerivationPolicy(), mirrors=mirrors)
-    bundle = open_bundle(path)
+    bundle = read_bundle(path)
     export_objective(Evidence(bundle, bundle.split_enabled, None, bundle.manifest.fragmented), tmp_path / "from",
                      objective="sft")
     assert rows_of(tmp_path / "from") == rows_of(tmp_path / "direct")
@@ -342,7 +357,7 @@ def test_shuffled_ingest_gives_the_same_bytes(world: World, tmp_path: Path) -> N
         store, mirrors = load(world, tmp_path, f"f{seed}.db", seed)
         export_direct(store, mirrors, tmp_path / f"out{seed}")
         path, _ = derive_bundle(store, ORG, tmp_path / f"b{seed}", policy=DerivationPolicy(), mirrors=mirrors)
-        bundle = open_bundle(path)
+        bundle = read_bundle(path)
         export_objective(Evidence(bundle, bundle.split_enabled, None, {}), tmp_path / f"from{seed}", objective="sft")
         outputs.append((snapshot(tmp_path / f"out{seed}"), snapshot(tmp_path / f"from{seed}")))
         store.close()
@@ -390,7 +405,7 @@ def test_an_export_with_no_row_writes_nothing(tmp_path: Path) -> None:
 def test_a_bundle_without_file_attributions_is_refused(world: World, tmp_path: Path) -> None:
     store, mirrors = load(world, tmp_path)
     path, _ = derive_bundle(store, ORG, tmp_path / "bundle", policy=DerivationPolicy(), mirrors=mirrors)
-    bundle = open_bundle(path)
+    bundle = read_bundle(path)
     old = bundle.manifest.__class__(**{**bundle.manifest.__dict__, "schema_version": 3})
     bundle.manifest = old
     with pytest.raises(BundleError, match="carry no file attributions"):

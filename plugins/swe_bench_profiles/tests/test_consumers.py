@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 
-from sediment.demo import run_demo
-from sediment.testing import run_consumer
+from sediment.testing import run_consumer, run_demo
 
 ROOT = Path(__file__).parents[3]
 CHECKS = ROOT / "tests" / "consumers"

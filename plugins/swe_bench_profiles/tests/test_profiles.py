@@ -112,7 +112,7 @@ def test_declines_are_counted(tmp_path: Path, mirror_root: MirrorRoot, history: 
 @pytest.mark.parametrize("profile", ["swe-bench-tasks-v2", "nemo-gym-swebench-tasks-v1"])
 def test_environments_are_a_required_readable_setting(tmp_path: Path, mirror_root: MirrorRoot,
                                                       history: dict[str, str], profile: str) -> None:
-    from sediment.errors import ConfigurationError
+    from sediment.testing import ConfigurationError
 
     not_toml = tmp_path / "not.toml"
     not_toml.write_text("[repos\n")
