@@ -29,7 +29,8 @@ import pytest
 from sqlalchemy import select, update
 
 from sediment.store import FactStore, StoreError, schema
-from sediment.testing import ORG, _postgres_database, postgres_base_url
+from sediment.testing import ORG, postgres_base_url
+from sediment.testing.lanes import _postgres_database
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKERS = 6
