@@ -28,9 +28,10 @@ MIB: Final = 1 << 20
 MAX_LINE_BYTES: Final = 64 * MIB
 """The longest canonical line read, newline excluded (``sediment ingest``'s limit too): a longer
 one is refused in one line and read past in chunks, never held whole."""
-MAX_INFLATION: Final = compressed.MAX_INFLATION
+MAX_INFLATION: Final = 200
 """A gzip or Zstandard input may inflate to at most this many times the compressed bytes read so
-far (once past :data:`MAX_LINE_BYTES`): beyond it the file is a decompression bomb, refused in one line."""
+far (once past :data:`MAX_LINE_BYTES`): beyond it the file is a decompression bomb, refused in one
+line. Tighter than ``sediment ingest``'s bound: canonical records do not replay one another."""
 _SKIP_CHUNK: Final = MIB
 
 
