@@ -120,8 +120,10 @@ def _lines(handle: IO[bytes], limit: int, failure: list[InputUnreadable] | None 
     that cannot be read on (a corrupt, truncated or bomb compressed file) ends the lines: its
     error, with the line reached, goes to ``failure`` (without one, it is raised)."""
     number = 0
+    reading = 1  # the line a failing read was in
     try:
         while True:
+            reading = number + 1
             line = handle.readline(limit + 1)
             if not line:
                 return
@@ -137,7 +139,7 @@ def _lines(handle: IO[bytes], limit: int, failure: list[InputUnreadable] | None 
                 continue
             yield number, line
     except InputUnreadable as exc:
-        exc.line = number + 1 if exc.line is None else exc.line
+        exc.line = reading if exc.line is None else exc.line
         if failure is None:
             raise
         failure.append(exc)
