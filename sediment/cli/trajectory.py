@@ -37,7 +37,9 @@ def formats() -> None:
 
 @trajectory_app.command("import")
 def import_(fmt: str = typer.Argument(..., metavar="FORMAT", help="Source format (see `sediment trajectory formats`)."),
-            paths: list[Path] | None = typer.Argument(None, help="Files or directories (walked in name order)."),
+            paths: list[Path] | None = typer.Argument(None, help="Files or directories (walked in name "
+                                                                      "order); gzip and Zstandard files are read as "
+                                                                      "they are."),
             out: Path = typer.Option(..., "--out", help="JSON Lines file to write, one canonical record per line; "
                                                         "an existing file is refused."),
             from_store: bool = typer.Option(False, "--from-store",
@@ -90,8 +92,8 @@ def import_(fmt: str = typer.Argument(..., metavar="FORMAT", help="Source format
 
 @trajectory_app.command("export-atif")
 def export_atif(records: Path = typer.Argument(..., exists=True, dir_okay=False, readable=True,
-                                              help="Canonical records (JSON Lines, as `import` writes; "
-                                                   "gzip or Zstandard compressed is read too)."),
+                                              help="Canonical records (JSON Lines, as `import` "
+                                                   "writes; gzip or Zstandard compressed is read too)."),
                 out: Path = typer.Option(..., "--out", help="Directory for <n>.json ATIF files and their "
                                                             "<n>.outcome.json sidecars; created, must not exist."),
                 version: str = typer.Option("ATIF-v1.8", "--version", help="ATIF-v1.8 or ATIF-v1.7.")) -> None:
