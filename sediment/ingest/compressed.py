@@ -95,7 +95,7 @@ def open_input(path: str | Path, *, max_inflation: int | None = None,
     if kind is None:
         return source
     bound = MAX_INFLATION[kind] if max_inflation is None else max_inflation
-    return io.BufferedReader(_Inflating(source, kind, bound, floor), READ_BUFFER)  # type: ignore[return-value]
+    return io.BufferedReader(_Inflating(source, kind, bound, floor), READ_BUFFER)
 
 
 def is_compressed(path: str | Path) -> bool:

@@ -71,7 +71,7 @@ def file_sha256(path: Path) -> str:
 
 def _first_byte(handle: BinaryIO) -> bytes:
     """The first byte that is not blank (or a BOM), peeked: the handle is not moved."""
-    seen = handle.peek(CHUNK)  # type: ignore[attr-defined]
+    seen: bytes = handle.peek(CHUNK)  # type: ignore[attr-defined]
     return seen.lstrip(b" \t\r\n\xef\xbb\xbf")[:1]
 
 
