@@ -1,12 +1,15 @@
 """Benchmark harness: synthesize an organisation, run the real CLI stages, print one table.
 
-    python bench/run.py --profile smoke|pilot-tenth|pilot [--sessions N] [--workers N]
+    python bench/run.py --profile smoke|pilot-tenth|pilot [--sessions N] [--workers N] [--compress zst|gz|none]
                         [--uncommitted-every N] [--scaling] [--report docs/performance.md] [--keep DIR]
+
+The input is synthesized compressed, as a gateway's rotated logs are (--compress, default zst),
+and ingested as it is; the report gives its size on disk and the replayed (inflated) size.
 
 Every stage runs as its own ``sediment`` process on the embedded SQLite store; wall time
 and that process's peak RSS are measured. Two floors are measured in the same run: reading
 the input files, and parsing them with orjson. Stages are reported as ratios to the parse
-floor.
+floor. Both floors read the input as ingest does, inflating it (sediment.ingest.compressed).
 """
 
 from __future__ import annotations
@@ -25,7 +28,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from synth import PROFILES, Profile, Synthesis, synthesize
+from synth import COMPRESSIONS, PROFILES, Profile, Synthesis, synthesize
+
+from sediment.ingest.compressed import open_input
 
 ROOT = Path(__file__).resolve().parents[1]
 SEDIMENT = [sys.executable, "-m", "sediment"]
@@ -55,18 +60,18 @@ def run_stage(name: str, args: list[str], env: dict[str, str], input_bytes: int,
 
 
 def floors(files: list[Path]) -> tuple[float, float]:
-    """Seconds to read every input byte, and to parse every line with orjson."""
+    """Seconds to read every input byte (inflated), and to parse every line with orjson."""
     import orjson
 
     start = time.perf_counter()
     for path in files:
-        with path.open("rb") as handle:
+        with open_input(path) as handle:
             while handle.read(1 << 24):
                 pass
     read = time.perf_counter() - start
     start = time.perf_counter()
     for path in files:
-        with path.open("rb") as handle:
+        with open_input(path) as handle:
             for line in handle:
                 orjson.loads(line)
     return read, time.perf_counter() - start
@@ -99,23 +104,24 @@ def _spin(rounds: int) -> int:
     return sum(len(json.dumps(value)) for _ in range(rounds))
 
 
-def run_profile(profile: Profile, work: Path, workers: int, repeat: int = 3) -> dict[str, Any]:
+def run_profile(profile: Profile, work: Path, workers: int, repeat: int = 3, compression: str = "zst"
+                ) -> dict[str, Any]:
     synth_start = time.perf_counter()
-    data: Synthesis = synthesize(profile, work / "inputs")
+    data: Synthesis = synthesize(profile, work / "inputs", compression=compression)
     synth_seconds = time.perf_counter() - synth_start
     inputs = data.call_files + data.webhook_files
     read_floor, parse_floor = floors(inputs)
     env = {k: v for k, v in os.environ.items() if not k.startswith("SEDIMENT_")}
     env |= {"SEDIMENT_HOME": str(work / "home"), "SEDIMENT_ORG_ID": "bench",
             "SEDIMENT_CAPTURE_TIME": "2026-07-01T00:00:00Z"}
-    call_bytes = sum(p.stat().st_size for p in data.call_files)
+    call_bytes = data.input_bytes - sum(_inflated_size(p) for p in data.webhook_files)
     stages = [
         run_stage("ingest calls", ["ingest", "calls", "--format", "openai-chat", *map(str, data.call_files)],
                   env, call_bytes, data.calls),
         run_stage("ingest github", ["ingest", "github", *map(str, data.webhook_files)], env,
-                  sum(p.stat().st_size for p in data.webhook_files), 0),
+                  sum(_inflated_size(p) for p in data.webhook_files), 0),
         run_stage("ingest otlp", ["ingest", "otlp", *map(str, data.decision_files)], env,
-                  sum(p.stat().st_size for p in data.decision_files), 0),
+                  sum(_inflated_size(p) for p in data.decision_files), 0),
         # after the webhooks, which name the repository's GitHub id: the mirror is keyed by it
         run_stage("mirror add", ["mirror", "add", "bench/monorepo", str(data.origin)], env, 0, 0),
     ]
@@ -172,6 +178,15 @@ def run_profile(profile: Profile, work: Path, workers: int, repeat: int = 3) -> 
     }
 
 
+def _inflated_size(path: Path) -> int:
+    """A (small) input file's size once inflated."""
+    size = 0
+    with open_input(path) as handle:
+        while chunk := handle.read(1 << 24):
+            size += len(chunk)
+    return size
+
+
 def _rows(directory: Path) -> int:
     """How many rows an export wrote (every ``.jsonl`` file under ``directory``)."""
     return sum(len(p.read_bytes().splitlines()) for p in directory.rglob("*.jsonl"))
@@ -192,14 +207,15 @@ def _tree(directory: Path) -> dict[str, bytes]:
     return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
 
 
-def memory_scaling(work: Path, sessions: int, calls: int) -> list[tuple[int, float, float, float]]:
+def memory_scaling(work: Path, sessions: int, calls: int, compression: str = "zst"
+                   ) -> list[tuple[int, float, float, float]]:
     """Peak RSS of derive, of an RLVR export and of the other objectives' exports (the largest)
     at 1× and 4× the sessions (same calls per session)."""
     rows = []
     for factor in (1, 4):
         profile = Profile(f"scaling-{factor}", sessions * factor, calls)
         base = work / f"scaling-{factor}"
-        data = synthesize(profile, base / "inputs")
+        data = synthesize(profile, base / "inputs", compression=compression)
         env = {k: v for k, v in os.environ.items() if not k.startswith("SEDIMENT_")}
         env |= {"SEDIMENT_HOME": str(base / "home"), "SEDIMENT_ORG_ID": "bench",
                 "SEDIMENT_CAPTURE_TIME": "2026-07-01T00:00:00Z"}
@@ -227,13 +243,15 @@ def render(result: dict[str, Any]) -> str:
     parse = result["parse_floor"]
     lines = [
         f"profile `{profile.name}`: {profile.sessions} sessions × {profile.calls} calls (2 for a DPO pair's Sessions) "
-        f"({data.calls} calls, {data.input_bytes / 1e6:,.0f} MB of input), workers {result['workers']}"
+        f"({data.calls} calls, {data.input_bytes / 1e6:,.0f} MB of input replayed, "
+        f"{data.compressed_bytes / 1e6:,.1f} MB on disk as {_compression_name(data.compression)}), "
+        f"workers {result['workers']}"
         + (f"; Sessions that commit nothing: {len(data.uncommitted)}" if data.uncommitted else ""),
         "",
         "| stage | wall s | calls/s | MB/s | peak RSS MB | × parse floor |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",
-        f"| floor: read input | {result['read_floor']:.2f} | | {data.input_bytes / 1e6 / result['read_floor']:,.0f} | | "
-        f"{result['read_floor'] / parse:.2f} |",
+        f"| floor: read input{' (inflating)' if data.compression != 'none' else ''} | {result['read_floor']:.2f} | | "
+        f"{data.input_bytes / 1e6 / result['read_floor']:,.0f} | | {result['read_floor'] / parse:.2f} |",
         f"| floor: orjson parse | {parse:.2f} | | {data.input_bytes / 1e6 / parse:,.0f} | | 1.00 |",
     ]
     for s in result["stages"]:
@@ -280,6 +298,10 @@ def render(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _compression_name(compression: str) -> str:
+    return {"zst": "Zstandard", "gz": "gzip", "none": "plain JSON Lines"}[compression]
+
+
 def run_library_profile(args: argparse.Namespace) -> None:
     import library
 
@@ -307,6 +329,9 @@ def main() -> None:
     parser.add_argument("--uncommitted-every", type=int, default=0, metavar="N",
                         help="every Nth Session makes the next Session's edits but commits nothing and has no "
                              "note (default 0: every Session commits)")
+    parser.add_argument("--compress", choices=COMPRESSIONS, default="zst",
+                        help="how the synthesized input is written, as a gateway's rotated logs are: zst "
+                             "(Zstandard, the default), gz or none (plain); ingest reads it as it is")
     parser.add_argument("--keep", type=Path, help="work directory to keep (default: a temp dir, removed)")
     parser.add_argument("--report", type=Path, help="also write the markdown report here")
     parser.add_argument("--scaling", type=int, metavar="SESSIONS",
@@ -325,9 +350,9 @@ def main() -> None:
                           uncommitted_every=args.uncommitted_every)
     work = args.keep or Path(tempfile.mkdtemp(prefix="sediment-bench-"))
     try:
-        result = run_profile(profile, work, args.workers)
+        result = run_profile(profile, work, args.workers, compression=args.compress)
         if args.scaling:
-            result["scaling"] = memory_scaling(work, args.scaling, profile.calls)
+            result["scaling"] = memory_scaling(work, args.scaling, profile.calls, args.compress)
         text = render(result)
         machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
         print(f"{machine}\n\n{text}")

@@ -14,17 +14,25 @@ With ``uncommitted_every`` N > 0, every Nth Session (the Nth, the 2Nth, ...) is 
 attempt: its calls make the edits the next Session makes (the next Session redoes its task),
 but it commits nothing, no note names it, and no CI runs for it. Its calls look like every
 other Session's, so only the notes on the next Session's commit say whose work that commit is.
+
+The input files are written compressed, as a gateway's rotated logs are: ``zst`` (Zstandard,
+the default), ``gz`` or ``none``; the text is streamed through the compressor, so the replayed
+bytes are never on disk. ``input_bytes`` counts the replayed (inflated) bytes,
+``compressed_bytes`` what is on disk.
 """
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import random
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
+
+import zstandard
 
 from sediment.demo import decision_log
 from sediment.git.mirror_writer import MirrorWriter
@@ -32,6 +40,10 @@ from sediment.git.mirror_writer import MirrorWriter
 REPO = "bench/monorepo"
 T0 = datetime(2026, 6, 1, tzinfo=UTC)
 SESSIONS_PER_FILE = 10
+COMPRESSIONS = ("zst", "gz", "none")
+#: Zstandard's level 3 (its default) with a 2^23-byte window: a call replays the one before it,
+#: up to a few MiB back, so the window reaches the replay as a rotating gateway's compressor would.
+ZSTD_PARAMETERS = {"level": 3, "window_log": 23}
 
 
 @dataclass(frozen=True)
@@ -71,6 +83,9 @@ class Synthesis:
     origin: Path = Path()
     calls: int = 0
     input_bytes: int = 0
+    #: the input files' size on disk (compressed)
+    compressed_bytes: int = 0
+    compression: str = "none"
     replayed_message_bytes: int = 0
     unique_message_bytes: int = 0
 
@@ -167,13 +182,35 @@ def _workflow_run(run_id: int, attempt: int, sha: str, conclusion: str, at: date
                         "repository": {"id": 1, "full_name": REPO, "owner": {"login": "bench"}}}}
 
 
-def synthesize(profile: Profile, directory: Path, *, seed: int = 7) -> Synthesis:
-    """Write the profile's input files under ``directory``."""
+def _writer(path: Path, compression: str) -> tuple[Path, IO[bytes]]:
+    """The file for ``path``'s content, compressed as asked (its name gains ``.zst`` or ``.gz``)."""
+    if compression == "none":
+        return path, path.open("wb")
+    if compression == "gz":
+        path = path.with_name(path.name + ".gz")
+        return path, gzip.GzipFile(path, "wb", compresslevel=6, mtime=0)  # type: ignore[return-value]
+    path = path.with_name(path.name + ".zst")
+    params = zstandard.ZstdCompressionParameters.from_level(ZSTD_PARAMETERS["level"],
+                                                           window_log=ZSTD_PARAMETERS["window_log"],
+                                                           write_checksum=True)
+    compressor = zstandard.ZstdCompressor(compression_params=params)
+    return path, compressor.stream_writer(path.open("wb"), closefd=True)  # type: ignore[return-value]
+
+
+def _write_whole(path: Path, data: bytes, compression: str) -> Path:
+    path, handle = _writer(path, compression)
+    with handle:
+        handle.write(data)
+    return path
+
+
+def synthesize(profile: Profile, directory: Path, *, seed: int = 7, compression: str = "zst") -> Synthesis:
+    """Write the profile's input files under ``directory``, compressed as ``compression`` says."""
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "calls").mkdir(exist_ok=True)
     (directory / "webhooks").mkdir(exist_ok=True)
     text = _Text(seed)
-    result = Synthesis(origin=directory / "origin.git")
+    result = Synthesis(origin=directory / "origin.git", compression=compression)
     git = MirrorWriter(result.origin)
     git.commit({"README.md": "# bench\n"}, "base", when=int(T0.timestamp()) - 3600)
     handle = None
@@ -183,15 +220,15 @@ def synthesize(profile: Profile, directory: Path, *, seed: int = 7) -> Synthesis
         if index % SESSIONS_PER_FILE == 0:
             if handle is not None:
                 handle.close()
-            path = directory / "calls" / f"calls-{index // SESSIONS_PER_FILE:04d}.jsonl"
+            path, handle = _writer(directory / "calls" / f"calls-{index // SESSIONS_PER_FILE:04d}.jsonl",
+                                   compression)
             result.call_files.append(path)
-            handle = path.open("w", encoding="utf-8")
         session, records, content, unique = _session(profile, text, index)
         assert handle is not None
         for record in records:
-            line = json.dumps(record) + "\n"
+            line = (json.dumps(record) + "\n").encode("utf-8")
             handle.write(line)
-            result.input_bytes += len(line.encode("utf-8"))
+            result.input_bytes += len(line)
             result.replayed_message_bytes += sum(len(json.dumps(m)) for m in record["request"]["messages"])
         result.calls += len(records)
         result.unique_message_bytes += sum(len(u) for u in unique)
@@ -214,13 +251,12 @@ def synthesize(profile: Profile, directory: Path, *, seed: int = 7) -> Synthesis
         result.verdicts[sha] = deliveries[-1]["payload"]["workflow_run"]["conclusion"]
     if handle is not None:
         handle.close()
-    hooks = directory / "webhooks" / "workflow_runs.jsonl"
-    hooks.write_text("".join(json.dumps(d) + "\n" for d in deliveries), encoding="utf-8")
-    result.webhook_files.append(hooks)
-    result.input_bytes += hooks.stat().st_size
+    hook_text = "".join(json.dumps(d) + "\n" for d in deliveries).encode("utf-8")
+    result.webhook_files.append(_write_whole(directory / "webhooks" / "workflow_runs.jsonl", hook_text, compression))
+    result.input_bytes += len(hook_text)
     log = directory / "decisions.otlp.json"
-    log.write_text(json.dumps(decision_log(decisions)), encoding="utf-8")
-    result.decision_files.append(log)
+    result.decision_files.append(_write_whole(log, json.dumps(decision_log(decisions)).encode("utf-8"), compression))
+    result.compressed_bytes = sum(p.stat().st_size for p in result.call_files + result.webhook_files)
     result.decisions = len(decisions)
     return result
 

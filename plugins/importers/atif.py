@@ -54,7 +54,7 @@ def describe_importer() -> ImporterInfo:
 
 @hookimpl
 def import_source(path: Path) -> Any:
-    if path.name.endswith(".outcome.json"):
+    if kit.logical_name(path.name).endswith(".outcome.json"):
         return
     digest = kit.file_sha256(path)
     yield from convert_units(path, parsed_units(path), lambda unit, value: convert(path, unit, value, digest))
@@ -65,7 +65,9 @@ def _sidecar(path: Path, document_id: str | None) -> dict[str, Any] | None:
     if not candidate.is_file() or document_id is None:
         return None
     try:
-        value = kit.parse_json(candidate.read_bytes())
+        value = kit.parse_json(kit.read_input(candidate))
+    except OSError as exc:
+        raise Refused(f"({candidate.name})", str(exc)) from None
     except ValueError as exc:
         raise Refused(f"({candidate.name})", kit.describe_json_error(exc)) from None
     if not isinstance(value, dict) or value.get("format") != SIDECAR_FORMAT:

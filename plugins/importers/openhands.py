@@ -58,13 +58,17 @@ def describe_importer() -> ImporterInfo:
 @hookimpl
 def import_source(path: Path) -> Any:
     digest = kit.file_sha256(path)
-    units = parsed_units(path) if path.name.endswith(".jsonl") else _whole(path)
+    units = parsed_units(path) if kit.logical_name(path.name).endswith(".jsonl") else _whole(path)
     yield from convert_units(path, units, lambda unit, value: convert(path, unit, value, digest))
 
 
 def _whole(path: Path) -> Any:
-    data = path.read_bytes()
-    unit = kit.SourceUnit(path, 1, path.name, data)
+    try:
+        data = kit.read_input(path)
+    except OSError as exc:  # corrupt, truncated or a bomb when compressed
+        yield kit.ImportRefusal(path, 1, "(file)", str(exc))
+        return
+    unit = kit.SourceUnit(path, 1, kit.logical_name(path.name), data)
     try:
         yield unit, kit.parse_json(data)
     except ValueError as exc:

@@ -23,8 +23,10 @@ if TYPE_CHECKING:
 
 ingest_app = typer.Typer(help="Ingest Facts from files: canonical JSONL, GitHub, GitLab, CircleCI and Buildkite "
                               "webhooks, CI outcomes, call logs, JUnit test reports, agent OTLP log exports, agent "
-                              "session transcripts.", no_args_is_help=True)
-FILES_HELP = "Input files (JSON or JSON Lines); '-' reads stdin."
+                              "session transcripts. Every command reads gzip and Zstandard files as they are.",
+                         no_args_is_help=True)
+FILES_HELP = ("Input files (JSON or JSON Lines), plain or gzip/Zstandard compressed (told by their bytes, "
+              "inflated as read); '-' reads stdin.")
 ORG_HELP = "Org id (default: SEDIMENT_ORG_ID)."
 
 
@@ -241,7 +243,8 @@ def _positive(value: str) -> str:
 
 
 @ingest_app.command("junit")
-def junit(files: list[str] = typer.Argument(..., help="JUnit XML reports of one run attempt; '-' reads stdin."),
+def junit(files: list[str] = typer.Argument(..., help="JUnit XML reports of one run attempt, plain or gzip/Zstandard "
+                                                     "compressed; '-' reads stdin."),
           provider: Provider = typer.Option(..., "--provider", help="The CI that ran the attempt."),
           run_id: str = typer.Option(..., "--run-id", help="The provider's run id (as in the run's CIOutcome)."),
           run_attempt: str = typer.Option(..., "--run-attempt", callback=_positive, metavar="N",
@@ -262,7 +265,8 @@ def junit(files: list[str] = typer.Argument(..., help="JUnit XML reports of one 
     Surefire: its report schema in xsi:noNamespaceSchemaLocation; nextest:
     <testsuites name="nextest-run"> — when exactly one runner's marks are present, else `junit`.
     A report is stored whole or not at all: a bad one is reported as `FILE: problem`, the
-    others still ingest, and the command exits 8.
+    others still ingest, and the command exits 8. A report may be gzip or Zstandard compressed
+    (told by its bytes); the 64 MiB limit applies to its inflated size.
     """
     from sediment.ingest.junit import RunAttempt, ingest_junit_reports
 
@@ -282,8 +286,8 @@ def junit(files: list[str] = typer.Argument(..., help="JUnit XML reports of one 
 
 
 @ingest_app.command("otlp")
-def otlp(files: list[str] = typer.Argument(..., help="OTLP/JSON log exports, one batch per line or one per file; "
-                                                 "'-' reads stdin."),
+def otlp(files: list[str] = typer.Argument(..., help="OTLP/JSON log exports, one batch per line or one per file, "
+                                                 "plain or gzip/Zstandard compressed; '-' reads stdin."),
          org: str | None = typer.Option(None, "--org", help=ORG_HELP),
          as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
          workers: int = typer.Option(1, "--workers", "-w", min=1,
@@ -327,8 +331,9 @@ class TranscriptClient(StrEnum):
 @ingest_app.command("transcripts")
 def transcripts(client: TranscriptClient = typer.Argument(..., help="The client that wrote the transcripts."),
                 paths: list[str] | None = typer.Argument(
-                    None, help="Transcript files or folders (every *.jsonl under a folder); default: the client's "
-                               "own session folder, ~/.claude/projects or ~/.codex/sessions."),
+                    None, help="Transcript files or folders (every *.jsonl, *.jsonl.gz and *.jsonl.zst under a "
+                               "folder; gzip/Zstandard told by their bytes); default: the client's own session "
+                               "folder, ~/.claude/projects or ~/.codex/sessions."),
                 org: str | None = typer.Option(None, "--org", help=ORG_HELP),
                 as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout.")) -> None:
     """Agent session transcripts without a gateway: Claude Code session JSONL, Codex rollouts.
@@ -346,7 +351,7 @@ def transcripts(client: TranscriptClient = typer.Argument(..., help="The client 
     writing waits for the next ingest. Entry types that carry no call (summaries, snapshots,
     events a newer client added) are counted under skipped by name. A bad line is one
     `FILE:LINE: field: problem` line, the rest of the file still ingests, and the command exits 8.
-    See docs/transcripts.md.
+    A transcript may be gzip or Zstandard compressed (told by its bytes). See docs/transcripts.md.
     """
     from pathlib import Path
 

@@ -24,7 +24,8 @@ def import_(
     format: str = typer.Argument(..., metavar="FORMAT",
                                  help="Source format: an importer plugin's format name, or canonical-jsonl "
                                       "(canonical records, e.g. another library's all.jsonl.gz)."),
-    paths: list[Path] | None = typer.Argument(None, exists=True, readable=True, help="Input files of that format."),
+    paths: list[Path] | None = typer.Argument(None, exists=True, readable=True,
+                                              help="Input files of that format, plain or gzip/Zstandard compressed."),
     library: Path = _LIBRARY,
     from_store: bool = typer.Option(False, "--from-store",
                                     help="Read Sediment's own Rollouts from the configured fact store "
@@ -40,8 +41,9 @@ def import_(
     input twice changes nothing); new records go into new content-named shards, earlier shards are
     never rewritten; rankings, splits, partitions and index.sqlite are rebuilt. A record that
     cannot be imported is reported as one line (file, line, field) and the rest are imported (exit 8);
-    so is a canonical line over 64 MiB, and a corrupt, truncated or bomb .gz (the records before it
-    are kept). An import killed outright leaves its staging behind; the next one removes it."""
+    so is a canonical line over 64 MiB, and a corrupt, truncated or bomb gzip or Zstandard file,
+    told by its bytes (the records before it are kept). An import killed outright leaves its
+    staging behind; the next one removes it."""
     from sediment.importing.inputs import check_format, records_for, store_records
     from sediment.ingest import IngestError
     from sediment.trajectory.library import Library

@@ -37,7 +37,9 @@ def formats() -> None:
 
 @trajectory_app.command("import")
 def import_(fmt: str = typer.Argument(..., metavar="FORMAT", help="Source format (see `sediment trajectory formats`)."),
-            paths: list[Path] | None = typer.Argument(None, help="Files or directories (walked in name order)."),
+            paths: list[Path] | None = typer.Argument(None, help="Files or directories (walked in name "
+                                                                      "order); gzip and Zstandard files are read as "
+                                                                      "they are."),
             out: Path = typer.Option(..., "--out", help="JSON Lines file to write, one canonical record per line; "
                                                         "an existing file is refused."),
             from_store: bool = typer.Option(False, "--from-store",
@@ -90,11 +92,13 @@ def import_(fmt: str = typer.Argument(..., metavar="FORMAT", help="Source format
 
 @trajectory_app.command("export-atif")
 def export_atif(records: Path = typer.Argument(..., exists=True, dir_okay=False, readable=True,
-                                              help="Canonical records (JSON Lines, as `import` writes)."),
+                                              help="Canonical records (JSON Lines, as `import` "
+                                                   "writes; gzip or Zstandard compressed is read too)."),
                 out: Path = typer.Option(..., "--out", help="Directory for <n>.json ATIF files and their "
                                                             "<n>.outcome.json sidecars; created, must not exist."),
                 version: str = typer.Option("ATIF-v1.8", "--version", help="ATIF-v1.8 or ATIF-v1.7.")) -> None:
     """Write each record as an ATIF document, with outcome, verification and every loss in a sidecar."""
+    from sediment.ingest.compressed import InputUnreadable, open_input
     from sediment.trajectory import TrajectoryError, from_json
     from sediment.trajectory.atif import ATIF_VERSIONS, write_atif
 
@@ -105,16 +109,21 @@ def export_atif(records: Path = typer.Argument(..., exists=True, dir_okay=False,
     refused = count = 0
     with writing("ATIF directory", out):
         out.mkdir(parents=True)
-        with records.open("rb") as handle:
-            for number, line in enumerate(handle, start=1):
-                try:
-                    record = from_json(line)
-                except TrajectoryError as exc:
-                    refused += 1
-                    console.error(f"{records}:{number}: {exc}")
-                    continue
-                write_atif(record, out / f"{count:06d}.json", version)
-                count += 1
+        number = 0
+        try:
+            with open_input(records) as handle:  # plain, gzip or Zstandard
+                for number, line in enumerate(handle, start=1):
+                    try:
+                        record = from_json(line)
+                    except TrajectoryError as exc:
+                        refused += 1
+                        console.error(f"{records}:{number}: {exc}")
+                        continue
+                    write_atif(record, out / f"{count:06d}.json", version)
+                    count += 1
+        except InputUnreadable as exc:  # corrupt, truncated or a bomb: the documents before are kept
+            refused += 1
+            console.error(f"{records}:{number + 1}: {exc}")
     console.say(f"{count} ATIF document(s) written to {out}; {refused} refused")
     if refused:
         raise IngestError(f"{refused} record(s) refused; every other record was exported")

@@ -7,21 +7,20 @@ bad one are still imported.
 
 from __future__ import annotations
 
-import gzip
-import zlib
 from collections.abc import Container, Iterator, Sequence
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Final
 
 import orjson
 
+from sediment.ingest import compressed
 from sediment.trajectory.record import Trajectory, TrajectoryError, from_json
 
 if TYPE_CHECKING:
     from sediment.trajectory.store_source import StoreSource
 
 CANONICAL = "canonical-jsonl"
-"""Canonical ``Trajectory`` records, one JSON object a line (``.jsonl`` or ``.jsonl.gz``): what a
+"""Canonical ``Trajectory`` records, one JSON object a line (plain, gzip or Zstandard): what a
 library's shards and ``all.jsonl.gz`` hold, so one library can be imported into another."""
 
 
@@ -30,44 +29,26 @@ MAX_LINE_BYTES: Final = 64 * MIB
 """The longest canonical line read, newline excluded (``sediment ingest``'s limit too): a longer
 one is refused in one line and read past in chunks, never held whole."""
 MAX_INFLATION: Final = 200
-"""A ``.gz`` input may inflate to at most this many times the compressed bytes read so far (once
-past :data:`MAX_LINE_BYTES`): beyond it the file is a decompression bomb, refused in one line."""
+"""A gzip or Zstandard input may inflate to at most this many times the compressed bytes read so
+far (once past :data:`MAX_LINE_BYTES`): beyond it the file is a decompression bomb, refused in one
+line. Tighter than ``sediment ingest``'s bound: canonical records do not replay one another."""
 _SKIP_CHUNK: Final = MIB
 
 
-class _Unreadable(Exception):
-    """The rest of a file cannot be read (corrupt, truncated, or inflating past the bound)."""
-
-
 class _Input:
-    """One input file read a bounded line at a time; ``.gz`` files are inflated, watched for bombs."""
+    """One input file read a bounded line at a time; a compressed one (gzip or Zstandard, told by
+    its magic bytes) is inflated as it is read, watched for bombs."""
 
     def __init__(self, path: Path, max_line: int, max_inflation: int) -> None:
-        self.path, self.max_line, self.max_inflation = path, max_line, max_inflation
-        self.raw: IO[bytes] = path.open("rb")
-        self.compressed = path.name.endswith(".gz")
-        self.handle: IO[bytes] = gzip.GzipFile(fileobj=self.raw, mode="rb") if self.compressed else self.raw  # type: ignore[assignment]
+        self.path, self.max_line = path, max_line
+        self.handle: IO[bytes] = compressed.open_input(path, max_inflation=max_inflation, floor=max_line)
         self.number = 0  # the line being read
-        self.inflated = 0
 
     def close(self) -> None:
-        try:
-            self.handle.close()
-        finally:
-            self.raw.close()
+        self.handle.close()
 
     def _read(self, size: int) -> bytes:
-        try:
-            chunk = self.handle.readline(size)
-        except zlib.error as exc:
-            raise _Unreadable(f"unreadable: corrupt gzip data ({exc})") from None
-        except (OSError, EOFError) as exc:  # a truncated member, a bad checksum or header
-            raise _Unreadable(f"unreadable: {exc}") from None
-        self.inflated += len(chunk)
-        if self.compressed and self.inflated > max(self.max_line, self.max_inflation * self.raw.tell()):
-            raise _Unreadable(f"gzip data inflates to more than {self.max_inflation} times its compressed size "
-                              "(a decompression bomb); the rest of the file is not read")
-        return chunk
+        return self.handle.readline(size)
 
     def lines(self, problems: list[str]) -> Iterator[tuple[int, bytes]]:
         """Numbered lines of at most ``max_line`` bytes; a longer line is one problem, read past."""
@@ -96,12 +77,15 @@ def read_canonical(paths: Sequence[Path], problems: list[str], known: Container[
     ``known`` (already in the library) is not parsed further: its id goes to ``skipped``.
 
     A line longer than ``max_line`` is one problem and the next line is read; a file that cannot
-    be read on (corrupt or truncated gzip, a bad checksum, a ``.gz`` inflating past
-    ``max_inflation`` times its compressed bytes) is one problem naming the line reached, and
+    be read on (corrupt or truncated gzip or Zstandard data, a bad checksum, a compressed file
+    inflating past ``max_inflation`` times its compressed bytes) is one problem naming the line reached, and
     the records before it are kept."""
     for path in paths:
         try:
             source = _Input(path, max_line, max_inflation)
+        except compressed.InputUnreadable as exc:
+            problems.append(f"{path}:1: {exc}")
+            continue
         except OSError as exc:
             problems.append(f"{path}: cannot read: {exc.strerror or exc}")
             continue
@@ -119,7 +103,7 @@ def read_canonical(paths: Sequence[Path], problems: list[str], known: Container[
                     yield from_json(line.rstrip(b"\r\n"))
                 except TrajectoryError as exc:
                     problems.append(f"{path}:{number}: {exc}")
-        except _Unreadable as exc:
+        except compressed.InputUnreadable as exc:
             problems.append(f"{path}:{source.number}: {exc}")
         finally:
             source.close()

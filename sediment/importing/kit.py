@@ -4,7 +4,9 @@ Sediment's own bundles are read with :func:`open_bundle` and their CI resolved w
 :func:`sediment.plugin.resolve_ci` and :func:`select_reward_resolution`.
 
 The record models (:class:`Trajectory`, :class:`Event`, :class:`ToolCall`, ...), the builder
-(:func:`build`), streaming reading (:func:`read_units`), strict parsing, the raw record with
+(:func:`build`), streaming reading (:func:`read_units`; gzip and Zstandard files are inflated as
+they are read, :func:`read_input` for a small file read whole, :func:`logical_name` for a file's
+name without its compression suffix), strict parsing, the raw record with
 secrets redacted, task/attempt splitting, call-id namespacing, and the refusal type.
 """
 
@@ -15,6 +17,8 @@ from sediment.bundle.read import open_bundle
 from sediment.ci.resolution import select_reward_resolution
 from sediment.errors import BundleError
 from sediment.host.declarations import ImporterInfo
+from sediment.ingest.compressed import logical_name
+from sediment.ingest.compressed import read_all as read_input
 from sediment.trajectory.record import (
     SCHEMA_VERSION,
     Artifact,
@@ -83,9 +87,11 @@ __all__ = [
     "build",
     "describe_json_error",
     "file_sha256",
+    "logical_name",
     "open_bundle",
     "parse_json",
     "raw_record_of",
+    "read_input",
     "read_units",
     "redact_text",
     "select_reward_resolution",

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sediment.errors import PluginError, UsageError
+from sediment.ingest.compressed import logical_name
 from sediment.trajectory.record import Trajectory, TrajectoryError, validated
 from sediment.trajectory.redaction import redact_trajectory
 from sediment.trajectory.sources import ImportRefusal
@@ -35,7 +36,8 @@ def claimed_files(paths: Iterable[Path], patterns: tuple[str, ...]) -> Iterator[
     for path in paths:
         if path.is_dir():
             for child in sorted(p for p in path.rglob("*") if p.is_file()):
-                if any(fnmatch.fnmatchcase(child.name, pattern) for pattern in patterns):
+                name = logical_name(child.name)  # a compressed file is claimed by its content's name
+                if any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns):
                     yield child
         else:
             yield path

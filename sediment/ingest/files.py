@@ -11,7 +11,9 @@ is an error (``duplicate key 'conclusion'``) instead of keeping the last value. 
 (docs/operate.md): a line is at most :data:`MAX_LINE_BYTES` (a longer one is one problem, and
 the reader goes on with the next line without holding it in memory), a document spanning
 several lines at most :data:`MAX_DOCUMENT_BYTES`, and values nest at most :data:`MAX_DEPTH`
-levels deep.
+levels deep. A gzip or Zstandard file is read the same, inflated as it streams
+(:func:`~sediment.ingest.compressed.open_input`); one that is corrupt, truncated or a
+decompression bomb is one problem naming the line reached, and the records before it are kept.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from __future__ import annotations
 import pickle
 import re
 import shutil
-import sys
 import tempfile
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -30,6 +31,7 @@ from typing import IO, Any, Final
 from pydantic import ValidationError
 
 from sediment.ingest import Translation, TranslationError
+from sediment.ingest.compressed import InputUnreadable, open_input
 from sediment.ingest.content_redaction import RedactionTally, tallying
 from sediment.ingest.json_text import _NUMBER, _TOKEN, JsonReader, RecordProblem, _skip_ws, _utf8
 from sediment.ingest.json_text import MAX_DEPTH as MAX_DEPTH
@@ -40,7 +42,6 @@ from sediment.parallel import ordered_chunks
 from sediment.store import AppendResult, FactStore
 
 BATCH = 100
-READ_BUFFER = 4 * 1024 * 1024  # agent call logs have lines of megabytes
 MIB: Final = 1024 * 1024
 MAX_LINE_BYTES: Final = 64 * MIB
 """The longest line (JSON Lines record) read, newline excluded."""
@@ -114,24 +115,34 @@ Line = tuple[int, bytes | None]
 """A line's number and its bytes (None: longer than the limit, skipped unread)."""
 
 
-def _lines(handle: IO[bytes], limit: int) -> Iterator[Line]:
-    """Numbered lines of at most ``limit`` bytes; a longer line is read past in chunks."""
+def _lines(handle: IO[bytes], limit: int, failure: list[InputUnreadable] | None = None) -> Iterator[Line]:
+    """Numbered lines of at most ``limit`` bytes; a longer line is read past in chunks. Input
+    that cannot be read on (a corrupt, truncated or bomb compressed file) ends the lines: its
+    error, with the line reached, goes to ``failure`` (without one, it is raised)."""
     number = 0
-    while True:
-        line = handle.readline(limit + 1)
-        if not line:
-            return
-        number += 1
-        if number == 1 and line.startswith(_BOM):
-            line = line[len(_BOM):]
-        if len(line) > limit and not line.endswith(b"\n"):
-            while True:
-                chunk = handle.readline(SKIP_CHUNK)
-                if not chunk or chunk.endswith(b"\n"):
-                    break
-            yield number, None
-            continue
-        yield number, line
+    reading = 1  # the line a failing read was in
+    try:
+        while True:
+            reading = number + 1
+            line = handle.readline(limit + 1)
+            if not line:
+                return
+            number += 1
+            if number == 1 and line.startswith(_BOM):
+                line = line[len(_BOM):]
+            if len(line) > limit and not line.endswith(b"\n"):
+                while True:
+                    chunk = handle.readline(SKIP_CHUNK)
+                    if not chunk or chunk.endswith(b"\n"):
+                        break
+                yield number, None
+                continue
+            yield number, line
+    except InputUnreadable as exc:
+        exc.line = reading if exc.line is None else exc.line
+        if failure is None:
+            raise
+        failure.append(exc)
 
 
 _BLANK: Final = re.compile(rb"[ \t\n\r]*")
@@ -156,13 +167,15 @@ def records(path: str, *, max_line: int = MAX_LINE_BYTES, max_document: int = MA
     records (numbered by position). A file that is not one document is read as JSON Lines.
     With ``keep_flaws`` a duplicate key or an unreadable number inside a record is kept as a
     flaw (:class:`~sediment.ingest.json_text.JsonReader`) for the translator to refuse that part alone.
+    A compressed file is inflated as it is read; when it cannot be read on, the records before
+    are yielded and then :class:`~sediment.ingest.compressed.InputUnreadable` is raised.
     """
-    handle = sys.stdin.buffer if path == "-" else open(path, "rb", buffering=READ_BUFFER)  # noqa: SIM115
-    try:
-        yield from _records(_lines(handle, max_line), max_line, max_document, JsonReader(keep_flaws=keep_flaws))
-    finally:
-        if handle is not sys.stdin.buffer:
-            handle.close()
+    failure: list[InputUnreadable] = []
+    with open_input(path) as handle:
+        yield from _records(_lines(handle, max_line, failure), max_line, max_document,
+                            JsonReader(keep_flaws=keep_flaws))
+    if failure:
+        raise failure[0]
 
 
 def _records(lines: Iterator[Line], max_line: int, max_document: int,
@@ -350,6 +363,8 @@ def _ingest_file(path: str, translate: Callable[[Any], Translation], sink: Calla
     try:
         with tallying(report.redacted):
             _ingest_stream(path, records(path, keep_flaws=keep_flaws), translate, sink, report, pending)
+    except InputUnreadable as exc:  # the records before it are kept
+        report.problems.append(InputProblem(path, exc.line or 0, str(exc)))
     except OSError as exc:
         report.problems.append(InputProblem(path, 0, f"cannot read: {exc.strerror or exc}"))
     if pending:

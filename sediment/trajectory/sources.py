@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from sediment.ingest.compressed import InputUnreadable, content_sha256, logical_name, open_input
 from sediment.ingest.json_text import MAX_DEPTH, too_deep
 from sediment.ingest.redaction import marker as redaction_marker
 from sediment.ingest.redaction import redact_json_text
@@ -63,41 +64,40 @@ class UnitError(ValueError):
 
 
 def file_sha256(path: Path) -> str:
-    """The SHA-256 of a file, read in chunks."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while chunk := handle.read(CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
+    """The SHA-256 of a source file's content, read in chunks (a gzip or Zstandard file's
+    inflated content, so a log keeps its digest when it is rotated and compressed)."""
+    return content_sha256(path)
 
 
 def _first_byte(handle: BinaryIO) -> bytes:
-    while chunk := handle.read(4096):
-        stripped = chunk.lstrip(b" \t\r\n\xef\xbb\xbf")
-        if stripped:
-            return stripped[:1]
-    return b""
+    """The first byte that is not blank (or a BOM), peeked: the handle is not moved."""
+    seen: bytes = handle.peek(CHUNK)  # type: ignore[attr-defined]
+    return seen.lstrip(b" \t\r\n\xef\xbb\xbf")[:1]
 
 
 def read_units(path: Path) -> Iterator[SourceUnit]:
     """The records of ``path``: lines of ``*.jsonl``, elements of a top-level array, or the
-    whole document. Raises :class:`UnitError` when a file cannot be delimited (the units
-    before the problem have been yielded)."""
-    with path.open("rb") as handle:
-        first = _first_byte(handle)
-        handle.seek(0)
-        if path.name.endswith(".jsonl"):
-            for number, line in enumerate(handle, start=1):
-                body = line.rstrip(b"\r\n")
-                if body.strip():
-                    yield SourceUnit(path, number, f"{path.name}:{number}", body)
-        elif first == b"[":
-            yield from _array_elements(path, handle)
-        else:
-            data = handle.read()
-            yield SourceUnit(path, 1, path.name, data)
+    whole document. A gzip or Zstandard file is inflated as it is read, and named by its name
+    without the compression suffix (``run.jsonl.zst`` reads as ``run.jsonl``, its locators
+    ``run.jsonl:N``). Raises :class:`UnitError` when a file cannot be delimited or read on (the
+    units before the problem have been yielded)."""
+    name = logical_name(path.name)
+    number = 0
+    try:
+        with open_input(path) as handle:
+            first = _first_byte(handle)
+            if name.endswith(".jsonl"):
+                for number, line in enumerate(handle, start=1):
+                    body = line.rstrip(b"\r\n")
+                    if body.strip():
+                        yield SourceUnit(path, number, f"{name}:{number}", body)
+            elif first == b"[":
+                yield from _array_elements(path, handle)
+            else:
+                data = handle.read()
+                yield SourceUnit(path, 1, name, data)
+    except InputUnreadable as exc:
+        raise UnitError(exc.line or number + 1, str(exc)) from None
 
 
 _STRUCTURE = re.compile(rb'[\[\]{}",\\]')
@@ -182,7 +182,7 @@ def _unit(path: Path, text: bytes, line: int, index: int, end_line: int) -> Sour
     body = stripped.rstrip(b" \t\r\n")
     if not body:
         raise UnitError(end_line, f"array element {index} is empty")
-    return SourceUnit(path, line, f"{path.name}#{index}", body)
+    return SourceUnit(path, line, f"{logical_name(path.name)}#{index}", body)
 
 
 class TooDeep(ValueError):

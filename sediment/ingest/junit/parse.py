@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import io
 import os
-import sys
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -39,6 +38,8 @@ from defusedxml import (  # type: ignore[import-untyped]
     ExternalReferenceForbidden,
 )
 from defusedxml.ElementTree import iterparse  # type: ignore[import-untyped]
+
+from sediment.ingest.compressed import InputUnreadable, open_input
 
 MAX_REPORT_BYTES = 64 * 1024 * 1024
 """The largest report read (64 MiB); larger files are refused unread."""
@@ -66,14 +67,17 @@ class Case:
 
 
 def read_report(path: str, *, limit: int = MAX_REPORT_BYTES) -> bytes:
-    """The report's bytes; ``-`` is stdin. Refuses (unread) a file larger than ``limit``."""
-    if path == "-":
-        return _read_bounded(sys.stdin.buffer, limit)
-    with open(path, "rb") as handle:
-        status = os.fstat(handle.fileno())
-        if status.st_size > limit:
-            raise ReportError(f"report is {status.st_size} bytes; the limit is {limit} bytes ({_mib(limit)})")
-        return _read_bounded(handle, limit)
+    """The report's bytes; ``-`` is stdin. Refuses (unread) a plain file larger than ``limit``; a
+    gzip or Zstandard report is inflated as it is read and refused once past ``limit``."""
+    try:
+        with open_input(path) as handle:
+            if path != "-" and handle.seekable():  # a plain file: measured before it is read
+                status = os.fstat(handle.fileno())
+                if status.st_size > limit:
+                    raise ReportError(f"report is {status.st_size} bytes; the limit is {limit} bytes ({_mib(limit)})")
+            return _read_bounded(handle, limit)
+    except InputUnreadable as exc:
+        raise ReportError(str(exc)) from None
 
 
 def _read_bounded(handle: BinaryIO, limit: int) -> bytes:

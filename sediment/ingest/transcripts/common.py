@@ -22,6 +22,7 @@ from pydantic import ValidationError
 
 from sediment.ingest import TranslationError
 from sediment.ingest.calls.toolkit import Notes, record_digest
+from sediment.ingest.compressed import InputUnreadable, logical_name, open_input
 from sediment.ingest.content_redaction import redact_call
 from sediment.ingest.json_text import RecordProblem, parse_line
 from sediment.ingest.redaction import redact_record
@@ -65,32 +66,44 @@ class TranscriptResult:
 
 def read_entries(path: Path, result: TranscriptResult) -> list[Entry]:
     """Every line of ``path`` that is a JSON object, with its line number; the others are
-    problems (or ``incomplete_last_line``); blank lines are ignored."""
+    problems (or ``incomplete_last_line``); blank lines are ignored. A gzip or Zstandard file
+    is inflated as it is read; one that cannot be read on is one problem at the line reached,
+    and the entries before it are kept."""
     entries: list[Entry] = []
-    with open(path, "rb") as handle:
-        for number, raw in enumerate(handle, start=1):
-            result.lines += 1
-            if not raw.strip():
-                continue
-            value = parse_line(raw.rstrip(b"\r\n"))
-            if isinstance(value, RecordProblem | Exception):
-                if not raw.endswith(b"\n"):
-                    result.skipped["incomplete_last_line"] += 1
-                else:
-                    result.problems.append((number, str(value)))
-                continue
-            if not isinstance(value, dict):
-                result.problems.append((number, "expected a JSON object"))
-                continue
-            entries.append(Entry(number, value))
+    number = 0
+    try:
+        with open_input(path) as handle:
+            for number, raw in enumerate(handle, start=1):
+                _entry(number, raw, entries, result)
+    except InputUnreadable as exc:
+        result.problems.append((number + 1, str(exc)))
     return entries
 
 
+def _entry(number: int, raw: bytes, entries: list[Entry], result: TranscriptResult) -> None:
+    result.lines += 1
+    if not raw.strip():
+        return
+    value = parse_line(raw.rstrip(b"\r\n"))
+    if isinstance(value, RecordProblem | Exception):
+        if not raw.endswith(b"\n"):
+            result.skipped["incomplete_last_line"] += 1
+        else:
+            result.problems.append((number, str(value)))
+        return
+    if not isinstance(value, dict):
+        result.problems.append((number, "expected a JSON object"))
+        return
+    entries.append(Entry(number, value))
+
+
 def transcript_files(paths: list[Path]) -> Iterator[Path]:
-    """Each file named, and every ``*.jsonl`` file under each folder named (sorted)."""
+    """Each file named, and every ``*.jsonl`` file under each folder named (sorted), compressed
+    ones (``*.jsonl.gz``, ``*.jsonl.zst``) too."""
     for path in paths:
         if path.is_dir():
-            yield from sorted(p for p in path.rglob("*.jsonl") if p.is_file())
+            yield from sorted(p for p in path.rglob("*.jsonl*")
+                              if p.is_file() and logical_name(p.name).endswith(".jsonl"))
         else:
             yield path
 
