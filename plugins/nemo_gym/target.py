@@ -11,8 +11,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from sediment.plugin import (
-    RECIPE_ID,
-    RECIPE_VERSION,
     ROLLOUT_SKIP_REASONS,
     Population,
     PopulationInfo,
@@ -71,8 +69,8 @@ def project_row(population: Population, evidence: RolloutEvidence) -> Sequence[P
     for index, segment in enumerate(rollout.segments):
         metadata: dict[str, Any] = {
             "instance_id": segment_instance_id(rollout.org_id, rollout.session_id, index),
-            "recipe_id": RECIPE_ID,
-            "recipe_version": RECIPE_VERSION,
+            "recipe_id": evidence.recipe.name,
+            "recipe_version": evidence.recipe.version,
         }
         put_optional(metadata, "reward_source", reward_source(selected))
         metadata |= {

@@ -9,7 +9,12 @@ RLVR, the objective of that contract, is their default.
 
 from __future__ import annotations
 
-from sediment.plugin import RECIPE_ID, RECIPE_VERSION, ObjectiveInfo, Recipe, hookimpl
+from sediment.plugin import ObjectiveInfo, Recipe, hookimpl
+
+#: The one recipe: the reward is the resolved CI verdict. Targets write it from
+#: ``evidence.recipe`` (the recipe the export runs), never from this module.
+RECIPE_ID = "rlvr_ci"
+RECIPE_VERSION = 1
 
 DESCRIPTION = "Project Rollouts into RLVR rows for one target, or for one consumer profile of it."
 HELP = """\

@@ -9,9 +9,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from sediment_rlvr import RECIPE_ID, RECIPE_VERSION
+
 from sediment.bundle.write import write_bundle
 from sediment.host.registry import load_registry
-from sediment.plugin import RECIPE_ID, RECIPE_VERSION
 from sediment.testing import ORG, POLICY, outcome, rollout, snapshot
 
 
