@@ -18,7 +18,7 @@ from pydantic import Field
 
 from sediment.errors import ConfigurationError, PluginError, UnknownTargetError
 from sediment.evidence.verifier_commands import VerifierCommands
-from sediment.export.pipeline import export_rlvr_from_rollouts
+from sediment.export.pipeline import export_through_target
 from sediment.host import hookspecs
 from sediment.host.discovery import (
     BUILTIN_MANIFEST_PLUGINS,
@@ -98,7 +98,7 @@ def make_target(name: str, *, own: Sequence[str] = ("nope",), reason: str | None
 
 
 def export(registry: Any, tmp_path: Path, target: str, rollouts: Sequence[Any] = ()) -> dict[str, Any]:
-    return export_rlvr_from_rollouts(list(rollouts) or [rollout("s1")], None, tmp_path / "out", target=target,
+    return export_through_target(list(rollouts) or [rollout("s1")], None, tmp_path / "out", target=target,
                                      split_enabled=False, registry=registry,
                                      verifier_commands=VerifierCommands.empty())
 
@@ -314,7 +314,7 @@ def test_settings_precedence_flags_over_environment_over_file(tmp_path: Path) ->
     environ = {"SEDIMENT_HELLO_GREETING": "from env", "GREETING_WHERE": "there"}
     sources = SettingsSources.load(config_file=config, environ=environ, overrides=["hello.loud=false"])
     assert registry.settings("hello", sources) == Greeting(greeting="from env", loud=False, where="there")
-    summary = export_rlvr_from_rollouts([rollout("s1")], None, tmp_path / "out", target="t", split_enabled=False,
+    summary = export_through_target([rollout("s1")], None, tmp_path / "out", target="t", split_enabled=False,
                                         registry=registry, settings=sources, verifier_commands=VerifierCommands.empty())
     assert summary["manifests"] == {"hello": [str(tmp_path / "out" / "hello.txt")]}
     assert (tmp_path / "out" / "hello.txt").read_text() == "from env from there for t\n"
@@ -339,7 +339,7 @@ def test_a_manifest_outside_its_declared_files_is_a_plugin_error(tmp_path: Path)
                                builtins=False)
     sources = SettingsSources.load(environ={}, overrides=["hello.greeting=hi"])
     with pytest.raises(PluginError, match=r"manifest plugin 'hello' wrote .*other.txt, which is not one of its declared files \['hello.txt'\]"):
-        export_rlvr_from_rollouts([rollout("s1")], None, tmp_path / "out", target="t", split_enabled=False,
+        export_through_target([rollout("s1")], None, tmp_path / "out", target="t", split_enabled=False,
                                   registry=registry, settings=sources, verifier_commands=VerifierCommands.empty())
 
 
@@ -351,7 +351,7 @@ def test_a_declared_manifest_file_belongs_to_an_export(tmp_path: Path) -> None:
 
     sources = SettingsSources.load(environ={}, overrides=["hello.greeting=hi"])  # settings are checked first
     with pytest.raises(OutputDirectoryError, match=r"artifacts without a target claim \(hello.txt\)"):
-        export_rlvr_from_rollouts([rollout("s1")], None, tmp_path / "out", target="t", split_enabled=False,
+        export_through_target([rollout("s1")], None, tmp_path / "out", target="t", split_enabled=False,
                                   registry=registry, settings=sources, verifier_commands=VerifierCommands.empty())
 
 
@@ -445,7 +445,7 @@ def test_an_export_whose_every_unit_is_skipped_names_the_dominant_reason_and_its
         "nothing written: all 3 rollouts skipped, mostly nope (3): record a verdict"
     written = export(plugin_registry(("t", make_target("t")), builtins=False), tmp_path / "w", "t")
     assert "nothing_written" not in written  # rows were written: no hint
-    empty = export_rlvr_from_rollouts([], None, tmp_path / "empty", target="t", split_enabled=False,
+    empty = export_through_target([], None, tmp_path / "empty", target="t", split_enabled=False,
                                       registry=registry, verifier_commands=VerifierCommands.empty())
     assert "nothing_written" not in empty  # nothing read, nothing skipped: nothing to say
 

@@ -456,7 +456,7 @@ def run_demo(out: Path) -> dict[str, Any]:
     from sediment.derive.sessions import derive_bundle
     from sediment.errors import ProfileError
     from sediment.evidence.context import Evidence, store_evidence
-    from sediment.export.pipeline import export_objective, export_rlvr_from_rollouts
+    from sediment.export.pipeline import export_objective, export_through_target
     from sediment.git.mirror_root import mirror_identity
     from sediment.git.repositories import RepositoryContext
     from sediment.host.registry import load_registry
@@ -502,7 +502,7 @@ def run_demo(out: Path) -> dict[str, Any]:
                                config_path=loaded.config_path)
 
     def export(directory: Path, target: str, profile: str | None = None) -> dict[str, Any]:
-        return export_rlvr_from_rollouts(bundle, mirrors, directory, target=target, profile=profile,
+        return export_through_target(bundle, mirrors, directory, target=target, profile=profile,
                                          split_enabled=bundle.split_enabled, registry=registry,
                                          settings=settings, fragmented=bundle.manifest.fragmented)
 

@@ -11,9 +11,9 @@ from typing import Any
 
 from sediment_hf_chat import messages, prompts
 
+from sediment import export_rlvr_from_rollouts
 from sediment.demo import run_demo
 from sediment.evidence.verifier_commands import VerifierCommands
-from sediment.export.pipeline import export_rlvr_from_rollouts
 from sediment.git.mirror_root import MirrorRoot
 from sediment.model.facts import ReasoningPart, ToolCallPart, ToolCallResponsePart, ToolDefinition
 from sediment.testing import GitRepo, call, message, outcome, rollout, run_consumer, run_export

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from sediment_hf_chat.prompts import FEATURES, SKIP_REASONS
 
+from sediment import export_rlvr_from_rollouts
 from sediment.evidence.verifier_commands import VerifierCommands
-from sediment.export.pipeline import export_rlvr_from_rollouts
 from sediment.git.mirror_root import MirrorRoot
 from sediment.model.rollout import Rollout
 from sediment.records import canonical_digest

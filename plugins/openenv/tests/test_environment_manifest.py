@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
+from sediment import export_rlvr_from_rollouts
 from sediment.evidence.verifier_commands import VerifierCommands
-from sediment.export.pipeline import export_rlvr_from_rollouts
 from sediment.git.mirror_root import MirrorRoot
 from sediment.settings import SettingsSources
 from sediment.testing import GitRepo, outcome, rollout
