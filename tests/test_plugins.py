@@ -275,6 +275,22 @@ def test_builtin_plugins_ship_their_row_schemas() -> None:
     assert "https://sediment.so/schemas/profile-rows/profile-evidence/v1.json" in core_schemas()
 
 
+def test_the_rlvr_components_are_the_rlvr_plugins() -> None:
+    """The turn, decision and inference-message components of RLVR rows are registered by
+    plugins/rlvr (the core ships none of them), and the built-in targets' rows $ref them."""
+    from sediment.validation import core_schemas
+
+    ids = [f"https://sediment.so/schemas/training-rows/{name}.json"
+           for name in ("rlvr-turn/v3", "rlvr-decision/v2", "rlvr-inference-message/v2")]
+    assert [i for i in ids if i in core_schemas()] == []
+    import sediment_rlvr
+
+    assert [s["$id"] for s in sediment_rlvr.register_schemas()] == sorted(ids)
+    assert [i for i in ids if i in load_registry().schemas] == ids
+    assert sorted(p.name for p in (ROOT / "plugins" / "rlvr" / "schemas").glob("*.json")) == [
+        "rlvr-decision.v2.json", "rlvr-inference-message.v2.json", "rlvr-turn.v3.json"]
+
+
 # --- settings and manifests --------------------------------------------------------------
 
 
