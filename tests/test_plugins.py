@@ -521,3 +521,19 @@ def test_every_cross_reference_in_a_hookspec_docstring_resolves() -> None:
             unresolved.append(ref)
     assert unresolved == []
     assert "sediment.plugin.read_units" not in text and "build_trajectory" not in text
+
+
+def test_a_population_declares_where_its_rows_keep_sediments_fields() -> None:
+    """The core reads instance_id/split/reward_source at a row's top level, else only under the
+    key the population declares (PopulationInfo.fields_under): it knows no target's row shape."""
+    from sediment.export.adaptation import row_field
+    from sediment.plugin import PopulationInfo
+
+    nested = {"response": {}, "metadata": {"instance_id": "i-1", "split": "eval"}}
+    assert row_field(nested, "instance_id") is None  # undeclared: top level only
+    assert row_field(nested, "instance_id", "metadata") == "i-1"
+    assert row_field({"instance_id": "top", **nested}, "instance_id", "metadata") == "top"
+    assert row_field({"metadata": "not an object"}, "split", "metadata") is None
+    assert load_registry().targets["nemo-gym"].info.populations["rollouts"].fields_under == "metadata"
+    with pytest.raises(ValueError, match="fields_under must be a snake_case word"):
+        PopulationInfo("https://example.com/x.json", fields_under="Meta Data")

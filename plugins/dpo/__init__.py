@@ -108,7 +108,7 @@ def describe_objective() -> ObjectiveInfo:
         unit="attributed completion",
         units="completions",
         recipes=tuple(Recipe(name, version, text) for name, version, text in DPO_RECIPES),
-        populations={"dpo": PopulationInfo(PAIR_SCHEMA_ID, OWN_SKIP_REASONS, label="pair")},
+        populations={"dpo": PopulationInfo(PAIR_SCHEMA_ID, OWN_SKIP_REASONS, label="pair", fields_under="metadata")},
         direct_needs_mirrors=False,
         from_needs_mirrors=False,
         supports_from=True,

@@ -33,7 +33,7 @@ REWARDS = {"passed": 1.0, "failed": 0.0}
 @hookimpl
 def describe_target() -> TargetInfo:
     return TargetInfo(
-        populations={"rollouts": PopulationInfo(SCHEMA_ID, ROLLOUT_SKIP_REASONS)},
+        populations={"rollouts": PopulationInfo(SCHEMA_ID, ROLLOUT_SKIP_REASONS, fields_under="metadata")},
         needs_mirrors=False,
         description="NeMo Gym rollout boundary rows with categorical CI reward",
     )

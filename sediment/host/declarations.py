@@ -65,17 +65,24 @@ class PopulationInfo:
     :param label: for an objective's own population, the singular noun its rows are counted by
         in summaries (``sample`` gives ``sample_rows`` and ``sample_skipped``); default: the
         population name. A target's populations take the label their objective declares.
+    :param fields_under: for rows whose top level is a consumer's shape, the key of the object
+        that keeps Sediment's own fields (``instance_id``, ``split``, ``reward_source``), e.g.
+        ``"metadata"``; a profile export reads them at the top level first, then there. Empty
+        (the default): only at the top level.
     """
 
     schema_id: str
     skip_reasons: tuple[str, ...] = ()
     label: str = ""
+    fields_under: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "skip_reasons", tuple(self.skip_reasons))
         _check_reasons(self.skip_reasons, f"population {self.schema_id}")
         if self.label:
             check_word(self.label, f"population {self.schema_id} label")
+        if self.fields_under:
+            check_word(self.fields_under, f"population {self.schema_id} fields_under")
 
 
 @dataclass(frozen=True)
