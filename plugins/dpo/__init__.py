@@ -115,6 +115,7 @@ def describe_objective() -> ObjectiveInfo:
         description=DESCRIPTION,
         remedies=REMEDIES,
         help=HELP,
+        prompt_buckets=True,  # the report's dpo_bucket_sparsity and dpo_near_duplicate_buckets
     )
 
 

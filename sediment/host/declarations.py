@@ -156,6 +156,12 @@ class ObjectiveInfo:
         knows better in its context), one short line saying what would change it: a recipe, a
         setting, a missing ingest or mirror. When every unit of an export is skipped, the export
         ends with the dominant reason and its remedy (``nothing_written`` in the summary).
+    :param prompt_buckets: its ``diagnose_evidence`` yields
+        :class:`~sediment.plugin.PromptBucket` records (completions paired within exact-prompt
+        buckets). ``sediment report dataset-diagnostics`` then gives it two sections,
+        ``<name>_bucket_sparsity`` and ``<name>_near_duplicate_buckets`` (``-`` becomes ``_``),
+        and a ``--<name>-near-duplicate-threshold`` option; an objective that does not declare
+        it and yields a PromptBucket is refused.
     """
 
     title: str
@@ -172,6 +178,7 @@ class ObjectiveInfo:
     help: str = ""
     unit_skip_reasons: tuple[str, ...] = ()
     remedies: Mapping[str, str] = field(default_factory=dict)
+    prompt_buckets: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "remedies", _check_remedies(self.remedies, f"objective {self.title}"))
