@@ -1,8 +1,9 @@
-"""Sediment: recorded agent sessions plus CI outcomes, exported as auditable RLVR rows.
+"""Sediment: recorded agent sessions plus CI outcomes, exported as auditable training rows.
 
-The public Python surface: :func:`export_objective` (any installed objective),
-:func:`export_rlvr_from_rollouts`, :func:`export_rlvr_from_bundle`, the models, and the plugin
-marker :data:`hookimpl`.
+The public Python surface: :func:`export_objective` (any installed objective), and
+:func:`export_rlvr_from_rollouts` and :func:`export_rlvr_from_bundle`, the seed's names for an
+export through a target of the default objective (thin calls of
+:func:`sediment.export.pipeline.export_through_target`, kept so the seed's callers keep working).
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ def export_objective(*args: Any, **kwargs: Any) -> dict[str, Any]:
 
 
 def export_rlvr_from_rollouts(*args: Any, **kwargs: Any) -> dict[str, Any]:
-    """See :func:`sediment.export.pipeline.export_rlvr_from_rollouts`."""
-    from sediment.export.pipeline import export_rlvr_from_rollouts as run
+    """The seed's name for exporting Rollouts through a target (of the default objective, unless
+    the target names its own): :func:`sediment.export.pipeline.export_through_target`, unchanged."""
+    from sediment.export.pipeline import export_through_target as run
 
     return run(*args, **kwargs)
 
@@ -49,9 +51,12 @@ def export_rlvr_from_rollouts(*args: Any, **kwargs: Any) -> dict[str, Any]:
 def export_rlvr_from_bundle(
     bundle: str | Path, mirrors: MirrorRoot | None, out_dir: str | Path, *, target: str, **kwargs: Any
 ) -> dict[str, Any]:
-    """Validate a bundle and export it; the split follows the bundle policy's ``eval_fraction``."""
+    """The seed's name for exporting a bundle through a target (of the default objective, unless
+    the target names its own): open and validate the bundle, then
+    :func:`sediment.export.pipeline.export_through_target` with the split following the bundle
+    policy's ``eval_fraction`` and the bundle's fragmentation counts."""
     from sediment.bundle.read import open_bundle
-    from sediment.export.pipeline import export_rlvr_from_rollouts as run
+    from sediment.export.pipeline import export_through_target as run
 
     opened = open_bundle(bundle)
     return run(

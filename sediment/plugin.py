@@ -69,7 +69,7 @@ if TYPE_CHECKING:
     from sediment.evidence.context import ExportContext
     from sediment.evidence.reference_patch import PATCH_SKIP_REASONS, ReferencePatch
     from sediment.evidence.representation import REPRESENTATION_REASONS, representation_problem
-    from sediment.evidence.rollout import RECIPE_ID, RECIPE_VERSION, RolloutEvidence, put_optional, reward_source
+    from sediment.evidence.rollout import RolloutEvidence, put_optional, reward_source
     from sediment.evidence.tasks import (
         TASK_REMEDIES,
         TaskBasis,
@@ -122,8 +122,6 @@ if TYPE_CHECKING:
 __all__ = [
     "CONTRACT_VERSION",
     "PATCH_SKIP_REASONS",
-    "RECIPE_ID",
-    "RECIPE_VERSION",
     "REPRESENTATION_REASONS",
     "RESOLVER_SKIP_REASONS",
     "ROLLOUT_SKIP_REASONS",
@@ -259,8 +257,6 @@ _LAZY: dict[str, str] = {
     "ReferencePatch": "sediment.evidence.reference_patch",
     "REPRESENTATION_REASONS": "sediment.evidence.representation",
     "representation_problem": "sediment.evidence.representation",
-    "RECIPE_ID": "sediment.evidence.rollout",
-    "RECIPE_VERSION": "sediment.evidence.rollout",
     "RolloutEvidence": "sediment.evidence.rollout",
     "put_optional": "sediment.evidence.rollout",
     "reward_source": "sediment.evidence.rollout",

@@ -1,9 +1,10 @@
 """Validate exported rows against JSON Schemas (draft 2020-12).
 
 The core publishes the component schemas of canonical evidence (``schemas/``: CI outcomes
-and resolutions, message parts, turns, provenance, …), the trainer messages
+and resolutions, message parts, call captures, provenance, …), the trainer messages
 (``schemas/trainer-messages/``) and the profile evidence sidecar row;
-each plugin registers the schemas of the rows it emits. A :class:`SchemaSet` holds them all
+each plugin registers the schemas of the rows it emits, and an objective's plugin the
+components its targets' rows share (``$ref`` resolves across the whole set). A :class:`SchemaSet` holds them all
 (the plugin registry builds one). A row names its schema by ``schema_id`` (top level, or
 under ``metadata`` for rows whose top level belongs to a consumer's shape).
 """

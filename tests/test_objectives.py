@@ -490,8 +490,8 @@ def test_shuffled_and_repeated_input_give_identical_bytes(tmp_path: Path) -> Non
 
 def test_the_core_never_names_an_objective() -> None:
     """Not in the pipeline, writer, registry, context nor the CLI: objectives are declared, not
-    known. (``plugins.py`` pins the built-in names; ``export_rlvr_from_rollouts`` keeps its
-    contract-v2 name without branching on it.)"""
+    known. (``host/discovery.py`` pins the built-in names; the library keeps the seed's
+    ``export_rlvr_from_*`` names as thin calls of ``export_through_target``, without branching on them.)"""
     names = re.compile("|".join(rf"['\"]{re.escape(name)}['\"]" for name in BUILTIN_OBJECTIVES))
     offenders = []
     for path in sorted(ROOT.glob("sediment/**/*.py")):

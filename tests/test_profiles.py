@@ -16,7 +16,7 @@ import pytest
 
 from sediment.errors import OutputDirectoryError, PluginError, ProfileError, UnknownProfileError
 from sediment.evidence.verifier_commands import VerifierCommands
-from sediment.export.pipeline import export_rlvr_from_rollouts
+from sediment.export.pipeline import export_through_target
 from sediment.plugin import (
     AdaptedRow,
     Dependency,
@@ -68,7 +68,7 @@ def verdicts(*sessions: str, result: str = "passed", split: str = "train") -> li
 
 
 def export(registry: Any, rollouts: list[Any], out: Path, **kwargs: Any) -> dict[str, Any]:
-    return export_rlvr_from_rollouts(rollouts, None, out, target="nemo-gym", profile="toy-v1", registry=registry,
+    return export_through_target(rollouts, None, out, target="nemo-gym", profile="toy-v1", registry=registry,
                                      verifier_commands=VerifierCommands.empty(), **{"split_enabled": False, **kwargs})
 
 
@@ -123,7 +123,7 @@ def test_profile_directories_are_claimed(tmp_path: Path) -> None:
     with pytest.raises(OutputDirectoryError, match="already contains toy-v1 artifacts"):
         export(registry, verdicts("s1"), tmp_path / "out")
     with pytest.raises(OutputDirectoryError, match="already belongs to profile toy-v1; use a different directory"):
-        export_rlvr_from_rollouts(verdicts("s1"), None, tmp_path / "out", target="nemo-gym", split_enabled=False,
+        export_through_target(verdicts("s1"), None, tmp_path / "out", target="nemo-gym", split_enabled=False,
                                   registry=registry, verifier_commands=VerifierCommands.empty())
 
 
@@ -172,7 +172,7 @@ def bad_target() -> types.ModuleType:
 def test_a_canonical_row_violating_its_schema_stops_the_export(tmp_path: Path) -> None:
     registry = plugin_registry(("liar", bad_target()), ("toy-v1", make_profile(target="liar")))
     with pytest.raises(PluginError, match=f"target 'liar' emitted a rollouts row that violates {NEMO_SCHEMA}: "):
-        export_rlvr_from_rollouts(verdicts("s1"), None, tmp_path / "out", target="liar", profile="toy-v1",
+        export_through_target(verdicts("s1"), None, tmp_path / "out", target="liar", profile="toy-v1",
                                   split_enabled=False, registry=registry, verifier_commands=VerifierCommands.empty())
 
 

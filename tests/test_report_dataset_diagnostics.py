@@ -143,7 +143,7 @@ def test_near_duplicate_buckets_by_token_jaccard(diagnosed: dict[str, Any]) -> N
     assert (example["bucket_a_rows"], example["bucket_b_rows"]) == (1, 3)
     assert example["bucket_a_row_ids"] == ["c1-c0>c2-c0"]
     assert example["bucket_b_row_ids"] == ["a1-c0>a2-c0", "a1-c0>a4-c0", "a3-c0>a2-c0"]
-    stricter = report(evidence_sessions(), near_duplicate_threshold=0.81)["dpo_near_duplicate_buckets"][0]
+    stricter = report(evidence_sessions(), near_duplicate_thresholds={"dpo": 0.81})["dpo_near_duplicate_buckets"][0]
     assert (stricter["near_miss_pair_count"], stricter["examples"], stricter["threshold"]) == (0, [], 0.81)
     assert jaccard(frozenset(), frozenset()) == 0.0
     assert prompt_tokens([{"role": "user", "content": "Fix bug_2 in 3 files"}]) == \
@@ -206,8 +206,9 @@ def test_aggregation_of_hand_made_records() -> None:
         FloorCandidate(ORG, "m", "c1", Stratum(eligibility_source="s"), 0.5, 0.6),
         FloorCandidate(ORG, "m", "c1", Stratum(eligibility_source="s"), 0.7, 0.6),  # same unit: its max counts
     ]
-    found = dataset_diagnostics([DatasetDiagnosis("obj", "r", 1, records, bucketed=True)], []).as_json()
-    (sparsity,) = found["dpo_bucket_sparsity"]
+    found = dataset_diagnostics([DatasetDiagnosis("my-obj", "r", 1, records, bucketed=True)], []).as_json()
+    assert list(found) == [*SECTIONS[:4], "my_obj_bucket_sparsity", "my_obj_near_duplicate_buckets", *SECTIONS[6:]]
+    (sparsity,) = found["my_obj_bucket_sparsity"]
     assert sparsity["bucket_size_histogram"] == {"1": 1, "2": 0, "3-5": 1, "6-10": 1, "10+": 1}
     assert sparsity["cap_hit_buckets"] == 2
     overall = found["confidence_distributions"][0]["stats"]
@@ -216,7 +217,10 @@ def test_aggregation_of_hand_made_records() -> None:
     with pytest.raises(ValueError, match="--max-examples must be >= 0"):
         dataset_diagnostics([], [], max_examples=-1)
     with pytest.raises(ValueError, match="--dpo-near-duplicate-threshold must be between 0.0 and 1.0"):
-        dataset_diagnostics([], [], near_duplicate_threshold=1.5)
+        dataset_diagnostics([DatasetDiagnosis("dpo", "r", 1, [], bucketed=True, near_duplicate_threshold=1.5)], [])
+    with pytest.raises(ValueError, match="dataset 'obj' holds PromptBuckets but does not declare prompt buckets"):
+        dataset_diagnostics([DatasetDiagnosis("obj", "r", 1, records)], [])
+    assert list(dataset_diagnostics([], []).as_json()) == [*SECTIONS[:4], *SECTIONS[6:]]  # no bucketing objective
 
 
 # --- the command --------------------------------------------------------------------------------
@@ -324,7 +328,7 @@ def test_text_mode_prints_input_literally_on_one_line(monkeypatch: pytest.Monkey
     assert "line one\\nline two" in text            # the prompt as JSON text, on one line
 
 
-def _third_party(yielded: Any) -> Any:
+def _third_party(yielded: Any, *, prompt_buckets: bool = False) -> Any:
     """An objective outside Sediment taking part in the report: its own name, recipes and records."""
     import types
 
@@ -337,7 +341,7 @@ def _third_party(yielded: Any) -> Any:
         return ObjectiveInfo(title="NOTES", unit="Rollout", units="rollouts",
                              recipes=(Recipe("notes_all", 3, "every Rollout"),),
                              populations={"notes": PopulationInfo("https://example.com/notes/v1.json", ())},
-                             direct_needs_mirrors=False)
+                             direct_needs_mirrors=False, prompt_buckets=prompt_buckets)
 
     @hookimpl
     def register_schemas() -> Any:
@@ -392,3 +396,28 @@ def test_a_third_party_objective_takes_part_without_the_core_knowing_it() -> Non
     with pytest.raises(PluginError, match="^objective 'notes' returned nothing from diagnose_evidence$"):
         evidence_dataset_diagnostics(Evidence(evidence_sessions()[:1], True), ORG,
                                      registry=plugin_registry(("notes", silent)), sources=SettingsSources.empty())
+
+
+def test_an_objective_declaring_prompt_buckets_gets_its_own_sections() -> None:
+    """The bucket sections are named after the objective that declares them (not by the core);
+    one that yields PromptBuckets without declaring them is refused in one line."""
+    from sediment.errors import PluginError
+    from sediment.testing import plugin_registry
+
+    pair = Stratum(chosen_label_source="a", rejected_label_source="b")
+
+    def buckets(r: Rollout, recipe: Any) -> Any:
+        yield PromptBucket(r.org_id, "m", pair, chosen=1, rejected=1, max_pairs=3)
+
+    registry = plugin_registry(("notes", _third_party(buckets, prompt_buckets=True)))
+    found = evidence_dataset_diagnostics(Evidence(evidence_sessions()[:2], True), ORG, registry=registry,
+                                         sources=SettingsSources.empty(),
+                                         near_duplicate_thresholds={"notes": 0.5}).as_json()
+    assert list(found) == [*SECTIONS[:6], "notes_bucket_sparsity", "notes_near_duplicate_buckets", *SECTIONS[6:]]
+    assert [(r["recipe_id"], r["total_buckets"]) for r in found["notes_bucket_sparsity"]] == [("notes_all", 2)]
+    assert [r["threshold"] for r in found["notes_near_duplicate_buckets"]] == [0.5]
+    with pytest.raises(PluginError, match="^objective 'notes' yielded PromptBucket from diagnose_evidence but does "
+                                          r"not declare prompt_buckets=True \(ObjectiveInfo\)$"):
+        evidence_dataset_diagnostics(Evidence(evidence_sessions()[:1], True), ORG,
+                                     registry=plugin_registry(("notes", _third_party(buckets))),
+                                     sources=SettingsSources.empty())

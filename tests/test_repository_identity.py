@@ -33,7 +33,7 @@ from sediment.ci.resolution import resolve_ci
 from sediment.derive.sessions import StoreRollouts, derive_bundle
 from sediment.errors import SedimentError
 from sediment.evidence.verifier_commands import VerifierCommands
-from sediment.export.pipeline import export_rlvr_from_rollouts
+from sediment.export.pipeline import export_through_target
 from sediment.git.mirror_root import MirrorError, MirrorRoot, mirror_identity
 from sediment.git.mirror_writer import MirrorWriter
 from sediment.git.repositories import RepositoryContext
@@ -202,7 +202,7 @@ def org(tmp_path: Path) -> Org:
 
 
 def export(rollouts: Any, mirrors: MirrorRoot, out: Path, target: str) -> dict[str, Any]:
-    return export_rlvr_from_rollouts(rollouts, mirrors, out, target=target, split_enabled=False,
+    return export_through_target(rollouts, mirrors, out, target=target, split_enabled=False,
                                      verifier_commands=VerifierCommands.empty())
 
 
@@ -263,7 +263,7 @@ def test_without_a_repository_context_identified_outcomes_are_declined(org: Org,
     assert summary["task_rows"] == 1
     assert summary["task_skipped"] == {"repository_identity_unresolved": 4, "missing_verifier_evidence": 4}
     context = RepositoryContext.from_store(store, ORG)
-    with_context = export_rlvr_from_rollouts(rollouts, mirrors, org.tmp / "out2", target="sediment",
+    with_context = export_through_target(rollouts, mirrors, org.tmp / "out2", target="sediment",
                                              split_enabled=False, verifier_commands=VerifierCommands.empty(),
                                              repositories=context)
     assert with_context["task_rows"] == 5

@@ -17,7 +17,7 @@ import pytest
 
 from sediment.errors import PluginError
 from sediment.evidence.verifier_commands import VerifierCommands
-from sediment.export.pipeline import Evidence, export_objective, export_rlvr_from_rollouts
+from sediment.export.pipeline import Evidence, export_objective, export_through_target
 from sediment.model.rollout import Rollout
 from sediment.plugin import (
     AdaptedRow,
@@ -136,7 +136,7 @@ def export(path: str, rollouts: Sequence[Rollout], out: Path) -> dict[str, Any]:
     if path == "target":
         registry = plugin_registry(("answers", make_target()),
                                    ("answer-v1", make_profile("answers", "rlvr", "rollouts")), builtins=False)
-        return export_rlvr_from_rollouts(list(rollouts), None, out, target="answers", profile="answer-v1",
+        return export_through_target(list(rollouts), None, out, target="answers", profile="answer-v1",
                                          split_enabled=True, registry=registry, verifier_commands=commands)
     registry = plugin_registry(("answers", make_objective()),
                                ("answer-v1", make_profile("answers", "answers", "answers")), builtins=False)

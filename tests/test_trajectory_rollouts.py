@@ -10,6 +10,7 @@ import pytest
 
 from sediment.bundle.read import open_bundle
 from sediment.demo import run_demo
+from sediment.evidence.recipe import Recipe
 from sediment.evidence.rollout import RolloutEvidence
 from sediment.evidence.verifier_commands import VerifierCommands
 from sediment.importing.run import import_records, import_results
@@ -35,7 +36,7 @@ def test_every_segment_is_one_record_with_its_ci_outcome(bundle_dir: Path) -> No
     categories = set()
     for rollout in rollouts:
         evidence = RolloutEvidence(rollout, mirrors=None, verifier_commands=VerifierCommands.empty(),
-                                   repositories=bundle.repositories)
+                                   recipe=Recipe("unread", 1), repositories=bundle.repositories)
         resolution = evidence.reward_resolution
         mine = by_session[rollout.session_id]
         assert len(mine) == len(rollout.segments)

@@ -108,13 +108,14 @@ def describe_objective() -> ObjectiveInfo:
         unit="attributed completion",
         units="completions",
         recipes=tuple(Recipe(name, version, text) for name, version, text in DPO_RECIPES),
-        populations={"dpo": PopulationInfo(PAIR_SCHEMA_ID, OWN_SKIP_REASONS, label="pair")},
+        populations={"dpo": PopulationInfo(PAIR_SCHEMA_ID, OWN_SKIP_REASONS, label="pair", fields_under="metadata")},
         direct_needs_mirrors=False,
         from_needs_mirrors=False,
         supports_from=True,
         description=DESCRIPTION,
         remedies=REMEDIES,
         help=HELP,
+        prompt_buckets=True,  # the report's dpo_bucket_sparsity and dpo_near_duplicate_buckets
     )
 
 

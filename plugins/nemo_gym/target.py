@@ -11,8 +11,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from sediment.plugin import (
-    RECIPE_ID,
-    RECIPE_VERSION,
     ROLLOUT_SKIP_REASONS,
     Population,
     PopulationInfo,
@@ -35,7 +33,7 @@ REWARDS = {"passed": 1.0, "failed": 0.0}
 @hookimpl
 def describe_target() -> TargetInfo:
     return TargetInfo(
-        populations={"rollouts": PopulationInfo(SCHEMA_ID, ROLLOUT_SKIP_REASONS)},
+        populations={"rollouts": PopulationInfo(SCHEMA_ID, ROLLOUT_SKIP_REASONS, fields_under="metadata")},
         needs_mirrors=False,
         description="NeMo Gym rollout boundary rows with categorical CI reward",
     )
@@ -71,8 +69,8 @@ def project_row(population: Population, evidence: RolloutEvidence) -> Sequence[P
     for index, segment in enumerate(rollout.segments):
         metadata: dict[str, Any] = {
             "instance_id": segment_instance_id(rollout.org_id, rollout.session_id, index),
-            "recipe_id": RECIPE_ID,
-            "recipe_version": RECIPE_VERSION,
+            "recipe_id": evidence.recipe.name,
+            "recipe_version": evidence.recipe.version,
         }
         put_optional(metadata, "reward_source", reward_source(selected))
         metadata |= {

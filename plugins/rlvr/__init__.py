@@ -5,11 +5,24 @@ outcomes). RLVR has targets: each is one canonical row contract (``sediment``, `
 ``nemo-gym``, and any third party's), writing ``tasks`` and/or ``rollouts`` rows, and the
 chosen target projects every Rollout. Contract v2 targets and profiles name no objective;
 RLVR, the objective of that contract, is their default.
+
+It declares its recipe (``rlvr_ci``) and registers the RLVR component schemas its targets'
+rows build on (``schemas/``: ``rlvr-turn`` v3, ``rlvr-decision`` v2, ``rlvr-inference-message``
+v2). What every target's hooks receive (``RolloutEvidence``, the task and turn helpers) is the
+core's target contract, reached through ``sediment.plugin`` (docs/plugins.md).
 """
 
 from __future__ import annotations
 
-from sediment.plugin import RECIPE_ID, RECIPE_VERSION, ObjectiveInfo, Recipe, hookimpl
+from collections.abc import Sequence
+from typing import Any
+
+from sediment.plugin import ObjectiveInfo, Recipe, hookimpl, schemas_in
+
+#: The one recipe: the reward is the resolved CI verdict. Targets write it from
+#: ``evidence.recipe`` (the recipe the export runs), never from this module.
+RECIPE_ID = "rlvr_ci"
+RECIPE_VERSION = 1
 
 DESCRIPTION = "Project Rollouts into RLVR rows for one target, or for one consumer profile of it."
 HELP = """\
@@ -46,3 +59,8 @@ def describe_objective() -> ObjectiveInfo:
         description=DESCRIPTION,
         help=HELP,
     )
+
+
+@hookimpl
+def register_schemas() -> Sequence[dict[str, Any]]:
+    return schemas_in(__name__)

@@ -6,8 +6,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from sediment.plugin import (
-    RECIPE_ID,
-    RECIPE_VERSION,
     ROLLOUT_SKIP_REASONS,
     TASK_REMEDIES,
     Population,
@@ -66,8 +64,8 @@ def task_row(evidence: RolloutEvidence) -> ProjectedRow:
     resolution = basis.resolution
     row: dict[str, Any] = {
         "instance_id": task_instance_id(evidence, basis),
-        "recipe_id": RECIPE_ID,
-        "recipe_version": RECIPE_VERSION,
+        "recipe_id": evidence.recipe.name,
+        "recipe_version": evidence.recipe.version,
         "reward_source": reward_source(resolution),
         "repo": resolution.repo,
         "base_commit": basis.patch.base_commit,
@@ -108,8 +106,8 @@ def rollout_rows(evidence: RolloutEvidence) -> list[ProjectedRow]:
     for index, segment in enumerate(rollout.segments):
         row: dict[str, Any] = {
             "instance_id": segment_instance_id(rollout.org_id, rollout.session_id, index),
-            "recipe_id": RECIPE_ID,
-            "recipe_version": RECIPE_VERSION,
+            "recipe_id": evidence.recipe.name,
+            "recipe_version": evidence.recipe.version,
         }
         put_optional(row, "reward_source", reward_source(selected))
         put_optional(row, "ci_resolution", plain(selected) if selected else None)

@@ -80,7 +80,7 @@ def describe_objective() -> ObjectiveInfo:
         unit="attributed completion",
         units="attributed_completions",
         recipes=RECIPES,
-        populations={POPULATION: PopulationInfo(SCHEMA_ID, SKIP_REASONS, label="sample")},
+        populations={POPULATION: PopulationInfo(SCHEMA_ID, SKIP_REASONS, label="sample", fields_under="metadata")},
         direct_needs_mirrors=True,
         from_needs_mirrors=False,
         supports_from=True,

@@ -11,8 +11,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from sediment.plugin import (
-    RECIPE_ID,
-    RECIPE_VERSION,
     TASK_REMEDIES,
     Population,
     PopulationInfo,
@@ -61,8 +59,8 @@ def project_row(population: Population, evidence: RolloutEvidence) -> Sequence[P
     basis = task_basis(evidence)
     resolution = basis.resolution
     metadata: dict[str, Any] = {
-        "recipe_id": RECIPE_ID,
-        "recipe_version": RECIPE_VERSION,
+        "recipe_id": evidence.recipe.name,
+        "recipe_version": evidence.recipe.version,
         "reward_source": "resolved_ci_pass",
     }
     put_optional(metadata, "verification", evidence.verification(resolution.repo))

@@ -293,13 +293,14 @@ def render_dataset_diagnostics(report: DatasetDiagnosticsReport) -> None:
             table.add_row(console.cell(row["model"] or "(all models)"), str(st["count"]), _number(st["mean"]),
                           _number(st["median"]), _number(st["min"]), _number(st["max"]), _number(st["stdev"]))
         _print(table, bar_chart("", [(b, float(n)) for b, n in chart.bins], value_format="{:.0f}"))
-    _print(console.line(("dpo prompt-bucket sparsity", "bold")))
-    for row in report.dpo_bucket_sparsity:
-        _print(bar_chart(f"  {_dataset_label(row)}: {row['total_buckets']} buckets, {row['total_candidates']} "
-                         f"candidates, {row['singleton_candidates']} singletons "
-                         f"({row['singleton_candidate_fraction']:.1%}), {row['cap_hit_buckets']} over the cap",
-                         [(f"size {k}", float(v)) for k, v in row["bucket_size_histogram"].items()],
-                         value_format="{:.0f}"))
+    for name, sections in report.prompt_buckets.items():
+        _print(console.line((f"{name} prompt-bucket sparsity", "bold")))
+        for row in sections.bucket_sparsity:
+            _print(bar_chart(f"  {_dataset_label(row)}: {row['total_buckets']} buckets, {row['total_candidates']} "
+                             f"candidates, {row['singleton_candidates']} singletons "
+                             f"({row['singleton_candidate_fraction']:.1%}), {row['cap_hit_buckets']} over the cap",
+                             [(f"size {k}", float(v)) for k, v in row["bucket_size_histogram"].items()],
+                             value_format="{:.0f}"))
     _print(console.line(("cross-split prompt duplicates", "bold")))
     for row in report.cross_split_duplicates:
         _print(console.line(f"  {_dataset_label(row)}: {row['duplicate_prompt_count']} prompts in train and eval"))
@@ -312,14 +313,16 @@ def render_dataset_diagnostics(report: DatasetDiagnosticsReport) -> None:
         _print(console.line(f"  {row['dataset']} {row['recipe_id']} v{row['recipe_version']} · "
                             f"{row['eligibility_source']} · {row['model']}: {row['excluded_by_floor']} of "
                             f"{row['otherwise_eligible_completions']} excluded ({row['exclusion_rate']:.1%})"))
-    _print(console.line(("dpo near-duplicate prompt buckets", "bold")))
-    for row in report.dpo_near_duplicate_buckets:
-        _print(console.line(f"  {_dataset_label(row)}: {row['near_miss_pair_count']} of "
-                            f"{row['comparable_pair_count']} bucket pairs at Jaccard >= {row['threshold']:g} "
-                            f"({row['bucket_count']} buckets)"))
-        for example in row["examples"]:
-            _print(console.line(f"    {example['similarity']:.3f} ", example["model"], ": ",
-                                ", ".join(example["bucket_a_row_ids"]), " ~ ", ", ".join(example["bucket_b_row_ids"])))
+    for name, sections in report.prompt_buckets.items():
+        _print(console.line((f"{name} near-duplicate prompt buckets", "bold")))
+        for row in sections.near_duplicate_buckets:
+            _print(console.line(f"  {_dataset_label(row)}: {row['near_miss_pair_count']} of "
+                                f"{row['comparable_pair_count']} bucket pairs at Jaccard >= {row['threshold']:g} "
+                                f"({row['bucket_count']} buckets)"))
+            for example in row["examples"]:
+                _print(console.line(f"    {example['similarity']:.3f} ", example["model"], ": ",
+                                    ", ".join(example["bucket_a_row_ids"]), " ~ ",
+                                    ", ".join(example["bucket_b_row_ids"])))
     fate = report.fate
     _print(bar_chart("Fate diagnostic (edits whose observation joins a decision)",
                      [(k, float(v)) for k, v in fate["fates"].items()], value_format="{:.0f}"))
@@ -341,16 +344,27 @@ def _recipe_option(objective: Objective) -> inspect.Parameter:
         annotation=choices)
 
 
+def _threshold_option(objective: Objective) -> inspect.Parameter:
+    from sediment.reports.dataset_diagnostics import DEFAULT_NEAR_DUPLICATE_THRESHOLD, section_prefix
+
+    return inspect.Parameter(
+        f"threshold_{section_prefix(objective.name)}", inspect.Parameter.KEYWORD_ONLY, annotation=float,
+        default=typer.Option(DEFAULT_NEAR_DUPLICATE_THRESHOLD, f"--{objective.name}-near-duplicate-threshold",
+                             metavar="F", help=f"Jaccard similarity of two {objective.name} prompt buckets' tokens at "
+                             "which they are flagged (0.0 to 1.0)."))
+
+
 def run_diagnostics(*, org: str | None, mirrors: Path | None, as_json: bool, max_examples: int,
-                    threshold: float, recipes: dict[str, str | None], config: Path | None = None) -> None:
-    """One ``sediment report dataset-diagnostics`` run."""
-    from sediment.reports.dataset_diagnostics import store_dataset_diagnostics
+                    thresholds: dict[str, float], recipes: dict[str, str | None], config: Path | None = None) -> None:
+    """One ``sediment report dataset-diagnostics`` run (``thresholds``: per objective that
+    declares prompt buckets, its near-duplicate threshold)."""
+    from sediment.reports.dataset_diagnostics import check_options, store_dataset_diagnostics
     from sediment.settings import SettingsSources
 
-    if max_examples < 0:
-        raise UsageError("--max-examples must be >= 0")
-    if not 0.0 <= threshold <= 1.0:
-        raise UsageError("--dpo-near-duplicate-threshold must be between 0.0 and 1.0")
+    try:
+        check_options(max_examples, thresholds)
+    except ValueError as error:
+        raise UsageError(str(error)) from None
     org_id = settings.org_id(org)
     diagnosing = _diagnosing()
     root = settings.mirror_option(mirrors, "the report") if any(o.info.direct_needs_mirrors for o in diagnosing) else (
@@ -360,7 +374,7 @@ def run_diagnostics(*, org: str | None, mirrors: Path | None, as_json: bool, max
     registry.check_settings_sources(sources)
     report = store_dataset_diagnostics(settings.store(), org_id, root, registry=registry, sources=sources,
                                        recipes=recipes, max_examples=max_examples,
-                                       near_duplicate_threshold=threshold)
+                                       near_duplicate_thresholds=thresholds)
     if as_json:
         _emit_json(report.as_json())
     else:
@@ -370,8 +384,12 @@ def run_diagnostics(*, org: str | None, mirrors: Path | None, as_json: bool, max
 @cache
 def diagnostics_command() -> Any:
     """The click command of ``sediment report dataset-diagnostics``: one ``--NAME-recipe`` option
-    per installed objective that takes part (from its declaration)."""
+    per installed objective that takes part, and one ``--NAME-near-duplicate-threshold`` per
+    such objective that declares prompt buckets (from their declarations)."""
+    from sediment.reports.dataset_diagnostics import section_prefix
+
     diagnosing = _diagnosing()
+    bucketing = [o for o in diagnosing if o.info.prompt_buckets]
     params = [
         inspect.Parameter("org", inspect.Parameter.KEYWORD_ONLY, default=ORG_OPTION, annotation=str | None),
         inspect.Parameter("mirrors", inspect.Parameter.KEYWORD_ONLY, default=MIRRORS_OPTION, annotation=Path | None),
@@ -380,21 +398,21 @@ def diagnostics_command() -> Any:
         *(_recipe_option(o) for o in diagnosing),
         inspect.Parameter("max_examples", inspect.Parameter.KEYWORD_ONLY, annotation=int, default=typer.Option(
             5, "--max-examples", metavar="N", help="Examples listed per duplicate section (at least 0).")),
-        inspect.Parameter("threshold", inspect.Parameter.KEYWORD_ONLY, annotation=float, default=typer.Option(
-            0.8, "--dpo-near-duplicate-threshold", metavar="F",
-            help="Jaccard similarity of two prompt buckets' tokens at which they are flagged (0.0 to 1.0).")),
+        *(_threshold_option(o) for o in bucketing),
         inspect.Parameter("config", inspect.Parameter.KEYWORD_ONLY, annotation=Path | None, default=typer.Option(
             None, "--config", metavar="FILE", envvar="SEDIMENT_CONFIG_FILE", show_envvar=True,
             help="TOML file of plugin settings and the ladder's label-confidence table, as for an export.")),
     ]
     recipe_names = {f"recipe_{o.name.replace('-', '_')}": o.name for o in diagnosing}
+    threshold_names = {f"threshold_{section_prefix(o.name)}": o.name for o in bucketing}
 
     def command(**options: Any) -> None:
         recipes = {recipe_names[k]: (None if v is None else v.value) for k, v in list(options.items())
                    if k in recipe_names}
-        for key in recipe_names:
+        thresholds = {threshold_names[k]: v for k, v in options.items() if k in threshold_names}
+        for key in (*recipe_names, *threshold_names):
             options.pop(key)
-        run_diagnostics(recipes=recipes, **options)
+        run_diagnostics(recipes=recipes, thresholds=thresholds, **options)
 
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     command.__annotations__ = {p.name: p.annotation for p in params}

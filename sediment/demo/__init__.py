@@ -69,8 +69,8 @@ OPS_TESTS = (
 OPS_TESTS_V2 = OPS_TESTS + "\n\ndef test_div_quarter():\n    assert div(1, 4) == 0.25\n"
 OPS_TESTS_V3 = OPS_TESTS_V2 + "\n\ndef test_sub_negative():\n    assert sub(-1, -2) == 1\n"
 TRUE_DIV = "\n\ndef div(a, b):\n    return a / b\n"
-#: The DPO Sessions: two answers to one prompt, one accepted, one rejected.
-DPO_TASK = "Create power.py with a documented power(base, exponent)."
+#: The paired Sessions (for DPO): two answers to one prompt, one accepted, one rejected.
+PAIRED_TASK = "Create power.py with a documented power(base, exponent)."
 POWER = "def power(base, exponent):\n    \"\"\"base raised to exponent.\"\"\"\n    return base ** exponent\n"
 POWER_LOOP = ("def power(base, exponent):\n    \"\"\"base raised to exponent.\"\"\"\n    result = 1\n"
               "    for _ in range(exponent):\n        result *= exponent\n    return result\n")
@@ -386,7 +386,7 @@ def write_inputs(directory: Path) -> DemoInputs:
     # the second (committed anyway, and CI fails it): one preference pair
     for session, content, at, run_id, conclusion in (("sess-dpo-power", POWER, when(14), 114, "success"),
                                                      ("sess-dpo-power-loop", POWER_LOOP, when(15), 115, "failure")):
-        calls += session_calls(session, DPO_TASK, [
+        calls += session_calls(session, PAIRED_TASK, [
             Step("write_file", {"path": "power.py", "content": content}, "ok"),
             Step(text="Added power()."),
         ], at)
@@ -456,7 +456,7 @@ def run_demo(out: Path) -> dict[str, Any]:
     from sediment.derive.sessions import derive_bundle
     from sediment.errors import ProfileError
     from sediment.evidence.context import Evidence, store_evidence
-    from sediment.export.pipeline import export_objective, export_rlvr_from_rollouts
+    from sediment.export.pipeline import export_objective, export_through_target
     from sediment.git.mirror_root import mirror_identity
     from sediment.git.repositories import RepositoryContext
     from sediment.host.registry import load_registry
@@ -502,7 +502,7 @@ def run_demo(out: Path) -> dict[str, Any]:
                                config_path=loaded.config_path)
 
     def export(directory: Path, target: str, profile: str | None = None) -> dict[str, Any]:
-        return export_rlvr_from_rollouts(bundle, mirrors, directory, target=target, profile=profile,
+        return export_through_target(bundle, mirrors, directory, target=target, profile=profile,
                                          split_enabled=bundle.split_enabled, registry=registry,
                                          settings=settings, fragmented=bundle.manifest.fragmented)
 

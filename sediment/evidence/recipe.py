@@ -23,7 +23,7 @@ class Recipe:
 
     Rows name it (``recipe_id``, ``recipe_version``); a different rule is a new version.
 
-    :param name: the recipe id, a snake_case word (``rlvr_ci``, ``sft_curated``).
+    :param name: the recipe id, a snake_case word (``ci_verdict``, ``human_accepts``).
     :param version: its integer version (independent of schema and policy versions).
     :param description: one line for ``--help`` and ``sediment objectives``.
     """

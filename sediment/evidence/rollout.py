@@ -1,4 +1,11 @@
-"""What a target may read about one Rollout while projecting it.
+"""What a target may read about one Rollout while projecting it: the target contract.
+
+Targets are a host-level plugin kind: a contract v2 target names no objective, so the value its
+hooks receive (:class:`RolloutEvidence`) and the task and turn helpers it builds rows with
+(:mod:`sediment.evidence.tasks`, :mod:`sediment.evidence.turns`) belong to the core and reach
+plugins through :mod:`sediment.plugin`, the one module a plugin imports. What is one
+objective's own (its recipe, its row schemas) lives in that objective's plugin; a target reads
+the recipe the export runs from :attr:`RolloutEvidence.recipe`.
 
 :class:`RolloutEvidence` computes CI resolution, the reward resolution, problem statements
 and reference patches lazily and once per Rollout, so targets with two populations share the
@@ -37,14 +44,13 @@ from sediment.model.rollout import Rollout, Turn
 from sediment.records import plain
 
 NON_TEXT_MARKER = "[non-text content omitted]"
-RECIPE_ID = "rlvr_ci"
-RECIPE_VERSION = 1
 REWARD_SOURCES = {"passed": "resolved_ci_pass", "failed": "resolved_ci_fail"}
 
 
 class RolloutEvidence:
     """One Rollout plus the configuration projection reads (mirrors, verifier commands) and the
-    recipe the export was asked for (``None`` when the caller named none)."""
+    recipe the export runs (:attr:`recipe`: the one asked for, else the objective's first); a
+    target writes its ``recipe_id``/``recipe_version`` from it."""
 
     def __init__(
         self,
@@ -52,8 +58,8 @@ class RolloutEvidence:
         *,
         mirrors: MirrorRoot | None,
         verifier_commands: VerifierCommands,
+        recipe: Recipe,
         ci_policy: CIResolutionPolicy = DEFAULT_CI_POLICY,
-        recipe: Recipe | None = None,
         repositories: RepositoryContext | None = None,
     ) -> None:
         self.rollout = rollout

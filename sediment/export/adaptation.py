@@ -37,20 +37,21 @@ CANONICAL = "canonical"
 PROFILE = "profile"
 
 
-def row_field(row: Any, key: str) -> Any:
-    """A canonical row's field at top level, else under ``metadata`` (NeMo-shaped rows)."""
+def row_field(row: Any, key: str, under: str = "") -> Any:
+    """A canonical row's field at top level, else in the object at ``under`` (the population's
+    declared ``PopulationInfo.fields_under``; empty: top level only)."""
     if key in row:
         return row[key]
-    metadata = row.get("metadata")
-    return metadata.get(key) if isinstance(metadata, dict) else None
+    holder = row.get(under) if under else None
+    return holder.get(key) if isinstance(holder, dict) else None
 
 
 def evidence_row(profile: str, canonical: dict[str, Any], schema_id: str, adapted: AdaptedRow,
-                 split: str, prompt_sha256: str) -> dict[str, Any]:
+                 split: str, prompt_sha256: str, *, fields_under: str = "") -> dict[str, Any]:
     """The sidecar line of one data line (keys in this order)."""
     return {
         "profile": profile,
-        "instance_id": row_field(canonical, "instance_id") or adapted.instance_id,
+        "instance_id": row_field(canonical, "instance_id", fields_under) or adapted.instance_id,
         "split": split,
         "row_sha256": canonical_digest(adapted.body),
         "source_row_sha256": canonical_digest(canonical),
@@ -95,8 +96,10 @@ class RowAdaptation:
     """
 
     def __init__(self, profile: Profile, settings: PluginSettings, schemas: SchemaSet, *, owner: str,
-                 split_enabled: bool) -> None:
+                 split_enabled: bool, fields_under: str = "") -> None:
         self.profile = profile
+        #: where the population's rows keep Sediment's own fields besides the top level
+        self.fields_under = fields_under
         self.settings = settings
         self.schemas = schemas
         self.owner = owner
@@ -132,7 +135,8 @@ class RowAdaptation:
             self.profile.count(tally.skips(PROFILE), [problem])
             return
         prompt_sha256 = canonical_digest({"prompt": adapted.prompt})
-        sidecar = evidence_row(self.profile.name, row.body, self.schema_id, adapted, row.split, prompt_sha256)
+        sidecar = evidence_row(self.profile.name, row.body, self.schema_id, adapted, row.split, prompt_sha256,
+                               fields_under=self.fields_under)
         if sidecar["instance_id"] is None:
             raise PluginError(f"profile {self.profile.name!r} adapted a row without an instance_id and named none "
                               "(AdaptedRow.instance_id)")
@@ -141,7 +145,7 @@ class RowAdaptation:
         self.positions[side] += 1
         tally.emitted["data"] += 1
         tally.prompts.setdefault(side, set()).add(prompt_sha256)
-        tally.reward_sources[row_field(row.body, "reward_source") or "absent"] += 1
+        tally.reward_sources[row_field(row.body, "reward_source", self.fields_under) or "absent"] += 1
 
     def summary(self, owner: str, units_key: str, units: int, tally: Tally, canonical_vocabulary: tuple[str, ...],
                 published: PublishedExport) -> dict[str, Any]:
@@ -181,8 +185,10 @@ class ProfileProjection:
         self.objective = objective
         self.target_settings = target_settings
         self.claim = PROFILE_CLAIM_PREFIX + profile.name
+        population = profile.info.population
         self.adaptation = RowAdaptation(profile, settings, schemas, owner=f"target {target.name!r}",
-                                        split_enabled=split_enabled)
+                                        split_enabled=split_enabled,
+                                        fields_under=target.info.populations[population].fields_under)
 
     def project(self, evidence: RolloutEvidence, files: RowFiles, tally: Tally) -> None:
         adaptation = self.adaptation

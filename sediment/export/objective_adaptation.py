@@ -70,8 +70,10 @@ class ObjectiveProfileProjection(ObjectiveProjection):
         self.claim = PROFILE_CLAIM_PREFIX + profile.name
         self.stems = ProfileProjection.stems
         self.budget = PROFILE_MATERIALIZATION_BUDGET if budget is None else budget
+        population = profile.info.population
         self.adaptation = RowAdaptation(profile, settings, schemas, owner=f"objective {objective.name!r}",
-                                        split_enabled=split_enabled)
+                                        split_enabled=split_enabled,
+                                        fields_under=objective.info.populations[population].fields_under)
         self._read: Counter[str] = Counter()
 
     def run(self, context: Any, files: RowFiles, tally: Tally) -> None:
@@ -91,7 +93,7 @@ class ObjectiveProfileProjection(ObjectiveProjection):
     def _adapt(self, row: ProjectedRow, rows: ProfileFiles | _Held, tally: Tally) -> None:
         adaptation = self.adaptation
         adaptation.validate(row)
-        named = row_field(row.body, "split")
+        named = row_field(row.body, "split", adaptation.fields_under)
         if named is not None and named != row.split:
             raise PluginError(f"objective {self.objective.name!r} routed a {adaptation.population} row to {row.split} "
                               f"whose split field says {named!r}")

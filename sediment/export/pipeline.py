@@ -53,7 +53,7 @@ from sediment.parallel import ordered_chunks
 from sediment.settings import PluginSettings, SettingsSources
 
 __all__ = ["Budgets", "Evidence", "OrderedRollouts", "ProgressCallback", "RolloutSource", "export_objective",
-           "export_rlvr_from_rollouts"]
+           "export_through_target"]
 
 
 @dataclass(frozen=True)
@@ -226,7 +226,7 @@ def _export_into(out: Path, owner: Ownership, projection: Projection | Objective
     return summary
 
 
-def export_rlvr_from_rollouts(
+def export_through_target(
     rollouts: RolloutSource,
     mirrors: MirrorRoot | None,
     out_dir: str | Path,
@@ -246,8 +246,9 @@ def export_rlvr_from_rollouts(
 ) -> dict[str, Any]:
     """Project ``rollouts`` through ``target`` (and ``profile``) into ``out_dir``; the summary.
 
-    The contract-v2 entry point: :func:`export_objective` for ``target``'s objective (an
-    unknown target is refused as a target of the default objective).
+    :func:`export_objective` for ``target``'s objective: the one it names, else the installed
+    default objective (a contract v2 target names none; an unknown target is refused as a
+    target of the default objective).
 
     :param rollouts: trusted canonical Rollouts; a lazily indexable sequence is read one at a time.
     :param mirrors: the mirror root, or ``None`` for targets that project without mirrors.

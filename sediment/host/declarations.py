@@ -65,17 +65,24 @@ class PopulationInfo:
     :param label: for an objective's own population, the singular noun its rows are counted by
         in summaries (``sample`` gives ``sample_rows`` and ``sample_skipped``); default: the
         population name. A target's populations take the label their objective declares.
+    :param fields_under: for rows whose top level is a consumer's shape, the key of the object
+        that keeps Sediment's own fields (``instance_id``, ``split``, ``reward_source``), e.g.
+        ``"metadata"``; a profile export reads them at the top level first, then there. Empty
+        (the default): only at the top level.
     """
 
     schema_id: str
     skip_reasons: tuple[str, ...] = ()
     label: str = ""
+    fields_under: str = ""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "skip_reasons", tuple(self.skip_reasons))
         _check_reasons(self.skip_reasons, f"population {self.schema_id}")
         if self.label:
             check_word(self.label, f"population {self.schema_id} label")
+        if self.fields_under:
+            check_word(self.fields_under, f"population {self.schema_id} fields_under")
 
 
 @dataclass(frozen=True)
@@ -149,6 +156,12 @@ class ObjectiveInfo:
         knows better in its context), one short line saying what would change it: a recipe, a
         setting, a missing ingest or mirror. When every unit of an export is skipped, the export
         ends with the dominant reason and its remedy (``nothing_written`` in the summary).
+    :param prompt_buckets: its ``diagnose_evidence`` yields
+        :class:`~sediment.plugin.PromptBucket` records (completions paired within exact-prompt
+        buckets). ``sediment report dataset-diagnostics`` then gives it two sections,
+        ``<name>_bucket_sparsity`` and ``<name>_near_duplicate_buckets`` (``-`` becomes ``_``),
+        and a ``--<name>-near-duplicate-threshold`` option; an objective that does not declare
+        it and yields a PromptBucket is refused.
     """
 
     title: str
@@ -165,6 +178,7 @@ class ObjectiveInfo:
     help: str = ""
     unit_skip_reasons: tuple[str, ...] = ()
     remedies: Mapping[str, str] = field(default_factory=dict)
+    prompt_buckets: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "remedies", _check_remedies(self.remedies, f"objective {self.title}"))

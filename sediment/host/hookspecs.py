@@ -180,7 +180,8 @@ def diagnose_evidence(context: ExportContext,  # type: ignore[empty-body]
     directory: nothing is written. The implementation reads the evidence as
     ``project_evidence`` does and yields :class:`~sediment.plugin.DiagnosedRow` for every row
     the export would write, :class:`~sediment.plugin.PromptBucket` for every prompt bucket
-    holding a labelled member (objectives that pair completions of one prompt), and
+    holding a labelled member (objectives that pair completions of one prompt and declare
+    ``ObjectiveInfo.prompt_buckets``), and
     :class:`~sediment.plugin.FloorCandidate` for every unit that passed every check but the
     Confidence floor. The report aggregates them without knowing the objective.
 

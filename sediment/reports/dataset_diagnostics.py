@@ -12,30 +12,32 @@ store, plus the Sessions' edit observations and decisions, and summarizes:
   their row ids;
 - ``confidence_floor_exclusions``: per (stratum, model), units that passed everything but the
   Confidence floor, and how many the floor removes;
-- ``dpo_bucket_sparsity``: per stratum of a bucketing objective, how many labelled members its
-  prompt buckets hold (histogram ``1``, ``2``, ``3-5``, ``6-10``, ``10+`` = more than 10),
-  singletons and buckets over the pair cap;
-- ``dpo_near_duplicate_buckets``: pairs of a bucketing objective's buckets (emitted rows grouped
-  by org, model and prompt) of one org and model whose prompts' token sets have a Jaccard
-  similarity at or above the threshold: the same task asked in slightly different words, which
-  exact-prompt bucketing keeps apart;
+- per objective that declares prompt buckets (``ObjectiveInfo.prompt_buckets``), in ascending
+  name, two sections named after it (``-`` becomes ``_``):
+  ``<name>_bucket_sparsity``: per stratum, how many labelled members its prompt buckets hold
+  (histogram ``1``, ``2``, ``3-5``, ``6-10``, ``10+`` = more than 10), singletons and buckets
+  over the pair cap; ``<name>_near_duplicate_buckets``: pairs of its buckets (emitted rows
+  grouped by org, model and prompt) of one org and model whose prompts' token sets have a
+  Jaccard similarity at or above its threshold: the same task asked in slightly different
+  words, which exact-prompt bucketing keeps apart;
 - ``abandonment``: the abandonment summary (dormant: Sediment never concludes that a Session was
   abandoned; docs/attributed-completions.md);
 - ``fate``: what became of each agent edit whose observation joins an attached decision
   (``deleted`` at retention ≤ 0.1, ``unmodified`` at ≥ 0.9, else ``partially_modified``).
 
-The section names are the report's contract (docs/reports.md); the sections named ``dpo_*`` hold the strata
-of every objective that yields prompt buckets. :func:`dataset_diagnostics` is a pure function of
-its inputs: shuffled records give an equal report.
+The section names are the report's contract (docs/reports.md); the core names no objective: the
+bucket sections take their names from the objectives that declare them. :func:`dataset_diagnostics`
+is a pure function of its inputs: shuffled records give an equal report.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from itertools import combinations
 from typing import Any
@@ -71,8 +73,11 @@ class DatasetDiagnosis:
     recipe_id: str
     recipe_version: int
     records: Sequence[Diagnosis]
-    #: whether the objective pairs completions within prompt buckets (it yielded PromptBuckets)
+    #: whether the objective declares prompt buckets (``ObjectiveInfo.prompt_buckets``): the
+    #: report then has its two bucket sections, and only then may it hold PromptBuckets
     bucketed: bool = False
+    #: the Jaccard similarity (in [0, 1]) at which two of its prompt buckets are flagged
+    near_duplicate_threshold: float = DEFAULT_NEAR_DUPLICATE_THRESHOLD
 
 
 @dataclass(frozen=True)
@@ -99,24 +104,48 @@ class ConfidenceHistogram:
 
 
 @dataclass(frozen=True)
+class PromptBucketSections:
+    """The two sections of one objective that declares prompt buckets."""
+
+    bucket_sparsity: list[dict[str, Any]]
+    near_duplicate_buckets: list[dict[str, Any]]
+
+
+def section_prefix(objective: str) -> str:
+    """How an objective's name starts its report sections (and its option's Python name)."""
+    return objective.replace("-", "_")
+
+
+@dataclass(frozen=True)
 class DatasetDiagnosticsReport:
-    """The report; :meth:`as_json` is ``--json`` (the eight sections in this order)."""
+    """The report; :meth:`as_json` is ``--json``: ``model_balance``, ``confidence_distributions``,
+    ``cross_split_duplicates``, ``confidence_floor_exclusions``, then per bucketing objective
+    (ascending name) ``<name>_bucket_sparsity`` and ``<name>_near_duplicate_buckets``, then
+    ``abandonment`` and ``fate``."""
 
     model_balance: list[dict[str, Any]]
     confidence_distributions: list[dict[str, Any]]
     cross_split_duplicates: list[dict[str, Any]]
     confidence_floor_exclusions: list[dict[str, Any]]
-    dpo_bucket_sparsity: list[dict[str, Any]]
-    dpo_near_duplicate_buckets: list[dict[str, Any]]
+    #: per objective that declares prompt buckets, by name, in ascending name
+    prompt_buckets: dict[str, PromptBucketSections]
     abandonment: dict[str, Any]
     fate: dict[str, Any]
     org_id: str = ""
     histograms: tuple[ConfidenceHistogram, ...] = field(default=(), repr=False)
 
     def as_json(self) -> dict[str, Any]:
-        found = asdict(self)
-        del found["org_id"], found["histograms"]
-        return found
+        found: dict[str, Any] = {
+            "model_balance": self.model_balance,
+            "confidence_distributions": self.confidence_distributions,
+            "cross_split_duplicates": self.cross_split_duplicates,
+            "confidence_floor_exclusions": self.confidence_floor_exclusions,
+        }
+        for name, sections in self.prompt_buckets.items():
+            found[f"{section_prefix(name)}_bucket_sparsity"] = sections.bucket_sparsity
+            found[f"{section_prefix(name)}_near_duplicate_buckets"] = sections.near_duplicate_buckets
+        found |= {"abandonment": self.abandonment, "fate": self.fate}
+        return copy.deepcopy(found)
 
 
 def _stratum_fields(stratum: Stratum) -> dict[str, Any]:
@@ -244,9 +273,9 @@ def _pair_head(d: DatasetDiagnosis, stratum: Stratum) -> dict[str, Any]:
             "rejected_label_source": stratum.rejected_label_source}
 
 
-def _sparsity(datasets: Sequence[DatasetDiagnosis]) -> list[dict[str, Any]]:
+def _sparsity(d: DatasetDiagnosis) -> list[dict[str, Any]]:
     found = []
-    for d in datasets:
+    if d.bucketed:
         by_stratum: dict[Stratum, list[PromptBucket]] = defaultdict(list)
         for b in (r for r in d.records if isinstance(r, PromptBucket)):
             if b.members:
@@ -275,10 +304,10 @@ def jaccard(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(union) if union else 0.0
 
 
-def _near_duplicates(datasets: Sequence[DatasetDiagnosis], threshold: float, max_examples: int
-                     ) -> list[dict[str, Any]]:
+def _near_duplicates(d: DatasetDiagnosis, max_examples: int) -> list[dict[str, Any]]:
     found = []
-    for d in (d for d in datasets if d.bucketed):
+    threshold = d.near_duplicate_threshold
+    if d.bucketed:
         strata = sorted({r.stratum for r in _rows(d)} | {b.stratum for b in d.records if isinstance(b, PromptBucket)},
                         key=lambda s: s.sort_key)
         for stratum in strata:
@@ -374,20 +403,28 @@ def _abandonment(sessions: Sequence[SessionEdits], quarantine_revision: int) -> 
             "provenance": {"policy_version": ABANDONMENT_POLICY_VERSION, "quarantine_revision": quarantine_revision}}
 
 
+def check_options(max_examples: int, near_duplicate_thresholds: Mapping[str, float]) -> None:
+    """Refuse ``max_examples`` below 0 and a threshold (per objective name) outside [0, 1]."""
+    if isinstance(max_examples, bool) or not isinstance(max_examples, int) or max_examples < 0:
+        raise ValueError("--max-examples must be >= 0")
+    for name, threshold in sorted(near_duplicate_thresholds.items()):
+        if not 0.0 <= threshold <= 1.0:
+            raise ValueError(f"--{name}-near-duplicate-threshold must be between 0.0 and 1.0")
+
+
 def dataset_diagnostics(datasets: Sequence[DatasetDiagnosis], sessions: Sequence[SessionEdits], *,
                         org_id: str = "", quarantine_revision: int = 0, max_examples: int = DEFAULT_MAX_EXAMPLES,
-                        near_duplicate_threshold: float = DEFAULT_NEAR_DUPLICATE_THRESHOLD
                         ) -> DatasetDiagnosticsReport:
     """The report over the objectives' records and the Sessions' edits (module docstring).
 
-    :param datasets: one per participating objective; reported in ascending dataset name.
+    :param datasets: one per participating objective; reported in ascending dataset name. Only
+        a ``bucketed`` one may hold PromptBuckets (a ValueError otherwise).
     :param max_examples: how many examples a duplicate section lists (at least 0).
-    :param near_duplicate_threshold: the Jaccard similarity (in [0, 1]) a bucket pair is flagged at.
     """
-    if isinstance(max_examples, bool) or not isinstance(max_examples, int) or max_examples < 0:
-        raise ValueError("--max-examples must be >= 0")
-    if not 0.0 <= near_duplicate_threshold <= 1.0:
-        raise ValueError("--dpo-near-duplicate-threshold must be between 0.0 and 1.0")
+    check_options(max_examples, {d.dataset: d.near_duplicate_threshold for d in datasets if d.bucketed})
+    for d in datasets:
+        if not d.bucketed and any(isinstance(r, PromptBucket) for r in d.records):
+            raise ValueError(f"dataset {d.dataset!r} holds PromptBuckets but does not declare prompt buckets")
     ordered = sorted(datasets, key=lambda d: d.dataset)
     distributions, charts = _confidence(ordered)
     return DatasetDiagnosticsReport(
@@ -395,8 +432,8 @@ def dataset_diagnostics(datasets: Sequence[DatasetDiagnosis], sessions: Sequence
         confidence_distributions=distributions,
         cross_split_duplicates=_cross_split(ordered, max_examples),
         confidence_floor_exclusions=_floor(ordered),
-        dpo_bucket_sparsity=_sparsity(ordered),
-        dpo_near_duplicate_buckets=_near_duplicates(ordered, near_duplicate_threshold, max_examples),
+        prompt_buckets={d.dataset: PromptBucketSections(_sparsity(d), _near_duplicates(d, max_examples))
+                        for d in ordered if d.bucketed},
         abandonment=_abandonment(sessions, quarantine_revision),
         fate=_fate(sessions, quarantine_revision),
         org_id=org_id,
@@ -426,7 +463,7 @@ def session_edits(rollout: Any) -> SessionEdits:
 def evidence_dataset_diagnostics(evidence: Any, org_id: str, *, registry: Any, sources: Any,
                                  recipes: dict[str, str | None] | None = None,
                                  max_examples: int = DEFAULT_MAX_EXAMPLES,
-                                 near_duplicate_threshold: float = DEFAULT_NEAR_DUPLICATE_THRESHOLD
+                                 near_duplicate_thresholds: Mapping[str, float] | None = None,
                                  ) -> DatasetDiagnosticsReport:
     """:func:`dataset_diagnostics` over an export's evidence (``sediment.evidence.context.Evidence``):
     every installed objective that implements ``diagnose_evidence`` reads it under the recipe
@@ -435,12 +472,14 @@ def evidence_dataset_diagnostics(evidence: Any, org_id: str, *, registry: Any, s
 
     :param registry: the plugin registry (:func:`sediment.host.registry.load_registry`).
     :param sources: the plugin settings sources (``SettingsSources``), as for an export.
+    :param near_duplicate_thresholds: per objective that declares prompt buckets, the Jaccard
+        similarity its bucket pairs are flagged at (default :data:`DEFAULT_NEAR_DUPLICATE_THRESHOLD`).
     """
     from sediment.errors import PluginError
     from sediment.evidence.context import ExportContext, export_order
 
-    # checked before reading anything
-    dataset_diagnostics([], [], max_examples=max_examples, near_duplicate_threshold=near_duplicate_threshold)
+    thresholds = dict(near_duplicate_thresholds or {})
+    check_options(max_examples, thresholds)  # before reading anything
     source = evidence.rollouts
     repositories = evidence.repositories or getattr(source, "repositories", None)
     datasets = []
@@ -454,25 +493,30 @@ def evidence_dataset_diagnostics(evidence: Any, org_id: str, *, registry: Any, s
         if strange:
             raise PluginError(f"objective {name!r} yielded {type(strange[0]).__name__} from diagnose_evidence; "
                               "expected DiagnosedRow, PromptBucket or FloorCandidate")
-        datasets.append(DatasetDiagnosis(name, recipe.name, recipe.version, records,
-                                         bucketed=any(isinstance(r, PromptBucket) for r in records)))
+        bucketed = objective.info.prompt_buckets
+        if not bucketed and any(isinstance(r, PromptBucket) for r in records):
+            raise PluginError(f"objective {name!r} yielded PromptBucket from diagnose_evidence but does not declare "
+                              "prompt_buckets=True (ObjectiveInfo)")
+        datasets.append(DatasetDiagnosis(name, recipe.name, recipe.version, records, bucketed=bucketed,
+                                         near_duplicate_threshold=thresholds.get(
+                                             name, DEFAULT_NEAR_DUPLICATE_THRESHOLD)))
     sessions = [session_edits(source[index]) for index in export_order(source)]
     facts = evidence.facts
     return dataset_diagnostics(datasets, sessions, org_id=org_id,
                                quarantine_revision=0 if facts is None else facts.quarantine_revision,
-                               max_examples=max_examples, near_duplicate_threshold=near_duplicate_threshold)
+                               max_examples=max_examples)
 
 
 def store_dataset_diagnostics(store: Any, org_id: str, mirrors: Any, *, registry: Any, sources: Any,
                               recipes: dict[str, str | None] | None = None,
                               max_examples: int = DEFAULT_MAX_EXAMPLES,
-                              near_duplicate_threshold: float = DEFAULT_NEAR_DUPLICATE_THRESHOLD
+                              near_duplicate_thresholds: Mapping[str, float] | None = None,
                               ) -> DatasetDiagnosticsReport:
     """:func:`evidence_dataset_diagnostics` over the fact store: the org's Rollouts derived one
     Session at a time under the default derivation policy, as a direct export reads them."""
     from sediment.evidence.context import store_evidence
 
-    dataset_diagnostics([], [], max_examples=max_examples, near_duplicate_threshold=near_duplicate_threshold)
+    check_options(max_examples, near_duplicate_thresholds or {})
     return evidence_dataset_diagnostics(store_evidence(store, org_id, mirrors), org_id, registry=registry,
                                         sources=sources, recipes=recipes, max_examples=max_examples,
-                                        near_duplicate_threshold=near_duplicate_threshold)
+                                        near_duplicate_thresholds=near_duplicate_thresholds)

@@ -119,11 +119,12 @@ from sediment.testing.mirrors import (
 )
 
 if TYPE_CHECKING:
+    from sediment import export_rlvr_from_rollouts
     from sediment.demo import run_demo
     from sediment.derive.attributed_completions import derive_attributed_completions
     from sediment.evidence.context import Evidence
     from sediment.evidence.verifier_commands import VerifierCommands
-    from sediment.export.pipeline import export_objective, export_rlvr_from_rollouts
+    from sediment.export.pipeline import export_objective
     from sediment.host.registry import load_registry
     from sediment.settings import SettingsSources
     from sediment.testing.stores import (
@@ -144,7 +145,7 @@ _LAZY: dict[str, str] = {
     "Evidence": "sediment.evidence.context",
     "VerifierCommands": "sediment.evidence.verifier_commands",
     "export_objective": "sediment.export.pipeline",
-    "export_rlvr_from_rollouts": "sediment.export.pipeline",
+    "export_rlvr_from_rollouts": "sediment",
     "load_registry": "sediment.host.registry",
     "SettingsSources": "sediment.settings",
     **dict.fromkeys(("FactStore", "StoreRollouts", "derive_bundle", "fact_store", "observe_notes", "store_evidence",

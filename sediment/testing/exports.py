@@ -91,9 +91,9 @@ def export_target(rollouts: Sequence[Rollout], mirrors: MirrorRoot | None, out_d
     configuration (``commands``: a ``VerifierCommands``); the summary. ``repositories`` is the
     repository context identified CI resolves with (without one, only legacy CI resolves)."""
     from sediment.evidence.verifier_commands import VerifierCommands
-    from sediment.export.pipeline import export_rlvr_from_rollouts
+    from sediment.export.pipeline import export_through_target
 
-    return export_rlvr_from_rollouts(rollouts, mirrors, out_dir, target=target, split_enabled=split,
+    return export_through_target(rollouts, mirrors, out_dir, target=target, split_enabled=split,
                                      verifier_commands=commands or VerifierCommands.empty(),
                                      repositories=repositories)
 
@@ -132,11 +132,11 @@ def run_export(rollouts: Sequence[Rollout], out_dir: Path, *, target: str, profi
         ``RepositoryContext.build(ORG, outcomes)`` (without one, only legacy CI resolves).
     """
     from sediment.evidence.verifier_commands import VerifierCommands
-    from sediment.export.pipeline import export_rlvr_from_rollouts
+    from sediment.export.pipeline import export_through_target
     from sediment.host.registry import load_registry
 
     registry = registry or load_registry()
-    summary = export_rlvr_from_rollouts(
+    summary = export_through_target(
         rollouts, mirrors, out_dir, target=target, profile=profile, split_enabled=split_enabled,
         registry=registry, settings=settings_sources(settings),
         verifier_commands=VerifierCommands.empty(), repositories=repositories,

@@ -9,7 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sediment.plugin import RECIPE_ID, RECIPE_VERSION
+from sediment_rlvr import RECIPE_ID, RECIPE_VERSION
+
 from sediment.testing import ORG, POLICY, load_registry, outcome, rollout, snapshot, write_bundle
 
 

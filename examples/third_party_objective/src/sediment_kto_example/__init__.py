@@ -54,7 +54,7 @@ def describe_objective() -> ObjectiveInfo:
         unit="Rollout",
         units="rollouts",
         recipes=(RECIPE,),
-        populations={"kto": PopulationInfo(SCHEMA_ID, SKIP_REASONS, label="sample")},
+        populations={"kto": PopulationInfo(SCHEMA_ID, SKIP_REASONS, label="sample", fields_under="metadata")},
         direct_needs_mirrors=True,
         from_needs_mirrors=False,
         supports_from=True,
