@@ -473,6 +473,7 @@ NAMING_EXCEPTIONS: dict[tuple[str, str | None], str] = {
     ("sediment/__init__.py", "export_rlvr_from_rollouts"): "the seed's library API, kept for its callers as a thin "
                                                            "call of export_through_target",
     ("sediment/__init__.py", "export_rlvr_from_bundle"): "the seed's library API, kept for its callers",
+    ("sediment/testing/__init__.py", "export_rlvr_from_rollouts"): "the test kit re-exports the seed's library API",
     ("sediment/cli/library.py", "SFT"): "the trajectory library's SFT-eligible view (docs/trajectories.md): a "
                                         "property of a trajectory, not the sft objective",
     ("sediment/cli/library.py", "SFT-eligible"): "the same view's help text",

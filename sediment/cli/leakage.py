@@ -40,9 +40,9 @@ LEAKAGE_HELP = (
     "Tags, never deletes: with --out it writes eval_sets.jsonl (one line per row id: the eval sets it "
     "overlaps), leakage.json and leakage.html. See docs/leakage.md.\n\n"
     "\b\nExamples:\n"
-    "  sediment report leakage out/sediment out/sft out/dpo --out leakage/\n"
+    "  sediment report leakage exports/tasks exports/chat exports/pairs --out leakage/\n"
     "  sediment report leakage out/sediment --benchmark swe-bench-verified.jsonl --mirrors ~/mirrors\n"
-    "  sediment report leakage out/sft --json --fail-on exact_prompt\n"
+    "  sediment report leakage exports/chat --json --fail-on exact_prompt\n"
 )
 
 
