@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from sediment.ingest import TranslationError
-from sediment.ingest.ci import translate_ci
+from sediment.ingest.ci.neutral import translate_ci
 from sediment.ingest.facts_jsonl import json_copy
 from sediment.model.facts import CIOutcome
 from sediment.store.ids import fact_id

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from sediment.ingest import Translation, TranslationError
+from sediment.ingest.ci.github import SKIP_REASONS, evident_event, translate_github
+from sediment.ingest.ci.github_fields import CONCLUSION_RESULTS, github_result
 from sediment.ingest.facts_jsonl import content_hash
-from sediment.ingest.github import SKIP_REASONS, evident_event, translate_github
-from sediment.ingest.github_fields import CONCLUSION_RESULTS, github_result
 from sediment.model.facts import CIOutcome, PullRequestMerge, Push, RepositoryRename
 from sediment.store.ids import fact_id
 

@@ -19,7 +19,7 @@ from sediment.cli import console, settings
 from sediment.ingest import IngestError, Translation
 
 if TYPE_CHECKING:
-    from sediment.ingest.files import IngestReport
+    from sediment.ingest.reading.files import IngestReport
 
 ingest_app = typer.Typer(help="Ingest Facts from files: canonical JSONL, GitHub, GitLab, CircleCI and Buildkite "
                               "webhooks, CI outcomes, call logs, JUnit test reports, agent OTLP log exports, agent "
@@ -70,7 +70,7 @@ class CallFormat(StrEnum):
 
 def _run(files: list[str], translate: Callable[[Any], Translation], as_json: bool, workers: int = 1, *,
          org_id: str) -> None:
-    from sediment.ingest.files import ingest_files
+    from sediment.ingest.reading.files import ingest_files
 
     report = ingest_files(files, translate, settings.store(), workers=workers)
     _render(report, as_json)
@@ -134,7 +134,7 @@ def github(files: list[str] = typer.Argument(..., help=FILES_HELP),
     A bare payload's event is read from its top-level keys where exactly one event fits them
     (workflow_run, workflow_job, check_run, check_suite, pull_request, push, a repository action),
     so a folder of mixed events is one command; one whose keys do not show it needs --event."""
-    from sediment.ingest.github import translate_github
+    from sediment.ingest.ci.github import translate_github
 
     org_id = settings.org_id(org)
     now = settings.capture_time()
@@ -147,7 +147,7 @@ def ci(files: list[str] = typer.Argument(..., help=FILES_HELP),
        org: str | None = typer.Option(None, "--org", help=ORG_HELP),
        as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout.")) -> None:
     """Vendor-neutral CI outcomes (GitLab, CircleCI, Buildkite, Jenkins senders)."""
-    from sediment.ingest.ci import translate_ci
+    from sediment.ingest.ci.neutral import translate_ci
 
     org_id = settings.org_id(org)
     now = settings.capture_time()
@@ -212,7 +212,7 @@ def gitlab(files: list[str] = typer.Argument(..., help=FILES_HELP),
     final events is stored, keyed by object_attributes.finished_at, and the last decides
     (docs/ci-providers.md, Re-runs). Re-ingesting stores nothing new.
     """
-    from sediment.ingest.gitlab import translate_gitlab
+    from sediment.ingest.ci.gitlab import translate_gitlab
 
     org_id = settings.org_id(org)
     now = settings.capture_time()
@@ -220,11 +220,11 @@ def gitlab(files: list[str] = typer.Argument(..., help=FILES_HELP),
          as_json, org_id=org_id)
 
 
-_provider_command("circleci", "sediment.ingest.circleci", "translate_circleci", "circleci-event-type",
+_provider_command("circleci", "sediment.ingest.ci.circleci", "translate_circleci", "circleci-event-type",
                   "CircleCI webhooks: workflow-completed and job-completed deliveries. A rerun is a new "
                   "workflow of the same pipeline and name; CI resolution judges them as one lineage, ordered "
                   "by workflow.created_at (docs/ci-providers.md, Re-runs).")
-_provider_command("buildkite", "sediment.ingest.buildkite", "translate_buildkite", "X-Buildkite-Event",
+_provider_command("buildkite", "sediment.ingest.ci.buildkite", "translate_buildkite", "X-Buildkite-Event",
                   "Buildkite webhooks: build.finished and job.finished deliveries (other build.* and job.* "
                   "events until final). A build that finishes again after a job retry is stored again, keyed "
                   "by build.finished_at; a rebuild joins the lineage of the build it rebuilt "
@@ -304,8 +304,8 @@ def otlp(files: list[str] = typer.Argument(..., help="OTLP/JSON log exports, one
     other records of its batch still ingest, and the command exits 8. Re-ingesting stores
     nothing new. --json adds log_records (how many the batches held) to the report.
     """
-    from sediment.ingest.files import ingest_files
     from sediment.ingest.otlp import translate_otlp
+    from sediment.ingest.reading.files import ingest_files
 
     org_id = settings.org_id(org)
     now = settings.capture_time()

@@ -35,7 +35,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from sediment import __version__
-from sediment.ingest.json_text import RecordProblem
+from sediment.ingest.reading.json_text import RecordProblem
 from sediment.receiver import auth
 from sediment.receiver.config import ReceiverConfig
 from sediment.receiver.spool import Spool, body_digest, delivery_key

@@ -326,7 +326,7 @@ def build(**fields: Any) -> Trajectory:
 
 
 #: The deepest nesting of arrays and objects a record may hold: sources are read to 256 levels
-#: (:data:`sediment.ingest.json_text.MAX_DEPTH`), a record wraps them in a few more.
+#: (:data:`sediment.ingest.reading.json_text.MAX_DEPTH`), a record wraps them in a few more.
 MAX_RECORD_DEPTH = 320
 #: The integers every reader of the library keeps exact (orjson reads a larger one as a float).
 INTEGER_RANGE = (-(2**63), 2**64 - 1)

@@ -30,11 +30,11 @@ from typing import IO, Any, Final
 from pydantic import ValidationError
 
 from sediment.ingest import Translation, TranslationError
-from sediment.ingest.content_redaction import RedactionTally, tallying
-from sediment.ingest.json_text import _NUMBER, _TOKEN, JsonReader, RecordProblem, _skip_ws, _utf8
-from sediment.ingest.json_text import MAX_DEPTH as MAX_DEPTH
-from sediment.ingest.json_text import parse_line as parse_line
-from sediment.ingest.json_text import too_deep as too_deep
+from sediment.ingest.reading.json_text import _NUMBER, _TOKEN, JsonReader, RecordProblem, _skip_ws, _utf8
+from sediment.ingest.reading.json_text import MAX_DEPTH as MAX_DEPTH
+from sediment.ingest.reading.json_text import parse_line as parse_line
+from sediment.ingest.reading.json_text import too_deep as too_deep
+from sediment.ingest.redaction.content import RedactionTally, tallying
 from sediment.model.facts import FactModel
 from sediment.parallel import ordered_chunks
 from sediment.store import AppendResult, FactStore
@@ -70,7 +70,7 @@ class IngestReport:
     problems: list[InputProblem] = field(default_factory=list)
     #: Elements the records held, when a record is a batch of them (an OTLP export's log records).
     elements: int = 0
-    #: The secrets redacted inside content (:mod:`sediment.ingest.content_redaction`), by kind.
+    #: The secrets redacted inside content (:mod:`sediment.ingest.redaction.content`), by kind.
     redacted: RedactionTally = field(default_factory=RedactionTally)
 
     def absorb(self, other: IngestReport) -> None:
@@ -155,7 +155,7 @@ def records(path: str, *, max_line: int = MAX_LINE_BYTES, max_document: int = MA
     document of at most ``max_document`` bytes: an object, or an array whose elements are the
     records (numbered by position). A file that is not one document is read as JSON Lines.
     With ``keep_flaws`` a duplicate key or an unreadable number inside a record is kept as a
-    flaw (:class:`~sediment.ingest.json_text.JsonReader`) for the translator to refuse that part alone.
+    flaw (:class:`~sediment.ingest.reading.json_text.JsonReader`) for the translator to refuse that part alone.
     """
     handle = sys.stdin.buffer if path == "-" else open(path, "rb", buffering=READ_BUFFER)  # noqa: SIM115
     try:

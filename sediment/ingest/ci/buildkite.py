@@ -38,9 +38,9 @@ from typing import Any, Final
 
 from sediment.ci.reruns import BUILD_TIME
 from sediment.ingest import Translation, TranslationError
-from sediment.ingest.ci_runs import NOT_TERMINAL, UNSUPPORTED_EVENT_PREFIX, joined, outcome
+from sediment.ingest.ci.runs import NOT_TERMINAL, UNSUPPORTED_EVENT_PREFIX, joined, outcome
 from sediment.ingest.facts_jsonl import acting_org, json_copy
-from sediment.ingest.payload import (
+from sediment.ingest.reading.payload import (
     header,
     id_text,
     lookup,

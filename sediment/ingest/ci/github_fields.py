@@ -1,6 +1,6 @@
 """What GitHub's run, job and check events share: the result of a run, a repository's identity,
-and the pull request a run belongs to. Read by :mod:`sediment.ingest.github` and
-:mod:`sediment.ingest.github_checks`."""
+and the pull request a run belongs to. Read by :mod:`sediment.ingest.ci.github` and
+:mod:`sediment.ingest.ci.github_checks`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from sediment.ingest import TranslationError
-from sediment.ingest.payload import lookup as _lookup
+from sediment.ingest.reading.payload import lookup as _lookup
 from sediment.model.facts import CIResult
 
 GITHUB_HOST: Final = "github.com"

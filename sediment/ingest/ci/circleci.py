@@ -24,9 +24,9 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from sediment.ingest import Translation, TranslationError
-from sediment.ingest.ci_runs import NOT_TERMINAL, UNSUPPORTED_EVENT_PREFIX, outcome
+from sediment.ingest.ci.runs import NOT_TERMINAL, UNSUPPORTED_EVENT_PREFIX, outcome
 from sediment.ingest.facts_jsonl import acting_org, json_copy
-from sediment.ingest.payload import (
+from sediment.ingest.reading.payload import (
     header,
     id_text,
     lookup,

@@ -12,11 +12,11 @@ Providers (:data:`PROVIDERS`) and the header whose value is ``event_name``:
 =============  =========================  =============================================
 provider       event header               translator
 =============  =========================  =============================================
-``github``     ``X-GitHub-Event``         :func:`sediment.ingest.github.translate_github`
-``gitlab``     ``X-Gitlab-Event``         :func:`sediment.ingest.gitlab.translate_gitlab`
-``circleci``   ``circleci-event-type``    :func:`sediment.ingest.circleci.translate_circleci`
-``buildkite``  ``X-Buildkite-Event``      :func:`sediment.ingest.buildkite.translate_buildkite`
-``ci``         (none)                     :func:`sediment.ingest.ci.translate_ci` (vendor-neutral)
+``github``     ``X-GitHub-Event``         :func:`sediment.ingest.ci.github.translate_github`
+``gitlab``     ``X-Gitlab-Event``         :func:`sediment.ingest.ci.gitlab.translate_gitlab`
+``circleci``   ``circleci-event-type``    :func:`sediment.ingest.ci.circleci.translate_circleci`
+``buildkite``  ``X-Buildkite-Event``      :func:`sediment.ingest.ci.buildkite.translate_buildkite`
+``ci``         (none)                     :func:`sediment.ingest.ci.neutral.translate_ci` (vendor-neutral)
 ``litellm``    (none)                     :func:`sediment.ingest.calls.translate_call`, LiteLLM
 =============  =========================  =============================================
 
@@ -35,7 +35,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from sediment.ingest import Translation, TranslationError
-from sediment.ingest.json_text import JsonReader, RecordProblem
+from sediment.ingest.reading.json_text import JsonReader, RecordProblem
 
 
 class WebhookRefusal(TranslationError):
@@ -65,16 +65,16 @@ def event_header(provider: str) -> str | None:
 
 def _translator(provider: str) -> Callable[..., Translation]:
     if provider == "github":
-        from sediment.ingest.github import translate_github
+        from sediment.ingest.ci.github import translate_github
         return translate_github
     if provider == "gitlab":
-        from sediment.ingest.gitlab import translate_gitlab
+        from sediment.ingest.ci.gitlab import translate_gitlab
         return translate_gitlab
     if provider == "circleci":
-        from sediment.ingest.circleci import translate_circleci
+        from sediment.ingest.ci.circleci import translate_circleci
         return translate_circleci
     if provider == "buildkite":
-        from sediment.ingest.buildkite import translate_buildkite
+        from sediment.ingest.ci.buildkite import translate_buildkite
         return translate_buildkite
     raise AssertionError(provider)
 
@@ -104,7 +104,7 @@ def translate(provider: str, event_name: str | None, body: bytes, *, org_id: str
     payload = parse_body(body)
     try:
         if provider == "ci":
-            from sediment.ingest.ci import translate_ci
+            from sediment.ingest.ci.neutral import translate_ci
             return translate_ci(payload, org_id=org_id, captured_at=captured_at)
         if provider == "litellm":
             from sediment.ingest.calls import translate_call
