@@ -3,9 +3,14 @@
 Sediment's own bundles are read with :func:`open_bundle` and their CI resolved with
 :func:`sediment.plugin.resolve_ci` and :func:`select_reward_resolution`.
 
-The record models (:class:`Trajectory`, :class:`Event`, :class:`ToolCall`, ...), the builder
+The record models (:class:`Trajectory`, :class:`Event`, :class:`TrajectoryToolCall`, ...), the builder
 (:func:`build`), streaming reading (:func:`read_units`), strict parsing, the raw record with
 secrets redacted, task/attempt splitting, call-id namespacing, and the refusal type.
+
+``ToolCall``, ``ToolDefinition``, ``Provenance`` and ``Evidence`` are kept as the old names of
+:class:`TrajectoryToolCall`, :class:`TrajectoryToolDefinition`, :class:`TrajectoryProvenance`
+and :class:`TrajectoryEvidence` (the same classes), so an importer written before the rename
+still works; new code uses the ``Trajectory`` names, which no other Sediment model shares.
 """
 
 from __future__ import annotations
@@ -21,17 +26,17 @@ from sediment.trajectory.record import (
     Completeness,
     Demonstrator,
     Event,
-    Evidence,
     MissingField,
     Outcome,
-    Provenance,
     RawRecord,
     Role,
     Source,
-    ToolCall,
-    ToolDefinition,
     Trajectory,
     TrajectoryError,
+    TrajectoryEvidence,
+    TrajectoryProvenance,
+    TrajectoryToolCall,
+    TrajectoryToolDefinition,
     Transformation,
     Verification,
     build,
@@ -51,6 +56,12 @@ from sediment.trajectory.sources import (
     split_attempt,
 )
 from sediment.trajectory.store_source import StoreSource
+
+# the names these models had before the rename (the same classes; see the module)
+ToolCall = TrajectoryToolCall
+ToolDefinition = TrajectoryToolDefinition
+Provenance = TrajectoryProvenance
+Evidence = TrajectoryEvidence
 
 __all__ = [
     "BUNDLE_ROLLOUTS",
@@ -77,6 +88,10 @@ __all__ = [
     "ToolDefinition",
     "Trajectory",
     "TrajectoryError",
+    "TrajectoryEvidence",
+    "TrajectoryProvenance",
+    "TrajectoryToolCall",
+    "TrajectoryToolDefinition",
     "Transformation",
     "UnitError",
     "Verification",
