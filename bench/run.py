@@ -9,7 +9,7 @@ and ingested as it is; the report gives its size on disk and the replayed (infla
 Every stage runs as its own ``sediment`` process on the embedded SQLite store; wall time
 and that process's peak RSS are measured. Two floors are measured in the same run: reading
 the input files, and parsing them with orjson. Stages are reported as ratios to the parse
-floor. Both floors read the input as ingest does, inflating it (sediment.ingest.compressed).
+floor. Both floors read the input as ingest does, inflating it (sediment.ingest.reading.compressed).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 from synth import COMPRESSIONS, PROFILES, Profile, Synthesis, synthesize
 
-from sediment.ingest.compressed import open_input
+from sediment.ingest.reading.compressed import open_input
 
 ROOT = Path(__file__).resolve().parents[1]
 SEDIMENT = [sys.executable, "-m", "sediment"]

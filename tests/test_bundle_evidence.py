@@ -22,8 +22,8 @@ from sediment.derive.sessions import derive_bundle
 from sediment.errors import BundleError
 from sediment.evidence.verifier_commands import VerifierCommands
 from sediment.git.mirror_root import MirrorRoot
-from sediment.ingest.files import ingest_files
 from sediment.ingest.otlp import translate_otlp
+from sediment.ingest.reading.files import ingest_files
 from sediment.model.facts import DeveloperDecision, EditObservation, InferenceCall, ToolCallPart
 from sediment.model.policy import DerivationPolicy
 from sediment.store import FactStore

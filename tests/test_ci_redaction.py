@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 
 from sediment.ingest import Translation
-from sediment.ingest.buildkite import translate_buildkite
-from sediment.ingest.ci import translate_ci
-from sediment.ingest.circleci import translate_circleci
-from sediment.ingest.files import ingest_files
-from sediment.ingest.github import translate_github
-from sediment.ingest.gitlab import translate_gitlab
-from sediment.ingest.redaction import marker
-from sediment.ingest.webhooks import translate
+from sediment.ingest.ci.buildkite import translate_buildkite
+from sediment.ingest.ci.circleci import translate_circleci
+from sediment.ingest.ci.github import translate_github
+from sediment.ingest.ci.gitlab import translate_gitlab
+from sediment.ingest.ci.neutral import translate_ci
+from sediment.ingest.ci.webhooks import translate
+from sediment.ingest.reading.files import ingest_files
+from sediment.ingest.redaction.credentials import marker
 from sediment.model.facts import CIOutcome, Push
 from sediment.store import FactStore
 

@@ -26,11 +26,11 @@ from sediment.ci.resolution import CIResolutionResult, resolve_ci
 from sediment.git.repositories import RepositoryContext
 from sediment.identifiers import TimestampError
 from sediment.ingest import Translation, TranslationError
-from sediment.ingest.buildkite import translate_buildkite
-from sediment.ingest.circleci import translate_circleci
-from sediment.ingest.files import ingest_files
-from sediment.ingest.github import translate_github
-from sediment.ingest.gitlab import translate_gitlab
+from sediment.ingest.ci.buildkite import translate_buildkite
+from sediment.ingest.ci.circleci import translate_circleci
+from sediment.ingest.ci.github import translate_github
+from sediment.ingest.ci.gitlab import translate_gitlab
+from sediment.ingest.reading.files import ingest_files
 from sediment.model.ci_keys import provider_time, rerun_time
 from sediment.model.facts import CIOutcome
 from sediment.store import FactStore, schema

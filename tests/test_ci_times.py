@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from sediment.ci.times import finished_time
-from sediment.ingest.buildkite import translate_buildkite
-from sediment.ingest.circleci import translate_circleci
-from sediment.ingest.github import translate_github
-from sediment.ingest.gitlab import translate_gitlab
+from sediment.ingest.ci.buildkite import translate_buildkite
+from sediment.ingest.ci.circleci import translate_circleci
+from sediment.ingest.ci.github import translate_github
+from sediment.ingest.ci.gitlab import translate_gitlab
 from sediment.model.facts import CIOutcome
 from sediment.testing import outcome
 

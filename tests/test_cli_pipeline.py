@@ -243,7 +243,7 @@ def test_mirror_fetch_records_new_notes(operator: dict[str, Any]) -> None:
 def test_ingest_workers_store_the_same_facts(operator: dict[str, Any], tmp_path: Path) -> None:
     """Two processes parsing the call log in parallel store exactly what one process stores."""
     from sediment.ingest.calls import ReplayMemo, translate_call
-    from sediment.ingest.files import ingest_files
+    from sediment.ingest.reading.files import ingest_files
     from sediment.store import FactStore
 
     lines = operator["inputs"].calls.read_text().splitlines(keepends=True)

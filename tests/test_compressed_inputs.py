@@ -24,8 +24,8 @@ from typer.testing import CliRunner
 from sediment.cli import app
 from sediment.demo import write_inputs
 from sediment.errors import SedimentError
-from sediment.ingest.compressed import InputUnreadable, compression_of, content_sha256, logical_name, open_input
-from sediment.ingest.files import records
+from sediment.ingest.reading.compressed import InputUnreadable, compression_of, content_sha256, logical_name, open_input
+from sediment.ingest.reading.files import records
 from sediment.testing import unavailable
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -280,8 +280,8 @@ def test_library_import_reads_zstandard_too(tmp_path: Path) -> None:
 #: shared opener itself; the library's own shards and lock; our own bundle format, hashed).
 INGEST_PACKAGES = ["sediment/ingest", "sediment/importing", "sediment/trajectory", "plugins/importers"]
 ALLOWED = {
-    "sediment/ingest/compressed.py",
-    "sediment/ingest/files.py",  # spills and reloads its own pickled batches
+    "sediment/ingest/reading/compressed.py",
+    "sediment/ingest/reading/files.py",  # spills and reloads its own pickled batches
     "sediment/trajectory/library.py",  # the library's own shards, manifest and lock
     "plugins/importers/rollouts.py",  # Sediment's own bundle: hashed, read by position
     "sediment/ingest/git_notes.py",  # opens a mirror repository (MirrorRoot.open), not a file

@@ -20,14 +20,14 @@ from typing import Any
 import pytest
 
 from sediment.ingest.calls import ReplayMemo, translate_call
-from sediment.ingest.content_redaction import (
+from sediment.ingest.redaction.content import (
     RedactionTally,
     content_redaction,
     redact_json_source,
     redact_value,
     tallying,
 )
-from sediment.ingest.secret_patterns import KINDS, MARKER, content_marker, redact_text
+from sediment.ingest.redaction.secret_patterns import KINDS, MARKER, content_marker, redact_text
 from sediment.model.facts import InferenceCall
 from sediment.store import FactStore
 
@@ -417,7 +417,7 @@ def test_an_earlier_commands_no_redact_content_never_carries_over() -> None:
     """Each capturing command sets redaction anew: after `ingest --no-redact-content`, a later
     command in the same process (a test runner, a chain of commands) redacts again."""
     from sediment.cli import settings
-    from sediment.ingest.content_redaction import content_redaction_enabled
+    from sediment.ingest.redaction.content import content_redaction_enabled
 
     settings.content_redaction(True)
     assert not content_redaction_enabled()

@@ -62,22 +62,22 @@ from sediment.cli.console import visible
 from sediment.identifiers import TimestampError, utc_timestamp
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.calls import ReplayMemo, translate_call
-from sediment.ingest.ci import translate_ci
+from sediment.ingest.ci.github import translate_github
+from sediment.ingest.ci.neutral import translate_ci
 from sediment.ingest.facts_jsonl import FACT_TYPES, translate_fact
-from sediment.ingest.files import MAX_DEPTH, IngestReport, ingest_files
-from sediment.ingest.github import translate_github
-from sediment.ingest.json_text import Flaw, FlawedObject, first_flaw
 from sediment.ingest.junit import ReportError, RunAttempt, ingest_junit_reports, translate_report
 from sediment.ingest.otlp import translate_otlp
 from sediment.ingest.otlp.provenance import ACCOUNT_ATTRIBUTES, provenance
+from sediment.ingest.reading.files import MAX_DEPTH, IngestReport, ingest_files
+from sediment.ingest.reading.json_text import Flaw, FlawedObject, first_flaw
 from sediment.model.facts import CIOutcome, DeveloperDecision, FactModel, Push
 from sediment.records import encode_record
 from sediment.store import FactStore
 from sediment.store.keys import table_and_key
 from sediment.testing import require_path, unavailable
 
-try:  # the calls translator redacts credentials from raw (sediment.ingest.redaction)
-    from sediment.ingest.redaction import redact_record
+try:  # the calls translator redacts credentials from raw (sediment.ingest.redaction.credentials)
+    from sediment.ingest.redaction.credentials import redact_record
 except ImportError:  # pragma: no cover - before redaction existed
     def redact_record(record: dict[str, Any]) -> dict[str, Any]:
         return record
@@ -578,9 +578,9 @@ def _github_raw(fact: FactModel, record: dict[str, Any]) -> tuple[Any, Any]:
 
 
 def _provider_translator(provider: str) -> Callable[[Any], Translation]:
-    from sediment.ingest.buildkite import translate_buildkite
-    from sediment.ingest.circleci import translate_circleci
-    from sediment.ingest.gitlab import translate_gitlab
+    from sediment.ingest.ci.buildkite import translate_buildkite
+    from sediment.ingest.ci.circleci import translate_circleci
+    from sediment.ingest.ci.gitlab import translate_gitlab
 
     function = {"gitlab": translate_gitlab, "circleci": translate_circleci, "buildkite": translate_buildkite}[provider]
 

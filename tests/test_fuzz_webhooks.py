@@ -36,8 +36,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from sediment.ingest import Translation, TranslationError
-from sediment.ingest.files import describe_refusal
 from sediment.ingest.otlp import translate_otlp
+from sediment.ingest.reading.files import describe_refusal
 from sediment.receiver.spool import Delivery
 from sediment.receiver.translators import EVENT_HEADERS, Acting, translate_delivery
 from sediment.records import encode_record

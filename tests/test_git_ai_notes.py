@@ -1,4 +1,4 @@
-"""git-ai authorship notes (``refs/notes/ai``, inputs.md Part 3) → SessionCommitObservation.
+"""git-ai authorship notes (``refs/notes/ai``) → SessionCommitObservation.
 
 Every real note of ``../shared/fixtures/inputs/git_ai_notes/`` has its own test; the mirror tests
 write those notes onto commits of a real repository built with pygit2, add a real mirror of it and

@@ -25,10 +25,10 @@ import pytest
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.calls import ReplayMemo, translate_call
 from sediment.ingest.calls.toolkit import parse_timestamp
-from sediment.ingest.ci import translate_ci
+from sediment.ingest.ci.github import translate_github
+from sediment.ingest.ci.neutral import translate_ci
 from sediment.ingest.facts_jsonl import translate_fact
-from sediment.ingest.files import MAX_DEPTH, IngestReport, _lines, ingest_files, records
-from sediment.ingest.github import translate_github
+from sediment.ingest.reading.files import MAX_DEPTH, IngestReport, _lines, ingest_files, records
 from sediment.model.facts import CIOutcome, DeveloperDecision, FactModel, InferenceCall, PullRequestMerge, Push
 from sediment.store import FactStore
 
@@ -442,7 +442,7 @@ def test_a_bug_shows_as_a_traceback_on_the_command_line(tmp_path: Path) -> None:
     here a translator raising KeyError on a good record (patched in through a sitecustomize)."""
     (tmp_path / "input.jsonl").write_text(lines(json.dumps(ci_record())))
     (tmp_path / "sitecustomize.py").write_text(
-        "import sediment.ingest.ci as ci\n"
+        "import sediment.ingest.ci.neutral as ci\n"
         "def _buggy(record, **_):\n    raise KeyError('oops')\n"
         "ci.translate_ci = _buggy\n")
     env = {**os.environ, "SEDIMENT_HOME": str(tmp_path), "SEDIMENT_ORG_ID": ORG,

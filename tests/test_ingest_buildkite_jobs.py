@@ -22,9 +22,9 @@ from sediment.ci.jobs import judged_attempts, runs_of_jobs
 from sediment.ci.resolution import resolve_ci
 from sediment.git.repositories import RepositoryContext
 from sediment.ingest import Translation, TranslationError
-from sediment.ingest.buildkite import JOB_NOT_A_COMMAND, SKIP_REASONS, build_fields, translate_buildkite
-from sediment.ingest.ci_runs import NOT_TERMINAL
-from sediment.ingest.files import ingest_files
+from sediment.ingest.ci.buildkite import JOB_NOT_A_COMMAND, SKIP_REASONS, build_fields, translate_buildkite
+from sediment.ingest.ci.runs import NOT_TERMINAL
+from sediment.ingest.reading.files import ingest_files
 from sediment.model.ci_keys import job_id
 from sediment.model.facts import CIOutcome
 from sediment.store import FactStore

@@ -32,7 +32,7 @@ import yaml
 
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.calls import CALL_FORMATS, CALL_SKIP_REASONS, CALL_WARNINGS, ReplayMemo, toolkit, translate_call
-from sediment.ingest.redaction import marker
+from sediment.ingest.redaction.credentials import marker
 from sediment.model.facts import (
     InferenceCall,
     InferenceMessage,

@@ -1,7 +1,7 @@
 """Vendor-neutral CI outcomes (docs/ci-providers.md, "Any other CI").
 
 Each fixture under ``fixtures/ci/`` is what a sender would post after mapping its vendor's
-webhook (kept whole in ``raw``) by the tables of inputs.md; see ``fixtures/ci/SOURCES.md``.
+webhook (kept whole in ``raw``) by upstream's mapping tables; see ``fixtures/ci/SOURCES.md``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from sediment.ingest import TranslationError
-from sediment.ingest.ci import translate_ci
+from sediment.ingest.ci.neutral import translate_ci
 from sediment.ingest.facts_jsonl import json_copy
 from sediment.model.facts import CIOutcome
 from sediment.store.ids import fact_id

@@ -1,4 +1,4 @@
-"""CI provider webhooks → CIOutcome (inputs.md Part 1; docs/ci-providers.md).
+"""CI provider webhooks → CIOutcome (docs/ci-providers.md).
 
 Payloads under ``fixtures/ci/<provider>/`` were written for these tests from the providers'
 documented field names and structures (see ``fixtures/ci/SOURCES.md``); each state of the
@@ -23,13 +23,13 @@ from sediment.ci.jobs import runs_of_jobs
 from sediment.ci.resolution import resolve_ci
 from sediment.git.repositories import RepositoryContext
 from sediment.ingest import Translation, TranslationError
-from sediment.ingest.buildkite import translate_buildkite
-from sediment.ingest.ci_runs import NOT_TERMINAL
-from sediment.ingest.circleci import translate_circleci
-from sediment.ingest.files import ingest_files
-from sediment.ingest.github import translate_github
-from sediment.ingest.gitlab import translate_gitlab
-from sediment.ingest.webhooks import PROVIDERS, WebhookRefusal, event_header, translate
+from sediment.ingest.ci.buildkite import translate_buildkite
+from sediment.ingest.ci.circleci import translate_circleci
+from sediment.ingest.ci.github import translate_github
+from sediment.ingest.ci.gitlab import translate_gitlab
+from sediment.ingest.ci.runs import NOT_TERMINAL
+from sediment.ingest.ci.webhooks import PROVIDERS, WebhookRefusal, event_header, translate
+from sediment.ingest.reading.files import ingest_files
 from sediment.model.ci_keys import job_id
 from sediment.model.facts import CIOutcome
 from sediment.store import FactStore

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from sediment.ingest import Translation, TranslationError
+from sediment.ingest.ci.github import SKIP_REASONS, evident_event, translate_github
+from sediment.ingest.ci.github_fields import CONCLUSION_RESULTS, github_result
 from sediment.ingest.facts_jsonl import content_hash
-from sediment.ingest.github import SKIP_REASONS, evident_event, translate_github
-from sediment.ingest.github_fields import CONCLUSION_RESULTS, github_result
 from sediment.model.facts import CIOutcome, PullRequestMerge, Push, RepositoryRename
 from sediment.store.ids import fact_id
 
@@ -115,7 +115,7 @@ def test_failed_attempt_then_successful_rerun_of_the_same_run() -> None:
         assert outcome.branch == "cache-node-modules"
         assert outcome.workflow_name == "Build"
         assert outcome.workflow_id == "159038"
-        # inputs.md does not say GitHub appends "@ref" to the path, so it is kept verbatim.
+        # upstream's input notes do not say GitHub appends "@ref" to the path, so it is kept verbatim.
         assert outcome.workflow_path == ".github/workflows/build.yml@main"
         assert outcome.run_url == "https://github.com/octo-org/octo-repo/actions/runs/30433642"
         assert outcome.pr_number == 42

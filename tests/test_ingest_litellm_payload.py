@@ -17,8 +17,8 @@ import pytest
 
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.calls import translate_call
-from sediment.ingest.files import ingest_files
-from sediment.ingest.webhooks import translate
+from sediment.ingest.ci.webhooks import translate
+from sediment.ingest.reading.files import ingest_files
 from sediment.model.facts import InferenceCall, ToolCallPart
 from sediment.store import FactStore
 

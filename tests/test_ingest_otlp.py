@@ -18,11 +18,11 @@ import pytest
 
 from sediment.identifiers import utc_timestamp
 from sediment.ingest import Translation, TranslationError
-from sediment.ingest.files import ingest_files
-from sediment.ingest.json_text import JsonReader, RecordProblem
 from sediment.ingest.otlp import translate_otlp
 from sediment.ingest.otlp.provenance import provenance
-from sediment.ingest.redaction import marker
+from sediment.ingest.reading.files import ingest_files
+from sediment.ingest.reading.json_text import JsonReader, RecordProblem
+from sediment.ingest.redaction.credentials import marker
 from sediment.model.facts import DeveloperDecision, EditObservation, FactModel, RejectedEdit, RetryLinkage
 from sediment.records import encode_record
 from sediment.store import FactStore

@@ -174,13 +174,13 @@ def test_cycles_finds_a_loop_and_only_the_loop() -> None:
 
 
 def test_violations_name_an_upward_import() -> None:
-    graph = {"sediment.store.engine": {"sediment.ingest.files", "sediment.model.facts", "sediment.errors"},
+    graph = {"sediment.store.engine": {"sediment.ingest.reading.files", "sediment.model.facts", "sediment.errors"},
              "sediment.errors": {"sediment.records"},
              "sediment.records": {"sediment.model.facts"},
              "sediment.plugin": {"sediment.cli.main", "sediment.export.pipeline"}}
     assert violations(graph) == ["sediment.plugin -> sediment.cli.main",
                                  "sediment.records -> sediment.model.facts",
-                                 "sediment.store.engine -> sediment.ingest.files"]
+                                 "sediment.store.engine -> sediment.ingest.reading.files"]
 
 
 def test_imports_of_counts_function_local_and_type_checking_imports(tmp_path: Path) -> None:

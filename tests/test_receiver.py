@@ -211,7 +211,7 @@ def test_every_route_has_a_translator_and_forges_come_from_the_registry() -> Non
 
 
 def test_a_spooled_github_delivery_translates_like_ingest_github(tmp_path: Path) -> None:
-    from sediment.ingest.github import translate_github
+    from sediment.ingest.ci.github import translate_github
 
     delivery_file = json.loads((FIXTURES / "github" / "workflow_run.completed.success.json").read_text())
     body = json.dumps(delivery_file["payload"]).encode()
@@ -227,7 +227,7 @@ def test_a_spooled_github_delivery_translates_like_ingest_github(tmp_path: Path)
 
 
 def test_a_spooled_buildkite_job_finished_is_a_job_of_its_build(tmp_path: Path) -> None:
-    from sediment.ingest.buildkite import translate_buildkite
+    from sediment.ingest.ci.buildkite import translate_buildkite
     from sediment.model.ci_keys import job_id
 
     delivery_file = json.loads((FIXTURES / "ci" / "buildkite" / "job_finished.json").read_text())

@@ -426,8 +426,8 @@ def test_litellm_callback_and_otlp_logs(tmp_path: Path) -> None:
     stored = counts(url)
     assert stored["inference_calls"] == 1
     assert stored["developer_decisions"] >= 1
-    from sediment.ingest.files import records
     from sediment.ingest.otlp import translate_otlp
+    from sediment.ingest.reading.files import records
 
     # The receiver stores what `sediment ingest otlp` would: the same Facts from the same export.
     expected = [translate_otlp(record, org_id=ORG, captured_at=datetime_now()) for _, record in

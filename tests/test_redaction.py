@@ -1,4 +1,4 @@
-"""Credential redaction of captured records (sediment.ingest.redaction): the one list, the
+"""Credential redaction of captured records (sediment.ingest.redaction.credentials): the one list, the
 marker, what is never touched, and that docs/operate.md documents the very list."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from sediment.ingest import TranslationError
-from sediment.ingest.redaction import (
+from sediment.ingest.redaction.credentials import (
     CONTENT_MEMBERS,
     CREDENTIAL_NAMES,
     MARKER_PREFIX,

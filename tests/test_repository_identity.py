@@ -37,9 +37,9 @@ from sediment.export.pipeline import export_through_target
 from sediment.git.mirror_root import MirrorError, MirrorRoot, mirror_identity
 from sediment.git.mirror_writer import MirrorWriter
 from sediment.git.repositories import RepositoryContext
+from sediment.ingest.ci.github import translate_github
 from sediment.ingest.facts_jsonl import fact_id
 from sediment.ingest.git_notes import observe_notes
-from sediment.ingest.github import translate_github
 from sediment.model.facts import PullRequestMerge, RepositoryIdentity, RepositoryRename
 from sediment.model.policy import DerivationPolicy
 from sediment.model.rollout import Rollout

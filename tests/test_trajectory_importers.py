@@ -18,7 +18,7 @@ import pytest
 from sediment.host.discovery import BUILTIN_IMPORTERS
 from sediment.host.registry import load_registry
 from sediment.importing.run import import_records, import_results
-from sediment.ingest.redaction import marker
+from sediment.ingest.redaction.credentials import marker
 from sediment.testing import require_path
 from sediment.trajectory import (
     Trajectory,

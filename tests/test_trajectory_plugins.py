@@ -41,7 +41,7 @@ class CsvishImporter:
                     source=kit.Source(source_id="toy", locator=f"{path.name}:{number}", file_sha256=digest),
                     events=[kit.Event(event_id="event:0", role="user", text=fields[1]),
                             kit.Event(event_id="event:1", role="assistant", text=fields[2], supervised=True)],
-                    tools=[], provenance=kit.Provenance(demonstrator="expert"),
+                    tools=[], provenance=kit.TrajectoryProvenance(demonstrator="expert"),
                     outcome=kit.Outcome(success={"yes": True, "no": False, "?": None}[fields[3]]),
                     verification=kit.Verification(method="toy"), completeness="complete",
                     transformations=redactions, raw_record=raw)

@@ -156,3 +156,29 @@ def test_published_schema_is_the_models_and_validates_records() -> None:
     record = json.loads(to_json(build(**fields())))
     record["events"][0]["colour"] = "red"
     assert schemas.errors(record, schema_id)
+
+
+def test_renamed_record_models_keep_their_published_names_and_old_kit_names() -> None:
+    """The record's ToolCall, ToolDefinition, Provenance and Evidence are Trajectory* in Python
+    (the Facts and the export have classes of those names), yet the published schema, the
+    validation errors and the importer kit's old names are unchanged."""
+    from pydantic import ValidationError
+
+    from sediment.importing import kit
+    from sediment.trajectory.record import (
+        TrajectoryEvidence,
+        TrajectoryProvenance,
+        TrajectoryToolCall,
+        TrajectoryToolDefinition,
+    )
+
+    renamed = {"ToolCall": TrajectoryToolCall, "ToolDefinition": TrajectoryToolDefinition,
+               "Provenance": TrajectoryProvenance, "Evidence": TrajectoryEvidence}
+    definitions = json_schema()["$defs"]
+    assert list(definitions) == sorted(definitions)
+    for old, model in renamed.items():
+        assert getattr(kit, old) is model and old in kit.__all__ and model.__name__ in kit.__all__
+        assert old in definitions and model.__name__ not in definitions
+    assert "Trajectory" not in json.dumps(definitions).replace('"title": "Trajectory"', "")
+    with pytest.raises(ValidationError, match="validation error for Provenance"):
+        TrajectoryProvenance.model_validate({"demonstrator": "nobody"})

@@ -101,7 +101,7 @@ def records_of(path: Path, convert: Any) -> Iterator[kit.Trajectory | kit.Import
     return convert_units(path, parsed_units(path), lambda unit, value: convert(unit, value, digest))
 
 
-def openai_tools(value: Any, field: str) -> list[kit.ToolDefinition]:
+def openai_tools(value: Any, field: str) -> list[kit.TrajectoryToolDefinition]:
     """OpenAI function specs (``{"type": "function", "function": {...}}`` or bare functions)."""
     tools = []
     for index, spec in enumerate(array(value, field)):
@@ -110,7 +110,7 @@ def openai_tools(value: Any, field: str) -> list[kit.ToolDefinition]:
         parameters = function.get("parameters")
         if parameters is not None and not isinstance(parameters, dict):
             raise Refused(f"{field}.{index}.function.parameters", "expected an object")
-        tools.append(kit.ToolDefinition(
+        tools.append(kit.TrajectoryToolDefinition(
             name=required_text(function.get("name"), f"{field}.{index}.function.name"),
             description=text_or_none(function.get("description"), f"{field}.{index}.function.description"),
             parameters=parameters))
@@ -157,7 +157,7 @@ def chat_events(messages: list[Any], field: str, calls: kit.CallIds,
                 original = call.get("id")
                 if original is not None and not isinstance(original, str):
                     raise Refused(f"{where}.tool_calls.{position}.id", "expected text")
-                tool_calls.append(kit.ToolCall(
+                tool_calls.append(kit.TrajectoryToolCall(
                     call_id=calls.assign(original, index, position), original_call_id=original or None,
                     name=required_text(function.get("name"), f"{where}.tool_calls.{position}.function.name"),
                     arguments=arguments))

@@ -120,7 +120,7 @@ def _events(steps: list[Any]) -> tuple[list[kit.Event], kit.CallIds]:
                     if isinstance(call_extra.get("arguments_text"), str):
                         arguments = call_extra["arguments_text"]
                     original = required_text(call.get("tool_call_id"), f"{where}.tool_calls.{position}.tool_call_id")
-                    tool_calls.append(kit.ToolCall(
+                    tool_calls.append(kit.TrajectoryToolCall(
                         call_id=calls.assign(original, len(events), position),
                         original_call_id=call_extra.get("original_call_id", original),
                         name=required_text(call.get("function_name"), f"{where}.tool_calls.{position}.function_name"),
@@ -191,7 +191,7 @@ def convert(path: Path, unit: kit.SourceUnit, value: Any, digest: str) -> kit.Tr
         if continued:
             missing.append(kit.MissingField(field="events", reason=f"continues in {continued}"))
         missing.append(kit.MissingField(field="outcome", reason="ATIF carries no outcome and no sidecar names it"))
-        provenance = kit.Provenance(
+        provenance = kit.TrajectoryProvenance(
             demonstrator="agent", scaffold=text_or_none(agent.get("name"), "agent.name"),
             scaffold_version=text_or_none(agent.get("version"), "agent.version"),
             model=text_or_none(agent.get("model_name"), "agent.model_name"))

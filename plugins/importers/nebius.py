@@ -75,9 +75,10 @@ def convert(unit: kit.SourceUnit, row: Any, digest: str) -> kit.Trajectory:
     logs = text_or_none(row.get("eval_logs"), "eval_logs")
     evidence = []
     if logs:
-        evidence.append(kit.Evidence(kind="test_log", summary=f"eval_logs ({len(logs)} characters), target={target}"))
+        evidence.append(kit.TrajectoryEvidence(kind="test_log",
+                                               summary=f"eval_logs ({len(logs)} characters), target={target}"))
     elif target is not None:
-        evidence.append(kit.Evidence(kind="source_label", summary=f"target={target}"))
+        evidence.append(kit.TrajectoryEvidence(kind="source_label", summary=f"target={target}"))
     patch = text_or_none(row.get("generated_patch"), "generated_patch")
     raw, redactions = kit.raw_record_of(unit.data)
     model = text_or_none(row.get("model_name"), "model_name")
@@ -86,7 +87,7 @@ def convert(unit: kit.SourceUnit, row: Any, digest: str) -> kit.Trajectory:
         source=source(SOURCE_ID, URL, unit, digest),
         task_family=None, domain="software-engineering", split=None,
         events=events, tools=None,
-        provenance=kit.Provenance(demonstrator="agent", producer="nebius", scaffold="SWE-agent", model=model,
+        provenance=kit.TrajectoryProvenance(demonstrator="agent", producer="nebius", scaffold="SWE-agent", model=model,
                                   attempt=attempt, source_metadata={"instance_id": instance_id}),
         outcome=kit.Outcome(success=target, status=exit_status,
                             termination_reason=exit_status, source_metadata={"target": target}),

@@ -106,7 +106,7 @@ def _events(history: list[Any]) -> tuple[list[kit.Event], list[kit.Transformatio
         args = obj(item.get("args"))
         tool_meta = obj(item.get("tool_call_metadata"))
         message = text_or_none(item.get("message"), f"{where}.message") if "message" in item else None
-        tool_calls: list[kit.ToolCall] = []
+        tool_calls: list[kit.TrajectoryToolCall] = []
         link = None
         missing: list[kit.MissingField] = []
         if "action" in item:
@@ -139,7 +139,7 @@ def _events(history: list[Any]) -> tuple[list[kit.Event], list[kit.Transformatio
                         {k: v for k, v in args.items() if k != "thought"} if "args" in item
                         else {k: v for k, v in item.items() if k not in ("action", "thought")})
                     call_id = calls.assign(original, index, 0)
-                    tool_calls.append(kit.ToolCall(call_id=call_id, original_call_id=original or None,
+                    tool_calls.append(kit.TrajectoryToolCall(call_id=call_id, original_call_id=original or None,
                                                    name=name, arguments=arguments))
                     if "id" in item:
                         by_action_id[str(item["id"])] = call_id
@@ -229,17 +229,17 @@ def _evaluation(unit: kit.SourceUnit, row: dict[str, Any], digest: str) -> kit.T
     success = resolved if isinstance(resolved, bool) else None
     evidence = []
     if report is not None:
-        evidence.append(kit.Evidence(kind="test_execution", summary=f"harness report: resolved={resolved}",
+        evidence.append(kit.TrajectoryEvidence(kind="test_execution", summary=f"harness report: resolved={resolved}",
                                      detail={"report": report}))
     elif isinstance(test_result.get("git_patch"), str):
-        evidence.append(kit.Evidence(kind="submission",
+        evidence.append(kit.TrajectoryEvidence(kind="submission",
                                      summary=f"test_result.git_patch ({len(test_result['git_patch'])} characters)"))
     common = _common(unit, digest, row.get("history"), error)
     split = metadata.get("data_split") if isinstance(metadata.get("data_split"), str) else None
     return kit.build(
         task_id=instance_id, task_key=f"swe:{instance_id}", task_family=None,
         domain="software-engineering" if isinstance(row.get("instance"), dict) else None, split=split,
-        provenance=kit.Provenance(
+        provenance=kit.TrajectoryProvenance(
             demonstrator="agent", producer="OpenHands",
             scaffold=metadata.get("agent_class") if isinstance(metadata.get("agent_class"), str) else "OpenHands",
             scaffold_version=metadata.get("git_commit") if isinstance(metadata.get("git_commit"), str) else None,
@@ -261,7 +261,7 @@ def _runtime(path: Path, unit: kit.SourceUnit, history: list[Any], digest: str) 
     common = _common(unit, digest, history, None)
     return kit.build(
         task_id=stem, task_key=f"openhands:{stem}", task_family=None, domain=None, split=None,
-        provenance=kit.Provenance(demonstrator="agent", producer="OpenHands", scaffold="OpenHands"),
+        provenance=kit.TrajectoryProvenance(demonstrator="agent", producer="OpenHands", scaffold="OpenHands"),
         outcome=kit.Outcome(success=None),
         verification=kit.Verification(method="none"),
         metadata={},
@@ -286,7 +286,7 @@ def _resolver(unit: kit.SourceUnit, row: dict[str, Any], digest: str) -> kit.Tra
     error = text_or_none(row.get("error"), "error")
     evidence = []
     if success is not None:
-        evidence.append(kit.Evidence(kind="llm_judgement", summary=explanation,
+        evidence.append(kit.TrajectoryEvidence(kind="llm_judgement", summary=explanation,
                                      detail={"comment_success": row.get("comment_success")}))
     common = _common(unit, digest, row.get("history"), error)
     task_id = f"{owner}/{repo}#{number}"
@@ -294,7 +294,7 @@ def _resolver(unit: kit.SourceUnit, row: dict[str, Any], digest: str) -> kit.Tra
     return kit.build(
         task_id=task_id, task_key=f"github-{issue_type or 'issue'}:{task_id}", task_family="openhands-resolver",
         domain="software-engineering", split=None,
-        provenance=kit.Provenance(demonstrator="agent", producer="OpenHands resolver", scaffold="OpenHands"),
+        provenance=kit.TrajectoryProvenance(demonstrator="agent", producer="OpenHands resolver", scaffold="OpenHands"),
         outcome=kit.Outcome(success=success, status=None if success is None else ("success" if success else "failure"),
                             termination_reason=error),
         verification=kit.Verification(method="llm-judgement" if evidence else "none", executable=False,

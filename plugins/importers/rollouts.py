@@ -102,7 +102,7 @@ def _message_events(message: InferenceMessage, index: int, calls: kit.CallIds, *
         raise kit.TrajectoryError(f"message role {message.role!r} is not a chat role")
     texts: list[str] = []
     reasoning: list[str] = []
-    tool_calls: list[kit.ToolCall] = []
+    tool_calls: list[kit.TrajectoryToolCall] = []
     results: list[dict[str, Any]] = []
     for part in message.parts:
         if isinstance(part, TextPart):
@@ -110,7 +110,7 @@ def _message_events(message: InferenceMessage, index: int, calls: kit.CallIds, *
         elif isinstance(part, ReasoningPart):
             reasoning.append(part.content)
         elif isinstance(part, ToolCallPart):
-            tool_calls.append(kit.ToolCall(call_id=calls.assign(part.id, index, len(tool_calls)),
+            tool_calls.append(kit.TrajectoryToolCall(call_id=calls.assign(part.id, index, len(tool_calls)),
                                            original_call_id=part.id, name=part.name or "unnamed",
                                            arguments=part.arguments))
         elif isinstance(part, ToolCallResponsePart):
@@ -166,7 +166,7 @@ def _turn_events(turn: Turn, previous: Turn | None, start: int, calls: kit.CallI
             events.extend(_message_events(message, start + len(events), calls, output=True, meta=meta))
     else:
         index = start + len(events)
-        tool_calls = [kit.ToolCall(call_id=calls.assign(c.id, index, n), original_call_id=c.id,
+        tool_calls = [kit.TrajectoryToolCall(call_id=calls.assign(c.id, index, n), original_call_id=c.id,
                                    name=c.name or "unnamed", arguments=c.arguments)
                       for n, c in enumerate(turn.tool_calls)]
         events.append({"role": "assistant", "text": turn.completion, "tool_calls": tool_calls,
@@ -186,7 +186,7 @@ def convert(rollout: Rollout, repositories: Any, source: kit.Source, line: bytes
     if resolution is not None and resolution.verdict is not None:
         success = resolution.verdict == "passed"
         independent = len(resolution.verdict_outcome_ids) > 1 and not resolution.suspected_flake
-        evidence.append(kit.Evidence(
+        evidence.append(kit.TrajectoryEvidence(
             kind="ci", evidence_id=f"ci:{resolution.org_id}/{resolution.repo}@{resolution.commit_sha}",
             reliability=resolution.reliability, independent=independent,
             summary=f"CI {resolution.verdict} on {resolution.repo}@{resolution.commit_sha[:12]}",
@@ -206,7 +206,7 @@ def convert(rollout: Rollout, repositories: Any, source: kit.Source, line: bytes
         digests = {t.tools_digest for t in segment if t.tools_digest is not None}
         tools = None
         if len(digests) == 1 and next(iter(digests)) in tool_sets:
-            tools = [kit.ToolDefinition(name=t.name, description=t.description, parameters=t.parameters)
+            tools = [kit.TrajectoryToolDefinition(name=t.name, description=t.description, parameters=t.parameters)
                      for t in tool_sets[next(iter(digests))]]
         else:
             missing.append(kit.MissingField(field="tools", reason="the segment's calls declared no single tool list"
@@ -221,7 +221,7 @@ def convert(rollout: Rollout, repositories: Any, source: kit.Source, line: bytes
             source=kit.Source(**{**source.model_dump(), "locator": f"{source.locator}#seg{segment_index}"}),
             task_family="sediment-session", domain="software-engineering", split=rollout.split,
             events=events, tools=tools,
-            provenance=kit.Provenance(demonstrator="agent", producer="sediment",
+            provenance=kit.TrajectoryProvenance(demonstrator="agent", producer="sediment",
                                       model=models[0] if len(models) == 1 else None,
                                       source_metadata={"org_id": rollout.org_id, "session_id": rollout.session_id,
                                                        "segment": segment_index,

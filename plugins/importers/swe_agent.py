@@ -130,7 +130,7 @@ def _step_events(steps: list[Any], first: int, events: list[kit.Event], calls: k
             meta["thought"] = thought
         tool_calls = []
         if action is not None and action.strip():
-            tool_calls.append(kit.ToolCall(call_id=calls.assign(None, index, 0), original_call_id=None,
+            tool_calls.append(kit.TrajectoryToolCall(call_id=calls.assign(None, index, 0), original_call_id=None,
                                            name=_command_name(action), arguments=action))
         events.append(kit.Event(event_id=f"event:{index}", role="assistant", text=text, tool_calls=tool_calls,
                                 source_metadata=meta, supervised=True))
@@ -159,7 +159,7 @@ def _events(history: list[Any], steps: list[Any], first: int
             if item.get(key) is not None:
                 meta[key] = item[key]
         demo = item.get("is_demo") is True
-        tool_calls: list[kit.ToolCall] = []
+        tool_calls: list[kit.TrajectoryToolCall] = []
         link = None
         event_role = role
         if role == "assistant":
@@ -175,14 +175,14 @@ def _events(history: list[Any], steps: list[Any], first: int
                         raise Refused(f"{where}.tool_calls.{position}.function", "expected a name and arguments")
                     if original is not None and not isinstance(original, str):
                         raise Refused(f"{where}.tool_calls.{position}.id", "expected text")
-                    tool_calls.append(kit.ToolCall(call_id=calls.assign(original, index, position),
+                    tool_calls.append(kit.TrajectoryToolCall(call_id=calls.assign(original, index, position),
                                                    original_call_id=original or None, name=name,
                                                    arguments=arguments))
                 pending = None
             elif not function_calling and isinstance(item.get("action"), str) and item["action"].strip():
                 action = item["action"]
                 call_id = calls.assign(None, index, 0)
-                tool_calls.append(kit.ToolCall(call_id=call_id, original_call_id=None,
+                tool_calls.append(kit.TrajectoryToolCall(call_id=call_id, original_call_id=None,
                                                name=_command_name(action), arguments=action))
                 text_calls += 1
                 pending = call_id
@@ -287,11 +287,12 @@ def convert(path: Path, unit: kit.SourceUnit, doc: Any, digest: str) -> kit.Traj
         metadata["prediction"] = {k: row.get(k) for k in ("model_name_or_path", "instance_id")}
         patch = row.get("model_patch") if isinstance(row.get("model_patch"), str) else None
         if patch is not None:
-            evidence.append(kit.Evidence(kind="submission",
+            evidence.append(kit.TrajectoryEvidence(kind="submission",
                                          summary=f"all_preds.jsonl model_patch ({len(patch)} characters)",
                                          detail={"model_name_or_path": row.get("model_name_or_path")}))
     if submission and not evidence:
-        evidence.append(kit.Evidence(kind="submission", summary=f"info.submission ({len(submission)} characters)"))
+        evidence.append(kit.TrajectoryEvidence(kind="submission",
+                                               summary=f"info.submission ({len(submission)} characters)"))
     for key in ("swe_agent_version", "swe_agent_hash", "swe_rex_version"):
         if isinstance(info.get(key), str):
             metadata[key] = info[key]
@@ -303,7 +304,7 @@ def convert(path: Path, unit: kit.SourceUnit, doc: Any, digest: str) -> kit.Traj
         source=kit.Source(source_id=SOURCE_ID, url=URL, revision=None, locator=unit.locator, file_sha256=digest),
         task_family="swe-bench" if domain else None, domain=domain, split=None,
         events=events, tools=None,
-        provenance=kit.Provenance(demonstrator=demonstrator, producer="SWE-agent", scaffold="SWE-agent",
+        provenance=kit.TrajectoryProvenance(demonstrator=demonstrator, producer="SWE-agent", scaffold="SWE-agent",
                                   scaffold_version=info.get("swe_agent_version") if isinstance(
                                       info.get("swe_agent_version"), str) else None,
                                   model=model, source_metadata={"run": prediction_model} if prediction_model else {}),

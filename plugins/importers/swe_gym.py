@@ -73,11 +73,11 @@ def convert(unit: kit.SourceUnit, row: Any, digest: str) -> kit.Trajectory:
         missing.append(kit.MissingField(field="events", reason="the attempt does not end in a finish call"))
     evidence = []
     if report is not None:
-        evidence.append(kit.Evidence(
+        evidence.append(kit.TrajectoryEvidence(
             kind="test_execution", summary=f"SWE-bench harness report: resolved={reported}",
             detail={"report": report}))
     elif success is not None:
-        evidence.append(kit.Evidence(kind="source_label", summary=f"resolved={success}"))
+        evidence.append(kit.TrajectoryEvidence(kind="source_label", summary=f"resolved={success}"))
     raw, redactions = kit.raw_record_of(unit.data)
     run_id = row.get("run_id")
     return kit.build(
@@ -85,7 +85,7 @@ def convert(unit: kit.SourceUnit, row: Any, digest: str) -> kit.Trajectory:
         source=source(SOURCE_ID, URL, unit, digest),
         task_family="swe-gym", domain="software-engineering", split=None,
         events=events, tools=tools,
-        provenance=kit.Provenance(demonstrator="agent", producer="SWE-Gym", scaffold="OpenHands",
+        provenance=kit.TrajectoryProvenance(demonstrator="agent", producer="SWE-Gym", scaffold="OpenHands",
                                   attempt=attempt, source_metadata={"run_id": run_id, "instance_id": instance_id}),
         outcome=kit.Outcome(success=success,
                             status=None if success is None else ("resolved" if success else "unresolved"),

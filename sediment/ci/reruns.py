@@ -2,7 +2,7 @@
 what order their final events happened.
 
 GitHub numbers its re-runs (``run_attempt``); the other providers re-run in one of two ways
-(inputs.md Part 1, docs/ci-providers.md "Re-runs"):
+(docs/ci-providers.md "Re-runs"):
 
 - **Same id, a new final event.** A retried GitLab pipeline keeps ``object_attributes.id`` and
   sends a new final Pipeline Hook; a re-requested third-party GitHub check suite keeps

@@ -17,14 +17,16 @@ import typer
 
 from sediment.cli import console, settings
 from sediment.ingest import IngestError, Translation
+from sediment.ingest.ci.providers import PROVIDERS, WebhookProvider
 
 if TYPE_CHECKING:
-    from sediment.ingest.files import IngestReport
+    from sediment.ingest.reading.files import IngestReport
 
-ingest_app = typer.Typer(help="Ingest Facts from files: canonical JSONL, GitHub, GitLab, CircleCI and Buildkite "
-                              "webhooks, CI outcomes, call logs, JUnit test reports, agent OTLP log exports, agent "
-                              "session transcripts. Every command reads gzip and Zstandard files as they are.",
-                         no_args_is_help=True)
+_FORGE_TITLES = [provider.title for provider in PROVIDERS.values() if provider.forge]
+ingest_app = typer.Typer(help=f"Ingest Facts from files: canonical JSONL, {', '.join(_FORGE_TITLES[:-1])} and "
+                              f"{_FORGE_TITLES[-1]} webhooks, CI outcomes, call logs, JUnit test reports, agent OTLP "
+                              "log exports, agent session transcripts. Every command reads gzip and Zstandard files "
+                              "as they are.", no_args_is_help=True)
 FILES_HELP = ("Input files (JSON or JSON Lines), plain or gzip/Zstandard compressed (told by their bytes, "
               "inflated as read); '-' reads stdin.")
 ORG_HELP = "Org id (default: SEDIMENT_ORG_ID)."
@@ -72,7 +74,7 @@ class CallFormat(StrEnum):
 
 def _run(files: list[str], translate: Callable[[Any], Translation], as_json: bool, workers: int = 1, *,
          org_id: str) -> None:
-    from sediment.ingest.files import ingest_files
+    from sediment.ingest.reading.files import ingest_files
 
     report = ingest_files(files, translate, settings.store(), workers=workers)
     _render(report, as_json)
@@ -123,37 +125,46 @@ def facts(files: list[str] = typer.Argument(..., help=FILES_HELP),
     _run(files, lambda record: translate_fact(record, org_id=org_id), as_json, org_id=org_id)
 
 
-@ingest_app.command("github")
+def _command(provider: WebhookProvider, function: Callable[..., None], details: str | None = None) -> None:
+    """Registers ``function`` as ``sediment ingest NAME`` of ``provider``, its help the provider
+    table's summary, then ``details`` (what the command itself adds)."""
+    assert provider.summary is not None, provider.name
+    function.__doc__ = provider.summary if details is None else f"{provider.summary}\n\n{details}"
+    ingest_app.command(provider.name)(function)
+
+
+_GITHUB = PROVIDERS["github"]
+
+
 def github(files: list[str] = typer.Argument(..., help=FILES_HELP),
            event: str | None = typer.Option(
-               None, "--event", help="Event name (X-GitHub-Event) of bare payloads whose top-level keys do not "
-                                     "show it; a payload whose keys show another event is refused."),
+               None, "--event", help=f"Event name ({_GITHUB.event_header}) of bare payloads whose top-level keys do "
+                                     "not show it; a payload whose keys show another event is refused."),
            org: str | None = typer.Option(None, "--org", help=ORG_HELP),
            as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout.")) -> None:
-    """GitHub webhook deliveries: workflow_run, workflow_job, check_run, check_suite, push, pull_request,
-    repository (others are skipped).
-
-    A bare payload's event is read from its top-level keys where exactly one event fits them
-    (workflow_run, workflow_job, check_run, check_suite, pull_request, push, a repository action),
-    so a folder of mixed events is one command; one whose keys do not show it needs --event."""
-    from sediment.ingest.github import translate_github
-
+    translate = _GITHUB.load()
     org_id = settings.org_id(org)
     now = settings.capture_time()
-    _run(files, lambda record: translate_github(record, event=event, org_id=org_id, captured_at=now), as_json,
+    _run(files, lambda record: translate(record, event=event, org_id=org_id, captured_at=now), as_json,
          org_id=org_id)
 
 
-@ingest_app.command("ci")
+_command(_GITHUB, github,
+         "A bare payload's event is read from its top-level keys where exactly one event fits them "
+         "(workflow_run, workflow_job, check_run, check_suite, pull_request, push, a repository action), "
+         "so a folder of mixed events is one command; one whose keys do not show it needs --event.")
+
+
 def ci(files: list[str] = typer.Argument(..., help=FILES_HELP),
        org: str | None = typer.Option(None, "--org", help=ORG_HELP),
        as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout.")) -> None:
-    """Vendor-neutral CI outcomes (GitLab, CircleCI, Buildkite, Jenkins senders)."""
-    from sediment.ingest.ci import translate_ci
-
+    translate = PROVIDERS["ci"].load()
     org_id = settings.org_id(org)
     now = settings.capture_time()
-    _run(files, lambda record: translate_ci(record, org_id=org_id, captured_at=now), as_json, org_id=org_id)
+    _run(files, lambda record: translate(record, org_id=org_id, captured_at=now), as_json, org_id=org_id)
+
+
+_command(PROVIDERS["ci"], ci)
 
 
 @ingest_app.command("calls")
@@ -175,62 +186,55 @@ def calls(files: list[str] = typer.Argument(..., help=FILES_HELP),
                                               memo=memo), as_json, workers, org_id=org_id)
 
 
-def _provider_command(name: str, module: str, function: str, header: str, summary: str) -> None:
+def _provider_command(provider: WebhookProvider) -> None:
     """``sediment ingest NAME FILE...``: one CI provider's webhook deliveries (docs/ci-providers.md)."""
+    header = provider.event_header
 
     def command(files: list[str] = typer.Argument(..., help=FILES_HELP),
                 event: str | None = typer.Option(None, "--event", help=f"Event name for bare payloads ({header})."),
                 org: str | None = typer.Option(None, "--org", help=ORG_HELP),
                 as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout.")) -> None:
-        import importlib
-
-        translate = getattr(importlib.import_module(module), function)
+        translate = provider.load()
         org_id = settings.org_id(org)
         now = settings.capture_time()
         _run(files, lambda record: translate(record, event=event, org_id=org_id, captured_at=now), as_json,
              org_id=org_id)
 
-    command.__doc__ = (f"{summary}\n\nA file holds deliveries: bare payloads, or envelopes "
-                       f'{{"headers": {{...}}, "payload": {{...}}}} whose headers name the event ({header}). '
-                       "Only final states are stored (others are skipped as ci_run_not_terminal); the "
-                       "provider's own state is kept in provider_result. Re-ingesting stores nothing new.")
-    ingest_app.command(name)(command)
+    _command(provider, command,
+             f'A file holds deliveries: bare payloads, or envelopes {{"headers": {{...}}, "payload": {{...}}}} '
+             f"whose headers name the event ({header}). Only final states are stored (others are skipped as "
+             "ci_run_not_terminal); the provider's own state is kept in provider_result. Re-ingesting stores "
+             "nothing new.")
 
 
-@ingest_app.command("gitlab")
+_GITLAB = PROVIDERS["gitlab"]
+
+
 def gitlab(files: list[str] = typer.Argument(..., help=FILES_HELP),
-           event: str | None = typer.Option(None, "--event", help="Event name for bare payloads (X-Gitlab-Event)."),
+           event: str | None = typer.Option(None, "--event",
+                                            help=f"Event name for bare payloads ({_GITLAB.event_header})."),
            host: str = typer.Option("gitlab.com", "--host",
                                     help="The GitLab server's host (your configuration, never read from a payload); "
                                          "with each project's id it is the repository's identity."),
            org: str | None = typer.Option(None, "--org", help=ORG_HELP),
            as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout.")) -> None:
-    """GitLab webhooks: Pipeline Hook and Job Hook deliveries.
-
-    A file holds deliveries: bare payloads, or envelopes {"headers": {...}, "payload": {...}}
-    (X-Gitlab-Event, X-Gitlab-Event-UUID). Only final states are stored (others are skipped as
-    ci_run_not_terminal); GitLab's own status is kept in provider_result. Outcomes carry the
-    repository identity gitlab / --host / project id. A retried pipeline keeps its id: each of its
-    final events is stored, keyed by object_attributes.finished_at, and the last decides
-    (docs/ci-providers.md, Re-runs). Re-ingesting stores nothing new.
-    """
-    from sediment.ingest.gitlab import translate_gitlab
-
+    translate = _GITLAB.load()
     org_id = settings.org_id(org)
     now = settings.capture_time()
-    _run(files, lambda record: translate_gitlab(record, event=event, org_id=org_id, captured_at=now, host=host),
+    _run(files, lambda record: translate(record, event=event, org_id=org_id, captured_at=now, host=host),
          as_json, org_id=org_id)
 
 
-_provider_command("circleci", "sediment.ingest.circleci", "translate_circleci", "circleci-event-type",
-                  "CircleCI webhooks: workflow-completed and job-completed deliveries. A rerun is a new "
-                  "workflow of the same pipeline and name; CI resolution judges them as one lineage, ordered "
-                  "by workflow.created_at (docs/ci-providers.md, Re-runs).")
-_provider_command("buildkite", "sediment.ingest.buildkite", "translate_buildkite", "X-Buildkite-Event",
-                  "Buildkite webhooks: build.finished and job.finished deliveries (other build.* and job.* "
-                  "events until final). A build that finishes again after a job retry is stored again, keyed "
-                  "by build.finished_at; a rebuild joins the lineage of the build it rebuilt "
-                  "(docs/ci-providers.md, Re-runs).")
+_command(_GITLAB, gitlab,
+         'A file holds deliveries: bare payloads, or envelopes {"headers": {...}, "payload": {...}} '
+         f"({_GITLAB.event_header}, {_GITLAB.delivery_header}). Only final states are stored (others are skipped "
+         "as ci_run_not_terminal); GitLab's own status is kept in provider_result. Outcomes carry the repository "
+         "identity gitlab / --host / project id. A retried pipeline keeps its id: each of its final events is "
+         "stored, keyed by object_attributes.finished_at, and the last decides (docs/ci-providers.md, Re-runs). "
+         "Re-ingesting stores nothing new.")
+for _provider in PROVIDERS.values():
+    if _provider.forge and _provider.summary is not None and _provider.name not in {"github", "gitlab"}:
+        _provider_command(_provider)
 
 
 _POSITIVE = re.compile(r"[1-9][0-9]*")
@@ -308,8 +312,8 @@ def otlp(files: list[str] = typer.Argument(..., help="OTLP/JSON log exports, one
     other records of its batch still ingest, and the command exits 8. Re-ingesting stores
     nothing new. --json adds log_records (how many the batches held) to the report.
     """
-    from sediment.ingest.files import ingest_files
     from sediment.ingest.otlp import translate_otlp
+    from sediment.ingest.reading.files import ingest_files
 
     org_id = settings.org_id(org)
     now = settings.capture_time()

@@ -42,7 +42,7 @@ def _context(org: str) -> RepositoryContext:
 
 def _identity(repository_id: str | None) -> RepositoryIdentity | None:
     from sediment.errors import UsageError
-    from sediment.ingest.github_fields import GITHUB_HOST
+    from sediment.ingest.ci.github_fields import GITHUB_HOST
     from sediment.model.facts import RepositoryIdentity
 
     if repository_id is None:

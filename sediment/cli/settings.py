@@ -152,7 +152,7 @@ def content_redaction(turn_off: bool = False) -> None:
     """Content redaction for this command: off with ``--no-redact-content`` (``turn_off``) or
     ``SEDIMENT_REDACT_CONTENT=0``, on otherwise; when off, one warning line on stderr says so."""
     from sediment.cli import console
-    from sediment.ingest.content_redaction import ENV, content_redaction_enabled, set_content_redaction
+    from sediment.ingest.redaction.content import ENV, content_redaction_enabled, set_content_redaction
 
     set_content_redaction(False if turn_off else None)  # this command's choice, never an earlier one's
     if not content_redaction_enabled():

@@ -98,7 +98,7 @@ def export_atif(records: Path = typer.Argument(..., exists=True, dir_okay=False,
                                                             "<n>.outcome.json sidecars; created, must not exist."),
                 version: str = typer.Option("ATIF-v1.8", "--version", help="ATIF-v1.8 or ATIF-v1.7.")) -> None:
     """Write each record as an ATIF document, with outcome, verification and every loss in a sidecar."""
-    from sediment.ingest.compressed import InputUnreadable, open_input
+    from sediment.ingest.reading.compressed import InputUnreadable, open_input
     from sediment.trajectory import TrajectoryError, from_json
     from sediment.trajectory.atif import ATIF_VERSIONS, write_atif
 

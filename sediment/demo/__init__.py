@@ -461,11 +461,11 @@ def run_demo(out: Path) -> dict[str, Any]:
     from sediment.git.repositories import RepositoryContext
     from sediment.host.registry import load_registry
     from sediment.ingest.calls import translate_call
-    from sediment.ingest.files import ingest_files
+    from sediment.ingest.ci.github import translate_github
     from sediment.ingest.git_notes import observe_notes
-    from sediment.ingest.github import translate_github
     from sediment.ingest.junit import RunAttempt, ingest_junit_reports
     from sediment.ingest.otlp import translate_otlp
+    from sediment.ingest.reading.files import ingest_files
     from sediment.model.policy import DerivationPolicy
     from sediment.settings import SettingsSources
     from sediment.store import FactStore

@@ -1,5 +1,5 @@
 """git-ai authorship notes (``refs/notes/ai``, schema ``authorship/3.0.0``): which agent Sessions
-and humans wrote which lines of the commit a note is attached to (inputs.md Part 3).
+and humans wrote which lines of the commit a note is attached to (docs/evidence.md).
 
 A note is an attestation section, a line ``---``, then a JSON metadata object. The attestation
 section lists file paths (quoted when they contain whitespace), each followed by entries
@@ -53,7 +53,7 @@ class Agent:
 
 @dataclass(frozen=True)
 class Attestation:
-    """One attestation entry: lines of one file written by one key (inputs.md §3.2)."""
+    """One attestation entry: lines of one file written by one key (git-ai's authorship/3.0.0 attestation)."""
 
     file_path: str
     key: str

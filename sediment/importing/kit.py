@@ -3,11 +3,16 @@
 Sediment's own bundles are read with :func:`open_bundle` and their CI resolved with
 :func:`sediment.plugin.resolve_ci` and :func:`select_reward_resolution`.
 
-The record models (:class:`Trajectory`, :class:`Event`, :class:`ToolCall`, ...), the builder
+The record models (:class:`Trajectory`, :class:`Event`, :class:`TrajectoryToolCall`, ...), the builder
 (:func:`build`), streaming reading (:func:`read_units`; gzip and Zstandard files are inflated as
 they are read, :func:`read_input` for a small file read whole, :func:`logical_name` for a file's
 name without its compression suffix), strict parsing, the raw record with
 secrets redacted, task/attempt splitting, call-id namespacing, and the refusal type.
+
+``ToolCall``, ``ToolDefinition``, ``Provenance`` and ``Evidence`` are kept as the old names of
+:class:`TrajectoryToolCall`, :class:`TrajectoryToolDefinition`, :class:`TrajectoryProvenance`
+and :class:`TrajectoryEvidence` (the same classes), so an importer written before the rename
+still works; new code uses the ``Trajectory`` names, which no other Sediment model shares.
 """
 
 from __future__ import annotations
@@ -17,25 +22,25 @@ from sediment.bundle.read import open_bundle
 from sediment.ci.resolution import select_reward_resolution
 from sediment.errors import BundleError
 from sediment.host.declarations import ImporterInfo
-from sediment.ingest.compressed import logical_name
-from sediment.ingest.compressed import read_all as read_input
+from sediment.ingest.reading.compressed import logical_name
+from sediment.ingest.reading.compressed import read_all as read_input
 from sediment.trajectory.record import (
     SCHEMA_VERSION,
     Artifact,
     Completeness,
     Demonstrator,
     Event,
-    Evidence,
     MissingField,
     Outcome,
-    Provenance,
     RawRecord,
     Role,
     Source,
-    ToolCall,
-    ToolDefinition,
     Trajectory,
     TrajectoryError,
+    TrajectoryEvidence,
+    TrajectoryProvenance,
+    TrajectoryToolCall,
+    TrajectoryToolDefinition,
     Transformation,
     Verification,
     build,
@@ -55,6 +60,12 @@ from sediment.trajectory.sources import (
     split_attempt,
 )
 from sediment.trajectory.store_source import StoreSource
+
+# the names these models had before the rename (the same classes; see the module)
+ToolCall = TrajectoryToolCall
+ToolDefinition = TrajectoryToolDefinition
+Provenance = TrajectoryProvenance
+Evidence = TrajectoryEvidence
 
 __all__ = [
     "BUNDLE_ROLLOUTS",
@@ -81,6 +92,10 @@ __all__ = [
     "ToolDefinition",
     "Trajectory",
     "TrajectoryError",
+    "TrajectoryEvidence",
+    "TrajectoryProvenance",
+    "TrajectoryToolCall",
+    "TrajectoryToolDefinition",
     "Transformation",
     "UnitError",
     "Verification",

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sediment.errors import PluginError, UsageError
-from sediment.ingest.compressed import logical_name
+from sediment.ingest.reading.compressed import logical_name
 from sediment.trajectory.record import Trajectory, TrajectoryError, validated
 from sediment.trajectory.redaction import redact_trajectory
 from sediment.trajectory.sources import ImportRefusal

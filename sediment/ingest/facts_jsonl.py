@@ -22,8 +22,8 @@ from pydantic import TypeAdapter, ValidationError
 
 from sediment.identifiers import OrgId, render_datetime
 from sediment.ingest import Translation, TranslationError
-from sediment.ingest.content_redaction import redact_value
-from sediment.ingest.redaction import redact_record
+from sediment.ingest.redaction.content import redact_value
+from sediment.ingest.redaction.credentials import redact_record
 from sediment.model.ci_keys import job_id, rerun_time
 from sediment.model.facts import (
     CIOutcome,
@@ -96,10 +96,10 @@ def json_copy(value: Any) -> Any:
 
 def stored_raw(payload: Mapping[str, Any]) -> dict[str, Any]:
     """A vendor payload as a Fact's ``raw`` keeps it: a deep copy (:func:`json_copy`) with its
-    credentials redacted (:func:`sediment.ingest.redaction.redact_record`: credential-named
+    credentials redacted (:func:`sediment.ingest.redaction.credentials.redact_record`: credential-named
     members at any depth, none skipped as content, URL userinfo secrets and credential query
     parameters become markers), then the secrets inside any of its strings
-    (:func:`sediment.ingest.content_redaction.redact_value`: a token in a commit message, a
+    (:func:`sediment.ingest.redaction.content.redact_value`: a token in a commit message, a
     Buildkite ``env`` line). The stored record is this redacted one; ids are read from the
     payload as received."""
     copied: dict[str, Any] = json_copy(dict(payload))

@@ -35,7 +35,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from sediment import __version__
-from sediment.ingest.json_text import RecordProblem
+from sediment.ingest.ci.providers import FORGES as PROVIDER_FORGES
+from sediment.ingest.reading.json_text import RecordProblem
 from sediment.receiver import auth
 from sediment.receiver.config import ReceiverConfig
 from sediment.receiver.spool import Spool, body_digest, delivery_key
@@ -52,16 +53,15 @@ from sediment.receiver.worker import IngestWorker
 log = logging.getLogger(__name__)
 
 KEPT_HEADERS: Final = frozenset({
-    "content-type", "user-agent", "x-github-event", "x-github-delivery", "x-github-hook-id",
-    "x-gitlab-event", "x-gitlab-event-uuid", "x-gitlab-instance", "idempotency-key", "circleci-event-type",
-    "x-buildkite-event",
+    "content-type", "user-agent", "x-github-hook-id", "x-gitlab-instance",
+    *(header.lower() for provider in PROVIDER_FORGES
+      for header in (provider.event_header, provider.delivery_header, *provider.redelivery_headers)
+      if header is not None),
 })
 """Headers kept with a spooled delivery: event names and delivery ids (never a secret or token)."""
 
-DELIVERY_ID_HEADERS: Final = {
-    "github": ("x-github-delivery",),
-    "gitlab": ("idempotency-key", "x-gitlab-event-uuid"),
-}
+DELIVERY_ID_HEADERS: Final = {provider.name: tuple(header.lower() for header in provider.redelivery_headers)
+                              for provider in PROVIDER_FORGES if provider.redelivery_headers}
 """Per forge, the headers naming a delivery, which a redelivery repeats (first present wins)."""
 
 

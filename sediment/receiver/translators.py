@@ -4,8 +4,9 @@ Each route names its translator in :data:`TRANSLATORS`; the worker hands it the 
 (headers as received, the body parsed exactly as ``sediment ingest`` reads files) and the
 acting org and receive time, so a delivery processed again after a restart yields the same
 Facts. Forge webhooks (GitHub, GitLab, CircleCI, Buildkite) go through the provider translator
-registry (:mod:`sediment.ingest.webhooks`, ``translate(provider, event_name, body)``) by the
-provider's name, with the event header's value and the delivery id.
+registry (:mod:`sediment.ingest.ci.webhooks`, ``translate(provider, event_name, body)``) by the
+provider's name, with the event header's value and the delivery id; which forges there are and
+their headers come from the provider table (:mod:`sediment.ingest.ci.providers`).
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from datetime import datetime
 from typing import Any, Final
 
 from sediment.ingest import Translation, TranslationError
-from sediment.ingest.files import describe_refusal
-from sediment.ingest.json_text import JsonReader, RecordProblem
+from sediment.ingest.ci.providers import FORGES as PROVIDER_FORGES
+from sediment.ingest.reading.files import describe_refusal
+from sediment.ingest.reading.json_text import JsonReader, RecordProblem
 from sediment.receiver.spool import Delivery
 
 
@@ -33,16 +35,14 @@ Translate = Callable[[Delivery, Any, Acting, datetime], list[Translation]]
 """``(delivery, parsed body (OTLP only, else None), acting configuration, received at)`` → the
 Translations of its records."""
 
-FORGES: Final = ("github", "gitlab", "circleci", "buildkite")
+FORGES: Final = tuple(provider.name for provider in PROVIDER_FORGES)
 """Forges and CI services whose signed webhooks the provider translator registry translates
-(:mod:`sediment.ingest.webhooks`); a route exists for each the registry knows."""
+(:mod:`sediment.ingest.ci.webhooks`); a route exists for each, from the provider table
+(:mod:`sediment.ingest.ci.providers`)."""
 
-EVENT_HEADERS: Final = {
-    "github": "x-github-event",
-    "gitlab": "x-gitlab-event",
-    "circleci": "circleci-event-type",
-    "buildkite": "x-buildkite-event",
-}
+EVENT_HEADERS: Final = {provider.name: provider.event_header.lower() for provider in PROVIDER_FORGES
+                        if provider.event_header is not None}
+"""Per forge, the header naming the event (lower-cased: the receiver reads headers so)."""
 
 
 def parse_body(body: bytes, *, keep_flaws: bool = False) -> Any:
@@ -89,7 +89,7 @@ def _each(body: bytes, translate: Callable[[dict[str, Any]], Translation]) -> li
 
 
 def _ci(delivery: Delivery, body: Any, acting: Acting, received_at: datetime) -> list[Translation]:
-    from sediment.ingest.ci import translate_ci
+    from sediment.ingest.ci.neutral import translate_ci
 
     return _each(delivery.body, lambda record: translate_ci(record, org_id=acting.org_id, captured_at=received_at))
 
@@ -109,20 +109,21 @@ def _otlp(delivery: Delivery, body: Any, acting: Acting, received_at: datetime) 
     return [translate_otlp(body, org_id=acting.org_id, captured_at=received_at)]
 
 
-DELIVERY_ID_HEADERS: Final = {"github": "x-github-delivery", "gitlab": "x-gitlab-event-uuid"}
+DELIVERY_ID_HEADERS: Final = {provider.name: provider.delivery_header.lower() for provider in PROVIDER_FORGES
+                              if provider.delivery_header is not None}
 """The header a forge names its delivery by, kept as the Facts' ``source_event_id``."""
 
 
 def provider_supported(provider: str) -> bool:
     """Whether the provider translator registry knows ``provider``'s webhooks."""
-    from sediment.ingest import webhooks
+    from sediment.ingest.ci import webhooks
 
     return provider in webhooks.PROVIDERS and webhooks.event_header(provider) is not None
 
 
 def _forge(provider: str) -> Translate:
     def translate(delivery: Delivery, body: Any, acting: Acting, received_at: datetime) -> list[Translation]:
-        from sediment.ingest import webhooks
+        from sediment.ingest.ci import webhooks
 
         header = DELIVERY_ID_HEADERS.get(provider)
         return [webhooks.translate(provider, delivery.header(EVENT_HEADERS[provider]), delivery.body,

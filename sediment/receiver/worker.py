@@ -27,8 +27,8 @@ from pydantic import ValidationError
 
 from sediment.errors import SedimentError
 from sediment.ingest import TranslationError
-from sediment.ingest.files import describe_refusal
 from sediment.ingest.git_notes import IDENTITY_TABLES
+from sediment.ingest.reading.files import describe_refusal
 from sediment.model.facts import FactModel, Push
 from sediment.receiver.spool import Spool
 from sediment.receiver.translators import Acting, translate_delivery

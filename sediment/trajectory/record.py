@@ -87,13 +87,15 @@ class Source(_Model):
     file_sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
 
 
-class ToolCall(_Model):
+class TrajectoryToolCall(_Model):
     """One structured tool call of an assistant event.
 
     ``call_id`` is unique in the record; ``original_call_id`` is the id the source gave (``None``
     when the source gave none and the call id was assigned). ``arguments`` is what the source
     gave: a JSON object as an object, a JSON-encoded string as that exact string.
     """
+
+    model_config = ConfigDict(title="ToolCall")  # the published schema's name (and validation errors')
 
     call_id: str = Field(min_length=1)
     original_call_id: str | None = None
@@ -109,7 +111,7 @@ class Event(_Model):
     role: Role
     text: str | None = None
     reasoning: str | None = None
-    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_calls: list[TrajectoryToolCall] = Field(default_factory=list)
     #: The ``call_id`` this tool event answers (an earlier call), or ``None``.
     tool_result_of: str | None = None
     source_metadata: dict[str, Any] = Field(default_factory=dict)
@@ -117,8 +119,10 @@ class Event(_Model):
     supervised: bool = False
 
 
-class ToolDefinition(_Model):
+class TrajectoryToolDefinition(_Model):
     """A function the source published as available: name, description, JSON Schema parameters."""
+
+    model_config = ConfigDict(title="ToolDefinition")  # the published schema's name (and validation errors')
 
     name: str = Field(min_length=1)
     description: str | None = None
@@ -136,9 +140,11 @@ class Artifact(_Model):
     size: int | None = Field(default=None, ge=0)
 
 
-class Provenance(_Model):
+class TrajectoryProvenance(_Model):
     """Who produced the attempt: the demonstrator class, the producer/scaffold (and its
     version), the exact model when the source names it, the attempt index, source metadata."""
+
+    model_config = ConfigDict(title="Provenance")  # the published schema's name (and validation errors')
 
     demonstrator: Demonstrator
     producer: str | None = None
@@ -160,10 +166,12 @@ class Outcome(_Model):
     source_metadata: dict[str, Any] = Field(default_factory=dict)
 
 
-class Evidence(_Model):
+class TrajectoryEvidence(_Model):
     """One piece of verification evidence: its kind, the id of the evidence where it has one
     (a CI resolution, a report), its reliability in [0, 1] when known, whether it was
     reproduced independently of the source, and a short summary."""
+
+    model_config = ConfigDict(title="Evidence")  # the published schema's name (and validation errors')
 
     kind: EvidenceKind
     evidence_id: str | None = None
@@ -180,7 +188,7 @@ class Verification(_Model):
     method: str = Field(min_length=1)
     executable: bool = False
     independently_reproduced: bool = False
-    evidence: list[Evidence] = Field(default_factory=list)
+    evidence: list[TrajectoryEvidence] = Field(default_factory=list)
 
 
 class Transformation(_Model):
@@ -232,9 +240,9 @@ class Trajectory(_Model):
     split: str | None = None
     events: list[Event] = Field(min_length=1)
     #: Source-published tool definitions; ``None`` when unpublished (declared in missing_fields).
-    tools: list[ToolDefinition] | None = None
+    tools: list[TrajectoryToolDefinition] | None = None
     artifacts: list[Artifact] = Field(default_factory=list)
-    provenance: Provenance
+    provenance: TrajectoryProvenance
     outcome: Outcome
     verification: Verification
     completeness: Completeness
@@ -326,7 +334,7 @@ def build(**fields: Any) -> Trajectory:
 
 
 #: The deepest nesting of arrays and objects a record may hold: sources are read to 256 levels
-#: (:data:`sediment.ingest.json_text.MAX_DEPTH`), a record wraps them in a few more.
+#: (:data:`sediment.ingest.reading.json_text.MAX_DEPTH`), a record wraps them in a few more.
 MAX_RECORD_DEPTH = 320
 #: The integers every reader of the library keeps exact (orjson reads a larger one as a float).
 INTEGER_RANGE = (-(2**63), 2**64 - 1)

@@ -1,10 +1,10 @@
 """Secrets inside an imported trajectory's content, redacted where it is imported.
 
 :func:`redact_trajectory` applies the content pattern set
-(:mod:`sediment.ingest.secret_patterns`) to every event's text and reasoning, every tool
+(:mod:`sediment.ingest.redaction.secret_patterns`) to every event's text and reasoning, every tool
 call's arguments (every string leaf, or the argument string), every event's
 ``source_metadata``, the tool definitions, the record's ``metadata`` and the ``raw_record``
-text (its string values: :func:`~sediment.ingest.content_redaction.redact_json_source`).
+text (its string values: :func:`~sediment.ingest.redaction.content.redact_json_source`).
 A record that held a secret gains one ``redact-secrets`` transformation whose detail names
 the kinds and how many values of each were replaced (``{"field": "content", "kinds":
 {"github_token": 2}}``), and its content-addressed ``trajectory_id`` is computed again from the
@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from sediment.ingest.content_redaction import content_redaction_enabled, redact_found, redact_json_source
+from sediment.ingest.redaction.content import content_redaction_enabled, redact_found, redact_json_source
 from sediment.trajectory.record import Trajectory, Transformation, content_id
 from sediment.trajectory.sources import TOOLKIT_VERSION
 

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from sediment.ingest.compressed import InputUnreadable, content_sha256, logical_name, open_input
-from sediment.ingest.json_text import MAX_DEPTH, too_deep
-from sediment.ingest.redaction import marker as redaction_marker
-from sediment.ingest.redaction import redact_json_text
+from sediment.ingest.reading.compressed import InputUnreadable, content_sha256, logical_name, open_input
+from sediment.ingest.reading.json_text import MAX_DEPTH, too_deep
+from sediment.ingest.redaction.credentials import marker as redaction_marker
+from sediment.ingest.redaction.credentials import redact_json_text
 from sediment.records import decode_record
 from sediment.trajectory.record import RawRecord, Transformation
 
@@ -186,12 +186,12 @@ def _unit(path: Path, text: bytes, line: int, index: int, end_line: int) -> Sour
 
 
 class TooDeep(ValueError):
-    """A JSON value nested deeper than :data:`~sediment.ingest.json_text.MAX_DEPTH` levels."""
+    """A JSON value nested deeper than :data:`~sediment.ingest.reading.json_text.MAX_DEPTH` levels."""
 
 
 def parse_json(data: bytes) -> Any:
     """Strict JSON: UTF-8 (lone surrogate escapes kept), no duplicate keys, no trailing data,
-    arrays and objects nested at most :data:`~sediment.ingest.json_text.MAX_DEPTH` levels
+    arrays and objects nested at most :data:`~sediment.ingest.reading.json_text.MAX_DEPTH` levels
     (:class:`TooDeep`: deeper nesting would exhaust the stack of whatever walks the value)."""
     text = data.decode("utf-8")
     try:
@@ -243,7 +243,7 @@ def redact_text(text: str) -> tuple[str, int]:
 
 def redact_source_text(text: str) -> tuple[str, int]:
     """Source text with credentials replaced by markers, every other byte kept: the shared rule
-    of :func:`sediment.ingest.redaction.redact_json_text` (credential-named string members, URL
+    of :func:`sediment.ingest.redaction.credentials.redact_json_text` (credential-named string members, URL
     userinfo secrets), then forge/provider tokens anywhere (:func:`redact_text`)."""
     text, members = redact_json_text(text)
     text, tokens = redact_text(text)

@@ -14,7 +14,7 @@ assembles its own stream into the response object the API would have returned.
 What the formats share is in ``toolkit`` (the envelope, parts, Sessions, building the Fact),
 ``fields`` (field access), ``streams`` (Server-Sent Events) and ``tool_definitions``; the format
 modules import from those, and this module only picks the module for a format. Every call's
-``raw`` is the record with its credentials redacted (:mod:`sediment.ingest.redaction`); ids and
+``raw`` is the record with its credentials redacted (:mod:`sediment.ingest.redaction.credentials`); ids and
 parts are read from the record as received.
 """
 

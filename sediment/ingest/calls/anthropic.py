@@ -41,7 +41,7 @@ from sediment.ingest.calls.fields import (
 from sediment.ingest.calls.streams import event_payloads
 from sediment.ingest.calls.tool_definitions import builtin_tool, function_tool, tool_definitions, tool_kind
 from sediment.ingest.calls.toolkit import CallContent, Notes, call_content, content_parts, message, role_of
-from sediment.ingest.json_text import JsonReader, RecordProblem
+from sediment.ingest.reading.json_text import JsonReader, RecordProblem
 from sediment.model.facts import InferenceMessage, TextPart, ToolDefinition
 
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"

@@ -8,7 +8,7 @@ import math
 from typing import Any, NoReturn
 
 from sediment.ingest import TranslationError
-from sediment.ingest.json_text import JsonReader, RecordProblem
+from sediment.ingest.reading.json_text import JsonReader, RecordProblem
 
 
 def fail(path: str, problem: str) -> NoReturn:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from sediment.ingest.calls.fields import as_object, fail
-from sediment.ingest.json_text import JsonReader, RecordProblem
+from sediment.ingest.reading.json_text import JsonReader, RecordProblem
 
 
 def is_event_stream(text: str) -> bool:

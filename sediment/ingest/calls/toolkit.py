@@ -10,7 +10,7 @@ picks the module for a format. The rules every format shares: the envelope, the 
 ids and the part helpers. Content that a part cannot carry
 (images, encrypted reasoning, signatures, unknown items) is dropped from the parts with a
 warning; the whole record stays in ``raw``, its credentials redacted
-(:mod:`sediment.ingest.redaction`).
+(:mod:`sediment.ingest.redaction.credentials`).
 
 Parts keep what the model saw and said: an empty text (``content: ""`` beside tool calls, an
 empty ``text`` or ``output_text`` block) is an empty text part, and a tool result is kept as
@@ -40,9 +40,9 @@ from sediment.ingest.calls.fields import (
     required,
 )
 from sediment.ingest.calls.streams import is_event_stream
-from sediment.ingest.content_redaction import ContentCache, redact_call
-from sediment.ingest.json_text import JsonReader, RecordProblem
-from sediment.ingest.redaction import redact_record
+from sediment.ingest.reading.json_text import JsonReader, RecordProblem
+from sediment.ingest.redaction.content import ContentCache, redact_call
+from sediment.ingest.redaction.credentials import redact_record
 from sediment.model.facts import (
     GatewayProvider,
     InferenceCall,
@@ -110,7 +110,7 @@ class ReplayMemo:
         self._redacted: OrderedDict[str, ContentCache] = OrderedDict()
 
     def content_cache(self, session: str) -> ContentCache:
-        """The Session's :class:`~sediment.ingest.content_redaction.ContentCache`: its previous
+        """The Session's :class:`~sediment.ingest.redaction.content.ContentCache`: its previous
         call's redacted messages and raw items, so replayed context is redacted once."""
         cache = self._redacted.pop(session, None) or ContentCache()
         self._redacted[session] = cache
@@ -391,8 +391,8 @@ def build_call(
     duration_ms: int | None = None,
 ) -> Translation:
     """The InferenceCall with its deterministic id; ``raw`` is the whole record, credentials
-    redacted (:func:`~sediment.ingest.redaction.redact_record`), and secrets inside its content
-    (parts, tool definitions and ``raw``) redacted (:func:`~sediment.ingest.content_redaction.redact_call`).
+    redacted (:func:`~sediment.ingest.redaction.credentials.redact_record`), and secrets inside its content
+    (parts, tool definitions and ``raw``) redacted (:func:`~sediment.ingest.redaction.content.redact_call`).
 
     The id is derived from the record as received, before redaction: a keyless call's record
     digest is the digest it always had, so a record stored before redaction existed and the

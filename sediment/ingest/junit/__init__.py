@@ -39,7 +39,6 @@ from pydantic import TypeAdapter, ValidationError
 
 from sediment.identifiers import CommitSha, NonEmptyId, NonEmptyRepoSlug, OrgId
 from sediment.ingest.facts_jsonl import describe_validation_error, test_case_result_id
-from sediment.ingest.files import IngestReport, InputProblem
 from sediment.ingest.junit.dialects import detect_runner, duration_ms, folds_reruns, normalize_test_id
 from sediment.ingest.junit.parse import (
     MAX_REPORT_BYTES,
@@ -50,6 +49,7 @@ from sediment.ingest.junit.parse import (
     parse_report,
     read_report,
 )
+from sediment.ingest.reading.files import IngestReport, InputProblem
 from sediment.model.facts import CIProvider, TestCaseResult, TestOutcome, TestRunner
 from sediment.store import FactStore
 

@@ -39,7 +39,7 @@ from defusedxml import (  # type: ignore[import-untyped]
 )
 from defusedxml.ElementTree import iterparse  # type: ignore[import-untyped]
 
-from sediment.ingest.compressed import InputUnreadable, open_input
+from sediment.ingest.reading.compressed import InputUnreadable, open_input
 
 MAX_REPORT_BYTES = 64 * 1024 * 1024
 """The largest report read (64 MiB); larger files are refused unread."""

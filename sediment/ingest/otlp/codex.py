@@ -26,10 +26,10 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from sediment.ingest.json_text import JsonReader, RecordProblem
 from sediment.ingest.otlp.batch import Batch, Emitted, Skip, build, occurred, session_of, user_of
 from sediment.ingest.otlp.envelope import LogRecord, Refused
 from sediment.ingest.otlp.provenance import provenance
+from sediment.ingest.reading.json_text import JsonReader, RecordProblem
 from sediment.model.facts import DeveloperDecision
 
 DECISION: Final = "codex.tool_decision"

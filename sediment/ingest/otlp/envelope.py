@@ -28,7 +28,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from sediment.ingest import TranslationError
-from sediment.ingest.json_text import Flaw, FlawedObject, first_flaw
+from sediment.ingest.reading.json_text import Flaw, FlawedObject, first_flaw
 
 INT64_MIN: Final = -(2**63)
 INT64_MAX: Final = 2**63 - 1

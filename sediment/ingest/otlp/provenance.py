@@ -4,9 +4,9 @@ client's account attributes and with credentials redacted.
 - ``user.email``, ``user.account_id`` and ``user.account_uuid`` (Codex sends the first two on
   every record) are personal account data, not evidence: their attribute entries are left out
   (docs/evidence.md). ``user.id`` stays: it is the Fact's ``user_id``.
-- An attribute whose key is a credential name (:data:`~sediment.ingest.redaction.CREDENTIAL_NAMES`:
+- An attribute whose key is a credential name (:data:`~sediment.ingest.redaction.credentials.CREDENTIAL_NAMES`:
   ``authorization``, ``x-api-key``, …) has every string of its value replaced by the redaction
-  marker; then the record goes through :func:`~sediment.ingest.redaction.redact_record` (object
+  marker; then the record goes through :func:`~sediment.ingest.redaction.credentials.redact_record` (object
   members named like credentials, credential query parameters and passwords in URLs).
 
 Nothing else changes: key order, value kinds and the exact ``timeUnixNano`` are kept.
@@ -17,8 +17,8 @@ from __future__ import annotations
 from typing import Any, Final
 
 from sediment.ingest import TranslationError
-from sediment.ingest.content_redaction import redact_value
-from sediment.ingest.redaction import is_credential_name, marker, redact_record
+from sediment.ingest.redaction.content import redact_value
+from sediment.ingest.redaction.credentials import is_credential_name, marker, redact_record
 
 ACCOUNT_ATTRIBUTES: Final = frozenset({"user.email", "user.account_id", "user.account_uuid"})
 _SECRET_KINDS: Final = frozenset({"stringValue", "bytesValue"})

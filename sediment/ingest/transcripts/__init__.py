@@ -15,8 +15,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Final, Literal
 
-from sediment.ingest.content_redaction import tallying
-from sediment.ingest.files import IngestReport, InputProblem
+from sediment.ingest.reading.files import IngestReport, InputProblem
+from sediment.ingest.redaction.content import tallying
 from sediment.ingest.transcripts import claude_code, codex
 from sediment.ingest.transcripts.common import Entry, TranscriptResult, read_entries, transcript_files
 from sediment.store import FactStore

@@ -52,9 +52,9 @@ from sediment.ingest import TranslationError
 from sediment.ingest.calls.anthropic import usage_tokens
 from sediment.ingest.calls.fields import as_object
 from sediment.ingest.calls.toolkit import AnyPart, Notes, content_parts, message, parse_timestamp
-from sediment.ingest.content_redaction import redact_value
 from sediment.ingest.facts_jsonl import PENDING_ID, with_natural_id
-from sediment.ingest.redaction import redact_record
+from sediment.ingest.redaction.content import redact_value
+from sediment.ingest.redaction.credentials import redact_record
 from sediment.ingest.transcripts.common import (
     SETTLE,
     Entry,

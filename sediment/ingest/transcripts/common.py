@@ -22,10 +22,10 @@ from pydantic import ValidationError
 
 from sediment.ingest import TranslationError
 from sediment.ingest.calls.toolkit import Notes, record_digest
-from sediment.ingest.compressed import InputUnreadable, logical_name, open_input
-from sediment.ingest.content_redaction import redact_call
-from sediment.ingest.json_text import RecordProblem, parse_line
-from sediment.ingest.redaction import redact_record
+from sediment.ingest.reading.compressed import InputUnreadable, logical_name, open_input
+from sediment.ingest.reading.json_text import RecordProblem, parse_line
+from sediment.ingest.redaction.content import redact_call
+from sediment.ingest.redaction.credentials import redact_record
 from sediment.model.facts import CAPTURE_LACKS, CallCapture, CaptureLack, FactModel, InferenceCall, InferenceMessage
 from sediment.store.ids import inference_call_id
 
@@ -147,7 +147,7 @@ def build_call(call: RebuiltCall, org_id: str) -> InferenceCall:
     """The InferenceCall of a rebuilt turn; its id as every call's (:func:`inference_call_id`):
     by its response id when the transcript recorded one, else by the digest of its raw lines.
     ``raw`` is those transcript lines, credentials redacted; secrets inside its content (parts
-    and ``raw``) are redacted too (:func:`~sediment.ingest.content_redaction.redact_call`)."""
+    and ``raw``) are redacted too (:func:`~sediment.ingest.redaction.content.redact_call`)."""
     call_id = inference_call_id(org_id, call.session_id, "unknown", call.model_call_id,
                                 lambda: record_digest(call.raw))
     try:

@@ -36,6 +36,8 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from sediment.ingest import Translation, TranslationError
+from sediment.ingest.ci.github_checks import translate_check_event
+from sediment.ingest.ci.github_fields import GITHUB_HOST, github_result, pull_request_number, repository_identity
 from sediment.ingest.facts_jsonl import (
     PENDING_ID,
     acting_org,
@@ -44,15 +46,13 @@ from sediment.ingest.facts_jsonl import (
     stored_raw,
     with_natural_id,
 )
-from sediment.ingest.github_checks import translate_check_event
-from sediment.ingest.github_fields import GITHUB_HOST, github_result, pull_request_number, repository_identity
-from sediment.ingest.payload import header as _header
-from sediment.ingest.payload import id_text as _id_text
-from sediment.ingest.payload import lookup as _lookup
-from sediment.ingest.payload import obj, unwrap
-from sediment.ingest.payload import optional_text as _optional_text
-from sediment.ingest.payload import sha as _sha
-from sediment.ingest.payload import text as _text
+from sediment.ingest.reading.payload import header as _header
+from sediment.ingest.reading.payload import id_text as _id_text
+from sediment.ingest.reading.payload import lookup as _lookup
+from sediment.ingest.reading.payload import obj, unwrap
+from sediment.ingest.reading.payload import optional_text as _optional_text
+from sediment.ingest.reading.payload import sha as _sha
+from sediment.ingest.reading.payload import text as _text
 from sediment.model.facts import CIOutcome, FactModel, PullRequestMerge, Push, RepositoryRename
 
 CI_PROVIDER: Final = "github_actions"
@@ -78,7 +78,7 @@ UNSUPPORTED_EVENT_PREFIX: Final = "unsupported_event:"
 _ZERO_SHA: Final = re.compile(r"^0+$")
 
 
-# --- payload access (the accessors are sediment.ingest.payload's) -----------------------
+# --- payload access (the accessors are sediment.ingest.reading.payload's) -----------------------
 
 
 def _object(payload: Mapping[str, Any], path: str) -> Mapping[str, Any]:

@@ -2,8 +2,8 @@
 and ``job-completed``.
 
 A delivery is a bare payload or ``{"headers": {...}, "payload": {...}}``; the event is the
-``circleci-event-type`` header or the body's ``type`` (they must agree). Mapping (inputs.md §1.3,
-docs/ci-providers.md): ``run_id`` ``workflow.id`` (a rerun is a new workflow id, so there is no
+``circleci-event-type`` header or the body's ``type`` (they must agree). Mapping
+(docs/ci-providers.md): ``run_id`` ``workflow.id`` (a rerun is a new workflow id, so there is no
 attempt number: CI resolution judges the workflows of one ``pipeline.id`` and ``workflow.name`` as
 one lineage, ordered by ``workflow.created_at``, sediment.ci.reruns), ``repo`` from
 ``pipeline.vcs.target_repository_url``, else (GitLab and GitHub App projects carry no ``vcs``)
@@ -24,9 +24,9 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from sediment.ingest import Translation, TranslationError
-from sediment.ingest.ci_runs import NOT_TERMINAL, UNSUPPORTED_EVENT_PREFIX, outcome
+from sediment.ingest.ci.runs import NOT_TERMINAL, UNSUPPORTED_EVENT_PREFIX, outcome
 from sediment.ingest.facts_jsonl import acting_org, json_copy
-from sediment.ingest.payload import (
+from sediment.ingest.reading.payload import (
     header,
     id_text,
     lookup,

@@ -8,7 +8,7 @@ and replaces **only the secret's characters** with :func:`content_marker`,
 ``AWS_SECRET_ACCESS_KEY=wJalr…`` becomes ``AWS_SECRET_ACCESS_KEY=[redacted:aws_secret
 sha256:…]``: the key name, the surrounding text and every other byte stay. The same secret
 gives the same marker wherever it appears (a consumer can still join two calls made with one
-key), and a name-based marker of :mod:`sediment.ingest.redaction` (``[redacted sha256:<hex>]``)
+key), and a name-based marker of :mod:`sediment.ingest.redaction.credentials` (``[redacted sha256:<hex>]``)
 of the same value carries the same digest.
 
 The kinds, in the order they are looked for (:data:`PATTERNS`; docs/operate.md lists them):
@@ -44,13 +44,13 @@ The kinds, in the order they are looked for (:data:`PATTERNS`; docs/operate.md l
     the credential after ``Basic`` when it is base64 of ``user:password``.
 ``url_userinfo``
     the password of a URL's ``user:password@`` (any scheme: ``https``, ``postgres``, …), or a
-    user alone that is a token (:func:`sediment.ingest.redaction.redact_userinfo`'s rule); the
+    user alone that is a token (:func:`sediment.ingest.redaction.credentials.redact_userinfo`'s rule); the
     user name and host stay.
 ``aws_secret``, ``named_secret``
     the value of a ``KEY=value`` line (``.env``, ``env`` output, ``export KEY=value``, an INI
     ``key = value``) or of a quoted assignment (``"KEY": "value"``, ``KEY: "value"``,
     ``KEY = 'value'``) whose key names a secret: a name of
-    :data:`~sediment.ingest.redaction.CREDENTIAL_NAMES` (``*_token``, ``*secret*``,
+    :data:`~sediment.ingest.redaction.credentials.CREDENTIAL_NAMES` (``*_token``, ``*secret*``,
     ``*password*``, ``*-api-key``, …) or of :data:`ASSIGNED_NAMES`; ``aws_secret`` when the
     name is an AWS secret access key's. A value that only names the secret (``$TOKEN``,
     ``${TOKEN}``, ``%TOKEN%``, ``{{ … }}``), hides it already (``***``, a marker) or is empty
@@ -77,7 +77,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import lru_cache
 
-from sediment.ingest.redaction import TOKEN_PREFIXES, is_credential_name
+from sediment.ingest.redaction.credentials import TOKEN_PREFIXES, is_credential_name
 from sediment.records import sha256_hex
 
 #: A marker of either form: name-based (``[redacted sha256:…]``) or content (``[redacted:<kind> sha256:…]``).
@@ -163,7 +163,7 @@ _PLACEHOLDER = re.compile(
     r"(?i:null|none|nil|true|false|changeme|redacted|\[redacted\]|your[_-].*|\.\.\.)"
 )
 
-#: Names of assigned values that are secrets besides :data:`~sediment.ingest.redaction.CREDENTIAL_NAMES`
+#: Names of assigned values that are secrets besides :data:`~sediment.ingest.redaction.credentials.CREDENTIAL_NAMES`
 #: (matched as those are: any case, ``-`` as ``_``). ``*_key`` and ``token`` are generic: their
 #: value is a secret only when it looks like one (12 or more characters, a letter and a digit).
 ASSIGNED_NAMES: tuple[str, ...] = ("passwd", "*_passwd", "pwd", "*_pwd", "apikey", "*_apikey", "*private_key*",

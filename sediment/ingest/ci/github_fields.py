@@ -1,6 +1,6 @@
 """What GitHub's run, job and check events share: the result of a run, a repository's identity,
-and the pull request a run belongs to. Read by :mod:`sediment.ingest.github` and
-:mod:`sediment.ingest.github_checks`."""
+and the pull request a run belongs to. Read by :mod:`sediment.ingest.ci.github` and
+:mod:`sediment.ingest.ci.github_checks`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from types import MappingProxyType
 from typing import Any, Final
 
 from sediment.ingest import TranslationError
-from sediment.ingest.payload import lookup as _lookup
+from sediment.ingest.reading.payload import lookup as _lookup
 from sediment.model.facts import CIResult
 
 GITHUB_HOST: Final = "github.com"
@@ -25,7 +25,7 @@ CONCLUSION_RESULTS: Final[Mapping[str, CIResult]] = MappingProxyType({
     "skipped": "skipped",
     "neutral": "skipped",
 })
-"""``conclusion`` → ``result`` of every GitHub run, job and check (inputs.md §1.0's table): a run
+"""``conclusion`` → ``result`` of every GitHub run, job and check (docs/ci-providers.md's table): a run
 that failed to start failed; ``neutral`` carries no verification signal, so it is ``skipped``.
 Anything else — ``action_required``, ``stale``, null, a value GitHub adds later — is ``unknown``."""
 
@@ -53,7 +53,7 @@ def repository_identity(payload: Mapping[str, Any], path: str, prefix: str = "re
 
 
 def pull_request_number(payload: Mapping[str, Any], path: str, warnings: list[str]) -> int | None:
-    """The first pull request listed at ``path`` whose base is this repository (inputs.md §1.1).
+    """The first pull request listed at ``path`` whose base is this repository (docs/ci-providers.md).
 
     ``pull_requests`` can list a pull request of another repository that shares the head
     commit (octokit ``workflow_run.completed.2``). Entries whose ``base.repo.id`` differs from

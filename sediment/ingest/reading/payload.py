@@ -1,9 +1,10 @@
 """Reading a vendor webhook payload by dotted path, strictly: a value is the type the field has
 or the record is refused with a :class:`~sediment.ingest.TranslationError` naming the path.
 
-Shared by the CI provider translators (:mod:`.gitlab`, :mod:`.circleci`, :mod:`.buildkite`,
-:mod:`.github_checks`); nothing here coerces (a number is never read from a string, a string
-never from a number, except where a provider documents an id as either).
+Shared by the CI provider translators (:mod:`sediment.ingest.ci.gitlab`,
+:mod:`sediment.ingest.ci.circleci`, :mod:`sediment.ingest.ci.buildkite`,
+:mod:`sediment.ingest.ci.github_checks`); nothing here coerces (a number is never read from a
+string, a string never from a number, except where a provider documents an id as either).
 """
 
 from __future__ import annotations

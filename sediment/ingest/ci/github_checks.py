@@ -1,8 +1,8 @@
 """GitHub's job-level and check events → CIOutcome: ``workflow_job``, ``check_run``, ``check_suite``.
 
-Called by :func:`sediment.ingest.github.translate_github` for these event names, so they arrive
-through ``sediment ingest github`` like every other GitHub delivery. Mapping (inputs.md §1.1,
-docs/ci-providers.md):
+Called by :func:`sediment.ingest.ci.github.translate_github` for these event names, so they arrive
+through ``sediment ingest github`` like every other GitHub delivery. Mapping
+(docs/ci-providers.md):
 
 - ``workflow_job``: one job (``workflow_job.id``) of the Actions run ``workflow_job.run_id``,
   attempt ``workflow_job.run_attempt`` (absent in old payloads); ``workflow_name``
@@ -19,7 +19,7 @@ docs/ci-providers.md):
   declined as ``check_suite_of_actions_run``: that run is recorded by its ``workflow_run`` (or
   its jobs), under the run id, which the suite payload does not carry.
 
-``result`` follows inputs.md's table (:data:`sediment.ingest.github_fields.CONCLUSION_RESULTS`); only a
+``result`` follows upstream's mapping table (:data:`sediment.ingest.ci.github_fields.CONCLUSION_RESULTS`); only a
 ``completed`` status is stored (others: ``ci_run_not_terminal``); ``provider_result`` is
 ``status/conclusion``; ``source_event_type`` is ``github.<event>.<action>``. Jobs are grouped
 into their run by CI resolution (:mod:`sediment.ci.jobs`): a run that also arrived as
@@ -36,10 +36,10 @@ from typing import Any, Final
 
 from sediment.ci.reruns import CHECK_SUITE_TIME
 from sediment.ingest import Translation, TranslationError
-from sediment.ingest.ci_runs import NOT_TERMINAL, joined, outcome
+from sediment.ingest.ci.github_fields import GITHUB_HOST, github_result, pull_request_number, repository_identity
+from sediment.ingest.ci.runs import NOT_TERMINAL, joined, outcome
 from sediment.ingest.facts_jsonl import json_copy
-from sediment.ingest.github_fields import GITHUB_HOST, github_result, pull_request_number, repository_identity
-from sediment.ingest.payload import id_text, obj, optional_int, optional_text, optional_time, sha, text
+from sediment.ingest.reading.payload import id_text, obj, optional_int, optional_text, optional_time, sha, text
 
 ACTIONS_APP: Final = "github-actions"
 CHECKS_PROVIDER: Final = "github_checks"

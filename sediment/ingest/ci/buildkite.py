@@ -3,7 +3,7 @@
 
 A delivery is a bare payload ``{event, build, pipeline, sender}`` (a job event adds ``job``) or
 ``{"headers": {...}, "payload": {...}}``; the event is the ``X-Buildkite-Event`` header or the
-body's ``event`` (they must agree). Mapping (inputs.md §1.4, docs/ci-providers.md):
+body's ``event`` (they must agree). Mapping (docs/ci-providers.md):
 
 - What a build and each of its jobs share (:func:`build_fields`): ``run_id`` ``build.id`` (a
   rebuild is a new build carrying ``rebuilt_from``, so a build has no attempt number: CI
@@ -38,9 +38,9 @@ from typing import Any, Final
 
 from sediment.ci.reruns import BUILD_TIME
 from sediment.ingest import Translation, TranslationError
-from sediment.ingest.ci_runs import NOT_TERMINAL, UNSUPPORTED_EVENT_PREFIX, joined, outcome
+from sediment.ingest.ci.runs import NOT_TERMINAL, UNSUPPORTED_EVENT_PREFIX, joined, outcome
 from sediment.ingest.facts_jsonl import acting_org, json_copy
-from sediment.ingest.payload import (
+from sediment.ingest.reading.payload import (
     header,
     id_text,
     lookup,

@@ -3,7 +3,7 @@
 A delivery is a bare payload or ``{"headers": {...}, "payload": {...}}``. The kind is the body's
 ``object_kind`` (``pipeline``, ``build``); ``X-Gitlab-Event`` (``Pipeline Hook``, ``Job Hook``,
 older servers ``Build Hook``) becomes ``source_event_type`` (else the ``object_kind``), and
-``X-Gitlab-Event-UUID`` the ``source_event_id``. Mapping (inputs.md §1.2, docs/ci-providers.md):
+``X-Gitlab-Event-UUID`` the ``source_event_id``. Mapping (docs/ci-providers.md):
 
 - Pipeline: ``run_id`` ``object_attributes.id`` (global), no attempt (a retried pipeline keeps
   its id: each final event is its own Fact, keyed and ordered by ``object_attributes.finished_at``,
@@ -35,9 +35,9 @@ from typing import Any, Final
 
 from sediment.ci.reruns import GITLAB_PIPELINE_TIME
 from sediment.ingest import Translation, TranslationError
-from sediment.ingest.ci_runs import NOT_TERMINAL, UNSUPPORTED_EVENT_PREFIX, joined, outcome
+from sediment.ingest.ci.runs import NOT_TERMINAL, UNSUPPORTED_EVENT_PREFIX, joined, outcome
 from sediment.ingest.facts_jsonl import acting_org, json_copy
-from sediment.ingest.payload import (
+from sediment.ingest.reading.payload import (
     header,
     id_text,
     lookup,

@@ -7,18 +7,19 @@ nesting are refused, never coerced) and translated by the same translator the ma
 ``sediment ingest`` command uses, so a delivery stored live and the same delivery ingested from a
 file are the same Fact (one natural key; a redelivery collapses in the store).
 
-Providers (:data:`PROVIDERS`) and the header whose value is ``event_name``:
+Providers (:data:`PROVIDERS`, in the order of the provider table
+:data:`sediment.ingest.ci.providers.TABLE`) and the header whose value is ``event_name``:
 
-=============  =========================  =============================================
+=============  =========================  =================================================
 provider       event header               translator
-=============  =========================  =============================================
-``github``     ``X-GitHub-Event``         :func:`sediment.ingest.github.translate_github`
-``gitlab``     ``X-Gitlab-Event``         :func:`sediment.ingest.gitlab.translate_gitlab`
-``circleci``   ``circleci-event-type``    :func:`sediment.ingest.circleci.translate_circleci`
-``buildkite``  ``X-Buildkite-Event``      :func:`sediment.ingest.buildkite.translate_buildkite`
-``ci``         (none)                     :func:`sediment.ingest.ci.translate_ci` (vendor-neutral)
+=============  =========================  =================================================
+``github``     ``X-GitHub-Event``         :func:`sediment.ingest.ci.github.translate_github`
+``gitlab``     ``X-Gitlab-Event``         :func:`sediment.ingest.ci.gitlab.translate_gitlab`
+``circleci``   ``circleci-event-type``    :func:`sediment.ingest.ci.circleci.translate_circleci`
+``buildkite``  ``X-Buildkite-Event``      :func:`sediment.ingest.ci.buildkite.translate_buildkite`
+``ci``         (none)                     :func:`sediment.ingest.ci.neutral.translate_ci` (vendor-neutral)
 ``litellm``    (none)                     :func:`sediment.ingest.calls.translate_call`, LiteLLM
-=============  =========================  =============================================
+=============  =========================  =================================================
 
 ``delivery_id`` (GitHub's ``X-GitHub-Delivery``, GitLab's ``X-Gitlab-Event-UUID``) becomes the
 Facts' ``source_event_id`` where the translator keeps one. The result is a
@@ -29,54 +30,26 @@ declined on purpose); a delivery that cannot be read or translated raises
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import datetime
-from types import MappingProxyType
 from typing import Any, Final
 
 from sediment.ingest import Translation, TranslationError
-from sediment.ingest.json_text import JsonReader, RecordProblem
+from sediment.ingest.ci.providers import PROVIDERS as PROVIDER_TABLE
+from sediment.ingest.ci.providers import provider as provider_row
+from sediment.ingest.reading.json_text import JsonReader, RecordProblem
 
 
 class WebhookRefusal(TranslationError):
     """The delivery was refused: its body is not exact JSON, or a field is missing or wrong."""
 
 
-_EVENT_HEADERS: Final[Mapping[str, str | None]] = MappingProxyType({
-    "github": "X-GitHub-Event",
-    "gitlab": "X-Gitlab-Event",
-    "circleci": "circleci-event-type",
-    "buildkite": "X-Buildkite-Event",
-    "ci": None,
-    "litellm": None,
-})
-_DELIVERY_HEADERS: Final[Mapping[str, str]] = MappingProxyType({
-    "github": "X-GitHub-Delivery",
-    "gitlab": "X-Gitlab-Event-UUID",
-})
-
-PROVIDERS: Final[tuple[str, ...]] = tuple(_EVENT_HEADERS)
+PROVIDERS: Final[tuple[str, ...]] = tuple(PROVIDER_TABLE)
 
 
 def event_header(provider: str) -> str | None:
     """The request header whose value a receiver passes as ``event_name`` (None: no event name)."""
-    return _EVENT_HEADERS[provider]
-
-
-def _translator(provider: str) -> Callable[..., Translation]:
-    if provider == "github":
-        from sediment.ingest.github import translate_github
-        return translate_github
-    if provider == "gitlab":
-        from sediment.ingest.gitlab import translate_gitlab
-        return translate_gitlab
-    if provider == "circleci":
-        from sediment.ingest.circleci import translate_circleci
-        return translate_circleci
-    if provider == "buildkite":
-        from sediment.ingest.buildkite import translate_buildkite
-        return translate_buildkite
-    raise AssertionError(provider)
+    return PROVIDER_TABLE[provider].event_header
 
 
 def parse_body(body: bytes) -> dict[str, Any]:
@@ -99,25 +72,22 @@ def translate(provider: str, event_name: str | None, body: bytes, *, org_id: str
     Raises :class:`WebhookRefusal` (one line, naming the field) when it cannot be stored, and
     ``ValueError`` for a provider outside :data:`PROVIDERS` (a receiver's bug, not the sender's).
     """
-    if provider not in _EVENT_HEADERS:
-        raise ValueError(f"unknown webhook provider {provider!r}; known: {', '.join(PROVIDERS)}")
+    row = provider_row(provider)
     payload = parse_body(body)
     try:
+        translator: Callable[..., Translation] = row.load()
         if provider == "ci":
-            from sediment.ingest.ci import translate_ci
-            return translate_ci(payload, org_id=org_id, captured_at=captured_at)
+            return translator(payload, org_id=org_id, captured_at=captured_at)
         if provider == "litellm":
-            from sediment.ingest.calls import translate_call
-            return translate_call(payload, format="litellm", org_id=org_id, captured_at=captured_at)
+            return translator(payload, format="litellm", org_id=org_id, captured_at=captured_at)
         headers: dict[str, str] = {}
-        header = _EVENT_HEADERS[provider]
-        if event_name is not None and event_name.strip() and header is not None:
-            headers[header] = event_name
-        if delivery_id is not None and delivery_id.strip() and provider in _DELIVERY_HEADERS:
-            headers[_DELIVERY_HEADERS[provider]] = delivery_id
+        if event_name is not None and event_name.strip() and row.event_header is not None:
+            headers[row.event_header] = event_name
+        if delivery_id is not None and delivery_id.strip() and row.delivery_header is not None:
+            headers[row.delivery_header] = delivery_id
         delivery: dict[str, Any] = {"headers": headers, "payload": payload} if headers else payload
         extra = {"host": gitlab_host} if provider == "gitlab" else {}
-        return _translator(provider)(delivery, event=None, org_id=org_id, captured_at=captured_at, **extra)
+        return translator(delivery, event=None, org_id=org_id, captured_at=captured_at, **extra)
     except WebhookRefusal:
         raise
     except TranslationError as exc:

@@ -1,4 +1,4 @@
-"""Content redaction at capture: the secrets :mod:`sediment.ingest.secret_patterns` finds are
+"""Content redaction at capture: the secrets :mod:`sediment.ingest.redaction.secret_patterns` finds are
 replaced in every string a captured record keeps, before it is stored.
 
 Each ingest path calls this at its one capture point, so the stored Fact is the redacted one
@@ -28,7 +28,7 @@ one lookup, not one scan.
 The setting: ``SEDIMENT_REDACT_CONTENT=0`` (or ``false``/``no``/``off``) turns content
 redaction off for a process, and ``sediment ingest --no-redact-content`` for one command
 (:func:`content_redaction`); it is on by default everywhere. Name-based redaction
-(:mod:`sediment.ingest.redaction`) is never turned off.
+(:mod:`sediment.ingest.redaction.credentials`) is never turned off.
 
 Counting: inside :func:`tallying`, every secret found is noted in a :class:`RedactionTally`
 (kind → the distinct secrets' digests), which ingest reports as ``redacted``.
@@ -45,7 +45,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sediment.ingest.secret_patterns import Finding, might_hold_secret, redact_text
+from sediment.ingest.redaction.secret_patterns import Finding, might_hold_secret, redact_text
 
 if TYPE_CHECKING:
     from sediment.model.facts import InferenceCall, InferenceMessage, ToolDefinition

@@ -12,7 +12,7 @@ is an error (``duplicate key 'conclusion'``) instead of keeping the last value. 
 the reader goes on with the next line without holding it in memory), a document spanning
 several lines at most :data:`MAX_DOCUMENT_BYTES`, and values nest at most :data:`MAX_DEPTH`
 levels deep. A gzip or Zstandard file is read the same, inflated as it streams
-(:func:`~sediment.ingest.compressed.open_input`); one that is corrupt, truncated or a
+(:func:`~sediment.ingest.reading.compressed.open_input`); one that is corrupt, truncated or a
 decompression bomb is one problem naming the line reached, and the records before it are kept.
 """
 
@@ -31,12 +31,12 @@ from typing import IO, Any, Final
 from pydantic import ValidationError
 
 from sediment.ingest import Translation, TranslationError
-from sediment.ingest.compressed import InputUnreadable, open_input
-from sediment.ingest.content_redaction import RedactionTally, tallying
-from sediment.ingest.json_text import _NUMBER, _TOKEN, JsonReader, RecordProblem, _skip_ws, _utf8
-from sediment.ingest.json_text import MAX_DEPTH as MAX_DEPTH
-from sediment.ingest.json_text import parse_line as parse_line
-from sediment.ingest.json_text import too_deep as too_deep
+from sediment.ingest.reading.compressed import InputUnreadable, open_input
+from sediment.ingest.reading.json_text import _NUMBER, _TOKEN, JsonReader, RecordProblem, _skip_ws, _utf8
+from sediment.ingest.reading.json_text import MAX_DEPTH as MAX_DEPTH
+from sediment.ingest.reading.json_text import parse_line as parse_line
+from sediment.ingest.reading.json_text import too_deep as too_deep
+from sediment.ingest.redaction.content import RedactionTally, tallying
 from sediment.model.facts import FactModel
 from sediment.parallel import ordered_chunks
 from sediment.store import AppendResult, FactStore
@@ -71,7 +71,7 @@ class IngestReport:
     problems: list[InputProblem] = field(default_factory=list)
     #: Elements the records held, when a record is a batch of them (an OTLP export's log records).
     elements: int = 0
-    #: The secrets redacted inside content (:mod:`sediment.ingest.content_redaction`), by kind.
+    #: The secrets redacted inside content (:mod:`sediment.ingest.redaction.content`), by kind.
     redacted: RedactionTally = field(default_factory=RedactionTally)
 
     def absorb(self, other: IngestReport) -> None:
@@ -166,9 +166,9 @@ def records(path: str, *, max_line: int = MAX_LINE_BYTES, max_document: int = MA
     document of at most ``max_document`` bytes: an object, or an array whose elements are the
     records (numbered by position). A file that is not one document is read as JSON Lines.
     With ``keep_flaws`` a duplicate key or an unreadable number inside a record is kept as a
-    flaw (:class:`~sediment.ingest.json_text.JsonReader`) for the translator to refuse that part alone.
+    flaw (:class:`~sediment.ingest.reading.json_text.JsonReader`) for the translator to refuse that part alone.
     A compressed file is inflated as it is read; when it cannot be read on, the records before
-    are yielded and then :class:`~sediment.ingest.compressed.InputUnreadable` is raised.
+    are yielded and then :class:`~sediment.ingest.reading.compressed.InputUnreadable` is raised.
     """
     failure: list[InputUnreadable] = []
     with open_input(path) as handle:

@@ -1,0 +1,1 @@
+"""Reading input exactly: files record by record, one JSON value, a vendor payload by dotted path."""

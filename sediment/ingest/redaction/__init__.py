@@ -1,0 +1,1 @@
+"""Redaction at capture: credentials by name, secrets inside content by shape."""
