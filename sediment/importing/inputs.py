@@ -13,7 +13,7 @@ from typing import IO, TYPE_CHECKING, Final
 
 import orjson
 
-from sediment.ingest import compressed
+from sediment.ingest.reading import compressed
 from sediment.trajectory.record import Trajectory, TrajectoryError, from_json
 
 if TYPE_CHECKING:
