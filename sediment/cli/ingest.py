@@ -20,6 +20,7 @@ from sediment.ingest import IngestError, Translation
 
 if TYPE_CHECKING:
     from sediment.ingest.files import IngestReport
+    from sediment.ingest.json_text import JsonReader
 
 ingest_app = typer.Typer(help="Ingest Facts from files: canonical JSONL, GitHub, GitLab, CircleCI and Buildkite "
                               "webhooks, CI outcomes, call logs, JUnit test reports, agent OTLP log exports, agent "
@@ -69,10 +70,10 @@ class CallFormat(StrEnum):
 
 
 def _run(files: list[str], translate: Callable[[Any], Translation], as_json: bool, workers: int = 1, *,
-         org_id: str) -> None:
+         org_id: str, reader: Callable[[], JsonReader] | None = None) -> None:
     from sediment.ingest.files import ingest_files
 
-    report = ingest_files(files, translate, settings.store(), workers=workers)
+    report = ingest_files(files, translate, settings.store(), workers=workers, reader=reader)
     _render(report, as_json)
     # a legacy mirror added before these Facts named its repository's identity is keyed by it now
     settings.settle_mirrors(org_id, (table for table, count in report.stored.items() if count))
@@ -165,12 +166,13 @@ def calls(files: list[str] = typer.Argument(..., help=FILES_HELP),
     """Gateway call logs: LiteLLM payloads, or request/response pairs of OpenAI Chat, OpenAI
     Responses and Anthropic Messages, with the Session in `session_id` or `x-sediment-session`."""
     from sediment.ingest.calls import ReplayMemo, translate_call
+    from sediment.ingest.calls.spans import SpanReader
 
     org_id = settings.org_id(org)
     now = settings.capture_time()
     memo = ReplayMemo()
     _run(files, lambda record: translate_call(record, format=format.value, org_id=org_id, captured_at=now,
-                                              memo=memo), as_json, workers, org_id=org_id)
+                                              memo=memo), as_json, workers, org_id=org_id, reader=SpanReader)
 
 
 def _provider_command(name: str, module: str, function: str, header: str, summary: str) -> None:
