@@ -164,7 +164,10 @@ def calls(files: list[str] = typer.Argument(..., help=FILES_HELP),
                                       help="Processes parsing files in parallel (the same Facts are stored).")
           ) -> None:
     """Gateway call logs: LiteLLM payloads, or request/response pairs of OpenAI Chat, OpenAI
-    Responses and Anthropic Messages, with the Session in `session_id` or `x-sediment-session`."""
+    Responses and Anthropic Messages, with the Session in `session_id` or `x-sediment-session`.
+
+    Replayed history is parsed once: a request's message that repeats, byte for byte, one read
+    earlier in the run is not parsed again (the stored Facts are the same either way)."""
     from sediment.ingest.calls import ReplayMemo, translate_call
     from sediment.ingest.calls.spans import SpanReader
 

@@ -85,7 +85,9 @@ class SpanReader(JsonReader):
         if elements is None:
             return None
         value = super().parse(text[:start] + "[]" + text[end:])
-        holder = value
+        if type(value) is not dict:
+            return None  # pragma: no cover - _find_list found the record's object
+        holder: Any = value
         for key in path[:-1]:
             holder = holder.get(key) if type(holder) is dict else None
         if type(holder) is not dict or holder.get(path[-1]) != [] or type(holder[path[-1]]) is not list:
