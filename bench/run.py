@@ -259,7 +259,7 @@ def render(result: dict[str, Any]) -> str:
         mbs = f"{s.input_bytes / 1e6 / s.seconds:,.0f}" if s.input_bytes else ""
         lines.append(f"| {s.name} | {s.seconds:.2f} | {rate} | {mbs} | {s.peak_rss_mb:,.0f} | {s.seconds / parse:.2f} |")
     if result.get("parallel_ingest"):
-        one, many = result["stages"][1], result["parallel_ingest"]
+        one, many = _stage(result["stages"], "ingest calls"), result["parallel_ingest"]
         lines.append(f"| {many.name} | {many.seconds:.2f} | {many.calls / many.seconds:,.0f} | "
                      f"{many.input_bytes / 1e6 / many.seconds:,.0f} | {many.peak_rss_mb:,.0f} | "
                      f"{many.seconds / parse:.2f} (speed-up {one.seconds / many.seconds:.2f}×) |")
@@ -300,6 +300,11 @@ def render(result: dict[str, Any]) -> str:
 
 def _compression_name(compression: str) -> str:
     return {"zst": "Zstandard", "gz": "gzip", "none": "plain JSON Lines"}[compression]
+
+
+def _stage(stages: list[Stage], name: str) -> Stage:
+    """The stage called ``name`` (a speed-up compares a stage with its own parallel run)."""
+    return next(stage for stage in stages if stage.name == name)
 
 
 def run_library_profile(args: argparse.Namespace) -> None:

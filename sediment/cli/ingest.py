@@ -21,6 +21,7 @@ from sediment.ingest.ci.providers import PROVIDERS, WebhookProvider
 
 if TYPE_CHECKING:
     from sediment.ingest.reading.files import IngestReport
+    from sediment.ingest.reading.json_text import JsonReader
 
 _FORGE_TITLES = [provider.title for provider in PROVIDERS.values() if provider.forge]
 ingest_app = typer.Typer(help=f"Ingest Facts from files: canonical JSONL, {', '.join(_FORGE_TITLES[:-1])} and "
@@ -73,10 +74,10 @@ class CallFormat(StrEnum):
 
 
 def _run(files: list[str], translate: Callable[[Any], Translation], as_json: bool, workers: int = 1, *,
-         org_id: str) -> None:
+         org_id: str, reader: Callable[[], JsonReader] | None = None) -> None:
     from sediment.ingest.reading.files import ingest_files
 
-    report = ingest_files(files, translate, settings.store(), workers=workers)
+    report = ingest_files(files, translate, settings.store(), workers=workers, reader=reader)
     _render(report, as_json)
     # a legacy mirror added before these Facts named its repository's identity is keyed by it now
     settings.settle_mirrors(org_id, (table for table, count in report.stored.items() if count))
@@ -176,14 +177,18 @@ def calls(files: list[str] = typer.Argument(..., help=FILES_HELP),
                                       help="Processes parsing files in parallel (the same Facts are stored).")
           ) -> None:
     """Gateway call logs: LiteLLM payloads, or request/response pairs of OpenAI Chat, OpenAI
-    Responses and Anthropic Messages, with the Session in `session_id` or `x-sediment-session`."""
+    Responses and Anthropic Messages, with the Session in `session_id` or `x-sediment-session`.
+
+    Replayed history is parsed once: a request's message that repeats, byte for byte, one read
+    earlier in the run is not parsed again (the stored Facts are the same either way)."""
     from sediment.ingest.calls import ReplayMemo, translate_call
+    from sediment.ingest.calls.spans import SpanReader
 
     org_id = settings.org_id(org)
     now = settings.capture_time()
     memo = ReplayMemo()
     _run(files, lambda record: translate_call(record, format=format.value, org_id=org_id, captured_at=now,
-                                              memo=memo), as_json, workers, org_id=org_id)
+                                              memo=memo), as_json, workers, org_id=org_id, reader=SpanReader)
 
 
 def _provider_command(provider: WebhookProvider) -> None:

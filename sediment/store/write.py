@@ -9,8 +9,10 @@ import copy
 import json
 import zlib
 from collections import Counter, OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import takewhile
+from operator import is_, truth
 from typing import Any
 
 from sqlalchemy import Connection, select
@@ -71,6 +73,9 @@ class FactWriter(StoreEngine):
         self._hash_cache: OrderedDict[int, tuple[Any, str]] = OrderedDict()
         self._tool_lists: OrderedDict[tuple[int, ...], tuple[tuple[ToolDefinition, ...], str]] = OrderedDict()
         self._known_blobs: set[str] = set()
+        #: Per (org, Session, list kind): the last call's values and their hashes, so a replayed
+        #: prefix (the very objects again) costs no lookup per element.
+        self._last_values: OrderedDict[tuple[str, str, str], tuple[tuple[Any, ...], list[str]]] = OrderedDict()
         self._pending_blobs: dict[str, bytes] = {}
         #: Per (org, Session, list kind): the last call *prepared* and its list (deltas are
         #: encoded against it, then settled at write time).
@@ -126,6 +131,7 @@ class FactWriter(StoreEngine):
             # cache hits would skip queueing their blobs again.
             self._known_blobs.clear()
             self._hash_cache.clear()
+            self._last_values.clear()
             self._tool_lists.clear()
             self._last_inputs.clear()
             self._stored_lists.clear()
@@ -236,6 +242,19 @@ class FactWriter(StoreEngine):
         self._queue_blob(digest, record)
         return digest
 
+    def _hashes(self, key: tuple[str, str, str], values: Sequence[Any]) -> list[str]:
+        """The blob hashes of a Session's list: the leading values that are the very objects of
+        its previous call's list keep their hashes (as :meth:`_blob`'s identity cache would give
+        them, with no lookup each); the others go through :meth:`_blob`."""
+        last = self._last_values.get(key)
+        kept = 0 if last is None else len(list(takewhile(truth, map(is_, values, last[0]))))
+        hashes = (last[1][:kept] if last is not None else []) + [self._blob(value) for value in values[kept:]]
+        self._last_values[key] = (tuple(values), hashes)
+        self._last_values.move_to_end(key)
+        if len(self._last_values) > LAST_INPUTS_SESSIONS:
+            self._last_values.popitem(last=False)
+        return hashes
+
     def _tools_blob(self, tools: tuple[ToolDefinition, ...]) -> str:
         """The content hash of a tool list, stored as one blob.
 
@@ -269,7 +288,7 @@ class FactWriter(StoreEngine):
         del body["tools"]
         if fact.capture is None:  # likewise a wire call's body never spells its (absent) capture
             del body["capture"]
-        inputs = [self._blob(m) for m in fact.input_messages]
+        inputs = self._hashes((fact.org_id, fact.session_id, "input"), fact.input_messages)
         delta = self._delta(fact, "input", inputs, replay, batch, portable)
         return {
             "session_id": fact.session_id,
@@ -326,7 +345,7 @@ class FactWriter(StoreEngine):
             for key in path[:-1]:
                 target[key] = copy.copy(target[key])
                 target = target[key]
-            hashes = [self._blob(item) for item in holder[path[-1]]]
+            hashes = self._hashes((fact.org_id, fact.session_id, "raw:" + "/".join(path)), holder[path[-1]])
             target[path[-1]] = self._delta(fact, "raw:" + "/".join(path), hashes, replay, batch, portable)
             refs.append(list(path))
         return result, refs

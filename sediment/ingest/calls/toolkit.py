@@ -19,10 +19,13 @@ given, so a result that is JSON text stays that string, byte for byte.
 
 from __future__ import annotations
 
+import json
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import takewhile
+from operator import is_, truth
 from typing import Any, Literal, Protocol
 
 from pydantic import TypeAdapter, ValidationError
@@ -91,6 +94,24 @@ _ORG_ID: TypeAdapter[str] = TypeAdapter(OrgId)
 # --- results shared by the format modules ----------------------------------------------
 
 
+def identical_prefix(items: Sequence[Any], previous: Sequence[Any]) -> int:
+    """How many leading elements of ``items`` are the very objects of ``previous`` (C speed)."""
+    return len(list(takewhile(truth, map(is_, items, previous))))
+
+
+def same_json(a: Any, b: Any) -> bool:
+    """Whether two parsed JSON values are the same value, types included: Python's ``==`` takes
+    ``1``, ``1.0`` and ``true`` (and ``0.0`` and ``-0.0``) for one, which a stored record must not."""
+    if a is b:
+        return True
+    if a != b:
+        return False
+    try:
+        return json.dumps(a) == json.dumps(b)
+    except (TypeError, ValueError):  # not plain JSON (cannot be replayed context): not the same
+        return False
+
+
 class ReplayMemo:
     """Remembers each Session's previous call so replayed context is translated once.
 
@@ -98,9 +119,10 @@ class ReplayMemo:
     call equals the message at the same position of the Session's previous call, the earlier
     translation (and the earlier raw object) is reused; only new messages are translated.
     The tool list, resent with every call, is read again only when it changed, so an equal
-    list yields the very same definitions (and the store encodes them once). Equal means equal
-    as parsed values, for the tools as for the messages: ``1``, ``1.0`` and ``true`` compare
-    equal. Holds the last call of at most ``sessions`` Sessions.
+    list yields the very same definitions (and the store encodes them once). Equal means the
+    same JSON, for the tools as for the messages (:func:`same_json`): ``1``, ``1.0`` and ``true``
+    are different values, so a replayed message whose number is spelled otherwise is read (and
+    stored) anew. Holds the last call of at most ``sessions`` Sessions.
     """
 
     def __init__(self, sessions: int = 8) -> None:
@@ -122,7 +144,7 @@ class ReplayMemo:
         """The definitions of the tool list ``value``: the previous call's very tuple when the
         Session's previous call declared an equal list, else ``read()``."""
         last = self._tools.pop(session, None)
-        if last is None or not (value is last[0] or value == last[0]):
+        if last is None or not same_json(value, last[0]):
             last = (value, read())
         self._tools[session] = last
         while len(self._tools) > self._limit:
@@ -132,9 +154,11 @@ class ReplayMemo:
     def translate(self, session: str, items: list[Any],
                   translate_one: Callable[[Any, int], InferenceMessage]) -> list[InferenceMessage]:
         previous_items, previous_messages = self._last.pop(session, ([], []))
-        messages: list[InferenceMessage] = []
-        for index, item in enumerate(items):
-            if index < len(previous_items) and (item is previous_items[index] or item == previous_items[index]):
+        kept = identical_prefix(items, previous_items)  # the replayed objects themselves: no comparison
+        messages: list[InferenceMessage] = previous_messages[:kept]
+        for index in range(kept, len(items)):
+            item = items[index]
+            if index < len(previous_items) and same_json(item, previous_items[index]):
                 items[index] = previous_items[index]
                 messages.append(previous_messages[index])
             else:

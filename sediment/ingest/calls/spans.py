@@ -1,0 +1,209 @@
+"""Reading a call log line without re-parsing its replayed history.
+
+In one Session, call *n*'s request replays the messages of call *n−1* byte for byte. A
+:class:`SpanReader` reads a record's replayed list (``request.messages``, ``request.input``, or
+a LiteLLM payload's ``messages``) element by element straight from the line's text: an element
+whose text starts exactly like a container already read and validated (``{…}`` or ``[…]``) is
+that very parsed object, found by comparing characters, never parsed again; any other element is
+parsed where it stands. The rest of the record (the line with the list cut out) is parsed as
+usual and the list is put back in its place.
+
+Exact by construction: a JSON container's value is decided by its own characters up to its
+closing bracket, so equal text at a value position is an equal value, and the pieces parsed
+apart compose to the value a whole parse gives. Whenever anything is not plain (the list is not
+found by its plain key spelling, an element fails to parse or nests too deep for its place, the
+separators are not ``,`` and ``]``, the rest fails), the whole line is parsed again the plain
+way, so every refusal (bad UTF-8, a duplicate key, nesting too deep, a bad number) is the one a
+plain parse gives, word for word. Parsed objects are shared between records: nothing downstream
+mutates a parsed record (the translators, redaction and the store copy what they change).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, Final
+
+from sediment.ingest.reading.json_text import _TOKEN, MAX_DEPTH, JsonReader, RecordProblem, _skip_ws, _utf8, too_deep
+
+#: The replayed lists read span by span, as paths of plain keys (the same lists the store keeps
+#: as content blobs).
+REPLAYED_LISTS: Final[tuple[tuple[str, ...], ...]] = (("request", "messages"), ("request", "input"), ("messages",))
+#: The deepest level a replayed list sits at (record 1, ``request`` 2, the list 3): an element
+#: may nest ``MAX_DEPTH - LIST_LEVEL`` levels, the most any of the lists allows.
+LIST_LEVEL: Final = 3
+#: A shorter line is parsed whole (it cannot hold much replayed history).
+MIN_LINE: Final = 4096
+#: How many characters of validated element text are remembered (least recently used go first).
+MEMORY_CHARS: Final = 64 * 1024 * 1024
+_HEAD: Final = 96  # the characters an element's text is first looked up by
+_KEYS: Final = frozenset(key for path in REPLAYED_LISTS for key in path)
+_PREFIXES: Final = frozenset(path[:depth] for path in REPLAYED_LISTS for depth in range(1, len(path)))
+_LONGEST_KEY: Final = 2 + max(len(key) for key in _KEYS)
+
+
+class _Element:
+    __slots__ = ("following", "value")
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+        self.following: str | None = None  # the element text that followed it when last seen
+
+
+class SpanReader(JsonReader):
+    """A :class:`~sediment.ingest.reading.json_text.JsonReader` for call logs: the same values and the
+    same refusals, with replayed list elements read once (see the module). One reader serves
+    the lines of one ingest run in order; it remembers up to ``memory_chars`` characters of
+    element text, and reads lines shorter than ``min_line`` the plain way."""
+
+    def __init__(self, *, memory_chars: int = MEMORY_CHARS, min_line: int = MIN_LINE) -> None:
+        super().__init__()
+        self._limit = memory_chars
+        self._min_line = min_line
+        self._size = 0
+        self._seen: OrderedDict[str, _Element] = OrderedDict()
+        self._by_head: dict[str, str] = {}
+        #: Elements found by text (``reused``) and parsed (``parsed``), for tests and the bench.
+        self.reused = 0
+        self.parsed = 0
+
+    def parse(self, data: bytes | str) -> Any:
+        if len(data) >= self._min_line:
+            try:
+                value = self._spliced(_utf8(data))
+            except RecordProblem:
+                value = None
+            if value is not None:
+                return value
+        return super().parse(data)
+
+    def _spliced(self, text: str) -> dict[str, Any] | None:
+        found = _find_list(text)
+        if found is None:
+            return None
+        path, start = found
+        elements, end = self._elements(text, start)
+        if elements is None:
+            return None
+        value = super().parse(text[:start] + "[]" + text[end:])
+        if type(value) is not dict:
+            return None  # pragma: no cover - _find_list found the record's object
+        holder: Any = value
+        for key in path[:-1]:
+            holder = holder.get(key) if type(holder) is dict else None
+        if type(holder) is not dict or holder.get(path[-1]) != [] or type(holder[path[-1]]) is not list:
+            return None  # pragma: no cover - _find_list names the list the parse puts there
+        holder[path[-1]] = elements
+        return value
+
+    def _elements(self, text: str, start: int) -> tuple[list[Any] | None, int]:
+        """The elements of the array at ``start`` and the index after it (None: not plain)."""
+        elements: list[Any] = []
+        index = _skip_ws(text, start + 1)
+        if text.startswith("]", index):
+            return elements, index + 1
+        previous: _Element | None = None
+        while True:
+            element, span = self._known(text, index, previous)
+            if element is not None and span is not None:
+                self.reused += 1
+                end = index + len(span)
+            else:
+                value, end = self.value_at(text, index)
+                if too_deep(value, MAX_DEPTH - LIST_LEVEL):
+                    return None, index
+                self.parsed += 1
+                span = text[index:end]
+                element = _Element(value) if span[0] in "{[" else None  # a scalar's end needs lookahead
+            if element is None:
+                elements.append(value)
+            else:
+                elements.append(element.value)
+                self._remember(span, element, previous)
+            previous = element
+            index = _skip_ws(text, end)
+            if text.startswith("]", index):
+                break
+            if not text.startswith(",", index):
+                return None, index
+            index = _skip_ws(text, index + 1)
+        self._evict()
+        return elements, index + 1
+
+    def _known(self, text: str, index: int, previous: _Element | None) -> tuple[_Element | None, str | None]:
+        """The remembered element whose text stands at ``index``, if any."""
+        candidate = previous.following if previous is not None else None
+        if candidate is None or not text.startswith(candidate, index):
+            candidate = self._by_head.get(text[index:index + _HEAD])
+            if candidate is None or not text.startswith(candidate, index):
+                return None, None
+        element = self._seen.get(candidate)
+        return (None, None) if element is None else (element, candidate)
+
+    def _remember(self, span: str, element: _Element, previous: _Element | None) -> None:
+        if span in self._seen:
+            self._seen.move_to_end(span)
+        else:
+            self._seen[span] = element
+            self._size += len(span)
+        self._by_head[span[:_HEAD]] = span
+        if previous is not None:
+            previous.following = span
+
+    def _evict(self) -> None:
+        while self._size > self._limit and self._seen:
+            span, _ = self._seen.popitem(last=False)
+            self._size -= len(span)
+            if self._by_head.get(span[:_HEAD]) == span:
+                del self._by_head[span[:_HEAD]]
+
+
+def _find_list(text: str) -> tuple[tuple[str, ...], int] | None:
+    """The path and start index of the first replayed list of the record in ``text``, found by
+    its keys' plain spellings; None when the record is not an object or holds none. Only the
+    containers on a listed path are entered; any other is skipped whole."""
+    position = _skip_ws(text, 0)
+    if not text.startswith("{", position):
+        return None
+    position += 1
+    path: list[str | None] = []  # the keys of the open containers below the record
+    key: str | None = None
+    while True:
+        match = _TOKEN.search(text, position)
+        if match is None:
+            return None
+        at, position = match.span()
+        char = text[at]
+        if char == '"':
+            if text.startswith(":", _skip_ws(text, position)):  # a key, not a value
+                name = text[at + 1:position - 1] if position - at <= _LONGEST_KEY else None
+                key = name if name in _KEYS else None
+            continue
+        if char in "[{":
+            here = (*path, key)
+            if char == "[" and here in REPLAYED_LISTS:
+                return tuple(name for name in here if name is not None), at
+            if char == "{" and here in _PREFIXES:
+                path.append(key)
+                key = None
+                continue
+            end = _skip_container(text, at)
+            if end is None:
+                return None
+            position, key = end, None
+            continue
+        if not path:
+            return None  # the record's own object closed
+        path.pop()
+        key = None
+
+
+def _skip_container(text: str, index: int) -> int | None:
+    depth = 0
+    for match in _TOKEN.finditer(text, index):
+        char = text[match.start()]
+        if char == '"':
+            continue
+        depth += 1 if char in "[{" else -1
+        if depth == 0:
+            return match.end()
+    return None

@@ -1,0 +1,298 @@
+"""Call logs read span by span (sediment.ingest.calls.spans): replayed messages are found by
+their text, never parsed again, and the store holds exactly what a plain parse stores
+(docs/performance.md, Replayed history)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sediment.ingest.calls import ReplayMemo, translate_call
+from sediment.ingest.calls.spans import SpanReader
+from sediment.ingest.reading.files import ingest_files
+from sediment.ingest.reading.json_text import JsonReader, RecordProblem
+from sediment.store import FactStore
+
+ORG = "org-spans"
+CAPTURED = datetime(2026, 7, 1, tzinfo=UTC)
+
+
+def _record_line(session: str, pieces: list[str], output: dict[str, Any], call: int, *, gap: str = ", ",
+                 key: str = "messages") -> str:
+    """A request/response pair whose ``request.messages`` is the given element texts."""
+    response = {"id": f"resp-{session}-{call}", "model": "m",
+                "choices": [{"index": 0, "message": output, "finish_reason": "stop"}]}
+    return (f'{{"session_id": "{session}", "request": {{"model": "m", "{key}": [' + gap.join(pieces)
+            + f"]}}, \"response\": {json.dumps(response)}}}")
+
+
+def _ingest(path: Path, home: Path, mode: str, call_format: str = "openai-chat") -> tuple[Any, FactStore]:
+    """Ingest ``path`` into a new store: ``fast`` (the CLI's way), ``plain`` (the plain reader,
+    with the replay memo) or ``bare`` (the plain reader, every call translated whole)."""
+    store = FactStore(f"sqlite:///{home / f'{mode}.db'}")
+    memo = ReplayMemo() if mode != "bare" else None
+    report = ingest_files([str(path)], lambda record: translate_call(
+        record, format=call_format, org_id=ORG, captured_at=CAPTURED, memo=memo), store,
+        reader=(lambda: SpanReader(min_line=0)) if mode == "fast" else None)
+    return report, store
+
+
+def _content(home: Path, mode: str) -> list[Any]:
+    with sqlite3.connect(home / f"{mode}.db") as db:
+        calls = db.execute("SELECT fact_id, natural_key, session_id, record, input_hashes, output_hashes, raw_refs, "
+                           "tools_hash FROM inference_calls ORDER BY fact_id").fetchall()
+        blobs = db.execute("SELECT blob_hash, content FROM blobs ORDER BY blob_hash").fetchall()
+    return [*calls, *blobs]
+
+
+def _same_everywhere(lines: list[str], call_format: str = "openai-chat") -> tuple[list[str], int]:
+    """Ingest ``lines`` the three ways; assert equal stores, Facts and problems. Returns the
+    problems and how many elements the fast reader reused."""
+    with tempfile.TemporaryDirectory() as folder:
+        home = Path(folder)
+        path = home / "calls.jsonl"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        results = {mode: _ingest(path, home, mode, call_format) for mode in ("fast", "plain", "bare")}
+        problems = {mode: [str(p) for p in report.problems] for mode, (report, _) in results.items()}
+        assert problems["fast"] == problems["plain"] == problems["bare"]
+        contents = {mode: _content(home, mode) for mode in results}
+        assert contents["fast"] == contents["plain"] == contents["bare"]
+        facts = {}
+        for mode, (_, store) in results.items():
+            facts[mode] = [call.model_dump() for session in store.session_ids(ORG)
+                           for call in store.calls_for_session(ORG, session)]
+        for fast, plain, bare in zip(facts["fast"], facts["plain"], facts["bare"], strict=True):
+            for field in fast:  # field by field, so a failure names the field
+                assert fast[field] == plain[field] == bare[field], field
+        reader = SpanReader(min_line=0)
+        plain_reader = JsonReader()
+        for line in lines:
+            try:
+                expected: Any = plain_reader.parse(line)
+            except RecordProblem as exc:
+                with pytest.raises(RecordProblem, match="^" + __import__("re").escape(str(exc)) + "$"):
+                    reader.parse(line)
+                continue
+            assert _typed(reader.parse(line)) == _typed(expected)
+        return problems["fast"], reader.reused
+
+
+def _typed(value: Any) -> Any:
+    """``value`` with every scalar's type beside it (``==`` takes 1, 1.0 and true for one)."""
+    if isinstance(value, dict):
+        return [(key, _typed(item)) for key, item in value.items()]
+    if isinstance(value, list):
+        return [_typed(item) for item in value]
+    return (type(value).__name__, json.dumps(value))
+
+
+# --- the property: replayed, rewritten and compacted histories -----------------------------
+
+TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+NUMBER = st.sampled_from([1, 1.0, 0.0, -0.0, True, 10, 2.5])
+
+
+@st.composite
+def messages(draw: st.DrawFn) -> dict[str, Any]:
+    role = draw(st.sampled_from(["user", "assistant", "tool"]))
+    if role == "tool":
+        found: dict[str, Any] = {"role": "tool", "tool_call_id": draw(st.sampled_from(["c1", "c2"])),
+                                 "content": draw(TEXT)}
+    elif role == "assistant" and draw(st.booleans()):
+        arguments = json.dumps({"n": draw(NUMBER)})
+        found = {"role": "assistant", "content": None,
+                 "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": arguments}}]}
+    else:
+        found = {"role": role, "content": draw(TEXT)}
+    if draw(st.booleans()):
+        found["meta"] = {"n": draw(NUMBER), "tags": [draw(TEXT)]}
+    return found
+
+
+def _spell(message: dict[str, Any], how: str) -> str:
+    """One spelling of a message: the same value in other bytes, or another value."""
+    if how == "compact":
+        return json.dumps(message, separators=(",", ":"))
+    if how == "unicode":
+        return json.dumps(message, ensure_ascii=False)
+    if how == "reordered":
+        return json.dumps(dict(reversed(list(message.items()))))
+    if how == "spaced":
+        return json.dumps(message, separators=(" ,  ", " : "))
+    if how == "number":  # 1 ↔ 1.0 (another value), or an exponent (the same value)
+        changed = json.loads(json.dumps(message))
+        meta = changed.setdefault("meta", {"n": 1})
+        meta["n"] = float(meta["n"]) if isinstance(meta["n"], int) else int(meta["n"])
+        return json.dumps(changed)
+    if how == "exponent":
+        return json.dumps(message).replace("2.5", "25e-1").replace("1.0", "10E-1")
+    if how == "escaped":  # a character as a \\u escape: the same value
+        text = json.dumps(message)
+        return text.replace('"role"', '"r\\u006fle"', 1)
+    if how == "character":
+        text = json.dumps(message)
+        return text.replace('"role": "', '"role": "x', 1) if '"role": "tool"' not in text else text[:-1] + ', "x": 1}'
+    return json.dumps(message)
+
+
+SPELLINGS = ["plain", "compact", "unicode", "reordered", "spaced", "number", "exponent", "escaped", "character"]
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[str]:
+    """Lines of up to two interleaved Sessions: each call replays the previous call's
+    messages and output byte for byte, except where a step rewrites one replayed message or
+    compacts the history into a summary."""
+    lines: list[str] = []
+    state: dict[str, list[str]] = {"s1": [], "s2": []}
+    last_output: dict[str, str | None] = {"s1": None, "s2": None}
+    for call in range(draw(st.integers(1, 7))):
+        session = draw(st.sampled_from(["s1", "s2"]))
+        history = state[session]
+        if last_output[session] is not None:
+            history.append(last_output[session])  # type: ignore[arg-type]
+        step = draw(st.sampled_from(["replay", "replay", "rewrite", "compact"]))
+        if step == "rewrite" and history:
+            index = draw(st.integers(0, len(history) - 1))
+            history[index] = _spell(json.loads(history[index]), draw(st.sampled_from(SPELLINGS)))
+        elif step == "compact" and history:
+            keep = draw(st.integers(0, len(history)))
+            history[:] = [json.dumps({"role": "user", "content": "summary " + draw(TEXT)}), *history[len(history) - keep:]]
+        history.append(_spell(draw(messages()), draw(st.sampled_from(SPELLINGS))))
+        output = draw(messages().filter(lambda m: m["role"] != "tool"))
+        output["role"] = "assistant"
+        last_output[session] = json.dumps(output)
+        lines.append(_record_line(session, list(history), output, call, gap=draw(st.sampled_from([", ", ",", " ,\t"]))))
+    return lines
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(histories())
+def test_replayed_rewritten_and_compacted_histories_store_what_a_plain_parse_stores(lines: list[str]) -> None:
+    _same_everywhere(lines)
+
+
+# --- examples --------------------------------------------------------------------------
+
+
+def _session(turns: int, *, spell: Any = json.dumps) -> list[str]:
+    history: list[str] = []
+    lines = []
+    for call in range(turns):
+        history.append(spell({"role": "user", "content": f"turn {call} " + "x" * 300}))
+        output = {"role": "assistant", "content": f"answer {call}", "meta": {"n": 1}}
+        lines.append(_record_line("s", list(history), output, call))
+        history.append(json.dumps(output))
+    return lines
+
+
+def test_replayed_messages_are_found_by_their_text_not_parsed_again() -> None:
+    lines = _session(6)
+    _, reused = _same_everywhere(lines)
+    # call k replays 2k-1 messages... every element after its first sighting is reused
+    assert reused == sum(2 * call - 1 for call in range(1, 6))
+    reader = SpanReader(min_line=0)
+    first, second = reader.parse(lines[1]), reader.parse(lines[2])
+    assert second["request"]["messages"][0] is first["request"]["messages"][0]  # the very object
+
+
+def test_a_number_spelled_otherwise_in_a_replayed_message_is_stored_as_sent() -> None:
+    """Regression: the replay memo took 1.0 for the 1 it had seen (Python's ==) and stored 1."""
+    lines = _session(3)
+    lines[2] = lines[2].replace('"meta": {"n": 1}', '"meta": {"n": 1.0}', 1)
+    _same_everywhere(lines)
+    memo = ReplayMemo()
+    calls = [translate_call(JsonReader().parse(line), format="openai-chat", org_id=ORG, captured_at=CAPTURED,
+                            memo=memo).facts[0] for line in lines]
+    replayed = calls[2].raw["request"]["messages"][1]["meta"]["n"]  # type: ignore[attr-defined]
+    assert replayed == 1.0 and type(replayed) is float
+
+
+@pytest.mark.parametrize(("spoil", "problem"), [
+    (lambda text: text.replace('"content"', '"role": "user", "content"', 1), "duplicate key 'role'"),
+    (lambda text: text.replace('"content": "turn 1', '"deep": ' + "[" * 300 + "]" * 300 + ', "content": "turn 1', 1),
+     "nested deeper than 256 levels"),
+    (lambda text: text.replace('"content": "turn 1', '"deep": ' + "[" * 252 + "]" * 252 + ', "content": "turn 1', 1),
+     None),  # as deep as a message may nest in its place: stored
+    (lambda text: text.replace('"meta": {"n": 1}', '"meta": {"n": 1e400}', 1), "number out of range: 1e400"),
+])
+def test_a_spoiled_replayed_message_is_refused_as_a_plain_parse_refuses_it(spoil: Any, problem: str | None) -> None:
+    """A replayed message whose bytes differ (here: made hostile) is parsed anew and refused
+    with the plain parse's very words; the calls around it still ingest."""
+    lines = _session(5)
+    lines[3] = lines[3][:60] + spoil(lines[3][60:])
+    problems, _ = _same_everywhere(lines)
+    if problem is None:
+        assert not problems
+    else:
+        assert len(problems) == 1 and problems[0].endswith(problem), problems
+
+
+def test_bad_utf8_in_a_replayed_message_is_refused_as_a_plain_parse_refuses_it() -> None:
+    lines = [line.encode() for line in _session(4)]
+    lines[2] = lines[2].replace(b"turn 0", b"turn \xff", 1)
+    reader, plain = SpanReader(min_line=0), JsonReader()
+    reader.parse(lines[0])
+    reader.parse(lines[1])
+    with pytest.raises(RecordProblem) as fast:
+        reader.parse(lines[2])
+    with pytest.raises(RecordProblem) as slow:
+        plain.parse(lines[2])
+    assert str(fast.value) == str(slow.value) and str(fast.value).startswith("not UTF-8")
+    assert reader.parse(lines[3]) == plain.parse(lines[3])
+
+
+def test_a_list_under_an_escaped_key_or_given_twice_is_read_the_plain_way() -> None:
+    lines = _session(3)
+    escaped = lines[2].replace('"messages"', '"m\\u0065ssages"', 1)
+    twice = lines[2].replace('"model": "m", ', '"messages": [], ', 1)
+    reader = SpanReader(min_line=0)
+    reader.parse(lines[1])
+    assert reader.parse(escaped) == JsonReader().parse(escaped)
+    with pytest.raises(RecordProblem, match="duplicate key 'messages'"):
+        reader.parse(twice)
+
+
+@pytest.mark.parametrize(("call_format", "key"), [("openai-responses", "input"), ("litellm", "messages")])
+def test_the_other_formats_replayed_lists_are_read_by_span(call_format: str, key: str) -> None:
+    reader = SpanReader(min_line=0)
+    if call_format == "litellm":
+        lines = [line.replace('"request": {"model": "m", "messages"', '"messages"', 1).replace(
+            ']}, "response"', '], "response"', 1) for line in _session(4)]
+    else:
+        lines = [line.replace('"messages"', f'"{key}"', 1) for line in _session(4)]
+    for line in lines:
+        assert _typed(reader.parse(line)) == _typed(JsonReader().parse(line))
+    assert reader.reused > 0
+
+
+def test_spans_are_forgotten_beyond_the_memory_and_still_read_exactly() -> None:
+    lines = _session(6)
+    reader = SpanReader(min_line=0, memory_chars=400)
+    for line in lines:
+        assert _typed(reader.parse(line)) == _typed(JsonReader().parse(line))
+
+
+def test_workers_read_with_their_own_span_reader(tmp_path: Path) -> None:
+    for index in range(2):
+        (tmp_path / f"calls-{index}.jsonl").write_text("\n".join(
+            line.replace('"s"', f'"s{index}"').replace("resp-s-", f"resp-s{index}-") for line in _session(4)) + "\n")
+    paths = sorted(str(p) for p in tmp_path.glob("calls-*.jsonl"))
+    contents = []
+    for workers, reader in ((1, None), (2, lambda: SpanReader(min_line=0))):
+        store = FactStore(f"sqlite:///{tmp_path / f'w{workers}.db'}")
+        memo = ReplayMemo()
+        report = ingest_files(paths, lambda record, memo=memo: translate_call(  # type: ignore[misc]
+            record, format="openai-chat", org_id=ORG, captured_at=CAPTURED, memo=memo), store, workers=workers,
+            reader=reader)
+        assert report.stored["inference_calls"] == 8 and not report.problems
+        contents.append(_content(tmp_path, f"w{workers}"))
+    assert contents[0] == contents[1]
