@@ -237,7 +237,15 @@ def explain(ref: RowRef, source: Source, registry: PluginRegistry, *, verify: bo
                 f"{ref.where}: its canonical row (sha256 {ref.profile_evidence['source_row_sha256']}) no longer "
                 f"derives from the {source.kind}" + _why(derivation))
         row = derivation.body
-    elif derivation.body is None and derivation.rollout is None and not _outcome_ids(row):
+    facts = _referenced(row, source) if owner.target is None else []
+    labelling: dict[str, Any] | None = None
+    sessions = [] if derivation.rollout is None else [derivation.rollout]
+    if owner.target is None:
+        policy = label_confidence_policy(settings or SettingsSources.empty())
+        hints = {(source.org_id, f["session_id"]) for f in facts
+                 if f["table"] == "inference_calls" and isinstance(f.get("session_id"), str)}
+        labelling, sessions = label_evidence(row, source.evidence, policy, hints)
+    if ref.profile_evidence is None and derivation.body is None and not sessions and not _outcome_ids(row):
         raise EvidenceGoneError(f"{ref.where}: the evidence behind this row is gone from the {source.kind} "
                                 "(no Session or recorded Fact it names is left)" + _why(derivation))
     outcomes = _outcomes(row, derivation, source)
@@ -251,16 +259,10 @@ def explain(ref: RowRef, source: Source, registry: PluginRegistry, *, verify: bo
         "ci_outcomes": outcomes,
         "attribution": _attribution(row, derivation, source),
         "session": _session(derivation.rollout),
-        "sessions": [] if derivation.rollout is None else [_session(derivation.rollout)],
-        "facts": _referenced(row, source) if owner.target is None else [],
-        "labelling": None,
+        "sessions": [_session(r) for r in sessions],
+        "facts": facts,
+        "labelling": labelling,
     }
-    if owner.target is None:
-        policy = label_confidence_policy(settings or SettingsSources.empty())
-        hints = {(source.org_id, f["session_id"]) for f in chain["facts"]
-                 if f["table"] == "inference_calls" and isinstance(f.get("session_id"), str)}
-        chain["labelling"], rollouts = label_evidence(row, source.evidence, policy, hints)
-        chain["sessions"] = [_session(r) for r in rollouts]
     if ref.profile_evidence is not None:
         chain["row"]["profile"] = {"profile": ref.profile, "evidence": ref.profile_evidence,
                                    "data_sha256": canonical_digest(ref.row)}
