@@ -40,7 +40,9 @@ def explain(
 ) -> int:
     """Explain one exported row top-down: its reward or label, recipe and policy, the CI
     resolution with every workflow attempt, the recorded CIOutcome Facts (quarantined or not),
-    the attributed commits and how they were bound, and the Session with its calls.
+    the attributed commits and how they were bound, and the Session with its calls. Rows of
+    an objective without targets add the decisions, edit retention and Confidence steps behind
+    their label, and every Session their completions belong to.
 
     The row is re-derived from the fact store and mirrors (or --from BUNDLE) exactly as its
     export would, which is how the Session behind it is found. Exit codes: 2 no such file, line or

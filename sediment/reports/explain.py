@@ -242,8 +242,8 @@ def explain(ref: RowRef, source: Source, registry: PluginRegistry, *, verify: bo
     sessions = [] if derivation.rollout is None else [derivation.rollout]
     if owner.target is None:
         policy = label_confidence_policy(settings or SettingsSources.empty())
-        hints = {(source.org_id, f["session_id"]) for f in facts
-                 if f["table"] == "inference_calls" and isinstance(f.get("session_id"), str)}
+        hints = {(source.org_id, str(f["session_id"])) for f in facts if source.org_id is not None
+                 and f["table"] == "inference_calls" and isinstance(f.get("session_id"), str)}
         labelling, sessions = label_evidence(row, source.evidence, policy, hints)
     if ref.profile_evidence is None and derivation.body is None and not sessions and not _outcome_ids(row):
         raise EvidenceGoneError(f"{ref.where}: the evidence behind this row is gone from the {source.kind} "
