@@ -25,6 +25,7 @@ from sediment.derive.confidence import (
     LABEL_CONFIDENCE_SETTINGS,
     ConfidenceBreakdown,
     ConfidenceEvidence,
+    ConfidenceStep,
     LabelConfidencePolicy,
     decision_branch,
     label_confidence,
@@ -573,3 +574,48 @@ def test_the_docs_name_every_setting_and_the_reference_values() -> None:
         assert f"`SEDIMENT_LABEL_CONFIDENCE_{name.upper()}`" in text, name
     for value in ("0.66", "0.726", "0.636", "0.54", "0.594", "0.42"):
         assert f" {value}" in text
+
+
+# --- steps: the ladder replayed rung by rung (sediment explain) ------------------------------
+
+
+@pytest.mark.parametrize("found", [
+    evidence(EXPLICIT_ACCEPT, ci=["passed"]),
+    evidence(EXPLICIT_REJECT, ci=["failed"]),
+    evidence(IMPLICIT_REJECT),
+    evidence(CODEX_ACCEPT, ci=["failed", "passed"]),
+    evidence(decision(True, False, score=0.25), decision(True, False, score=0.75), jaccard=0.5),
+    evidence(IMPLICIT_ACCEPT),
+    evidence(ci=["passed"]),
+    evidence(EXPLICIT_ACCEPT, abandoned=True),
+])
+def test_steps_replay_every_rung_and_end_at_the_confidence(found: ConfidenceEvidence) -> None:
+    steps = POLICY.steps(found)
+    breakdown = POLICY.breakdown(found)
+    assert breakdown is not None
+    assert [s.rung for s in steps] == ["decision", "ci", "reliability", "similarity", "final"]
+    assert [s.value for s in steps] == [breakdown.decision_factor, breakdown.ci_factor, breakdown.ci_reliability,
+                                        breakdown.similarity_discount, breakdown.final]
+    assert steps[0].rule == decision_branch(found)
+    assert steps[-1].value == POLICY.confidence(found)
+    assert POLICY.steps(found) == steps  # repeat
+
+
+def test_steps_name_the_knobs_and_evidence_they_read() -> None:
+    policy = LabelConfidencePolicy(baseline_confidence=0.5)
+    found = evidence(decision(True, False, score=0.5), ci=["failed", "passed"], jaccard=0.8)
+    decision_step, ci, reliability, similarity, final = policy.steps(found)
+    assert isinstance(decision_step, ConfidenceStep) and decision_step.rule == "implicit_accept"
+    assert decision_step.inputs == {"decisions": 1, "explicit": 0, "accepted": 1, "baseline_confidence": 0.5,
+                                    "implicit_accept_multiplier": 1.1, "implicit_reject_multiplier": 0.9,
+                                    "min_edit_retention": 0.5}
+    assert decision_step.value == pytest.approx(0.5 * (0.9 + (1.1 - 0.9) * 0.5))
+    assert (ci.rule, ci.inputs, ci.value) == ("passed", {"verdict": "passed", "ci_pass_multiplier": 1.1}, 1.1)
+    assert (reliability.rule, reliability.value) == ("resolution", 0.0)  # a flaky pass: suspected flake
+    assert (similarity.rule, similarity.inputs, similarity.value) == ("jaccard", {"similarity_score": 0.8}, 0.8)
+    assert final.rule == "clamp" and final.value == 0.0
+
+
+def test_no_signal_has_no_steps() -> None:
+    assert POLICY.steps(evidence()) == ()
+    assert POLICY.confidence(evidence()) is None

@@ -9,7 +9,13 @@ from typing import Any
 
 import pytest
 
-from sediment.derive.edit_retention import SCORER_NON_FINITE, fill_edit_retention, four_gram_containment
+from sediment.derive.edit_retention import (
+    SCORER_NON_FINITE,
+    fill_edit_retention,
+    four_gram_containment,
+    observation_of,
+    retention_figures,
+)
 from sediment.git.edit_paths import match_repository_path, repository_relative_path
 from sediment.model.facts import DeveloperDecision, EditObservation
 from sediment.records import encode_record
@@ -79,6 +85,35 @@ def test_containment_stays_in_range_on_random_text() -> None:
 
 
 # --- the derived fill -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("applied", "observed", "rule", "grams", "kept"),
+    [
+        ("", "x", "nothing_applied", 0, 0),
+        ("abcd", "", "file_gone", 0, 0),
+        ("abc", "xxabcxx", "short_applied", 0, 0),
+        ("abcd", "abc", "short_observed", 0, 0),
+        ("abcde", "abcdxx", "containment", 2, 1),
+        ("aaaaa", "aaaa", "containment", 2, 1),
+        ("'hello'", "'Hello'", "containment", 4, 2),
+    ],
+)
+def test_retention_figures_explain_the_containment(applied: str, observed: str, rule: str, grams: int,
+                                                     kept: int) -> None:
+    figures = retention_figures(applied, observed)
+    assert (figures.rule, figures.applied_grams, figures.kept_grams) == (rule, grams, kept)
+    assert figures.score == four_gram_containment(applied, observed)
+
+
+def test_observation_of_is_the_one_the_fill_reads_whatever_the_order() -> None:
+    early = observation("o-b", "t1", "abcd", "abcd", occurred_at=T0)
+    late = observation("o-a", "t1", "abcd", "", occurred_at=T0 + timedelta(seconds=1))
+    other = observation("o-c", "t2", "abcd", "", occurred_at=T0 - timedelta(seconds=1))
+    for observations in ([early, late, other], [other, late, early]):
+        assert observation_of(decision("d1", "t1"), observations) == early
+    assert observation_of(decision("d1", None), [early]) is None
+    assert observation_of(decision("d1", "t9"), [early]) is None
 
 
 def decision(did: str, call_id: str | None, **fields: Any) -> DeveloperDecision:

@@ -4,8 +4,10 @@ untouched store and names a quarantine or a new CI attempt; ``--json`` is the sa
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -15,10 +17,11 @@ from typing import Any
 import pytest
 
 from sediment.cli.explain import _source
-from sediment.demo import run_demo
+from sediment.demo import ingest_inputs, run_demo, write_inputs
 from sediment.host.registry import load_registry
 from sediment.reports.explain import explain
-from sediment.reports.exported_rows import locate
+from sediment.reports.exported_rows import locate, row_field
+from sediment.settings import SettingsSources
 
 
 @pytest.fixture(scope="module")
@@ -29,12 +32,14 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def chain_of(demo: Path, spec: str, monkeypatch: pytest.MonkeyPatch, *, verify: bool = True,
-             bundle: Path | None = None, export: Path | None = None) -> dict[str, Any]:
+             bundle: Path | None = None, export: Path | None = None,
+             settings: SettingsSources | None = None) -> dict[str, Any]:
     monkeypatch.setenv("SEDIMENT_HOME", str(demo / "home"))
     monkeypatch.setenv("SEDIMENT_ORG_ID", "demo")
     monkeypatch.delenv("SEDIMENT_STORE_URL", raising=False)
     ref = locate(spec, export)
-    return explain(ref, _source(ref, bundle, None, demo / "home" / "mirrors"), load_registry(), verify=verify)
+    return explain(ref, _source(ref, bundle, None, demo / "home" / "mirrors"), load_registry(), verify=verify,
+                   settings=settings)
 
 
 def sediment(*args: str, home: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -174,3 +179,135 @@ def test_verify_names_a_quarantine_and_a_new_attempt(demo: Path, tmp_path: Path)
     assert again.returncode == 11, again.stderr
     changes = json.loads(again.stdout)["verify"]["changes"]
     assert any(c.startswith("new attempt:") and "run 107 attempt 3" in c for c in changes), changes
+
+
+# --- the evidence behind an objective row's label -------------------------------------------
+
+LADDER_ROWS = ["exports/sft/sft.train.jsonl:1", "exports/sft/sft.eval.jsonl:2", "exports/diff-sft/diff_sft.train.jsonl:1",
+               "exports/diff-sft/diff_sft.eval.jsonl:2", "exports/dpo/dpo.train.jsonl:1"]
+
+
+def row_at(demo: Path, spec: str) -> dict[str, Any]:
+    path, line = spec.rsplit(":", 1)
+    value: dict[str, Any] = json.loads((demo / path).read_text().splitlines()[int(line) - 1])
+    return value
+
+
+@pytest.mark.parametrize("spec", LADDER_ROWS)
+def test_ladder_rows_replay_their_label_confidence_step_by_step(demo: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               spec: str) -> None:
+    row = row_at(demo, spec)
+    chain = chain_of(demo, str(demo / spec), monkeypatch)
+    labelling = chain["labelling"]
+    assert labelling["same_policy"] is True and labelling["agrees"] is True, labelling
+    assert labelling["recorded"]["label_confidence"] == row_field(row, "label_confidence")
+    for completion in labelling["completions"]:
+        assert completion["attributions"], completion
+        for attribution in completion["attributions"]:
+            steps = attribution["confidence"]["steps"]
+            assert [s["rung"] for s in steps] == ["decision", "ci", "reliability", "similarity", "final"]
+            assert steps[-1]["value"] == attribution["confidence"]["goodness"]
+            assert steps[1]["inputs"]["verdict"] == attribution["ci"]["verdict"]
+    # the Session section: every Session the row's completions belong to, with its calls
+    sessions = {s["session_id"]: s for s in chain["sessions"]}
+    assert set(sessions) == {c["session_id"] for c in labelling["completions"]}
+    for completion in labelling["completions"]:
+        calls = {c["inference_call_id"]: c for c in sessions[completion["session_id"]]["calls"]}
+        call = calls[completion["inference_call_id"]]
+        assert call["model"] == row_field(row, "source_model") and call["observed_at"]
+        assert call["decisions"] == [d["decision_id"] for d in completion["decisions"]]
+
+
+def test_an_implicit_accept_shows_its_derived_edit_retention(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = "exports/sft/sft.eval.jsonl:2"
+    chain = chain_of(demo, str(demo / spec), monkeypatch)
+    (completion,) = chain["labelling"]["completions"]
+    (decision,) = completion["decisions"]
+    assert (decision["accepted"], decision["explicit"], decision["agent_harness"]) == (True, False, "pi")
+    retention = decision["edit_retention"]
+    figures = retention["figures"]
+    assert retention["source"] == "derived" and retention["observation_id"].startswith("edit_")
+    assert figures["rule"] == "containment" and figures["applied_4grams"] > 0
+    assert retention["score"] == figures["containment"] == figures["kept_4grams"] / figures["applied_4grams"]
+    (attribution,) = completion["attributions"]
+    first = attribution["confidence"]["steps"][0]
+    assert first["rule"] == "implicit_accept" and first["inputs"]["min_edit_retention"] == retention["score"]
+    assert first["value"] == pytest.approx(0.6 * (0.9 + 0.2 * retention["score"]))
+    assert chain["labelling"]["replayed"] == {"label_confidence": [row_at(demo, spec)["metadata"]["label_confidence"]]}
+
+
+def test_a_pair_replays_through_pair_confidence(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    row = row_at(demo, "exports/dpo/dpo.train.jsonl:1")["metadata"]
+    labelling = chain_of(demo, str(demo / "exports/dpo/dpo.train.jsonl:1"), monkeypatch)["labelling"]
+    roles = {c["role"]: c for c in labelling["completions"]}
+    assert set(roles) == {"chosen", "rejected"}
+    assert roles["chosen"]["inference_call_id"] == row["chosen_completion_id"]
+    rejected = roles["rejected"]["attributions"][0]["confidence"]
+    assert rejected["steps"][0]["rule"] == "explicit_reject" and rejected["label"] == "rejected"
+    assert rejected["label_confidence"] == 1.0 - rejected["goodness"]
+    assert labelling["replayed"] == {"label_confidence": row["label_confidence"],
+                                     "confidence_margin": row["confidence_margin"]}
+
+
+def test_a_row_without_a_ladder_gets_decisions_and_sessions_but_no_confidence(demo: Path,
+                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    row = row_at(demo, "exports/recovery/recovery.train.jsonl:1")
+    chain = chain_of(demo, str(demo / "exports/recovery/recovery.train.jsonl:1"), monkeypatch)
+    labelling = chain["labelling"]
+    assert labelling["agrees"] is None and labelling["replayed"] is None
+    named = set(row["failed_inference_call_ids"]) | set(row["fixed_inference_call_ids"])
+    assert {c["inference_call_id"] for c in labelling["completions"]} == named
+    assert all(a["confidence"] is None for c in labelling["completions"] for a in c["attributions"])
+    assert any(c["decisions"] for c in labelling["completions"])
+    sessions = {e["session_id"] for e in row["failed_attribution_evidence"] + row["fixed_attribution_evidence"]}
+    assert [s["session_id"] for s in chain["sessions"]] == sorted(sessions)
+
+
+def test_another_ladder_policy_is_named_and_disagrees(demo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = str(demo / "exports/sft/sft.eval.jsonl:2")
+    settings = SettingsSources(environ={"SEDIMENT_LABEL_CONFIDENCE_BASELINE_CONFIDENCE": "0.7"})
+    chain = chain_of(demo, spec, monkeypatch, settings=settings)
+    labelling = chain["labelling"]
+    assert labelling["same_policy"] is False and labelling["agrees"] is False
+    assert labelling["replayed"]["label_confidence"] == [pytest.approx(0.77)]
+    assert not chain["verify"]["byte_identical"]
+    assert any("label_confidence" in c for c in chain["verify"]["changes"]), chain["verify"]
+    # under a ladder that puts it below the floor the row no longer derives, but its evidence is
+    # there: the chain still walks to its Session (before, explain said the evidence was gone)
+    lower = SettingsSources(environ={"SEDIMENT_LABEL_CONFIDENCE_BASELINE_CONFIDENCE": "0.5"})
+    chain = chain_of(demo, spec, monkeypatch, settings=lower)
+    assert [s["session_id"] for s in chain["sessions"]] == ["sess-fix"]
+    assert chain["verify"]["rederived"] is False
+    assert any("below_confidence_floor" in c for c in chain["verify"]["changes"]), chain["verify"]
+
+
+def test_label_evidence_renders_on_the_terminal(demo: Path) -> None:
+    result = sediment("explain", "exports/dpo/dpo.train.jsonl:1", home=demo / "home", cwd=demo)
+    assert result.returncode == 0, result.stderr
+    assert "decision: explicit_reject" in result.stdout and "label confidence (rejected): 1" in result.stdout
+    assert "Session sess-dpo-power-loop" in result.stdout and "✓ replayed label_confidence=1.0" in result.stdout
+
+
+def test_the_chain_is_the_same_whatever_the_order_facts_were_ingested(demo: Path, tmp_path: Path) -> None:
+    """The demo's inputs ingested into a second store in another order (lines shuffled,
+    deliveries and reports reversed, decision records shuffled): the same chains, on repeat."""
+    shuffle = random.Random(23)
+    inputs = write_inputs(tmp_path / "inputs")
+    lines = inputs.calls.read_text().splitlines(keepends=True)
+    shuffle.shuffle(lines)
+    inputs.calls.write_text("".join(lines))
+    log = json.loads(inputs.decisions.read_text())
+    for resource in log["resourceLogs"]:
+        for scope in resource["scopeLogs"]:
+            shuffle.shuffle(scope["logRecords"])
+    inputs.decisions.write_text(json.dumps(log))
+    shuffled = dataclasses.replace(inputs, webhooks=list(reversed(inputs.webhooks)), junit=list(reversed(inputs.junit)))
+    ingest_inputs(shuffled, tmp_path / "home")
+    for spec in ("exports/sediment/tasks.train.jsonl:1", "exports/sft/sft.eval.jsonl:2",
+                 "exports/dpo/dpo.train.jsonl:1", "exports/recovery/recovery.train.jsonl:1"):
+        first = sediment("explain", spec, "--json", "--verify", home=demo / "home", cwd=demo)
+        second = sediment("explain", spec, "--json", "--verify", home=tmp_path / "home", cwd=demo)
+        assert first.returncode == 0 and second.returncode == 0, (first.stderr, second.stderr)
+        assert first.stdout == second.stdout, spec
+    again = sediment("explain", spec, "--json", "--verify", home=tmp_path / "home", cwd=demo)
+    assert again.stdout == second.stdout

@@ -40,7 +40,9 @@ def explain(
 ) -> int:
     """Explain one exported row top-down: its reward or label, recipe and policy, the CI
     resolution with every workflow attempt, the recorded CIOutcome Facts (quarantined or not),
-    the attributed commits and how they were bound, and the Session with its calls.
+    the attributed commits and how they were bound, and the Session with its calls. Rows of
+    an objective without targets add the decisions, edit retention and Confidence steps behind
+    their label, and every Session their completions belong to.
 
     The row is re-derived from the fact store and mirrors (or --from BUNDLE) exactly as its
     export would, which is how the Session behind it is found. Exit codes: 2 no such file, line or
@@ -90,6 +92,55 @@ def _source(ref: RowRef, bundle: Path | None, org: str | None, mirrors: Path | N
         settings.settle_mirrors(org_id, root=mirror_root)
     return Source("store", store_evidence(store, org_id, mirror_root), DerivationPolicy(),
                   store.quarantine_revision(org_id), store, org_id)
+
+
+def _number(value: Any) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else _value(value)
+
+
+def _render_labelling(labelling: dict[str, Any]) -> None:
+    """The decisions, edit retention and Confidence steps behind an objective row's label."""
+    show = console.show
+    policy = labelling["policy"]
+    if labelling["agrees"] is None:
+        show(("label evidence ", "bold"), "(the row's provenance names no Confidence ladder policy: its label "
+                                          "is no Confidence)")
+    else:
+        show(("label evidence ", "bold"), f"ladder policy v{policy['version']} {policy['digest']}"
+             + ("" if labelling["same_policy"] else "  (differs from the row's: pass the settings the export used)"))
+    for completion in labelling["completions"]:
+        show(f"  {completion['role']} {completion['inference_call_id']} (Session {_value(completion['session_id'])})")
+        for decision in completion["decisions"]:
+            kind = ("explicit " if decision["explicit"] else "implicit ") + ("accept" if decision["accepted"]
+                                                                               else "reject")
+            retention = decision["edit_retention"]
+            kept = ""
+            if retention["source"] == "vendor":
+                kept = f", edit retention {_number(retention['score'])} (vendor)"
+            elif retention["source"] == "derived":
+                figures = retention["figures"] or {}
+                kept = (f", edit retention {_number(retention['score'])} (derived: {figures.get('kept_4grams')}/"
+                        f"{figures.get('applied_4grams')} 4-grams kept, {figures.get('rule')}, "
+                        f"{retention['observation_id']})")
+            show(f"    decision {decision['decision_id']}: {kind}, {decision['agent_harness']} "
+                 f"{decision['interaction_mode']}, {decision['file_path'] or '-'}{kept}")
+        for attribution in completion["attributions"]:
+            ci = attribution["ci"]
+            show(f"    attributed {attribution['file_path']} @ {attribution['commit_sha']} "
+                 f"({attribution['attribution_source']}, similarity {_number(attribution['similarity_score'])}); "
+                 f"CI {_value(ci['verdict'])}, reliability {_number(ci['reliability'])}")
+            confidence = attribution["confidence"]
+            if confidence is None:
+                continue
+            for step in confidence["steps"]:
+                inputs = ", ".join(f"{k}={_number(v)}" for k, v in step["inputs"].items())
+                show(f"      {step['rung']}: {step['rule']} ({inputs}) → {_number(step['value'])}")
+            show(f"      label confidence ({confidence['label']}): {_number(confidence['label_confidence'])}")
+    if labelling["agrees"] is not None:
+        replayed = ", ".join(f"{k}={v}" for k, v in labelling["replayed"].items())
+        recorded = ", ".join(f"{k}={v}" for k, v in labelling["recorded"].items())
+        mark = ("✓ ", "green") if labelling["agrees"] else ("✗ ", "red")
+        show("  ", mark, f"replayed {replayed}; the row records {recorded}")
 
 
 def _value(value: Any) -> str:
@@ -144,13 +195,14 @@ def render(chain: dict[str, Any]) -> None:
     for figure in attribution.get("jaccard", []):
         show(f"  jaccard {figure['similarity_score']:.3f} {figure['file_path']} @ {figure['commit_sha']} "
              f"(call {figure['inference_call_id']})")
-    session = chain["session"]
-    if session is not None:
+    for session in chain["sessions"]:
         show(("Session ", "bold"), f"{session['session_id']} ({session['org_id']}, {len(session['calls'])} calls)")
         for call in session["calls"]:
             show(f"  [{call['segment']}] {call['inference_call_id']} {_value(call['model'])} "
                  f"{_value(call['observed_at'])}" + (f" decisions {', '.join(call['decisions'])}"
                                                      if call["decisions"] else ""))
+    if chain["labelling"] is not None:
+        _render_labelling(chain["labelling"])
     if chain["facts"]:
         show(("Facts the row names", "bold"))
     for fact in chain["facts"]:

@@ -41,10 +41,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sediment.git.mirror_root import MirrorRoot
 from sediment.git.mirror_writer import MirrorWriter
+
+if TYPE_CHECKING:
+    from sediment.store import FactStore
 
 ORG = "demo"
 REPO = "acme/calc"
@@ -446,32 +449,20 @@ def delivered_at(delivery: dict[str, Any]) -> datetime:
     return datetime.fromisoformat(delivery["payload"]["workflow_run"]["updated_at"])
 
 
-def run_demo(out: Path) -> dict[str, Any]:
-    """The whole path under ``out``: inputs, store, mirror, bundle, then an export for every
-    installed target (``exports/<target>/``), every installed objective without targets
-    (``exports/<objective>/``: from the bundle, or directly from the store for one that reads no
-    bundle) and every installed consumer profile (``profiles/<profile-id>/``), with the demo
-    operator's settings file (``inputs/settings.toml``)."""
-    from sediment.bundle.read import open_bundle
-    from sediment.derive.sessions import derive_bundle
-    from sediment.errors import ProfileError
-    from sediment.evidence.context import Evidence, store_evidence
-    from sediment.export.pipeline import export_objective, export_through_target
+def ingest_inputs(inputs: DemoInputs, home: Path) -> tuple[FactStore, MirrorRoot, dict[str, Any]]:
+    """Ingest the demo's input files into a new store and mirror root under ``home``, in the
+    order ``inputs`` lists them (calls, webhooks, decisions, the mirror and its notes, JUnit
+    reports), with the demo's capture times; returns the store, the mirror root and the counts."""
     from sediment.git.mirror_root import mirror_identity
     from sediment.git.repositories import RepositoryContext
-    from sediment.host.registry import load_registry
     from sediment.ingest.calls import translate_call
     from sediment.ingest.ci.github import translate_github
     from sediment.ingest.git_notes import observe_notes
     from sediment.ingest.junit import RunAttempt, ingest_junit_reports
     from sediment.ingest.otlp import translate_otlp
     from sediment.ingest.reading.files import ingest_files
-    from sediment.model.policy import DerivationPolicy
-    from sediment.settings import SettingsSources
     from sediment.store import FactStore
 
-    inputs = write_inputs(out / "inputs")
-    home = out / "home"
     (home / "mirrors").mkdir(parents=True)
     store = FactStore(f"sqlite:///{home / 'facts.db'}")
     mirrors = MirrorRoot(home / "mirrors")
@@ -493,6 +484,28 @@ def run_demo(out: Path) -> dict[str, Any]:
     problems += [str(p) for r in reports for p in r.problems]
     if problems:
         raise RuntimeError(f"demo inputs failed to ingest: {problems}")
+    return store, mirrors, {"calls": calls.as_json(), "webhooks": hooks.as_json(), "decisions": decided.as_json(),
+                            "observations": notes.stored, "test_results": sum(r.records for r in reports)}
+
+
+def run_demo(out: Path) -> dict[str, Any]:
+    """The whole path under ``out``: inputs, store, mirror, bundle, then an export for every
+    installed target (``exports/<target>/``), every installed objective without targets
+    (``exports/<objective>/``: from the bundle, or directly from the store for one that reads no
+    bundle) and every installed consumer profile (``profiles/<profile-id>/``), with the demo
+    operator's settings file (``inputs/settings.toml``)."""
+    from sediment.bundle.read import open_bundle
+    from sediment.derive.sessions import derive_bundle
+    from sediment.errors import ProfileError
+    from sediment.evidence.context import Evidence, store_evidence
+    from sediment.export.pipeline import export_objective, export_through_target
+    from sediment.host.registry import load_registry
+    from sediment.model.policy import DerivationPolicy
+    from sediment.settings import SettingsSources
+
+    inputs = write_inputs(out / "inputs")
+    home = out / "home"
+    store, mirrors, ingested = ingest_inputs(inputs, home)
     bundle_path, _ = derive_bundle(store, ORG, out / "bundle", policy=DerivationPolicy(), mirrors=mirrors)
     bundle = open_bundle(bundle_path)
     registry = load_registry()
@@ -530,8 +543,7 @@ def run_demo(out: Path) -> dict[str, Any]:
     profiles = {name: profile_export(name, p) for name, p in sorted(registry.profiles.items())}
     return {
         "inputs": str(inputs.calls.parent), "home": str(home), "bundle": str(bundle_path),
-        "ingested": {"calls": calls.as_json(), "webhooks": hooks.as_json(), "decisions": decided.as_json(),
-                     "observations": notes.stored, "test_results": sum(r.records for r in reports)},
+        "ingested": ingested,
         "exports": exports,
         "profiles": profiles,
     }

@@ -251,6 +251,8 @@ class SessionCompletions:
     quarantine_revision: int = 0
     ci_policy: CIResolutionPolicy = DEFAULT_CI_POLICY
     repositories: RepositoryContext | None = None
+    #: The decisions joined to each call (retention filled), whether or not the call has an AC.
+    decisions_by_call: Mapping[str, tuple[DeveloperDecision, ...]] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.completions)
@@ -407,4 +409,4 @@ def derive_attributed_completions(
         org_id=rollout.org_id, session_id=rollout.session_id, completions=tuple(completions), calls=calls,
         attachment_skipped=attachment.skipped, retention_filled=fill.filled, retention_warnings=warnings,
         abandonment_skipped=abandonment_skipped, quarantine_revision=rollout.provenance.quarantine_revision,
-        ci_policy=ci_policy, repositories=repositories)
+        ci_policy=ci_policy, repositories=repositories, decisions_by_call=decisions)

@@ -21,6 +21,9 @@ bound to that commit into one number in ``[0, 1]``, or ``None`` when there is no
 4. The similarity discount: the ``similarity_score`` for a ``jaccard`` attribution, else 1.0.
 5. ``final = clamp(decision × ci × reliability × similarity, 0, 1)``, multiplied left to right.
 
+:meth:`LabelConfidencePolicy.steps` replays the ladder rung by rung (which rule applied, its
+inputs, its value) for ``sediment explain``; its last step's value is :meth:`~LabelConfidencePolicy.confidence`.
+
 The value is ``None`` only when the evidence has no abandonment, no decision and no CI
 outcome. It is the confidence that the response is **good**; :func:`label_confidence` turns
 it into the confidence in a label (its complement for a rejected response), and
@@ -56,6 +59,7 @@ __all__ = [
     "LABEL_CONFIDENCE_SETTINGS",
     "ConfidenceBreakdown",
     "ConfidenceEvidence",
+    "ConfidenceStep",
     "DecisionBranch",
     "DecisionEvidence",
     "Label",
@@ -175,6 +179,19 @@ class ConfidenceBreakdown:
     final: float
 
 
+@dataclass(frozen=True)
+class ConfidenceStep:
+    """One rung of the ladder as it applied to one piece of evidence: ``rung`` (``decision``,
+    ``ci``, ``reliability``, ``similarity``, ``final``), the ``rule`` that applied (the decision
+    branch, the CI verdict or ``no_verdict``, the attribution source, ``clamp``), the ``inputs``
+    it read (knobs and evidence values, JSON data in a fixed key order) and its ``value``."""
+
+    rung: str
+    rule: str
+    inputs: Mapping[str, Any]
+    value: float
+
+
 def decision_branch(evidence: ConfidenceEvidence) -> DecisionBranch:
     """The first branch of :data:`DECISION_BRANCHES` that ``evidence`` matches."""
     decisions = evidence.decisions
@@ -282,10 +299,68 @@ class LabelConfidencePolicy:
         product = decision * ci_factor * reliability * similarity
         return ConfidenceBreakdown(decision, ci_factor, reliability, similarity, min(max(product, 0.0), 1.0))
 
+    def steps(self, evidence: ConfidenceEvidence) -> tuple[ConfidenceStep, ...]:
+        """The ladder replayed on ``evidence`` rung by rung (module docstring, steps 1-5): the
+        decision factor with its branch and the knobs it read, the CI factor, the reliability,
+        the similarity discount, and the clamped product. Empty when the evidence has no signal
+        (:meth:`confidence` is ``None``). Every value is the one :meth:`breakdown` computes."""
+        found = self.breakdown(evidence)
+        if found is None:
+            return ()
+        branch = decision_branch(evidence)
+        return (
+            ConfidenceStep("decision", branch, self._decision_inputs(evidence, branch), found.decision_factor),
+            ConfidenceStep("ci", _verdict(evidence.ci_resolution) or "no_verdict",
+                           self._ci_inputs(evidence.ci_resolution), found.ci_factor),
+            ConfidenceStep("reliability", "resolution" if _verdict(evidence.ci_resolution) else "no_verdict",
+                           {"reliability": None if evidence.ci_resolution is None
+                            else evidence.ci_resolution.reliability}, found.ci_reliability),
+            ConfidenceStep("similarity", evidence.attribution_source or "none",
+                           {"similarity_score": evidence.similarity_score}, found.similarity_discount),
+            ConfidenceStep("final", "clamp", {
+                "product": found.decision_factor * found.ci_factor * found.ci_reliability * found.similarity_discount,
+                "low": 0.0, "high": 1.0}, found.final),
+        )
+
+    def _decision_inputs(self, evidence: ConfidenceEvidence, branch: DecisionBranch) -> dict[str, Any]:
+        decisions = evidence.decisions
+        found: dict[str, Any] = {"decisions": len(decisions), "explicit": sum(1 for d in decisions if d.explicit),
+                                 "accepted": sum(1 for d in decisions if d.accepted)}
+        if not decisions:
+            return found | {"baseline_confidence": self.baseline_confidence}
+        if branch in ("abandoned", "explicit_reject"):
+            return found | {"explicit_reject_confidence": self.explicit_reject_confidence}
+        if branch == "explicit_accept":
+            return found | {"explicit_accept_confidence": self.explicit_accept_confidence}
+        if branch == "implicit_reject":
+            return found | {"baseline_confidence": self.baseline_confidence,
+                            "implicit_reject_multiplier": self.implicit_reject_multiplier}
+        if branch == "implicit_accept_codex_neutral":
+            return found | {"agent_harness": _CODEX, "baseline_confidence": self.baseline_confidence}
+        scores = [d.edit_retention_score for d in decisions if d.edit_retention_score is not None]
+        found |= {"baseline_confidence": self.baseline_confidence,
+                  "implicit_accept_multiplier": self.implicit_accept_multiplier}
+        if scores:
+            found |= {"implicit_reject_multiplier": self.implicit_reject_multiplier,
+                      "min_edit_retention": min(scores)}
+        return found
+
+    def _ci_inputs(self, resolution: ResolutionEvidence | None) -> dict[str, Any]:
+        verdict = _verdict(resolution)
+        if verdict == "passed":
+            return {"verdict": verdict, "ci_pass_multiplier": self.ci_pass_multiplier}
+        if verdict == "failed":
+            return {"verdict": verdict, "ci_fail_multiplier": self.ci_fail_multiplier}
+        return {"verdict": None, "resolution": resolution is not None}
+
     def confidence(self, evidence: ConfidenceEvidence) -> float | None:
         """The confidence that the response is good, in ``[0, 1]``; ``None`` without signal."""
         found = self.breakdown(evidence)
         return None if found is None else found.final
+
+
+def _verdict(resolution: ResolutionEvidence | None) -> str | None:
+    return None if resolution is None else resolution.verdict
 
 
 def label_confidence(goodness: float | None, label: Label) -> float | None:

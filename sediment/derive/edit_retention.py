@@ -37,6 +37,36 @@ def _grams(text: str) -> Counter[str]:
     return Counter(text[i:i + GRAM] for i in range(len(text) - GRAM + 1))
 
 
+@dataclass(frozen=True)
+class RetentionFigures:
+    """How one containment score came about: the ``rule`` that decided it (``containment``, or
+    an edge case: ``nothing_applied``, ``file_gone``, ``short_applied``, ``short_observed``), the
+    applied text's 4-gram count, how many of them the observed text still holds (both 0 for an
+    edge case) and the ``score``."""
+
+    rule: str
+    applied_grams: int
+    kept_grams: int
+    score: float
+
+
+def retention_figures(applied: str, observed: str) -> RetentionFigures:
+    """:func:`four_gram_containment` of ``applied`` against ``observed``, with its figures."""
+    if applied == "":
+        return RetentionFigures("nothing_applied", 0, 0, 1.0)
+    if observed == "":
+        return RetentionFigures("file_gone", 0, 0, 0.0)
+    if len(applied) < GRAM:
+        return RetentionFigures("short_applied", 0, 0, 1.0 if applied in observed else 0.0)
+    if len(observed) < GRAM:
+        return RetentionFigures("short_observed", 0, 0, 0.0)
+    wanted = _grams(applied)
+    held = _grams(observed)
+    kept = sum(min(count, held[gram]) for gram, count in wanted.items())
+    total = len(applied) - GRAM + 1
+    return RetentionFigures("containment", total, kept, kept / total)
+
+
 def four_gram_containment(applied: str, observed: str) -> float:
     """The share of ``applied``'s character 4-grams that ``observed`` still holds, in [0, 1].
 
@@ -47,18 +77,7 @@ def four_gram_containment(applied: str, observed: str) -> float:
     0.0; an applied text shorter than 4 characters 1.0 when it is a substring of ``observed``,
     else 0.0; an observed text shorter than 4 characters 0.0. Characters are code points.
     """
-    if applied == "":
-        return 1.0
-    if observed == "":
-        return 0.0
-    if len(applied) < GRAM:
-        return 1.0 if applied in observed else 0.0
-    if len(observed) < GRAM:
-        return 0.0
-    wanted = _grams(applied)
-    held = _grams(observed)
-    kept = sum(min(count, held[gram]) for gram, count in wanted.items())
-    return kept / (len(applied) - GRAM + 1)
+    return retention_figures(applied, observed).score
 
 
 def edit_key(fact: DeveloperDecision | EditObservation) -> EditKey | None:
@@ -88,6 +107,13 @@ def _first_observations(observations: Iterable[EditObservation]) -> dict[EditKey
         if key is not None:
             found.setdefault(key, observation)
     return found
+
+
+def observation_of(decision: DeveloperDecision, observations: Iterable[EditObservation]) -> EditObservation | None:
+    """The EditObservation :func:`fill_edit_retention` reads for ``decision`` (``None``: none, or
+    a decision without a call)."""
+    key = edit_key(decision)
+    return None if key is None else _first_observations(observations).get(key)
 
 
 def _clamped(value: object) -> float | None:

@@ -4,9 +4,11 @@
 by their ids or in the order the core resolved them, so the same row, store and bundle give the
 same bytes): the row and its reward or label, the recipe and policies, the CI resolutions with
 every workflow's attempts, the recorded CIOutcome Facts, the attribution, the Session and its
-calls; rows of an objective without targets list the Facts their metadata names instead of a
-Session. ``verify`` compares the row with its re-derivation and names what changed. The
-library never prints: ``sediment.cli.explain`` renders the chain.
+calls; rows of an objective without targets also list the Facts their metadata names and the
+evidence behind their label (:mod:`sediment.reports.labelling`: decisions, edit retention,
+the Confidence ladder replayed step by step) and every Session their completions belong to.
+``verify`` compares the row with its re-derivation and names what changed. The library never
+prints: ``sediment.cli.explain`` renders the chain.
 """
 
 from __future__ import annotations
@@ -15,12 +17,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from sediment.derive.confidence import label_confidence_policy
 from sediment.errors import EvidenceGoneError
 from sediment.evidence.context import Evidence
 from sediment.host.registry import PluginRegistry
 from sediment.model.policy import DerivationPolicy
+from sediment.model.rollout import Rollout
 from sediment.records import canonical_digest, plain
 from sediment.reports.exported_rows import RowRef, identity, row_field
+from sediment.reports.labelling import label_evidence
 from sediment.reports.rederive import Derivation, owner_of, rederive
 from sediment.settings import SettingsSources
 from sediment.store import FactStore
@@ -163,8 +168,7 @@ def _observation(observation_id: str, record: dict[str, Any] | None, quarantined
             "captured_at": record.get("captured_at"), "quarantined": quarantined}
 
 
-def _session(derivation: Derivation) -> dict[str, Any] | None:
-    rollout = derivation.rollout
+def _session(rollout: Rollout | None) -> dict[str, Any] | None:
     if rollout is None:
         return None
     calls = []
@@ -233,7 +237,15 @@ def explain(ref: RowRef, source: Source, registry: PluginRegistry, *, verify: bo
                 f"{ref.where}: its canonical row (sha256 {ref.profile_evidence['source_row_sha256']}) no longer "
                 f"derives from the {source.kind}" + _why(derivation))
         row = derivation.body
-    elif derivation.body is None and derivation.rollout is None and not _outcome_ids(row):
+    facts = _referenced(row, source) if owner.target is None else []
+    labelling: dict[str, Any] | None = None
+    sessions = [] if derivation.rollout is None else [derivation.rollout]
+    if owner.target is None:
+        policy = label_confidence_policy(settings or SettingsSources.empty())
+        hints = {(source.org_id, str(f["session_id"])) for f in facts if source.org_id is not None
+                 and f["table"] == "inference_calls" and isinstance(f.get("session_id"), str)}
+        labelling, sessions = label_evidence(row, source.evidence, policy, hints)
+    if ref.profile_evidence is None and derivation.body is None and not sessions and not _outcome_ids(row):
         raise EvidenceGoneError(f"{ref.where}: the evidence behind this row is gone from the {source.kind} "
                                 "(no Session or recorded Fact it names is left)" + _why(derivation))
     outcomes = _outcomes(row, derivation, source)
@@ -246,8 +258,10 @@ def explain(ref: RowRef, source: Source, registry: PluginRegistry, *, verify: bo
         "ci_resolutions": _ci(row, outcomes),
         "ci_outcomes": outcomes,
         "attribution": _attribution(row, derivation, source),
-        "session": _session(derivation),
-        "facts": _referenced(row, source) if owner.target is None else [],
+        "session": _session(derivation.rollout),
+        "sessions": [_session(r) for r in sessions],
+        "facts": facts,
+        "labelling": labelling,
     }
     if ref.profile_evidence is not None:
         chain["row"]["profile"] = {"profile": ref.profile, "evidence": ref.profile_evidence,
