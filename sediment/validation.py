@@ -33,8 +33,8 @@ class RowProblem:
     line: int
     message: str
 
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.message}"
+    def __str__(self) -> str:  # line 0: the file as a whole
+        return f"{self.path}:{self.line}: {self.message}" if self.line else f"{self.path}: {self.message}"
 
 
 def schemas_in(package: str, folder: str = "schemas") -> list[dict[str, Any]]:
@@ -108,6 +108,7 @@ class SchemaSet:
 
     def validate_file(self, path: Path) -> Iterator[RowProblem]:
         """Problems in a JSONL file: unparseable lines and schema violations, line by line."""
+        number = 0
         with path.open("rb") as handle:
             for number, raw in enumerate(handle, start=1):
                 try:
@@ -117,6 +118,8 @@ class SchemaSet:
                     continue
                 for message in self.errors(row):
                     yield RowProblem(path, number, message)
+        if not number:
+            yield RowProblem(path, 0, "empty file: no rows")
 
     def validate_files(self, paths: Iterable[Path]) -> Iterator[RowProblem]:
         for path in paths:

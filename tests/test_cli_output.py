@@ -57,7 +57,7 @@ def test_markup_in_an_event_name_is_printed_not_parsed(tmp_path: Path) -> None:
     result = sediment(tmp_path / "home", "ingest", "github", str(delivery))
     assert result.returncode == 0, result.stderr
     assert_clean(result.stderr)
-    assert "skipped on purpose: {'unsupported_event:[/bold]': 1}" in lines(result.stderr)
+    assert "skipped on purpose: unsupported_event:[/bold]: 1" in lines(result.stderr)
 
     styled = tmp_path / "styled.json"
     styled.write_text(json.dumps({"headers": {"X-GitHub-Event": "[red]x[/red][link=https://evil.example]y[/link]:smile:"},
@@ -65,7 +65,7 @@ def test_markup_in_an_event_name_is_printed_not_parsed(tmp_path: Path) -> None:
     result = sediment(tmp_path / "home", "ingest", "github", str(styled))
     assert result.returncode == 0, result.stderr
     assert_clean(result.stderr)
-    assert "{'unsupported_event:[red]x[/red][link=https://evil.example]y[/link]:smile:': 1}" in result.stderr
+    assert "unsupported_event:[red]x[/red][link=https://evil.example]y[/link]:smile:: 1" in result.stderr
 
 
 def test_a_skip_reason_cannot_forge_summary_lines(tmp_path: Path) -> None:
@@ -97,12 +97,15 @@ def test_file_names_are_shown_literally_on_one_line(tmp_path: Path) -> None:
     bad = tmp_path / "[bold] \x1b[31m\n.json"
     bad.write_text("{not json\n")
     result = sediment(tmp_path / "home", "ingest", "github", missing, str(bad))
+    assert result.returncode == 2, result.stderr  # a missing file is a usage error, before anything is read
+    assert_clean(result.stderr)
+    assert lines(result.stderr) == [f"error: {tmp_path}/[bold]{SHOWN_ARG}: no such file"]
+    result = sediment(tmp_path / "home", "ingest", "github", str(bad))
     assert result.returncode == 8, result.stderr
     assert_clean(result.stderr)
     shown = lines(result.stderr)
-    assert len(shown) == 4, result.stderr
-    assert shown[0] == f"error: {tmp_path}/[bold]{SHOWN_ARG}:0: cannot read: No such file or directory"
-    assert shown[1].startswith(f"error: {tmp_path}/[bold] \\x1b[31m\\n.json:1: not JSON")
+    assert len(shown) == 3, result.stderr
+    assert shown[0].startswith(f"error: {tmp_path}/[bold] \\x1b[31m\\n.json:1: not JSON")
 
 
 def test_the_error_boundary_prints_one_line(tmp_path: Path) -> None:

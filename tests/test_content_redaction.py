@@ -311,7 +311,7 @@ def test_ingest_calls_stores_markers_and_counts_them_and_the_flag_turns_it_off(t
     assert all(secret not in text for secret in (OPENAI, GITHUB, AWS_SECRET))
     assert content_marker("aws_secret", AWS_SECRET) in text and COMMIT_SHA in text
     human = sediment("ingest", "calls", str(path), "--format", "openai-chat", home=tmp_path / "human")
-    assert "redacted: {'aws_secret': 1, 'github_token': 1, 'openai_key': 1}" in human.stderr
+    assert "redacted: aws_secret: 1, github_token: 1, openai_key: 1" in human.stderr
     assert "content redaction is off" not in human.stderr
     # the bundle derived from the store holds the markers, never the secrets
     bundle = tmp_path / "bundle"

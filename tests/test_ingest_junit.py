@@ -478,7 +478,7 @@ HOSTILE: dict[str, tuple[bytes, str]] = {
     "unknown-encoding.xml": (b'<?xml version="1.0" encoding="x-klingon"?><testsuites/>',
                              "cannot decode the report: unknown encoding: x-klingon"),
     "truncated.xml": (GOOD[:60].encode(), "not well-formed XML: unclosed token: line 1, column 57"),
-    "empty.xml": (b"  \n", "report is empty"),
+    "empty.xml": (b"  \n", "empty file: no records"),
     "wrong-root.xml": (b'<?xml version="1.0"?><html><testsuite><testcase name="x"/></testsuite></html>',
                        "root element is <html>, not <testsuites> or <testsuite>"),
     "no-name.xml": (b'<testsuites><testsuite><testcase classname="t" name="fine"/><testcase classname="t"/></testsuite></testsuites>',

@@ -111,5 +111,7 @@ def main() -> None:
         console.error("aborted")
         raise SystemExit(130) from None
     except typer.TyperException as exc:  # usage errors carry their own exit code
-        console.error(exc.format_message())
+        message = exc.format_message()
+        if message.strip():  # a bare group command (no_args_is_help) has printed its help: no empty error line
+            console.error(message)
         raise SystemExit(exc.exit_code) from None

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 import typer
 
-from sediment.cli import console, settings
+from sediment.cli import console, input_files, settings
 from sediment.ingest import IngestError, Translation
 from sediment.ingest.ci.providers import PROVIDERS, WebhookProvider
 
@@ -77,6 +77,7 @@ def _run(files: list[str], translate: Callable[[Any], Translation], as_json: boo
          org_id: str, reader: Callable[[], JsonReader] | None = None) -> None:
     from sediment.ingest.reading.files import ingest_files
 
+    input_files.check(files)
     report = ingest_files(files, translate, settings.store(), workers=workers, reader=reader)
     _render(report, as_json)
     # a legacy mirror added before these Facts named its repository's identity is keyed by it now
@@ -87,6 +88,11 @@ def _run(files: list[str], translate: Callable[[Any], Translation], as_json: boo
 def _report_problems(report: IngestReport, unit: str = "record") -> None:
     if report.problems:
         raise IngestError(f"{len(report.problems)} {unit}(s) failed to ingest; every other {unit} was ingested")
+
+
+def _counts(counts: Mapping[str, int]) -> str:
+    """``name: count, …`` in name order (never a Python repr)."""
+    return ", ".join(f"{name}: {count}" for name, count in sorted(counts.items()))
 
 
 def _render(report: IngestReport, as_json: bool, *, elements: str | None = None) -> None:
@@ -106,13 +112,13 @@ def _render(report: IngestReport, as_json: bool, *, elements: str | None = None)
     held = f" holding {report.elements} {elements.replace('_', ' ')}" if elements is not None else ""
     console.say(f"{report.records} record(s) read{held}; stored {stored}")
     if report.duplicates:
-        console.say(f"already stored: {dict(sorted(report.duplicates.items()))}")
+        console.say(f"already stored: {_counts(report.duplicates)}")
     if report.skipped:  # reasons can name input (an unsupported event's name)
-        console.say(f"skipped on purpose: {dict(sorted(report.skipped.items()))}")
+        console.say(f"skipped on purpose: {_counts(report.skipped)}")
     if report.warnings:
-        console.say(f"warnings: {dict(sorted(report.warnings.items()))}")
+        console.say(f"warnings: {_counts(report.warnings)}")
     if report.redacted.kinds:  # the distinct secrets found inside content, by kind
-        console.say(f"redacted: {report.redacted.counts()}")
+        console.say(f"redacted: {_counts(report.redacted.counts())}")
 
 
 @ingest_app.command("facts")
@@ -288,6 +294,7 @@ def junit(files: list[str] = typer.Argument(..., help="JUnit XML reports of one 
         option = {"run_id": "--run-id", "repo": "--repo", "commit_sha": "--commit"}
         field, _, message = str(exc).partition(": ")
         raise typer.BadParameter(message, param_hint=f"'{option.get(field, field)}'") from None
+    input_files.check(files)
     report = ingest_junit_reports(files, settings.store(), attempt, captured_at=now,
                                   runner=None if runner is None else runner.value)
     _render(report, as_json)
@@ -322,6 +329,7 @@ def otlp(files: list[str] = typer.Argument(..., help="OTLP/JSON log exports, one
 
     org_id = settings.org_id(org)
     now = settings.capture_time()
+    input_files.check(files)
     report = ingest_files(files, lambda record: translate_otlp(record, org_id=org_id, captured_at=now),
                           settings.store(), workers=workers, keep_flaws=True)
     _render(report, as_json, elements="log_records")
@@ -371,9 +379,7 @@ def transcripts(client: TranscriptClient = typer.Argument(..., help="The client 
     now = settings.capture_time()
     if paths:
         chosen = [Path(p) for p in paths]
-        for path in chosen:
-            if not path.exists():
-                raise typer.BadParameter(f"no such file or folder: {path}", param_hint="'PATHS...'")
+        input_files.check(chosen, folders=True)
     else:
         folder = default_folder(client.value)
         if not folder.is_dir():

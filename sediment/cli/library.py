@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from sediment.cli import console, settings
+from sediment.cli import console, input_files, settings
 from sediment.output_paths import writing
 
 library_app = typer.Typer(
@@ -24,8 +25,8 @@ def import_(
     format: str = typer.Argument(..., metavar="FORMAT",
                                  help="Source format: an importer plugin's format name, or canonical-jsonl "
                                       "(canonical records, e.g. another library's all.jsonl.gz)."),
-    paths: list[Path] | None = typer.Argument(None, exists=True, readable=True,
-                                              help="Input files of that format, plain or gzip/Zstandard compressed."),
+    paths: list[Path] | None = typer.Argument(None, help="Input files of that format, plain or gzip/Zstandard "
+                                                                     "compressed."),
     library: Path = _LIBRARY,
     from_store: bool = typer.Option(False, "--from-store",
                                     help="Read Sediment's own Rollouts from the configured fact store "
@@ -46,20 +47,28 @@ def import_(
     staging behind; the next one removes it."""
     from sediment.importing.inputs import check_format, records_for, store_records
     from sediment.ingest import IngestError
+    from sediment.ingest.reading.files import EMPTY
     from sediment.trajectory.library import Library
     from sediment.trajectory.record import Trajectory
 
     check_format(format)
     files = settings.import_paths(paths, from_store)
+    input_files.check(files)
     problems: list[str] = []
+    for path in [path for path in files if path.is_file() and input_files.empty(path)]:
+        problems.append(f"{path}: {EMPTY}")
+        files.remove(path)
     skipped: list[str] = []
     if from_store:
         records: Iterator[Trajectory] = store_records(format, settings.store_rollouts(org), problems)
     target = Library(library)
     if not from_store:
         records = records_for(format, files, problems, target.known_ids(), skipped)
+    created = not library.exists()
     with writing("library", library):
         report = target.import_records(records, materialize_all=materialize_all, prevalidated=True)
+    if created and problems and not report.record_count:  # a failed import leaves no empty library behind
+        shutil.rmtree(library)
     report.already_present += len(skipped)
     for problem in problems[:50]:
         console.warning(problem)

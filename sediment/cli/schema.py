@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from sediment.cli import console
+from sediment.cli import console, input_files
 from sediment.errors import SchemaValidationError
 
 schema_app = typer.Typer(help="Inspect and apply the published row schemas.", no_args_is_help=True)
@@ -14,8 +14,7 @@ schema_app = typer.Typer(help="Inspect and apply the published row schemas.", no
 
 @schema_app.command("validate")
 def validate(
-    paths: list[Path] = typer.Argument(..., exists=True, dir_okay=False, readable=True,
-                                       help="Exported JSONL files."),
+    paths: list[Path] = typer.Argument(..., help="Exported JSONL files."),
     limit: int = typer.Option(20, help="Show at most this many problems."),
 ) -> None:
     """Validate every row of each file against the schema its schema_id names: the core's
@@ -23,6 +22,7 @@ def validate(
     schema_id; validate their evidence files)."""
     from sediment.host.registry import load_registry
 
+    input_files.check(paths)
     schemas = load_registry().schemas
     shown = total = 0
     for path in paths:

@@ -12,9 +12,10 @@ from pathlib import Path
 
 import typer
 
-from sediment.cli import console, settings
+from sediment.cli import console, input_files, settings
 from sediment.errors import UsageError
 from sediment.ingest import IngestError
+from sediment.ingest.reading.files import EMPTY
 from sediment.output_paths import writing
 
 trajectory_app = typer.Typer(
@@ -65,6 +66,7 @@ def import_(fmt: str = typer.Argument(..., metavar="FORMAT", help="Source format
     if out.exists():
         raise UsageError(f"--out {out} already exists; choose a new file")
     files = settings.import_paths(paths, from_store)
+    input_files.check(files, folders=True)
     settings.content_redaction()
     if from_store:
         from sediment.importing.run import import_store_results
@@ -84,16 +86,18 @@ def import_(fmt: str = typer.Argument(..., metavar="FORMAT", help="Source format
                 written += 1
         handle.flush()
         os.fsync(handle.fileno())
-        staging.replace(out)
+        if written or not refused:
+            staging.replace(out)
+        else:  # every record refused: no empty file left behind
+            staging.unlink()
     console.say(f"{written} record(s) written to {out}; {refused} refused")
     if refused:
         raise IngestError(f"{refused} record(s) refused; every other record was written")
 
 
 @trajectory_app.command("export-atif")
-def export_atif(records: Path = typer.Argument(..., exists=True, dir_okay=False, readable=True,
-                                              help="Canonical records (JSON Lines, as `import` "
-                                                   "writes; gzip or Zstandard compressed is read too)."),
+def export_atif(records: Path = typer.Argument(..., help="Canonical records (JSON Lines, as `import` writes; gzip or "
+                                                         "Zstandard compressed is read too)."),
                 out: Path = typer.Option(..., "--out", help="Directory for <n>.json ATIF files and their "
                                                             "<n>.outcome.json sidecars; created, must not exist."),
                 version: str = typer.Option("ATIF-v1.8", "--version", help="ATIF-v1.8 or ATIF-v1.7.")) -> None:
@@ -106,6 +110,7 @@ def export_atif(records: Path = typer.Argument(..., exists=True, dir_okay=False,
         raise UsageError(f"unknown ATIF version {version!r}; use one of {', '.join(ATIF_VERSIONS)}")
     if out.exists():
         raise UsageError(f"--out {out} already exists; choose a new directory")
+    input_files.check([records])
     refused = count = 0
     with writing("ATIF directory", out):
         out.mkdir(parents=True)
@@ -124,6 +129,11 @@ def export_atif(records: Path = typer.Argument(..., exists=True, dir_okay=False,
         except InputUnreadable as exc:  # corrupt, truncated or a bomb: the documents before are kept
             refused += 1
             console.error(f"{records}:{number + 1}: {exc}")
+        if not count:  # nothing to export: no empty directory left behind
+            out.rmdir()
+    if not count and not refused:
+        refused = 1
+        console.error(f"{records}: {EMPTY}")
     console.say(f"{count} ATIF document(s) written to {out}; {refused} refused")
     if refused:
         raise IngestError(f"{refused} record(s) refused; every other record was exported")

@@ -95,7 +95,7 @@ def parse_report(data: bytes) -> ET.Element:
     """The root element of a JUnit report, parsed without DTDs or entity declarations; the
     nesting bound is checked as each element opens (see the module docstring)."""
     if not data.strip():
-        raise ReportError("report is empty")
+        raise ReportError("empty file: no records")
     try:
         root = _parse_bounded(data)
     except DefusedXmlException as exc:

@@ -49,6 +49,8 @@ MAX_DOCUMENT_BYTES: Final = 64 * MIB
 """The largest JSON document spanning several lines (it is read whole); larger input must be JSON Lines."""
 SKIP_CHUNK: Final = MIB  # how much of an over-long line is read at a time while skipping it
 _BOM: Final = b"\xef\xbb\xbf"
+EMPTY: Final = "empty file: no records"
+"""The problem of a file that holds nothing but whitespace (docs/cli.md: input that failed, exit 8)."""
 
 
 @dataclass(frozen=True)
@@ -57,8 +59,8 @@ class InputProblem:
     line: int
     message: str
 
-    def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.message}"
+    def __str__(self) -> str:  # line 0: the file as a whole
+        return f"{self.path}:{self.line}: {self.message}" if self.line else f"{self.path}: {self.message}"
 
 
 @dataclass
@@ -367,6 +369,7 @@ def _merge(report: IngestReport, result: AppendResult) -> None:
 def _ingest_file(path: str, translate: Callable[[Any], Translation], sink: Callable[[list[FactModel]], None],
                  report: IngestReport, keep_flaws: bool = False, reader: JsonReader | None = None) -> None:
     pending: list[FactModel] = []
+    read = report.records
     try:
         with tallying(report.redacted):
             _ingest_stream(path, records(path, keep_flaws=keep_flaws, reader=reader), translate, sink, report,
@@ -375,6 +378,9 @@ def _ingest_file(path: str, translate: Callable[[Any], Translation], sink: Calla
         report.problems.append(InputProblem(path, exc.line or 0, str(exc)))
     except OSError as exc:
         report.problems.append(InputProblem(path, 0, f"cannot read: {exc.strerror or exc}"))
+    else:
+        if report.records == read:
+            report.problems.append(InputProblem(path, 0, EMPTY))
     if pending:
         sink(pending)
 

@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Final, Literal
 
-from sediment.ingest.reading.files import IngestReport, InputProblem
+from sediment.ingest.reading.files import EMPTY, IngestReport, InputProblem
 from sediment.ingest.redaction.content import tallying
 from sediment.ingest.transcripts import claude_code, codex
 from sediment.ingest.transcripts.common import Entry, TranscriptResult, read_entries, transcript_files
@@ -58,9 +58,12 @@ def ingest_transcripts(paths: Sequence[Path], client: Client, store: FactStore, 
     """Translate every transcript file named (folders: every ``*.jsonl`` under them) and
     append its Facts; ``records`` counts the lines read."""
     report = IngestReport()
+    named = {path for path in paths if not path.is_dir()}
     for path in transcript_files(list(paths)):
         with tallying(report.redacted):
             result = translate_transcript(path, client, org_id=org_id, captured_at=captured_at)
+        if path in named and not result.lines and not result.problems:  # a folder's empty file is a session starting
+            report.problems.append(InputProblem(str(path), 0, EMPTY))
         report.records += result.lines
         report.skipped.update(result.skipped)
         report.warnings.update(result.warnings)
