@@ -26,13 +26,16 @@ def check(paths: Iterable[str | Path], *, folders: bool = False) -> None:
         if str(path) == "-":
             continue
         try:
-            if stat.S_ISDIR(os.stat(path).st_mode):
+            mode = os.stat(path).st_mode
+            if stat.S_ISDIR(mode):
                 if not folders:
                     raise UsageError(f"{path}: cannot read: is a folder, not a file")
                 os.listdir(path)
-            else:
+            elif stat.S_ISREG(mode):
                 with open(path, "rb"):
                     pass
+            elif not os.access(path, os.R_OK):  # a pipe or device: opening it could wait for a writer
+                raise OSError(errno.EACCES, os.strerror(errno.EACCES))
         except OSError as exc:
             if exc.errno in _MISSING:
                 what = "no such file or folder" if folders else "no such file"
@@ -41,7 +44,10 @@ def check(paths: Iterable[str | Path], *, folders: bool = False) -> None:
 
 
 def empty(path: str | Path) -> bool:
-    """Whether a file holds nothing but whitespace (read no further than its first 64 KiB)."""
+    """Whether a regular file holds nothing but whitespace (read no further than its first 64 KiB);
+    a pipe or device is never read here."""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        return False
     with open(path, "rb") as handle:
         head = handle.read(64 * 1024)
         return not head.strip() and not handle.read(1)

@@ -53,7 +53,7 @@ def import_(
 
     check_format(format)
     files = settings.import_paths(paths, from_store)
-    input_files.check(files)
+    input_files.check(files, folders=True)
     problems: list[str] = []
     for path in [path for path in files if path.is_file() and input_files.empty(path)]:
         problems.append(f"{path}: {EMPTY}")
