@@ -108,10 +108,9 @@ def _finding(finding: Finding) -> str:
         head.append(f"similarity {finding.similarity:.3f}")
     if finding.detail:
         head.append(_e(finding.detail))
-    per_split: dict[str, list[str]] = defaultdict(list)
+    per_split: dict[str, set[str]] = defaultdict(set)
     for row in finding.rows:
-        if row.row_id not in per_split[row.split]:
-            per_split[row.split].append(row.row_id)
+        per_split[row.split].add(row.row_id)
     lines = []
     for split, ids in sorted(per_split.items()):
         shown = ", ".join(f"<code>{_e(i)}</code>" for i in sorted(ids)[:IDS])
