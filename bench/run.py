@@ -1,7 +1,8 @@
 """Benchmark harness: synthesize an organisation, run the real CLI stages, print one table.
 
     python bench/run.py --profile smoke|pilot-tenth|pilot [--sessions N] [--workers N] [--compress zst|gz|none]
-                        [--uncommitted-every N] [--scaling] [--report docs/performance.md] [--keep DIR]
+                        [--uncommitted-every N] [--scaling N] [--leakage N] [--report docs/performance.md]
+                        [--keep DIR]
 
 The input is synthesized compressed, as a gateway's rotated logs are (--compress, default zst),
 and ingested as it is; the report gives its size on disk and the replayed (inflated) size.
@@ -10,6 +11,8 @@ Every stage runs as its own ``sediment`` process on the embedded SQLite store; w
 and that process's peak RSS are measured. Two floors are measured in the same run: reading
 the input files, and parsing them with orjson. Stages are reported as ratios to the parse
 floor. Both floors read the input as ingest does, inflating it (sediment.ingest.reading.compressed).
+``--leakage N`` also times ``report leakage`` over every export at N, 2N and 4N Sessions
+(bench/leakage.py).
 """
 
 from __future__ import annotations
@@ -295,6 +298,10 @@ def render(result: dict[str, Any]) -> str:
                   f"| {s1} sessions | {d1:,.0f} | {e1:,.0f} | {o1:,.0f} |",
                   f"| {s4} sessions | {d4:,.0f} | {e4:,.0f} | {o4:,.0f} |",
                   f"| ratio 4× / 1× | {d4 / d1:.3f} | {e4 / e1:.3f} | {o4 / o1:.3f} |"]
+    if result.get("leakage"):
+        import leakage
+
+        lines += ["", leakage.render(result["leakage"])]
     return "\n".join(lines)
 
 
@@ -341,6 +348,9 @@ def main() -> None:
     parser.add_argument("--report", type=Path, help="also write the markdown report here")
     parser.add_argument("--scaling", type=int, metavar="SESSIONS",
                         help="also measure peak RSS of derive/export at SESSIONS and 4×SESSIONS sessions")
+    parser.add_argument("--leakage", type=int, metavar="SESSIONS",
+                        help="also time `report leakage` over every export at SESSIONS, 2× and 4×SESSIONS "
+                             "sessions (time per row as the rows grow)")
     args = parser.parse_args()
     if args.profile == "library":
         run_library_profile(args)
@@ -358,6 +368,12 @@ def main() -> None:
         result = run_profile(profile, work, args.workers, compression=args.compress)
         if args.scaling:
             result["scaling"] = memory_scaling(work, args.scaling, profile.calls, args.compress)
+        if args.leakage:
+            import leakage
+
+            env = {k: v for k, v in os.environ.items() if not k.startswith("SEDIMENT_")}
+            env |= {"SEDIMENT_ORG_ID": "bench", "SEDIMENT_CAPTURE_TIME": "2026-07-01T00:00:00Z"}
+            result["leakage"] = leakage.leakage_scaling(work, args.leakage, profile.calls, run_stage, env)
         text = render(result)
         machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
         print(f"{machine}\n\n{text}")

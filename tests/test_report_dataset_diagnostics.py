@@ -243,7 +243,7 @@ def test_bare_report_prints_usage_and_exits_2() -> None:
 def test_an_unknown_report_is_one_line() -> None:
     result = sediment("report", "bogus")
     assert result.returncode == 2
-    assert result.stderr.strip() == "error: unknown report 'bogus' (choices: dataset-diagnostics, merge-retention)"
+    assert result.stderr.strip() == "error: unknown report 'bogus' (choices: dataset-diagnostics, leakage, merge-retention)"
 
 
 @pytest.mark.parametrize(("args", "message"), [

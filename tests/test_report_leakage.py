@@ -3,9 +3,11 @@ with overlaps planted on purpose, and nothing else (docs/leakage.md)."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -18,8 +20,9 @@ from sediment.demo import run_demo
 from sediment.git.mirror_root import MirrorRoot
 from sediment.reports.leakage import leakage_report
 from sediment.reports.leakage_git import MirrorRanges
-from sediment.reports.leakage_rows import read_export_dirs
-from sediment.testing import ORG, GitRepo
+from sediment.reports.leakage_html import EXAMPLES, IDS, PREVIEW_CHARS, TEXT_CHARS, leakage_page
+from sediment.reports.leakage_rows import ExportedRow, read_export_dirs
+from sediment.testing import ORG, GitRepo, unavailable
 
 
 def sediment(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -382,3 +385,96 @@ def test_a_bad_benchmark_is_one_line_and_parquet_names_its_extra(tmp_path: Path)
     except ImportError:
         result = sediment("report", "leakage", str(exports), "--benchmark", str(parquet))
         assert result.returncode == 1 and "parquet extra" in result.stderr and len(result.stderr.splitlines()) == 1
+
+
+# --- the HTML page --------------------------------------------------------------------------------
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+#: A prompt that would add text to the page if the page ran it (the text is built at run time,
+#: so only running it, not showing it, puts the whole mark on the page).
+HOSTILE = "Fix <b>pow</b> <script>document.currentScript.after('EXECUTED' + '-MARK')</script> & \"quotes\" </pre>"
+
+
+def seen_text(page: Path, tmp_path: Path) -> str:
+    """What a person sees: the body's innerText in headless Chromium (tests/test_library_cli.py's
+    probe; the page's Content-Security-Policy, which would block the probe script, is left out of
+    the copy, so the hostile prompt is kept inert by escaping alone)."""
+    text = page.read_text(encoding="utf-8")
+    policy = re.search(r'<meta http-equiv="Content-Security-Policy"[^>]*>', text)
+    assert policy, "the page declares no Content-Security-Policy"
+    probe = tmp_path / f"probe-{page.name}"
+    probe.write_text(text.replace(policy.group(0), "").replace(
+        "</body>", "<script>document.documentElement.setAttribute('data-seen', "
+                   "JSON.stringify(document.body.innerText))</script></body>"), encoding="utf-8")
+    result = subprocess.run([CHROMIUM or "chromium", "--headless", "--no-sandbox", "--disable-gpu",
+                             "--user-data-dir=" + str(tmp_path / "chromium-profile"), "--dump-dom", probe.as_uri()],
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
+    match = re.search(r'data-seen="([^"]*)"', result.stdout)
+    assert match, result.stdout[:2000]
+    return str(json.loads(html.unescape(match.group(1))))
+
+
+@pytest.mark.browser
+def test_the_html_page_shows_leakage_json_s_counts_and_a_hostile_prompt_as_text(demo: Path, tmp_path: Path) -> None:
+    if CHROMIUM is None:
+        unavailable("chromium is not installed (Debian package chromium; .ci/run installs it under CI)")
+    root = copy_demo(demo, tmp_path / "planted")
+    train = rows_of(root / "exports/sft/sft.train.jsonl")[0]
+    for split, completion in (("train", "call_<i>hostile</i>"), ("eval", "call_hostile_eval")):
+        row = json.loads(json.dumps(train))
+        row["metadata"].update(completion_id=completion, split=split)
+        next(m for m in row["prompt"] if m["role"] == "user")["content"] = HOSTILE
+        append(root / f"exports/sft/sft.{split}.jsonl", row)
+    out = tmp_path / "report"
+    result = sediment("report", "leakage", *map(str, export_dirs(root)), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    report = json.loads((out / "leakage.json").read_text(encoding="utf-8"))
+    page = (out / "leakage.html").read_text(encoding="utf-8")
+    # self-contained: nothing fetched, no script of its own, the row's markup escaped
+    assert not re.search(r"<script|\bsrc=|\bhref=|url\(|@import|https?:", page, re.IGNORECASE)
+    assert "&lt;script&gt;" in page and "&lt;i&gt;hostile&lt;/i&gt;" in page
+    seen = seen_text(out / "leakage.html", tmp_path)
+    # the counts per kind and split are leakage.json's (a table row reads: kind, findings, rows per split)
+    splits = list(report["splits"])
+    assert splits == ["eval", "train"]
+    assert f"kind\tfindings\t{chr(9).join(splits)}" in seen
+    for kind, counts in report["kinds"].items():
+        line = "\t".join([kind, str(counts["findings"]), *(str(counts["rows"].get(s, 0)) for s in splits)])
+        assert line in seen.splitlines(), (line, seen[:3000])
+    assert report["kinds"]["exact_prompt"]["findings"] == 1
+    # the hostile prompt and row id are shown as text and nothing of them ran
+    assert "EXECUTED-MARK" not in seen
+    assert "<script>document.currentScript.after('EXECUTED' + '-MARK')</script>" in seen
+    assert "call_<i>hostile</i>" in seen and "Fix <b>pow</b>" in seen
+    # the chart has a bar per kind and split, titled with its count
+    for kind, counts in report["kinds"].items():
+        for split in splits:
+            assert f"<title>{kind}, {split}: {counts['rows'].get(split, 0)} of {report['splits'][split]} rows" \
+                   "</title>" in page
+
+
+def test_the_html_page_is_bounded_and_the_same_for_the_same_rows() -> None:
+    """Many findings of many rows and long prompts: the page caps the examples, the ids and the
+    text (leakage.json has them all), and it is the same page whatever the order of the rows."""
+    rows = []
+    for n in range(3 * EXAMPLES):
+        prompt = f"task {n:03d} " + "word " * 20_000  # 100 KB each
+        for i in range(3 * IDS):
+            split = "train" if i % 2 else "eval"
+            rows.append(ExportedRow(row_id=f"row-{n}-{i}", split=split, source=f"d/x.{split}.jsonl:{n * 100 + i}",
+                                    prompt=prompt, patch="", repo="acme/calc", repo_name="acme/calc", org_id="",
+                                    base_commit="", head_commits=(), task_ids=()))
+    report = leakage_report(rows, inputs={"d": 2})
+    page = leakage_page(report)
+    assert len(page) < 200_000, len(page)  # the rows' prompts alone are 180 MB
+    assert page.count('<div class="finding">') == EXAMPLES + 1  # exact_prompt capped, and the one repository
+    assert f"… {2 * EXAMPLES} more exact_prompt findings in leakage.json" in page
+    assert f"… +{3 * IDS // 2 - IDS} more" in page  # a prompt's rows per split
+    assert f"… +{3 * EXAMPLES * 3 * IDS // 2 - IDS} more" in page  # the repository's rows per split
+    assert page.count(f"{20_000 * 5 + 9 - PREVIEW_CHARS} more characters") == EXAMPLES
+    assert "word " * (TEXT_CHARS // 5 + 1) not in page
+    shuffled = list(rows)
+    random.Random(7).shuffle(shuffled)
+    assert leakage_page(leakage_report(shuffled, inputs={"d": 2})) == page
+    assert leakage_page(report) == page

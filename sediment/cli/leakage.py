@@ -106,7 +106,7 @@ def leakage(
     out: Path | None = typer.Option(None, "--out", metavar="DIR", help="Write eval_sets.jsonl, leakage.json and "
                                     "leakage.html here (created; these three files are replaced)."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as one JSON object on stdout."),
-    fail_on: list[str] = typer.Option([], "--fail-on", metavar="KIND", help="Exit 10 when this kind of overlap "
+    fail_on: list[str] = typer.Option([], "--fail-on", metavar="KIND", help="Exit 12 when this kind of overlap "
                                       "is present (repeatable; 'any' for every kind)."),
     mirrors: Path | None = typer.Option(None, "--mirrors", metavar="DIR", envvar="SEDIMENT_MIRROR_PATH",
                                         help="Root of bare git mirrors: walk commit ranges and ancestry in them."),
@@ -151,7 +151,9 @@ def leakage(
                          benchmark=benchmark, benchmark_name=benchmark_name)
     read_problems = report.problems
     if out is not None:
-        _write(out, report, None)
+        from sediment.reports.leakage_html import leakage_page
+
+        _write(out, report, leakage_page(report))
     if as_json:
         typer.echo(json.dumps(report.as_json(), indent=2, allow_nan=False))
     else:
