@@ -6,7 +6,8 @@ directory beside ``data[.train|.eval].jsonl`` (one index row per directory: its 
 task came from, its test lists and every file's SHA-256), the evidence sidecar and
 ``compatibility.json``. A row is declined, with a counted reason, for what the gradable task
 lacks (``environment_unconfigured``, per-test evidence, ``no_source_change`` for a
-tests-only change), when the configured log parser has no reading in the test script
+tests-only change), when the ``instance_id`` (it holds the Session id) is not a portable
+directory name (``instance_id_not_a_directory_name``), when the configured log parser has no reading in the test script
 (``log_parser_unsupported``) or cannot name one of the selected tests (``test_id_unnameable``),
 when the mirror cannot give the repository at the base commit or the test files at the verified
 one (``repository_unreadable``) and, with the ``check_reference`` setting, when the task's own
@@ -40,8 +41,8 @@ from .task import REMEDIES, TASK_SKIP_REASONS, GradableTask, TaskSettings, grada
 from .tasks import CANONICAL_SCHEMA
 
 PROFILE_ID = "harbor-tasks-v1"
-SKIP_REASONS: tuple[str, ...] = (*TASK_SKIP_REASONS, "log_parser_unsupported", "test_id_unnameable",
-                                 "repository_unreadable", "reference_not_reproduced")
+SKIP_REASONS: tuple[str, ...] = (*TASK_SKIP_REASONS, "instance_id_not_a_directory_name", "log_parser_unsupported",
+                                 "test_id_unnameable", "repository_unreadable", "reference_not_reproduced")
 
 
 class HarborSettings(TaskSettings):
@@ -104,6 +105,8 @@ def plugin_settings() -> type[PluginSettings]:
 def _task_files(task: GradableTask, evidence: RolloutEvidence) -> TaskFiles | str:
     """The inputs of the directory's files, or the reason the row is declined."""
     environment = task.environment
+    if TaskDirectory(task.instance_id, {"task.toml": b""}).problem() is not None:  # the host's naming rule
+        return "instance_id_not_a_directory_name"
     if environment.log_parser not in SCRIPTED_PARSERS:
         return "log_parser_unsupported"
     selected = [*task.transitions.fail_to_pass, *task.transitions.pass_to_pass]

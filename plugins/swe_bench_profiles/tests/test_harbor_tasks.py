@@ -191,14 +191,17 @@ def test_declines_are_counted(tmp_path: Path, mirror_root: MirrorRoot, git_repo:
         task("spaced", history, test_results=results(base, fix, test_result("tests/t.py::test a", base, run_id="3"),
                                                      test_result("tests/t.py::test a", fix, run_id="9"))),
         task("good", history),
+        task("a session/with a slash", history),  # hostile ids are normal: its instance id names no directory
     ]
     result = export(rollouts, tmp_path / "out", mirror_root, settings)
-    assert result.summary["skipped"] == {"base_test_results_absent": 1, "test_id_unnameable": 1}
+    assert result.summary["skipped"] == {"base_test_results_absent": 1, "instance_id_not_a_directory_name": 1,
+                                         "test_id_unnameable": 1}
     assert [r["task"] for r in result.rows["data.jsonl"]] == [f"acme-good-{fix[:7]}"]
     django = tmp_path / "django.toml"
     django.write_text(ENVIRONMENTS.replace("parse_log_pytest", "parse_log_django"))
     other = export(rollouts, tmp_path / "django", mirror_root, {PROFILE: {"environments": str(django)}})
-    assert other.summary["skipped"] == {"base_test_results_absent": 1, "log_parser_unsupported": 2}
+    assert other.summary["skipped"] == {"base_test_results_absent": 1, "instance_id_not_a_directory_name": 1,
+                                        "log_parser_unsupported": 2}
     tests_only = git_repo.commit({"tests/test_ops.py": TESTS + "\n\ndef test_more():\n    assert True\n"})
     only = rollout("only", commits=[tests_only], outcomes=[outcome("o1", tests_only, run_id="19")],
                    test_results=(test_result("tests/test_ops.py::test_more", tests_only, run_id="19"),
