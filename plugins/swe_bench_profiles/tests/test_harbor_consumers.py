@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from sediment.testing import MirrorRoot, run_consumer, run_demo
+from sediment.testing import MirrorRoot, bundle_evidence, export_evidence, run_consumer, run_demo
 
 from .test_harbor_tasks import rewards
 
@@ -44,15 +44,11 @@ def canonical(demo: Path) -> dict[str, dict[str, Any]]:
 
 
 def built_images_export(demo: Path, out: Path) -> Path:
-    """The demo's tasks exported again with setting built_image (what verifiers can run)."""
-    from sediment.bundle.read import open_bundle
-    from sediment.export.pipeline import export_through_target
-    from sediment.settings import SettingsSources
-
-    bundle = open_bundle(demo / "bundle")
+    """The demo's tasks exported again from its bundle with setting built_image (what verifiers can run)."""
     settings = {PROFILE: {"environments": str(demo / "inputs" / "swe-bench-environments.toml"), "built_image": BUILT}}
-    export_through_target(bundle, MirrorRoot(demo / "home" / "mirrors"), out, target="swe-bench", profile=PROFILE,
-                          split_enabled=bundle.split_enabled, settings=SettingsSources(config=settings))
+    result = export_evidence(bundle_evidence(demo / "bundle", MirrorRoot(demo / "home" / "mirrors")), out,
+                             objective="rlvr", target="swe-bench", profile=PROFILE, settings=settings)
+    assert result.summary["rows"] >= 1
     return out / "train"
 
 
