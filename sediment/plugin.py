@@ -41,6 +41,7 @@ from sediment.host.declarations import (
     ProjectedRow,
     PublishedExport,
     TargetInfo,
+    TaskDirectory,
 )
 from sediment.host.diagnosis import DiagnosedRow, FloorCandidate, PromptBucket, Stratum
 from sediment.host.hookspecs import CONTRACT_VERSION, hookimpl
@@ -96,6 +97,7 @@ if TYPE_CHECKING:
         turn_row,
     )
     from sediment.export.writer import atomic_write_bytes
+    from sediment.git.archive import tree_archive
     from sediment.git.mirror import Mirror, MirrorReadError
     from sediment.identifiers import render_datetime
     from sediment.importing import kit as trajectory_kit
@@ -177,6 +179,7 @@ __all__ = [
     "Stratum",
     "TargetInfo",
     "TaskBasis",
+    "TaskDirectory",
     "TestCaseResult",
     "TestTransitions",
     "TextPart",
@@ -214,6 +217,7 @@ __all__ = [
     "task_ineligibility",
     "task_instance_id",
     "task_skip_reasons",
+    "tree_archive",
     "turn_row",
 ]
 
@@ -281,6 +285,7 @@ _LAZY: dict[str, str] = {
     "turn_row": "sediment.evidence.turns",
     "atomic_write_bytes": "sediment.export.writer",
     "Mirror": "sediment.git.mirror",
+    "tree_archive": "sediment.git.archive",
     "MirrorReadError": "sediment.git.mirror",
     "CallCapture": "sediment.model.facts",
     "CIOutcome": "sediment.model.facts",

@@ -121,8 +121,8 @@ def test_demo_runs_into_a_fresh_directory(tmp_path: Path) -> None:
     assert sediment("schema", "validate", *(str(exports / f) for f in files)).returncode == 0
     profiles = tmp_path / "demo" / "profiles"
     assert sorted(p.name for p in profiles.iterdir()) == [
-        "fireworks-dpo-v2", "fireworks-sft-v1", "hf-chat-messages-v1", "hf-chat-prompts-v1", "hf-trl-dpo-v3",
-        "hf-trl-sft-v2", "nemo-gym-rollouts-v2", "nemo-gym-swebench-tasks-v1", "swe-bench-tasks-v2",
+        "fireworks-dpo-v2", "fireworks-sft-v1", "harbor-tasks-v1", "hf-chat-messages-v1", "hf-chat-prompts-v1",
+        "hf-trl-dpo-v3", "hf-trl-sft-v2", "nemo-gym-rollouts-v2", "nemo-gym-swebench-tasks-v1", "swe-bench-tasks-v2",
         "verifiers-tasks-v1"]
     # the demo's one DPO pair answers with a tool call: Fireworks' text-only DPO format refuses it, whole
     refused = "profile fireworks-dpo-v2 wrote nothing: profile fireworks-dpo-v2: Fireworks DPO v2 supports documented text messages only"

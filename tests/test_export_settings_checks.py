@@ -31,7 +31,7 @@ def bundle(tmp_path: Path, git_repo: GitRepo) -> Path:
     return write_bundle(rollouts, tmp_path / "bundle", org_id=ORG, policy=POLICY, quarantine_revision=0)
 
 
-@pytest.mark.parametrize("profile", ["swe-bench-tasks-v2", "nemo-gym-swebench-tasks-v1"])
+@pytest.mark.parametrize("profile", ["swe-bench-tasks-v2", "nemo-gym-swebench-tasks-v1", "harbor-tasks-v1"])
 def test_a_missing_or_unreadable_environments_setting_refuses_the_export(tmp_path: Path, bundle: Path,
                                                                         profile: str) -> None:
     out = tmp_path / "out"

@@ -10,6 +10,9 @@
     log_parser = "parse_log_pytest"          # a SWE-bench 5.x parser name (required)
     install = ["pip install -e ."]           # steps before the tests (optional)
     test_files = ["tests/**", "**/test_*.py"]  # which paths of a patch are tests (optional)
+    cpus = 2                                 # resource hints for Harbor tasks (optional,
+    memory_mb = 4096                         # positive numbers: task.toml's [environment])
+    storage_mb = 10240
 
 Sediment never guesses an image, a command or a parser and never runs anything. A file that
 cannot be read as a whole (missing, unreadable, not TOML, no ``[repos]`` table) is a
@@ -48,7 +51,10 @@ SWE_BENCH_LOG_PARSERS: frozenset[str] = frozenset({
     "parse_log_scikit", "parse_log_seaborn", "parse_log_sphinx", "parse_log_sqlfluff", "parse_log_sympy",
     "parse_log_tap", "parse_log_vitest", "parse_log_xarray",
 })
-_KEYS = {"version", "image", "image_per_instance", "test_command", "log_parser", "install", "test_files"}
+_KEYS = {"version", "image", "image_per_instance", "test_command", "log_parser", "install", "test_files", "cpus",
+         "memory_mb", "storage_mb"}
+#: The optional resource hints (harbor's EnvironmentConfig fields of the same names).
+RESOURCE_KEYS: tuple[str, ...] = ("cpus", "memory_mb", "storage_mb")
 
 
 @dataclass(frozen=True)
@@ -62,6 +68,8 @@ class Environment:
     image_per_instance: bool = False
     install: tuple[str, ...] = ()
     test_files: tuple[str, ...] = DEFAULT_TEST_FILES
+    #: resource hints (``cpus``, ``memory_mb``, ``storage_mb``) that were configured
+    resources: tuple[tuple[str, int | float], ...] = ()
 
     def image_for(self, instance_id: str) -> str:
         """The evaluation image of one instance (SWE-bench 5.x's naming when per instance)."""
@@ -97,9 +105,14 @@ def _environment(repo: str, entry: Mapping[str, Any]) -> Environment | str:
     test_files = _strings(entry.get("test_files", list(DEFAULT_TEST_FILES)))
     if install is None or test_files is None or not test_files:
         return "install and test_files must be lists of non-empty strings (test_files not empty)"
+    resources = tuple((key, entry[key]) for key in RESOURCE_KEYS if key in entry)
+    for key, value in resources:
+        whole = isinstance(value, int) and not isinstance(value, bool)
+        if not (whole or (key == "cpus" and isinstance(value, float))) or not 0 < value < 1e9:
+            return f"{key} must be a positive {'number' if key == 'cpus' else 'whole number'}"
     return Environment(version=entry["version"], test_command=entry["test_command"], log_parser=entry["log_parser"],
                        image=image if isinstance(image, str) else None, image_per_instance=per_instance,
-                       install=install, test_files=test_files)
+                       install=install, test_files=test_files, resources=resources)
 
 
 class EnvironmentsUnreadable(ValueError):

@@ -23,8 +23,9 @@ from sediment.errors import PluginError, ProfileError
 from sediment.evidence.representation import representation_problem
 from sediment.evidence.rollout import RolloutEvidence
 from sediment.export.projection import Tally, ordered_counts, project_population
+from sediment.export.task_directories import tree_record
 from sediment.export.writer import PROFILE_CLAIM_PREFIX, RowFiles, atomic_write_bytes
-from sediment.host.declarations import AdaptedRow, ProjectedRow, PublishedExport
+from sediment.host.declarations import AdaptedRow, ProjectedRow, PublishedExport, TaskDirectory
 from sediment.host.kinds import COMPATIBILITY_FILE, Objective, Profile, Target
 from sediment.records import canonical_digest, canonical_json
 from sediment.settings import PluginSettings
@@ -65,12 +66,16 @@ def evidence_row(profile: str, canonical: dict[str, Any], schema_id: str, adapte
 
 class ProfileFiles:
     """The ``data`` and ``evidence`` files of a profile export: a kept row and its evidence line
-    go to the same side of the split, at the same line."""
+    go to the same side of the split, at the same line (and its task directory, for a profile
+    that writes directories, to that side's folder)."""
 
     def __init__(self, files: RowFiles) -> None:
         self.files = files
 
-    def add(self, split: Split, body: dict[str, Any], sidecar: dict[str, Any]) -> None:
+    def add(self, split: Split, body: dict[str, Any], sidecar: dict[str, Any],
+            directory: TaskDirectory | None = None) -> None:
+        if directory is not None:
+            self.files.add_directory(sidecar["profile"], split, directory)
         self.files.add("data", split, body)
         self.files.add("evidence", split, sidecar)
 
@@ -79,7 +84,8 @@ class AdaptedRows(Protocol):
     """Where :class:`RowAdaptation` puts a kept row and its evidence line: the files, or rows
     held to be ordered before they are written."""
 
-    def add(self, split: Split, body: dict[str, Any], sidecar: dict[str, Any]) -> None: ...
+    def add(self, split: Split, body: dict[str, Any], sidecar: dict[str, Any],
+            directory: TaskDirectory | None = None) -> None: ...
 
 
 class RowAdaptation:
@@ -140,7 +146,11 @@ class RowAdaptation:
         if sidecar["instance_id"] is None:
             raise PluginError(f"profile {self.profile.name!r} adapted a row without an instance_id and named none "
                               "(AdaptedRow.instance_id)")
-        rows.add(row.split, adapted.body, sidecar)
+        if (adapted.directory is None) == self.profile.info.writes_directories:
+            raise PluginError(f"profile {self.profile.name!r} " + (
+                "declares writes_directories but adapted a row without a directory (AdaptedRow.directory)"
+                if adapted.directory is None else "returned a directory but does not declare writes_directories"))
+        rows.add(row.split, adapted.body, sidecar, adapted.directory)
         side = self.side(row.split)
         self.positions[side] += 1
         tally.emitted["data"] += 1
@@ -242,6 +252,9 @@ def write_compatibility(published: PublishedExport, profile: Profile, settings: 
         "files": files,
         "training_execution": "not_run",
     }
+    if published.directories:
+        document["directories"] = {path.relative_to(published.out_dir).as_posix(): tree_record(path)
+                                   for path in published.directories}
     path = published.out_dir / COMPATIBILITY_FILE
     atomic_write_bytes(path, (canonical_json(document) + "\n").encode("ascii"))
     os.chmod(path, 0o600)

@@ -30,7 +30,7 @@ from sediment.export.adaptation import (
 )
 from sediment.export.projection import UNITS_TALLY, ObjectiveProjection, Tally, ordered_counts
 from sediment.export.writer import PROFILE_CLAIM_PREFIX, RowFiles, encode_row
-from sediment.host.declarations import PROFILE_MATERIALIZATION_BUDGET, ProjectedRow, PublishedExport
+from sediment.host.declarations import PROFILE_MATERIALIZATION_BUDGET, ProjectedRow, PublishedExport, TaskDirectory
 from sediment.host.kinds import Objective, Profile
 from sediment.records import canonical_json
 from sediment.settings import PluginSettings
@@ -46,7 +46,9 @@ class _Held:
         self.bytes = 0
         self.rows: list[tuple[Split, str, str, dict[str, Any], dict[str, Any]]] = []
 
-    def add(self, split: Split, body: dict[str, Any], sidecar: dict[str, Any]) -> None:
+    def add(self, split: Split, body: dict[str, Any], sidecar: dict[str, Any],
+            directory: TaskDirectory | None = None) -> None:
+        assert directory is None  # ProfileInfo refuses row_order "row_sha256" with writes_directories
         self.bytes += len(encode_row(body)) + len(encode_row(sidecar))
         if self.bytes > self.budget:
             raise CapacityError(f"consumer profile materialization exceeds byte budget ({self.budget} bytes); "

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from sediment.errors import CapacityError, OutputDirectoryError
-from sediment.host.declarations import SPLIT_ORDER, PublishedExport, claim_file_name
+from sediment.export.task_directories import STAGED, DirectoryStage
+from sediment.host.declarations import SPLIT_ORDER, PublishedExport, TaskDirectory, claim_file_name
 from sediment.split import Split
 
 CLAIM_GLOB = ".sediment-*-target"
@@ -236,7 +237,19 @@ class RowFiles:
         self.bytes = 0
         self.counts: dict[tuple[str, Split | None], int] = {}
         self._handles: dict[tuple[str, Split | None], IO[bytes]] = {}
+        #: the task directories of a profile that writes directories (staged on the first one)
+        self.directories: DirectoryStage | None = None
         directory.mkdir(mode=0o700, exist_ok=True)
+
+    def add_directory(self, profile: str, split: Split, directory: TaskDirectory) -> None:
+        """Stage one task directory beside the rows; its bytes count against the stage budget."""
+        if self.directories is None:
+            self.directories = DirectoryStage(self.directory / STAGED, profile=profile,
+                                              max_record_bytes=self.max_record_bytes)
+        size = self.directories.add(split if self.split_enabled else None, directory)
+        if self.bytes + size > self.max_stage_bytes:
+            raise CapacityError(f"JSONL output exceeds {self.max_stage_bytes} encoded bytes; nothing was published")
+        self.bytes += size
 
     def add(self, stem: str, split: Split, row: dict[str, Any]) -> None:
         """Append one row; budgets are enforced as rows arrive."""
@@ -325,11 +338,14 @@ class StagingStore:
 
     def publish(self, stems: tuple[str, ...], *, target: str, profile: str | None = None,
                 objective: str = "") -> PublishedExport:
-        """fsync every prepared file, then replace them into place: stem order, train first."""
+        """fsync every prepared file, then replace them into place: a profile's task directories
+        first (:mod:`sediment.export.task_directories`), then the files in stem order, train first."""
         self.prepared.close(sync=True)
         counts = self.prepared.counts
         published = PublishedExport(self.out_dir, self.split_enabled, target=target, profile=profile,
                                     objective=objective)
+        if self.prepared.directories is not None:  # before the files that make the directory an export's
+            published.directories = self.prepared.directories.publish(self.out_dir)
         sides: tuple[Split | None, ...] = SPLIT_ORDER if self.split_enabled else (None,)
         for stem in stems:
             for side in sides:

@@ -277,6 +277,24 @@ class Mirror:
         except pygit2.GitError as exc:
             raise MirrorReadError(f"cannot read {path} at {sha}: {exc}") from exc
 
+    def tree_files(self, sha: str) -> Iterator[tuple[str, int, bytes]]:
+        """Every blob of ``sha``'s tree as ``(path, git file mode, content)``, in path order
+        (a symlink's content is its target; submodule entries are left out)."""
+        try:
+            stack: list[tuple[str, pygit2.Tree]] = [("", self._commit(sha).tree)]
+            found: list[tuple[str, int, bytes]] = []
+            while stack:
+                prefix, tree = stack.pop()
+                for entry in tree:
+                    path = prefix + str(entry.name)
+                    if entry.type_str == "tree":
+                        stack.append((path + "/", self._repo[entry.id]))  # type: ignore[arg-type]
+                    elif entry.type_str == "blob":
+                        found.append((path, int(entry.filemode), bytes(self._repo[entry.id].data)))  # type: ignore[attr-defined]
+        except (KeyError, ValueError, pygit2.GitError) as exc:
+            raise MirrorReadError(f"cannot read the tree of {sha}: {exc}") from exc
+        yield from sorted(found)
+
     def diff(self, base: str, head: str) -> str:
         """Unified diff ``base..head`` with rename detection (limit 1000) and ``a/``/``b/`` prefixes."""
         try:

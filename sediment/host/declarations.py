@@ -101,6 +101,10 @@ class TargetInfo:
         knows better in its context), one short line saying what would change it: a recipe, a
         setting, a missing ingest or mirror. When every unit of an export is skipped, the export
         ends with the dominant reason and its remedy (``nothing_written`` in the summary).
+    :param writes_directories: every kept row also writes one directory of files
+        (:attr:`AdaptedRow.directory`, a :class:`TaskDirectory`), published beside the data and
+        evidence files: ``<out>/<name>/`` unsplit, ``<out>/<train|eval>/<name>/`` split. Only
+        with ``row_order="export"``.
     """
 
     populations: Mapping[Population, PopulationInfo]
@@ -349,9 +353,13 @@ class ProfileInfo:
     retirement_notes: Mapping[str, str] = field(default_factory=dict)
     row_order: str = "export"
     remedies: Mapping[str, str] = field(default_factory=dict)
+    writes_directories: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "remedies", _check_remedies(self.remedies, f"profile for {self.consumer}"))
+        if self.writes_directories and self.row_order != "export":
+            raise ValueError(f"profile for {self.consumer}: a profile that writes directories keeps row_order "
+                             "'export'")
         for name in ("validated_with", "skip_reasons", "retires"):
             object.__setattr__(self, name, tuple(getattr(self, name)))
         object.__setattr__(self, "retirement_notes", dict(self.retirement_notes))
@@ -378,7 +386,50 @@ class ProfileInfo:
             "validated_with": [[d.package, d.version] for d in self.validated_with],
             "validation": self.validation,
             "support": self.support,
+            **({"writes_directories": True} if self.writes_directories else {}),
         }
+
+
+#: What a task directory's name must look like: one portable path component.
+DIRECTORY_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
+
+
+@dataclass(frozen=True)
+class TaskDirectory:
+    """A directory of files a profile that ``writes_directories`` publishes for one row.
+
+    :param name: the directory's name: one path component of letters, digits, ``.``, ``_`` and
+        ``-``, starting with a letter or digit (at most 200 characters), unique in the export.
+    :param files: relative POSIX path → content. No absolute path, no ``..`` or empty
+        component, no path that is also another file's directory.
+    :param executable: the paths among ``files`` published with mode 0755 (the others 0644).
+    """
+
+    name: str
+    files: Mapping[str, bytes] = field(repr=False)
+    executable: frozenset[str] = frozenset()
+
+    def problem(self) -> str | None:
+        """Why the declaration cannot be published as it stands, or ``None``."""
+        if not DIRECTORY_NAME.match(self.name):
+            return f"directory name {self.name!r} is not one portable path component"
+        if not self.files:
+            return f"directory {self.name!r} has no files"
+        parents: set[str] = set()
+        for path, content in self.files.items():
+            parts = path.split("/") if isinstance(path, str) else [""]
+            if any(part in ("", ".", "..") or "\0" in part for part in parts):
+                return f"directory {self.name!r}: file path {path!r} is not a relative POSIX path"
+            if not isinstance(content, bytes):
+                return f"directory {self.name!r}: content of {path!r} is not bytes"
+            parents.update("/".join(parts[:i]) for i in range(1, len(parts)))
+        clash = sorted(parents & set(self.files))
+        if clash:
+            return f"directory {self.name!r}: {clash[0]!r} is both a file and a directory"
+        stray = sorted(set(self.executable) - set(self.files))
+        if stray:
+            return f"directory {self.name!r}: executable {stray[0]!r} is not one of its files"
+        return None
 
 
 @dataclass(frozen=True)
@@ -393,12 +444,15 @@ class AdaptedRow:
         call ids the row was hydrated from); plain JSON values.
     :param instance_id: the id the sidecar row names, for canonical rows that carry no
         ``instance_id`` (top level or in ``metadata``), e.g. an SFT row's completion id.
+    :param directory: the row's :class:`TaskDirectory`: required from a profile that declares
+        ``writes_directories``, refused from any other.
     """
 
     body: dict[str, Any] = field(repr=False)
     prompt: Any = field(repr=False)
     evidence: Mapping[str, Any] = field(default_factory=dict)
     instance_id: str | None = None
+    directory: TaskDirectory | None = None
 
 
 class IncompatibleRow(Exception):
@@ -442,6 +496,8 @@ class PublishedExport:
     profile: str | None = None
     files: dict[str, dict[Split | None, tuple[Path, int]]] = field(default_factory=dict)
     objective: str = ""
+    #: the task directories a profile that writes directories published, in publication order
+    directories: list[Path] = field(default_factory=list)
 
     def rows(self, stem: str) -> int:
         return sum(count for _, count in self.files.get(stem, {}).values())

@@ -244,7 +244,9 @@ def adapt_row(row: Mapping[str, Any], evidence: RolloutEvidence | None,  # type:
     from the profile's vocabulary, or, when the consumer cannot do without it, refuses the
     whole export by raising :class:`~sediment.plugin.IncompatibleRow` (nothing is published).
     The pipeline checks the adapted row for representability, writes it to
-    ``data[.train|.eval].jsonl`` and links it to its canonical row in the evidence sidecar.
+    ``data[.train|.eval].jsonl`` and links it to its canonical row in the evidence sidecar. A
+    profile that declares ``writes_directories`` returns each kept row with its
+    :class:`~sediment.plugin.TaskDirectory` (``AdaptedRow.directory``), published beside the files.
 
     :param row: the canonical row, as the target (or objective) emitted it (read only).
     :param evidence: the Rollout the row came from, with the recorded calls' context
