@@ -118,7 +118,7 @@ def test_discovery_finds_the_builtin_objectives() -> None:
     assert {p.objective for p in registry.profiles.values()} == {"rlvr", "sft", "dpo"}
     # a profile of an objective without targets names the objective as what it adapts
     assert {(n, p.info.target) for n, p in registry.profiles.items() if p.objective != "rlvr"} == {
-        ("hf-trl-sft-v2", "sft"), ("fireworks-sft-v1", "sft"), ("hf-trl-dpo-v3", "dpo"), ("fireworks-dpo-v2", "dpo")}
+        ("hf-trl-sft-v3", "sft"), ("fireworks-sft-v1", "sft"), ("hf-trl-dpo-v3", "dpo"), ("fireworks-dpo-v2", "dpo")}
 
 
 @pytest.mark.parametrize(("changes", "message"), [
@@ -283,8 +283,8 @@ def test_an_objective_without_targets_takes_no_target_and_only_its_own_profiles(
     registry = registry_with(("notes", make_objective()))
     with pytest.raises(UsageError, match="objective notes has no targets; it writes notes rows itself"):
         export(registry, tmp_path / "out", [], target="sediment")
-    with pytest.raises(UnknownProfileError, match="unsupported profile: hf-trl-sft-v2; installed profiles: none"):
-        export(registry, tmp_path / "out", [], profile="hf-trl-sft-v2")
+    with pytest.raises(UnknownProfileError, match="unsupported profile: hf-trl-sft-v3; installed profiles: none"):
+        export(registry, tmp_path / "out", [], profile="hf-trl-sft-v3")
     assert not (tmp_path / "out").exists()
 
 
