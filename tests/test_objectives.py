@@ -17,6 +17,7 @@ import pytest
 
 from sediment.errors import OutputDirectoryError, PluginError, UnknownObjectiveError, UnknownProfileError, UsageError
 from sediment.export.pipeline import Evidence, export_objective
+from sediment.file_modes import published_mode
 from sediment.host.discovery import BUILTIN_OBJECTIVES, PluginOrigin, PluginSource
 from sediment.host.registry import load_registry
 from sediment.plugin import (
@@ -367,7 +368,7 @@ def test_claim_staging_and_atomic_split_publication(tmp_path: Path) -> None:
     assert sorted(p.name for p in out.iterdir()) == [".sediment-notes-target", "notes.eval.jsonl",
                                                      "notes.train.jsonl"]  # no stage, no lock left
     assert (out / ".sediment-notes-target").read_text() == "notes\n"
-    assert oct((out / "notes.train.jsonl").stat().st_mode & 0o777) == "0o600"
+    assert oct((out / "notes.train.jsonl").stat().st_mode & 0o777) == oct(published_mode())  # 0666 less the umask
 
 
 def test_a_second_generation_is_refused_so_no_partition_goes_stale(tmp_path: Path) -> None:

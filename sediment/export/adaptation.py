@@ -244,7 +244,6 @@ def write_compatibility(published: PublishedExport, profile: Profile, settings: 
     }
     path = published.out_dir / COMPATIBILITY_FILE
     atomic_write_bytes(path, (canonical_json(document) + "\n").encode("ascii"))
-    os.chmod(path, 0o600)
     return path
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from sediment.errors import CapacityError, OutputDirectoryError
+from sediment.file_modes import publish_mode
 from sediment.host.declarations import SPLIT_ORDER, PublishedExport, claim_file_name
 from sediment.split import Split
 
@@ -103,9 +104,11 @@ def file_name(stem: str, split: Split | None) -> str:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to a private temp file beside ``path``, fsync it, then replace ``path``."""
+    """Write ``data`` to a private temp file beside ``path``, fsync it, give it the published
+    mode (0666 less the umask: :mod:`sediment.file_modes`), then replace ``path``."""
     fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
     try:
+        publish_mode(fd)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -188,6 +191,7 @@ def claim_directory(out_dir: Path, claim: str, owner: Ownership) -> None:
             )
         fd, tmp = tempfile.mkstemp(prefix=owner.claim_file, suffix=".tmp", dir=out_dir)
         try:
+            publish_mode(fd)
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(claim + "\n")
                 handle.flush()
@@ -254,12 +258,13 @@ class RowFiles:
         self.bytes += len(line)
 
     def _handle(self, key: tuple[str, Split | None]) -> IO[bytes]:
-        """The open file of one partition, created (mode 0600) on its first row."""
+        """The open file of one partition, created on its first row (with the published mode,
+        0666 less the umask, inside the private 0700 staging directory)."""
         handle = self._handles.get(key)
         if handle is None:
             path = self.directory / file_name(*key)
             handle = self._handles[key] = open(path, "xb")  # noqa: SIM115
-            os.chmod(path, 0o600)
+            publish_mode(handle.fileno())
             self.counts[key] = 0
         return handle
 
