@@ -95,6 +95,7 @@ if TYPE_CHECKING:
         segment_instance_id,
         turn_row,
     )
+    from sediment.export.parquet import parquet_json_columns
     from sediment.export.writer import atomic_write_bytes
     from sediment.git.mirror import Mirror, MirrorReadError
     from sediment.identifiers import render_datetime
@@ -199,6 +200,7 @@ __all__ = [
     "map_inference_prompt",
     "message_row",
     "pair_confidence",
+    "parquet_json_columns",
     "plain",
     "put_optional",
     "render_datetime",
@@ -280,6 +282,7 @@ _LAZY: dict[str, str] = {
     "segment_instance_id": "sediment.evidence.turns",
     "turn_row": "sediment.evidence.turns",
     "atomic_write_bytes": "sediment.export.writer",
+    "parquet_json_columns": "sediment.export.parquet",
     "Mirror": "sediment.git.mirror",
     "MirrorReadError": "sediment.git.mirror",
     "CallCapture": "sediment.model.facts",

@@ -329,23 +329,40 @@ class StagingStore:
         self.prepared.add(stem, split, row)
 
     def publish(self, stems: tuple[str, ...], *, target: str, profile: str | None = None,
-                objective: str = "") -> PublishedExport:
-        """fsync every prepared file, then replace them into place: stem order, train first."""
+                objective: str = "", parquet: tuple[str, ...] = ()) -> PublishedExport:
+        """fsync every prepared file, then replace them into place: stem order, train first.
+        The files of the ``parquet`` stems are first encoded as Parquet, in the stage
+        (:mod:`sediment.export.parquet`), and published instead of their JSONL."""
         self.prepared.close(sync=True)
         counts = self.prepared.counts
         published = PublishedExport(self.out_dir, self.split_enabled, target=target, profile=profile,
                                     objective=objective)
         sides: tuple[Split | None, ...] = SPLIT_ORDER if self.split_enabled else (None,)
+        names = {key: file_name(*key) for key in counts}
+        for stem in parquet:
+            names.update(self._encode_parquet(stem, [(stem, side) for side in sides if (stem, side) in counts]))
         for stem in stems:
             for side in sides:
                 key = (stem, side)
                 if key not in counts:
                     logger.info("empty partition left untouched: %s", self.out_dir / file_name(*key))
                     continue
-                destination = self.out_dir / file_name(*key)
-                os.replace(self.prepared.directory / file_name(*key), destination)
+                destination = self.out_dir / names[key]
+                os.replace(self.prepared.directory / names[key], destination)
                 published.files.setdefault(stem, {})[side] = (destination, counts[key])
         return published
+
+    def _encode_parquet(self, stem: str, keys: list[tuple[str, Split | None]]) -> dict[tuple[str, Split | None], str]:
+        from sediment.export.parquet import SUFFIX, write_parquet
+
+        names = {key: file_name(*key).removesuffix(".jsonl") + SUFFIX for key in keys}
+        directory = self.prepared.directory
+        write_parquet([(directory / file_name(*key), directory / names[key]) for key in keys])
+        for key in keys:
+            with open(directory / names[key], "rb") as handle:
+                publish_mode(handle.fileno())
+                os.fsync(handle.fileno())
+        return names
 
     def close(self) -> None:
         """Remove the staging directory and its lock, published or not."""
