@@ -188,3 +188,21 @@ def test_every_demo_profile_round_trips_through_datasets(demo: Path, tmp_path: P
     # created_at is timestamp-like text and stays a string
     assert by_profile["hf-trl-sft-v3"]["features"]["prompt"] == "Json(decode=True)"
     assert by_profile["swe-bench-tasks-v2"]["features"]["created_at"] == "Value('string')"
+
+
+def test_cli_format_option(demo: Path, tmp_path: Path) -> None:
+    import subprocess
+
+    def sediment(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "sediment", *args], capture_output=True, text=True, check=False)
+
+    assert "--format" in sediment("export", "sft", "--help").stdout
+    assert "--format" not in sediment("export", "recovery", "--help").stdout  # no profile adapts its rows
+    refused = sediment("export", "sft", "--format", "parquet", "--from", str(demo / "bundle"),
+                       "--out", str(tmp_path / "canonical"))
+    assert refused.returncode == 2
+    assert refused.stderr == "error: --format parquet applies to profile data files: add --profile\n"
+    done = sediment("export", "sft", "--profile", "hf-trl-sft-v3", "--format", "parquet", "--from",
+                    str(demo / "bundle"), "--out", str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    assert f"wrote {tmp_path / 'out' / 'data.train.parquet'} (2 rows)" in done.stderr
