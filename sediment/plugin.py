@@ -96,6 +96,7 @@ if TYPE_CHECKING:
         segment_instance_id,
         turn_row,
     )
+    from sediment.export.parquet import parquet_json_columns
     from sediment.export.writer import atomic_write_bytes
     from sediment.git.archive import tree_archive
     from sediment.git.mirror import Mirror, MirrorReadError
@@ -202,6 +203,7 @@ __all__ = [
     "map_inference_prompt",
     "message_row",
     "pair_confidence",
+    "parquet_json_columns",
     "plain",
     "put_optional",
     "render_datetime",
@@ -284,6 +286,7 @@ _LAZY: dict[str, str] = {
     "segment_instance_id": "sediment.evidence.turns",
     "turn_row": "sediment.evidence.turns",
     "atomic_write_bytes": "sediment.export.writer",
+    "parquet_json_columns": "sediment.export.parquet",
     "Mirror": "sediment.git.mirror",
     "tree_archive": "sediment.git.archive",
     "MirrorReadError": "sediment.git.mirror",

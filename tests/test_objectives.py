@@ -17,6 +17,7 @@ import pytest
 
 from sediment.errors import OutputDirectoryError, PluginError, UnknownObjectiveError, UnknownProfileError, UsageError
 from sediment.export.pipeline import Evidence, export_objective
+from sediment.file_modes import published_mode
 from sediment.host.discovery import BUILTIN_OBJECTIVES, PluginOrigin, PluginSource
 from sediment.host.registry import load_registry
 from sediment.plugin import (
@@ -118,7 +119,7 @@ def test_discovery_finds_the_builtin_objectives() -> None:
     assert {p.objective for p in registry.profiles.values()} == {"rlvr", "sft", "dpo"}
     # a profile of an objective without targets names the objective as what it adapts
     assert {(n, p.info.target) for n, p in registry.profiles.items() if p.objective != "rlvr"} == {
-        ("hf-trl-sft-v2", "sft"), ("fireworks-sft-v1", "sft"), ("hf-trl-dpo-v3", "dpo"), ("fireworks-dpo-v2", "dpo")}
+        ("hf-trl-sft-v3", "sft"), ("fireworks-sft-v1", "sft"), ("hf-trl-dpo-v3", "dpo"), ("fireworks-dpo-v2", "dpo")}
 
 
 @pytest.mark.parametrize(("changes", "message"), [
@@ -283,8 +284,8 @@ def test_an_objective_without_targets_takes_no_target_and_only_its_own_profiles(
     registry = registry_with(("notes", make_objective()))
     with pytest.raises(UsageError, match="objective notes has no targets; it writes notes rows itself"):
         export(registry, tmp_path / "out", [], target="sediment")
-    with pytest.raises(UnknownProfileError, match="unsupported profile: hf-trl-sft-v2; installed profiles: none"):
-        export(registry, tmp_path / "out", [], profile="hf-trl-sft-v2")
+    with pytest.raises(UnknownProfileError, match="unsupported profile: hf-trl-sft-v3; installed profiles: none"):
+        export(registry, tmp_path / "out", [], profile="hf-trl-sft-v3")
     assert not (tmp_path / "out").exists()
 
 
@@ -367,7 +368,7 @@ def test_claim_staging_and_atomic_split_publication(tmp_path: Path) -> None:
     assert sorted(p.name for p in out.iterdir()) == [".sediment-notes-target", "notes.eval.jsonl",
                                                      "notes.train.jsonl"]  # no stage, no lock left
     assert (out / ".sediment-notes-target").read_text() == "notes\n"
-    assert oct((out / "notes.train.jsonl").stat().st_mode & 0o777) == "0o600"
+    assert oct((out / "notes.train.jsonl").stat().st_mode & 0o777) == oct(published_mode())  # 0666 less the umask
 
 
 def test_a_second_generation_is_refused_so_no_partition_goes_stale(tmp_path: Path) -> None:

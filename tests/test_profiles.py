@@ -17,6 +17,7 @@ import pytest
 from sediment.errors import OutputDirectoryError, PluginError, ProfileError, UnknownProfileError
 from sediment.evidence.verifier_commands import VerifierCommands
 from sediment.export.pipeline import export_through_target
+from sediment.file_modes import published_mode
 from sediment.plugin import (
     AdaptedRow,
     Dependency,
@@ -95,7 +96,7 @@ def test_rows_evidence_and_compatibility(tmp_path: Path) -> None:
     text = compatibility_path.read_text(encoding="ascii")
     document = json.loads(text)
     assert text == json.dumps(document, sort_keys=True, separators=(",", ":")) + "\n"
-    assert stat.S_IMODE(os.stat(compatibility_path).st_mode) == 0o600
+    assert stat.S_IMODE(os.stat(compatibility_path).st_mode) == published_mode()  # 0666 less the umask
     assert document["profile"] == {
         "id": "toy-v1", "consumer": "toy", "objective": "rlvr", "version": 1, "target": "nemo-gym", "population": "rollouts",
         "canonical_schema": NEMO_SCHEMA, "validated_with": [["toy", "1.0"]], "validation": "toy.load",

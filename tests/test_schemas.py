@@ -35,8 +35,8 @@ EXPECTED_FILES = {
     "swe-bench-task.v3.json",
     "nemo-gym-rollout.v4.json",
     "diff-sft-sample.v3.json",
-    "sft-sample.v3.json",
-    "sft-metadata.v3.json",
+    "sft-sample.v4.json",
+    "sft-metadata.v4.json",
     # components (docs/exports.md)
     "rlvr-turn.v3.json",
     "rlvr-decision.v2.json",

@@ -63,7 +63,7 @@ def bundle(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize(("objective", "profile", "rows"), [
-    ("sft", "hf-trl-sft-v2", 2), ("dpo", "hf-trl-dpo-v3", 2), ("sft", "fireworks-sft-v1", 2),
+    ("sft", "hf-trl-sft-v3", 2), ("dpo", "hf-trl-dpo-v3", 2), ("sft", "fireworks-sft-v1", 2),
     ("dpo", "fireworks-dpo-v2", 2)])
 def test_cli_profile_exports_from_a_bundle_equal_the_in_process_export(tmp_path: Path, bundle: Path, objective: str,
                                                                        profile: str, rows: int) -> None:
@@ -95,9 +95,9 @@ def test_cli_profile_exports_from_a_bundle_equal_the_in_process_export(tmp_path:
     (("sft", "--profile", "hf-trl-dpo-v3"), "profile hf-trl-dpo-v3 does not support objective sft; it adapts dpo rows"),
     (("dpo", "--profile", "fireworks-sft-v1"),
      "profile fireworks-sft-v1 does not support objective dpo; it adapts sft rows"),
-    (("recovery", "--profile", "hf-trl-sft-v2"), "No such option: --profile"),  # no profile adapts Recovery rows
-    (("rlvr", "--target", "sediment", "--profile", "hf-trl-sft-v2"),
-     "profile hf-trl-sft-v2 does not support objective rlvr; it adapts sft rows"),
+    (("recovery", "--profile", "hf-trl-sft-v3"), "No such option: --profile"),  # no profile adapts Recovery rows
+    (("rlvr", "--target", "sediment", "--profile", "hf-trl-sft-v3"),
+     "profile hf-trl-sft-v3 does not support objective rlvr; it adapts sft rows"),
     (("sft", "--profile", "nemo-gym-rollouts-v2"),
      "profile nemo-gym-rollouts-v2 does not support objective sft; it adapts rlvr rows"),
     (("dpo", "--profile", "hf-trl-dpo-v1"), "profile hf-trl-dpo-v1 is retired; use hf-trl-dpo-v3 and re-export "
@@ -106,8 +106,11 @@ def test_cli_profile_exports_from_a_bundle_equal_the_in_process_export(tmp_path:
                                                "re-export canonical evidence with DPO recipe v2/schema v4"),
     (("dpo", "--profile", "hf-trl-dpo-v2"), "profile hf-trl-dpo-v2 is retired; use hf-trl-dpo-v3 (the same rows; "
                                             "v2 was validated with trl 1.13.0, datasets 5.0.1, transformers 5.17.0)"),
-    (("sft", "--profile", "hf-trl-sft-v1"), "profile hf-trl-sft-v1 is retired; use hf-trl-sft-v2 (the same rows; "
-                                            "v1 was validated with trl 1.13.0"),
+    (("sft", "--profile", "hf-trl-sft-v1"), "profile hf-trl-sft-v1 is retired; use hf-trl-sft-v3 and re-export "
+                                            "canonical evidence with SFT schema v4"),
+    (("sft", "--profile", "hf-trl-sft-v2"), "profile hf-trl-sft-v2 is retired; use hf-trl-sft-v3 and re-export "
+                                            "canonical evidence with SFT schema v4 (the rows keep the recorded tool "
+                                            "definitions)"),
 ])
 def test_unknown_mismatched_and_retired_profiles_are_one_line_usage_errors(tmp_path: Path, bundle: Path,
                                                                           args: tuple[str, ...], message: str) -> None:
@@ -125,20 +128,20 @@ def test_profiles_are_listed_with_what_they_adapt_and_export_help_names_them() -
     result = sediment("profiles", "--json")
     assert result.returncode == 0, result.stderr
     listed = {p["id"]: p for p in json.loads(result.stdout)["profiles"]}
-    wanted = {"hf-trl-sft-v2": ("hf-trl", "sft", 2), "hf-trl-dpo-v3": ("hf-trl", "dpo", 3),
+    wanted = {"hf-trl-sft-v3": ("hf-trl", "sft", 3), "hf-trl-dpo-v3": ("hf-trl", "dpo", 3),
               "fireworks-sft-v1": ("fireworks", "sft", 1), "fireworks-dpo-v2": ("fireworks", "dpo", 2)}
     for name, (consumer, objective, version) in wanted.items():
         record = listed[name]
         assert (record["consumer"], record["objective"], record["target"], record["population"], record["version"]) == (
             consumer, objective, objective, objective, version)
-    assert listed["hf-trl-sft-v2"]["validated_with"] == [["datasets", "5.2.0"], ["trl", "1.16.0"],
+    assert listed["hf-trl-sft-v3"]["validated_with"] == [["datasets", "5.2.0"], ["trl", "1.16.0"],
                                                          ["transformers", "5.24.0"]]
     assert listed["hf-trl-dpo-v3"]["retires"] == ["hf-trl-dpo-v1", "hf-trl-dpo-v2"]
     assert listed["fireworks-dpo-v2"]["skip_reasons"] == ["non_finite_number", "unrepresentable_unicode"]
     table = sediment("profiles")
-    assert table.returncode == 0 and "hf-trl-sft-v2" in table.stdout + table.stderr
+    assert table.returncode == 0 and "hf-trl-sft-v3" in table.stdout + table.stderr
     sft_help = sediment("export", "sft", "--help")
-    assert "--profile" in sft_help.stdout and "fireworks-sft-v1, hf-trl-sft-v2" in sft_help.stdout
+    assert "--profile" in sft_help.stdout and "fireworks-sft-v1, hf-trl-sft-v3" in sft_help.stdout
     assert "--profile" not in sediment("export", "recovery", "--help").stdout
 
 
@@ -147,7 +150,7 @@ def test_a_profile_export_beyond_the_byte_budget_publishes_nothing(tmp_path: Pat
     monkeypatch.setattr(objective_adaptation, "PROFILE_MATERIALIZATION_BUDGET", 900)
     with pytest.raises(CapacityError, match=r"^consumer profile materialization exceeds byte budget \(900 bytes\); "
                                             "nothing was published$"):
-        export_objective(Evidence(sessions(), False), tmp_path / "out", objective="sft", profile="hf-trl-sft-v2",
+        export_objective(Evidence(sessions(), False), tmp_path / "out", objective="sft", profile="hf-trl-sft-v3",
                          verifier_commands=VerifierCommands.empty())
     assert not [p for p in (tmp_path / "out").iterdir() if not p.name.startswith(".sediment-")]
 
@@ -159,11 +162,11 @@ def test_the_directory_belongs_to_one_export(tmp_path: Path) -> None:
         return export_objective(Evidence(sessions(), False), out, objective=objective, profile=profile,
                                 verifier_commands=VerifierCommands.empty())
 
-    run("hf-trl-sft-v2")
+    run("hf-trl-sft-v3")
     from sediment.errors import OutputDirectoryError
 
     with pytest.raises(OutputDirectoryError):
-        run("hf-trl-sft-v2")  # a second generation into a directory holding artifacts
+        run("hf-trl-sft-v3")  # a second generation into a directory holding artifacts
     with pytest.raises(OutputDirectoryError):
         run(None)  # the canonical export of the same objective
     with pytest.raises(OutputDirectoryError):
@@ -172,8 +175,8 @@ def test_the_directory_belongs_to_one_export(tmp_path: Path) -> None:
 
 def test_the_registry_resolves_a_profile_against_the_objective_it_adapts() -> None:
     registry = load_registry()
-    assert registry.profile("hf-trl-sft-v2", objective="sft").name == "hf-trl-sft-v2"
-    with pytest.raises(UnknownProfileError, match="^profile hf-trl-sft-v2 does not support objective dpo"):
-        registry.profile("hf-trl-sft-v2", objective="dpo")
-    with pytest.raises(UnknownProfileError, match="^profile hf-trl-sft-v2 does not support objective rlvr"):
-        registry.profile("hf-trl-sft-v2")  # no objective named: the default (RLVR)
+    assert registry.profile("hf-trl-sft-v3", objective="sft").name == "hf-trl-sft-v3"
+    with pytest.raises(UnknownProfileError, match="^profile hf-trl-sft-v3 does not support objective dpo"):
+        registry.profile("hf-trl-sft-v3", objective="dpo")
+    with pytest.raises(UnknownProfileError, match="^profile hf-trl-sft-v3 does not support objective rlvr"):
+        registry.profile("hf-trl-sft-v3")  # no objective named: the default (RLVR)

@@ -16,7 +16,7 @@ from sediment.plugin import AdaptedRow, ProfileInfo, hookimpl
 from .messages import SUPPORT, VALIDATION, check_roles, evidence, fireworks_message
 
 PROFILE_ID = "fireworks-sft-v1"
-SFT_SCHEMA_ID = "https://sediment.so/schemas/training-rows/sft-sample/v3.json"
+SFT_SCHEMA_ID = "https://sediment.so/schemas/training-rows/sft-sample/v4.json"
 
 INFO = ProfileInfo(
     consumer="fireworks",

@@ -5,6 +5,10 @@ file per split (without it the evidence sidecar is taken for data), and ``datase
 features:`` declares every column, which both fixes the Arrow types and turns off the JSON
 loader's agent-trace sniffing. Columns typed ``json`` keep free-form values verbatim.
 
+Parquet data files (``--format parquet``) store their own schema, so the card then declares no
+features, only the files; its body names the JSON text columns (values whose nested shapes
+differ, which Arrow would otherwise align into structs with nulls inserted).
+
 One hazard remains that a card cannot fix: pyarrow's JSON reader turns ISO-8601 strings with
 whole seconds (or a bare date) into timestamps, even in a column declared ``string``, when a
 read chunk holds nothing else at that field. :func:`retyped_text` finds a row that would be
@@ -21,7 +25,14 @@ from typing import Any
 
 import yaml
 
-from sediment.plugin import Dependency, ManifestInfo, ProfileInfo, PublishedExport, atomic_write_bytes
+from sediment.plugin import (
+    Dependency,
+    ManifestInfo,
+    ProfileInfo,
+    PublishedExport,
+    atomic_write_bytes,
+    parquet_json_columns,
+)
 
 FILE_NAME = "README.md"
 #: The consumer releases both profiles' rows are checked against (tests/consumers/hf).
@@ -108,12 +119,35 @@ def data_files(published: PublishedExport) -> list[dict[str, str]]:
     return [{"split": side, "path": files[side][0].name} for side in published.sides("data")]
 
 
+def parquet_files(published: PublishedExport) -> list[Path]:
+    """The published Parquet data files (none for a JSONL export)."""
+    return [path for path, _ in published.files.get("data", {}).values() if path.suffix == ".parquet"]
+
+
 def front_matter(published: PublishedExport, features: Sequence[Feature]) -> dict[str, Any]:
-    """The card's YAML front matter: the ``default`` config's data files and every feature."""
-    return {
-        "configs": [{"config_name": "default", "data_files": data_files(published)}],
-        "dataset_info": {"features": list(features)},
-    }
+    """The card's YAML front matter: the ``default`` config's data files and every feature (JSONL;
+    Parquet files carry their schema)."""
+    matter: dict[str, Any] = {"configs": [{"config_name": "default", "data_files": data_files(published)}]}
+    if not parquet_files(published):
+        matter["dataset_info"] = {"features": list(features)}
+    return matter
+
+
+def _format_lines(published: PublishedExport) -> list[str]:
+    parquet = parquet_files(published)
+    if not parquet:
+        return ["Load it with `datasets.load_dataset(\"<this directory>\")`; the splits and column types come from "
+                "this card."]
+    lines = ["Load it with `datasets.load_dataset(\"<this directory>\")`; the splits come from this card, the "
+             "column types from the Parquet files, which share one schema."]
+    columns = parquet_json_columns(parquet[0])
+    if columns:
+        lines += ["", "JSON text columns: " + ", ".join(f"`{c}`" for c in columns) + ". Their values are nested "
+                  "objects whose keys or types differ from row to row, which Arrow would align into one struct "
+                  "type, inserting nulls for the keys a value lacks; instead each value is stored as its JSON text "
+                  "(Parquet's JSON logical type, Arrow's `arrow.json` extension). `datasets` reads these columns as "
+                  "`Json()` and gives back the values exactly; other readers get the JSON text."]
+    return lines
 
 
 def _rows(count: int, noun: str) -> str:
@@ -148,8 +182,7 @@ def render(profile_id: str, info: ProfileInfo, published: PublishedExport, featu
         "",
         f"Support: {info.support}.",
         "",
-        "Load it with `datasets.load_dataset(\"<this directory>\")`; the splits and column types come from "
-        "this card.",
+        *_format_lines(published),
         "",
         "## Files",
         "",

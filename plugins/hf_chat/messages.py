@@ -19,8 +19,18 @@ A row is declined, with one reason of :data:`SKIP_REASONS`, when it cannot be re
 without inventing a value: see :data:`sediment_hf_chat.chat.MESSAGE_SKIP_REASONS`, and
 ``final_output_missing`` (the last call recorded no output message),
 ``final_output_not_assistant`` (an output message with another role),
-``tools_differ_within_segment`` (the segment's calls declared different tool lists) and
-``timestamp_like_text`` (a field ``datasets`` would read back as a timestamp).
+``tools_differ_within_segment`` (the segment's calls declared different tool lists),
+``transcript_capture`` (a call rebuilt from a client transcript, unless the
+``admit_transcripts`` setting admits it) and ``timestamp_like_text`` (a field ``datasets``
+would read back as a timestamp).
+
+**Transcript-captured segments.** A call rebuilt from a client transcript lacks what the model
+saw beyond the messages (the tool definitions; for Claude Code the system prompt), so by
+default such a segment is declined as ``transcript_capture``: the row would not be the exact
+conversation. A chat-SFT team that captures only transcripts sets
+``--set hf-chat-messages-v1.admit_transcripts=true``: the row is then the recorded messages
+with ``tools: []`` (none recorded), and its sidecar line names each Turn's capture
+(``evidence.captures``: source and what it lacks, null for a Turn recorded on the wire).
 """
 
 from __future__ import annotations
@@ -29,14 +39,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from sediment.plugin import (
     AdaptedRow,
     ManifestInfo,
+    PluginSettings,
     ProfileInfo,
     PublishedExport,
     RolloutEvidence,
     ToolDefinition,
     Turn,
+    capture_row,
     hookimpl,
 )
 
@@ -100,7 +114,8 @@ INFO = ProfileInfo(
     skip_reasons=SKIP_REASONS,
     remedies={"transcript_capture": "the calls were rebuilt from client transcripts, which do not record the tools "
                                     "the model saw: capture them through a gateway (`sediment ingest calls`, "
-                                    "`sediment serve`) or OTLP"},
+                                    "`sediment serve`) or OTLP, or admit them with "
+                                    "`--set hf-chat-messages-v1.admit_transcripts=true`"},
     description="Sediment rollout segments as conversational SFT rows (messages + tools) for datasets and TRL",
 )
 
@@ -109,6 +124,21 @@ INFO = ProfileInfo(
 def describe_profile() -> ProfileInfo:
     """The profile declaration."""
     return INFO
+
+
+class ChatMessagesSettings(PluginSettings):
+    """What the operator decides for this profile."""
+
+    admit_transcripts: bool = Field(
+        default=False,
+        description="admit segments whose calls were rebuilt from client transcripts (chat SFT needs the "
+                    "messages, not the exact request): their rows have tools [] and the sidecar names each "
+                    "Turn's capture; off by default, such segments are declined as transcript_capture")
+
+
+@hookimpl
+def plugin_settings() -> type[PluginSettings]:
+    return ChatMessagesSettings
 
 
 @hookimpl
@@ -161,10 +191,11 @@ def reward_evidence(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 @hookimpl
-def adapt_row(row: Mapping[str, Any], evidence: RolloutEvidence) -> AdaptedRow | str:
+def adapt_row(row: Mapping[str, Any], evidence: RolloutEvidence, settings: ChatMessagesSettings) -> AdaptedRow | str:
     """One rollout segment as a conversational row, or the reason it cannot be one."""
     turns = segment_turns(row, evidence)
-    if any(t.capture is not None for t in turns):
+    captured = any(t.capture is not None for t in turns)
+    if captured and not settings.admit_transcripts:
         # rebuilt from a client transcript: the tool definitions (and, for Claude Code, the system
         # prompt) the model saw were not recorded, so the row would not be the conversation it saw
         return "transcript_capture"
@@ -185,16 +216,15 @@ def adapt_row(row: Mapping[str, Any], evidence: RolloutEvidence) -> AdaptedRow |
     }
     if card.retyped_text(body, _JSON_COLUMNS) is not None:
         return "timestamp_like_text"
-    return AdaptedRow(
-        body=body,
-        prompt=chat.messages[:prompt_length],
-        evidence={
-            "inference_call_ids": [t.inference_call_id for t in turns],
-            "prompt_messages": prompt_length,
-            "answer_messages": len(chat.messages) - prompt_length,
-            "tool_results": {e: chat.result_encodings[e] for e in RESULT_ENCODINGS},
-        },
-    )
+    described: dict[str, Any] = {
+        "inference_call_ids": [t.inference_call_id for t in turns],
+        "prompt_messages": prompt_length,
+        "answer_messages": len(chat.messages) - prompt_length,
+        "tool_results": {e: chat.result_encodings[e] for e in RESULT_ENCODINGS},
+    }
+    if captured:
+        described["captures"] = [None if t.capture is None else capture_row(t.capture) for t in turns]
+    return AdaptedRow(body=body, prompt=chat.messages[:prompt_length], evidence=described)
 
 
 @hookimpl

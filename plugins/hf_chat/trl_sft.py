@@ -1,19 +1,23 @@
-"""Profile ``hf-trl-sft-v2``: Sediment SFT samples (``sft-sample`` v3) as TRL's conversational
+"""Profile ``hf-trl-sft-v3``: Sediment SFT samples (``sft-sample`` v4) as TRL's conversational
 prompt-completion rows, for ``trl.SFTTrainer`` through ``datasets`` 5.2.0 and TRL 1.16.0.
 
-One canonical sample becomes ``{"prompt": [...], "completion": [...], "tools": []}``: the
+One canonical sample becomes ``{"prompt": [...], "completion": [...], "tools": [...]}``: the
 sample's trainer messages with ``thinking`` renamed ``reasoning_content``
-(:mod:`sediment_hf_chat.trainer_rows`); the metadata goes to the evidence sidecar, not into the
-row (TRL would read extra columns). Every sample is representable, so nothing is declined;
-files are ordered by the data row's SHA-256. A ``README.md`` card declares the three columns
-as lists of ``json`` so ``datasets.load_dataset(DIR)`` gives the rows back exactly.
+(:mod:`sediment_hf_chat.trainer_rows`), and the function tools the call's request declared, in
+chat-template shape (TRL passes them to the chat template, which renders them into the
+prompt); the metadata goes to the evidence sidecar, not into the row (TRL would read extra
+columns). A sample whose call declared a tool that is not a function (a provider's built-in
+tool, which chat templates cannot render) is declined as ``non_function_tool``. Files are
+ordered by the data row's SHA-256. A ``README.md`` card declares the three columns as lists
+of ``json`` so ``datasets.load_dataset(DIR)`` gives the rows back exactly.
 
-Upstream's ``hf-trl-sft-v1`` (validated with trl 1.13.0) is retired: this profile is the same
-row shape, claimed for the releases it is tested against.
+``hf-trl-sft-v2`` (rows of ``sft-sample`` v3, whose ``tools`` were always ``[]``) and upstream's
+``hf-trl-sft-v1`` (validated with trl 1.13.0) are retired.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -21,16 +25,18 @@ from typing import Any
 from sediment.plugin import AdaptedRow, ManifestInfo, ProfileInfo, PublishedExport, hookimpl
 
 from . import card
-from .trainer_rows import TRL_VALIDATED_WITH, UPSTREAM_VERSIONS, evidence, features, trainer_messages
+from .trainer_rows import TRL_VALIDATED_WITH, evidence, features, tool_definitions, trainer_messages
 
-PROFILE_ID = "hf-trl-sft-v2"
-SFT_SCHEMA_ID = "https://sediment.so/schemas/training-rows/sft-sample/v3.json"
+PROFILE_ID = "hf-trl-sft-v3"
+SFT_SCHEMA_ID = "https://sediment.so/schemas/training-rows/sft-sample/v4.json"
+SKIP_REASONS = ("non_function_tool",)
+REEXPORT = "and re-export canonical evidence with SFT schema v4 (the rows keep the recorded tool definitions)"
 COLUMNS = ("prompt", "completion", "tools")
 FEATURES = features(COLUMNS)
 
 INFO = ProfileInfo(
     consumer="hf-trl",
-    version=2,
+    version=3,
     target="sft",
     objective="sft",
     population="sft",
@@ -40,13 +46,18 @@ INFO = ProfileInfo(
                 "datasets.Dataset.from_list with List(Json()) columns (rows equal to the JSONL rows after the "
                 "Arrow round trip), trl.data_utils.is_conversational on every row, and "
                 "trl.data_utils.maybe_apply_chat_template through an in-memory tokenizer (the rendered prompt "
-                "holds every prompt text, the rendered completion every completion text)"),
+                "holds every prompt text and every declared tool's name and parameters, the rendered completion every "
+                "completion text)"),
     support=("conversational prompt-completion rows for TRL's SFTTrainer (completion-only loss); reasoning as "
-             "reasoning_content, tool calls with object arguments, tool results as tool messages; tools is "
-             "always [] (the recorded calls' tool definitions are not inferred); training not run"),
-    retires=("hf-trl-sft-v1",),
-    retirement_notes={"hf-trl-sft-v1": f"(the same rows; v1 was validated with {UPSTREAM_VERSIONS})"},
-    description="SFT samples as TRL conversational prompt-completion rows (datasets 5.2.0, TRL 1.16.0)",
+             "reasoning_content, tool calls with object arguments, tool results as tool messages; tools are the "
+             "function tools the call's request declared ([] when it declared none or a transcript did not "
+             "record them); training not run"),
+    skip_reasons=SKIP_REASONS,
+    remedies={"non_function_tool": "the call declared a provider's built-in tool, which a chat template cannot "
+                                   "render: the canonical `sediment export sft` rows keep it"},
+    retires=("hf-trl-sft-v1", "hf-trl-sft-v2"),
+    retirement_notes={"hf-trl-sft-v1": REEXPORT, "hf-trl-sft-v2": REEXPORT},
+    description="SFT samples and their tools as TRL prompt-completion rows (datasets 5.2.0, TRL 1.16.0)",
     row_order="row_sha256",
 )
 
@@ -62,15 +73,17 @@ def describe_manifest() -> ManifestInfo:
 
 
 @hookimpl
-def adapt_row(row: Mapping[str, Any]) -> AdaptedRow:
-    """One SFT sample as a prompt-completion row."""
+def adapt_row(row: Mapping[str, Any]) -> AdaptedRow | str:
+    """One SFT sample as a prompt-completion row, or ``non_function_tool``."""
+    if any(tool.get("type") != "function" for tool in row["tools"]):
+        return "non_function_tool"
     body = {"prompt": trainer_messages(row["prompt"]), "completion": trainer_messages(row["completion"]),
-            "tools": []}
-    return AdaptedRow(body=body, prompt=row["prompt"], evidence=evidence(row),
+            "tools": copy.deepcopy(list(row["tools"]))}
+    return AdaptedRow(body=body, prompt=row["prompt"], evidence=evidence(row, tool_definitions(row)),
                       instance_id=row["metadata"]["completion_id"])
 
 
 @hookimpl
 def write_manifest(published: PublishedExport) -> Path | None:
     return card.write_card(published, PROFILE_ID, INFO, FEATURES,
-                           "Sediment SFT samples as TRL prompt-completion rows (hf-trl-sft-v2)")
+                           "Sediment SFT samples as TRL prompt-completion rows (hf-trl-sft-v3)")

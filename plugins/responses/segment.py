@@ -49,13 +49,14 @@ def segment_turns(row: Mapping[str, Any], evidence: RolloutEvidence) -> Sequence
     return evidence.rollout.segments[index]
 
 
-def check_call_context(turns: Sequence[Turn]) -> None:
+def check_call_context(turns: Sequence[Turn], *, admit_transcripts: bool = False) -> None:
     """Every Turn carries its call's recorded context (derived by this Sediment, not an older one),
     recorded on the wire: a call rebuilt from a client transcript has no exact request (no tool
-    definitions, often no system prompt) to build ``responses_create_params`` from."""
+    definitions, often no system prompt) to build ``responses_create_params`` from, unless the
+    profile admits transcripts (a task prompt does not need the exact request)."""
     if any(t.observed_at is None for t in turns):
         raise Unrepresentable("call_context_absent")
-    if any(t.capture is not None for t in turns):
+    if not admit_transcripts and any(t.capture is not None for t in turns):
         raise Unrepresentable("transcript_capture")
 
 

@@ -6,6 +6,12 @@ request: its input items, the declared function tools, ``tool_choice``, ``parall
 no ``model``: the policy being trained answers the task), ``agent_ref``, ``instance_id`` and the
 canonical metadata under ``sediment`` (reward source, CI resolution, verifier results), where a
 verifiers reward function or a resources server's ``verify()`` can read it.
+
+A task row needs the task's prompt, not the exact request, so a team that captures only client
+transcripts may set ``--set verifiers-tasks-v1.admit_transcripts=true``: a segment whose first
+call was rebuilt from a transcript is then a task row (its tools ``[]``: none recorded) and the
+sidecar line carries the call's ``capture`` (source and what it lacks). By default such a
+segment is declined as ``transcript_capture``.
 """
 
 from __future__ import annotations
@@ -13,7 +19,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sediment.plugin import AdaptedRow, Dependency, PluginSettings, ProfileInfo, RolloutEvidence, hookimpl
+from pydantic import Field
+
+from sediment.plugin import (
+    AdaptedRow,
+    Dependency,
+    PluginSettings,
+    ProfileInfo,
+    RolloutEvidence,
+    capture_row,
+    hookimpl,
+)
 
 from .items import Unrepresentable, function_tools, message_items
 from .segment import (
@@ -27,6 +43,19 @@ from .segment import (
 )
 
 CANONICAL_SCHEMA = "https://sediment.so/schemas/training-rows/nemo-gym-rollout/v4.json"
+REMEDIES = {**SHARED_REMEDIES,
+            "transcript_capture": SHARED_REMEDIES["transcript_capture"]
+            + ", or admit them as task prompts with `--set verifiers-tasks-v1.admit_transcripts=true`"}
+
+
+class TaskSettings(ResponsesSettings):
+    """The Responses settings, and whether transcript-captured segments become tasks."""
+
+    admit_transcripts: bool = Field(
+        default=False,
+        description="admit segments whose first call was rebuilt from a client transcript (a task needs its "
+                    "prompt, not the exact request): tools [] and the capture in the sidecar; off by default, "
+                    "such segments are declined as transcript_capture")
 
 
 @hookimpl
@@ -49,22 +78,22 @@ def describe_profile() -> ProfileInfo:
             "operator's own resources server: none is inferred"
         ),
         skip_reasons=SHARED_SKIP_REASONS,
-        remedies=SHARED_REMEDIES,
+        remedies=REMEDIES,
         description="verifiers 0.4.0 / NeMo Gym task rows: the first request of each verified segment",
     )
 
 
 @hookimpl
 def plugin_settings() -> type[PluginSettings]:
-    return ResponsesSettings
+    return TaskSettings
 
 
 @hookimpl
-def adapt_row(row: Mapping[str, Any], evidence: RolloutEvidence, settings: ResponsesSettings) -> AdaptedRow | str:
+def adapt_row(row: Mapping[str, Any], evidence: RolloutEvidence, settings: TaskSettings) -> AdaptedRow | str:
     try:
         reward_of(row)
         first = segment_turns(row, evidence)[0]
-        check_call_context([first])
+        check_call_context([first], admit_transcripts=settings.admit_transcripts)
         tools = function_tools(evidence.tools(first))
         prompt = message_items(first.new_messages, call_id=first.inference_call_id, side="input")
     except Unrepresentable as reason:
@@ -77,7 +106,10 @@ def adapt_row(row: Mapping[str, Any], evidence: RolloutEvidence, settings: Respo
         "instance_id": metadata["instance_id"],
         "sediment": dict(metadata),
     }
-    return AdaptedRow(body=body, prompt=params["input"], evidence={
+    described: dict[str, Any] = {
         "inference_call_id": first.inference_call_id,
         "json_encoded_tool_results": prompt.json_encoded_tool_results,
-    })
+    }
+    if first.capture is not None:
+        described["capture"] = capture_row(first.capture)
+    return AdaptedRow(body=body, prompt=params["input"], evidence=described)

@@ -2,7 +2,7 @@
 
 The unit of evidence is an attributed completion (an inference call bound to one file of a commit
 it produced, with its developer decisions and CI outcomes: docs/attributed-completions.md). The
-objective has no targets: it writes one population, ``sft`` (rows ``sft-sample`` v3, files
+objective has no targets: it writes one population, ``sft`` (rows ``sft-sample`` v4, files
 ``sft.jsonl`` or ``sft.train.jsonl`` / ``sft.eval.jsonl``), from
 ``ExportContext.attributed_completions()``, one Session at a time, the same from a bundle as
 directly from the fact store.
@@ -45,9 +45,10 @@ RECIPES = (
 DESCRIPTION = "Supervised fine-tuning samples: one per recorded completion the evidence says to imitate."
 HELP = """\
 One row per inference call: its whole input as trainer messages (prompt), its output as
-assistant messages (completion), tools [], and the evidence under metadata (eligibility
-source, label confidence, CI reliability, provenance, split, repository identity, attribution
-source, git-note observation ids). A call is eligible through one of its attributed files;
+assistant messages (completion), the tool definitions its request declared (tools; [] when
+it declared none or a transcript did not record them), and the evidence under metadata
+(eligibility source, label confidence, CI reliability, provenance, split, repository
+identity, attribution source, git-note observation ids). A call is eligible through one of its attributed files;
 calls with several keep the one with the highest Confidence. Every call that yields no row is
 counted once under one skip reason. From a bundle (--from, version 4) no mirror is read.
 See docs/sft.md.

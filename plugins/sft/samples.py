@@ -12,7 +12,8 @@ file). Per call, in ascending call id:
    reason of the AC that came closest to a row (the latest stage any of them reached: the
    vocabulary lists the stages in order).
 4. The call itself: its recorded call (``inference_call_not_found``), its model
-   (``model_absent``), its trainer messages (the mapper's reason).
+   (``model_absent``), its trainer messages (the mapper's reason). The row's ``tools`` are the
+   tool definitions the call's request declared (:mod:`sediment_sft.tools`).
 5. Of the ACs that passed, the one with the highest Confidence is kept (equal Confidence: the
    smallest evidence sort key, the first in evidence order); each other counts
    ``duplicate_completion``.
@@ -47,9 +48,10 @@ from sediment.plugin import (
 )
 
 from .eligibility import MIN_CONFIDENCE, EligibilitySource, Eligible, eligibility
+from .tools import sample_tools
 
-SCHEMA_ID = "https://sediment.so/schemas/training-rows/sft-sample/v3.json"
-SCHEMA_VERSION = 3
+SCHEMA_ID = "https://sediment.so/schemas/training-rows/sft-sample/v4.json"
+SCHEMA_VERSION = 4
 
 #: The objective's own reasons, in contract order: the trainer mapper's structural reasons, then
 #: SFT's. The registry puts the CI resolver's and the representation reasons in front.
@@ -123,7 +125,7 @@ def judge(completion: AttributedCompletion, found: SessionCompletions, recipe: s
 
 def row(candidate: Candidate, body: dict[str, Any], model: str, recipe: Recipe,
         policy: LabelConfidencePolicy, capture: CallCapture | None = None) -> dict[str, Any]:
-    """The ``sft-sample`` v3 row: ``prompt``, ``completion``, ``tools``, ``metadata`` (key order as
+    """The ``sft-sample`` v4 row: ``prompt``, ``completion``, ``tools``, ``metadata`` (key order as
     emitted); ``metadata.capture`` last, only for a call rebuilt from a client transcript."""
     completion = candidate.completion
     resolution = candidate.resolution
@@ -178,5 +180,5 @@ def project_session(found: SessionCompletions, recipe: Recipe,
         kept = min(candidates, key=lambda c: (-c.confidence, c.completion.sort_key))
         if len(candidates) > 1:
             yield Declined("duplicate_completion", len(candidates) - 1)
-        yield ProjectedRow(kept.completion.split, row(kept, mapped.as_dict(), call.model, recipe, policy,
-                                                           call.capture))
+        body = {**mapped.as_dict(), "tools": sample_tools(call.tools)}
+        yield ProjectedRow(kept.completion.split, row(kept, body, call.model, recipe, policy, call.capture))

@@ -204,7 +204,7 @@ def _evidence(source: Path | None, org: str | None, mirror_root: MirrorRoot | No
 def run_export(objective_name: str, *, out: Path, recipe: str | None = None, source: Path | None = None,
                org: str | None = None, mirrors: Path | None = None, target: str | None = None,
                profile: str | None = None, config: Path | None = None, assignments: list[str] | None = None,
-               as_json: bool = False, workers: int = 1) -> None:
+               as_json: bool = False, workers: int = 1, data_format: str = "jsonl") -> None:
     """One ``sediment export OBJECTIVE`` run: check the names, gather the evidence, export, report."""
     from sediment.export.pipeline import export_objective
     from sediment.settings import SettingsSources
@@ -238,6 +238,7 @@ def run_export(objective_name: str, *, out: Path, recipe: str | None = None, sou
         summary = export_objective(
             evidence, out, objective=objective.name, target=None if chosen is None else chosen.name,
             profile=profile, recipe=recipe, registry=registry, settings=sources, progress=progress, workers=workers,
+            data_format=data_format,
         )
     if as_json:
         console.out.print_json(json.dumps(summary)) if os.environ.get("SEDIMENT_PRETTY_JSON") else \
@@ -292,6 +293,13 @@ def _parameters(objective: Objective) -> list[inspect.Parameter]:
             None, "--profile", "-p", metavar="PROFILE",
             help=f"Adapt the {info.title} rows to one consumer release ({', '.join(adapters)}; see `sediment "
                  "profiles`); writes data/evidence files and compatibility.json instead of canonical rows.")))
+    if info.has_targets or any(p.objective == objective.name for p in _registry().profiles.values()):
+        formats = enum.Enum(f"{objective.name}_formats", {f: f for f in ("jsonl", "parquet")}, type=str)  # type: ignore[misc]
+        params.append(_option("data_format", formats, typer.Option(
+            formats("jsonl"), "--format",
+            help="File format of a profile's data files: jsonl, or parquet (one schema across the splits; "
+                 "nested values whose shapes differ become JSON text columns; needs pip install "
+                 "'sediment[parquet]'). Evidence sidecars stay JSONL.")))
     params.append(_option("config", Path | None, typer.Option(
         None, "--config", metavar="FILE", envvar="SEDIMENT_CONFIG_FILE", show_envvar=True,
         help="TOML file of plugin settings, one [plugins.NAME] table per plugin.")))
@@ -327,6 +335,8 @@ def objective_command(objective: Objective) -> Any:
 
     def command(**options: Any) -> None:
         recipe = options.pop("recipe")
+        if "data_format" in options:
+            options["data_format"] = options["data_format"].value
         run_export(name, recipe=None if recipe is None else recipe.value, **options)
 
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]

@@ -67,6 +67,7 @@ from sediment.model.facts import (
     InferenceMessage,
     RepositoryIdentity,
     SessionCommitObservation,
+    ToolDefinition,
 )
 from sediment.model.policy import Provenance
 from sediment.model.repository_evidence import identity_of
@@ -205,8 +206,9 @@ class AttributedCompletion(FactModel):
 @dataclass(frozen=True)
 class CompletionCall:
     """A recorded inference call as its Rollout holds it: the whole input it was sent (its
-    segment's messages up to it), its output messages, model and time, and its transcript
-    capture (``None`` for a call recorded on the wire)."""
+    segment's messages up to it), its output messages, model and time, its transcript
+    capture (``None`` for a call recorded on the wire) and the tool definitions its request
+    declared (``None`` when it declared none, or its capture did not record them)."""
 
     inference_call_id: str
     org_id: str
@@ -217,6 +219,7 @@ class CompletionCall:
     observed_at: datetime | None
     model_call_id: str | None = None
     capture: CallCapture | None = None
+    tools: tuple[ToolDefinition, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -309,6 +312,7 @@ def completion_calls(rollout: Rollout) -> dict[str, CompletionCall]:
     ``new_messages`` of its segment's Turns up to and including its own (segmentation keeps
     a segment's inputs replaying one another)."""
     calls: dict[str, CompletionCall] = {}
+    declared = {s.digest: s.tools for s in rollout.tool_sets}
     for segment in rollout.segments:
         sent: list[InferenceMessage] = []
         for turn in segment:
@@ -316,7 +320,8 @@ def completion_calls(rollout: Rollout) -> dict[str, CompletionCall]:
             calls[turn.inference_call_id] = CompletionCall(
                 inference_call_id=turn.inference_call_id, org_id=rollout.org_id, session_id=rollout.session_id,
                 input_messages=tuple(sent), output_messages=turn.output_messages, model=turn.model,
-                observed_at=turn.observed_at, model_call_id=turn.model_call_id, capture=turn.capture)
+                observed_at=turn.observed_at, model_call_id=turn.model_call_id, capture=turn.capture,
+                tools=None if turn.tools_digest is None else declared[turn.tools_digest])
     return calls
 
 

@@ -257,7 +257,6 @@ def write_compatibility(published: PublishedExport, profile: Profile, settings: 
                                    for path in published.directories}
     path = published.out_dir / COMPATIBILITY_FILE
     atomic_write_bytes(path, (canonical_json(document) + "\n").encode("ascii"))
-    os.chmod(path, 0o600)
     return path
 
 

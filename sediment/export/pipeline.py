@@ -52,6 +52,9 @@ from sediment.output_paths import writing
 from sediment.parallel import ordered_chunks
 from sediment.settings import PluginSettings, SettingsSources
 
+#: The file formats a profile export can write its data files in (`--format`).
+DATA_FORMATS: tuple[str, ...] = ("jsonl", "parquet")
+
 __all__ = ["Budgets", "Evidence", "OrderedRollouts", "ProgressCallback", "RolloutSource", "export_objective",
            "export_through_target"]
 
@@ -90,6 +93,7 @@ def export_objective(
     budgets: Budgets = Budgets(),
     workers: int = 1,
     repositories: RepositoryContext | None = None,
+    data_format: str = "jsonl",
 ) -> dict[str, Any]:
     """Export ``evidence`` as ``objective`` (through ``target`` and ``profile`` when it has
     targets) into ``out_dir``; the summary.
@@ -113,7 +117,18 @@ def export_objective(
     :param repositories: the repository context CI resolves with; by default the evidence's own
         (``evidence.repositories``, else ``evidence.rollouts.repositories``: a bundle's population,
         the store's for a direct export). Without one only legacy (identity-less) CI outcomes resolve.
+    :param data_format: ``jsonl`` (the default) or ``parquet``: a profile export's data files as
+        Parquet (:mod:`sediment.export.parquet`; needs the ``parquet`` extra). The evidence
+        sidecars stay JSONL; canonical exports are always JSONL.
     """
+    if data_format not in DATA_FORMATS:
+        raise UsageError(f"unknown data format {data_format!r} (choices: {', '.join(DATA_FORMATS)})")
+    if data_format == "parquet":
+        if profile is None:
+            raise UsageError("--format parquet applies to profile data files: add --profile")
+        from sediment.export.parquet import require_parquet
+
+        require_parquet()
     if repositories is None:
         repositories = evidence.repositories or getattr(evidence.rollouts, "repositories", None)
     registry = registry or load_registry()
@@ -167,7 +182,8 @@ def export_objective(
         return _export_into(out, owner, projection, evidence, registry, manifest_settings, ExportRun(
             objective=chosen_objective, owner_name=owner_name, profile=profile, recipe=chosen_recipe,
             verifier_commands=verifier_commands, ci_policy=ci_policy, progress=progress, budgets=budgets,
-            workers=workers, repositories=repositories, settings=sources, remedies=remedies))
+            workers=workers, repositories=repositories, settings=sources, remedies=remedies,
+            data_format=data_format))
 
 
 @dataclass(frozen=True)
@@ -186,6 +202,7 @@ class ExportRun:
     repositories: RepositoryContext | None
     settings: SettingsSources
     remedies: Mapping[str, str]
+    data_format: str = "jsonl"
 
 
 def _export_into(out: Path, owner: Ownership, projection: Projection | ObjectiveProjection, evidence: Evidence,
@@ -212,7 +229,8 @@ def _export_into(out: Path, owner: Ownership, projection: Projection | Objective
                 units = len(evidence.rollouts)
             projection.before_publish(tally)
             published = stage.publish(projection.stems, target=run.owner_name, profile=run.profile,
-                                      objective=run.objective.name)
+                                      objective=run.objective.name,
+                                      parquet=("data",) if run.data_format == "parquet" else ())
         finally:
             stage.close()
         summary = projection.summary(units, tally, published)

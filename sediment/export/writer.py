@@ -30,6 +30,7 @@ from typing import IO, Any
 
 from sediment.errors import CapacityError, OutputDirectoryError
 from sediment.export.task_directories import STAGED, DirectoryStage
+from sediment.file_modes import publish_mode
 from sediment.host.declarations import SPLIT_ORDER, PublishedExport, TaskDirectory, claim_file_name
 from sediment.split import Split
 
@@ -104,9 +105,11 @@ def file_name(stem: str, split: Split | None) -> str:
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to a private temp file beside ``path``, fsync it, then replace ``path``."""
+    """Write ``data`` to a private temp file beside ``path``, fsync it, give it the published
+    mode (0666 less the umask: :mod:`sediment.file_modes`), then replace ``path``."""
     fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
     try:
+        publish_mode(fd)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -189,6 +192,7 @@ def claim_directory(out_dir: Path, claim: str, owner: Ownership) -> None:
             )
         fd, tmp = tempfile.mkstemp(prefix=owner.claim_file, suffix=".tmp", dir=out_dir)
         try:
+            publish_mode(fd)
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(claim + "\n")
                 handle.flush()
@@ -267,12 +271,13 @@ class RowFiles:
         self.bytes += len(line)
 
     def _handle(self, key: tuple[str, Split | None]) -> IO[bytes]:
-        """The open file of one partition, created (mode 0600) on its first row."""
+        """The open file of one partition, created on its first row (with the published mode,
+        0666 less the umask, inside the private 0700 staging directory)."""
         handle = self._handles.get(key)
         if handle is None:
             path = self.directory / file_name(*key)
             handle = self._handles[key] = open(path, "xb")  # noqa: SIM115
-            os.chmod(path, 0o600)
+            publish_mode(handle.fileno())
             self.counts[key] = 0
         return handle
 
@@ -337,9 +342,11 @@ class StagingStore:
         self.prepared.add(stem, split, row)
 
     def publish(self, stems: tuple[str, ...], *, target: str, profile: str | None = None,
-                objective: str = "") -> PublishedExport:
+                objective: str = "", parquet: tuple[str, ...] = ()) -> PublishedExport:
         """fsync every prepared file, then replace them into place: a profile's task directories
-        first (:mod:`sediment.export.task_directories`), then the files in stem order, train first."""
+        first (:mod:`sediment.export.task_directories`), then the files in stem order, train first.
+        The files of the ``parquet`` stems are first encoded as Parquet, in the stage
+        (:mod:`sediment.export.parquet`), and published instead of their JSONL."""
         self.prepared.close(sync=True)
         counts = self.prepared.counts
         published = PublishedExport(self.out_dir, self.split_enabled, target=target, profile=profile,
@@ -347,16 +354,31 @@ class StagingStore:
         if self.prepared.directories is not None:  # before the files that make the directory an export's
             published.directories = self.prepared.directories.publish(self.out_dir)
         sides: tuple[Split | None, ...] = SPLIT_ORDER if self.split_enabled else (None,)
+        names = {key: file_name(*key) for key in counts}
+        for stem in parquet:
+            names.update(self._encode_parquet(stem, [(stem, side) for side in sides if (stem, side) in counts]))
         for stem in stems:
             for side in sides:
                 key = (stem, side)
                 if key not in counts:
                     logger.info("empty partition left untouched: %s", self.out_dir / file_name(*key))
                     continue
-                destination = self.out_dir / file_name(*key)
-                os.replace(self.prepared.directory / file_name(*key), destination)
+                destination = self.out_dir / names[key]
+                os.replace(self.prepared.directory / names[key], destination)
                 published.files.setdefault(stem, {})[side] = (destination, counts[key])
         return published
+
+    def _encode_parquet(self, stem: str, keys: list[tuple[str, Split | None]]) -> dict[tuple[str, Split | None], str]:
+        from sediment.export.parquet import SUFFIX, write_parquet
+
+        names = {key: file_name(*key).removesuffix(".jsonl") + SUFFIX for key in keys}
+        directory = self.prepared.directory
+        write_parquet([(directory / file_name(*key), directory / names[key]) for key in keys])
+        for key in keys:
+            with open(directory / names[key], "rb") as handle:
+                publish_mode(handle.fileno())
+                os.fsync(handle.fileno())
+        return names
 
     def close(self) -> None:
         """Remove the staging directory and its lock, published or not."""

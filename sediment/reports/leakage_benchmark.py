@@ -59,7 +59,7 @@ def load_benchmark(path: Path) -> list[Instance]:
     try:
         if path.suffix == ".parquet":
             try:
-                import pyarrow.parquet as pq  # type: ignore[import-not-found, unused-ignore]
+                import pyarrow.parquet as pq  # type: ignore[import-not-found, import-untyped, unused-ignore]
             except ImportError:
                 raise ConfigurationError(f"{path}: reading Parquet needs the parquet extra "
                                          "(pip install 'sediment[parquet]')") from None

@@ -42,6 +42,7 @@ from typing import Any
 import orjson
 
 from sediment.errors import SedimentError
+from sediment.file_modes import publish_mode, published_mode
 from sediment.records import encode_record
 from sediment.trajectory import facets, rankings
 from sediment.trajectory.record import Trajectory, from_json, from_plain, validated, verification_strength
@@ -111,6 +112,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
+        publish_mode(fd)
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
         os.replace(temporary, path)
@@ -557,9 +559,11 @@ def _file_sha256(path: Path) -> str:
 
 
 def _replace(source: Path, target: Path) -> None:
-    """Move ``source`` over ``target`` unless ``target`` already holds the same bytes (left alone)."""
+    """Move ``source`` over ``target`` unless ``target`` already holds the same bytes (left alone);
+    the moved file gets the published mode (SQLite creates its files 0644 less the umask)."""
     if target.is_file() and target.stat().st_size == source.stat().st_size \
             and _file_sha256(target) == _file_sha256(source):
         source.unlink()
         return
+    os.chmod(source, published_mode())
     os.replace(source, target)

@@ -1,4 +1,4 @@
-"""hf-trl-sft-v2 and hf-trl-dpo-v3: the rows, the evidence sidecar, the order and the card on
+"""hf-trl-sft-v3 and hf-trl-dpo-v3: the rows, the evidence sidecar, the order and the card on
 hand-built SFT and DPO evidence; then the same exports (and the demo's) loaded by the real
 datasets 5.2.0 and TRL 1.16.0 in .venv-consumers/hf (tests/consumers/hf/check_trl_profiles.py)."""
 
@@ -21,6 +21,7 @@ from sediment.plugin import (
     Rollout,
     ToolCallPart,
     ToolCallResponsePart,
+    ToolDefinition,
     canonical_digest,
 )
 from sediment.testing import (
@@ -53,10 +54,12 @@ REJECT = ((False, True),)
 
 
 def session(name: str, prompt: list[InferenceMessage], answer: InferenceMessage, decisions: Any = ACCEPT,
-            ci: str | None = "passed", capture: CallCapture | None = None) -> Rollout:
+            ci: str | None = "passed", capture: CallCapture | None = None,
+            tools: tuple[ToolDefinition, ...] | None = None) -> Rollout:
     """One Session whose one call answers ``prompt`` with ``answer``, explicitly decided on."""
     commit = f"{abs(hash(name)) % 16**40:040x}"
-    calls = [call(name, 0, prompt, [answer], model="gpt-x", model_call_id=f"resp-{name}", capture=capture)]
+    calls = [call(name, 0, prompt, [answer], model="gpt-x", model_call_id=f"resp-{name}", capture=capture,
+                  tools=tools)]
     made = tuple(DeveloperDecision(
         decision_id=f"d-{name}-{i}", org_id=ORG, session_id=name, agent_harness="claude-code", file_path="a.py",
         accepted=accepted, explicit=explicit, interaction_mode="agent", call_id=f"resp-{name}",
@@ -78,14 +81,31 @@ TOOL_PROMPT = [
 ]
 
 
+#: The tools the tool loop's call declared (a description, strict, nested parameters).
+TOOLS = (
+    ToolDefinition(name="read_file", description="Read a file of the repository.", strict=True,
+                   parameters={"type": "object", "properties": {"path": {"type": "string"},
+                                                                "lines": {"type": "integer", "minimum": 1}},
+                               "required": ["path"]}),
+    ToolDefinition(name="write_file", parameters={"type": "object", "properties": {
+        "path": {"type": "string"}, "content": {"type": "string"}}}),
+)
+CHAT_TOOLS = [
+    {"type": "function", "function": {"name": "read_file", "description": "Read a file of the repository.",
+                                      "parameters": TOOLS[0].parameters, "strict": True}},
+    {"type": "function", "function": {"name": "write_file", "parameters": TOOLS[1].parameters}},
+]
+
+
 def rich_sessions() -> list[Rollout]:
     """SFT samples and DPO pairs with what the demo lacks: reasoning, a tool loop in the prompt,
-    a tool call in the answer, a developer message, timestamp-like and non-ASCII text."""
+    a tool call in the answer, declared tools with descriptions, a developer message,
+    timestamp-like and non-ASCII text."""
     answer = message("assistant", ReasoningPart(content="swap the operator"), "Fixed: a + b.",
                      ToolCallPart(id="tu_2", name="write_file", arguments={"path": "calc.py", "content": "+"}))
     dated = [message("developer", "Answer with a date only."), message("user", "2026-03-02")]
     return [
-        session(TRAIN[0], TOOL_PROMPT, answer),
+        session(TRAIN[0], TOOL_PROMPT, answer, tools=TOOLS),
         session(TRAIN[1], TOOL_PROMPT, message("assistant", "I would rewrite everything."), REJECT),
         session(TRAIN[2], dated, message("assistant", "2026-03-02T09:00:00Z")),
         session(TRAIN[3], dated, message("assistant", "née 2026‑03‑03"), REJECT),
@@ -109,7 +129,7 @@ def test_sft_rows_are_the_samples_with_reasoning_renamed_and_the_metadata_in_the
     samples = {r["metadata"]["completion_id"]: r for rows in canonical.rows.values() for r in rows}
     assert len(samples) == 3
     summary = profile_export(sessions, tmp_path / "out", "sft", trl_sft.PROFILE_ID)
-    assert (summary["profile"], summary["objective"], summary["target"]) == ("hf-trl-sft-v2", "sft", "sft")
+    assert (summary["profile"], summary["objective"], summary["target"]) == ("hf-trl-sft-v3", "sft", "sft")
     assert (summary["rows"], summary["skipped"], summary["canonical_rows"]) == (3, {}, 3)
     assert summary["canonical_skipped"] == canonical.summary["sample_skipped"]
     out = tmp_path / "out"
@@ -123,22 +143,27 @@ def test_sft_rows_are_the_samples_with_reasoning_renamed_and_the_metadata_in_the
         # ordered by the data row's digest
         assert [e["row_sha256"] for e in evidence] == sorted(e["row_sha256"] for e in evidence)
         for row, line in zip(data, evidence, strict=True):
-            assert list(row) == ["prompt", "completion", "tools"] and row["tools"] == []
             sample = samples[line["instance_id"]]
+            assert list(row) == ["prompt", "completion", "tools"] and row["tools"] == sample["tools"]
             assert line["row_sha256"] == canonical_digest(row)
             assert line["source_row_sha256"] == canonical_digest(sample)
             assert line["prompt_sha256"] == canonical_digest({"prompt": sample["prompt"]})
-            assert line["evidence"] == {"metadata": sample["metadata"], "tool_definitions": "absent"}
+            declared = "declared" if sample["tools"] else "none_declared"
+            assert line["evidence"] == {"metadata": sample["metadata"], "tool_definitions": declared}
             assert line["split"] == side == sample["metadata"]["split"]
             assert row == {"prompt": renamed(sample["prompt"]), "completion": renamed(sample["completion"]),
-                           "tools": []}
+                           "tools": sample["tools"]}
     [tooled] = [r for r in lines(out / "data.train.jsonl") if r["prompt"][0]["role"] == "system"]
+    # the tools the call declared, in request order and chat-template shape; the other rows declared none
+    assert tooled["tools"] == CHAT_TOOLS
+    every = lines(out / "data.train.jsonl") + lines(out / "data.eval.jsonl")
+    assert sorted(len(r["tools"]) for r in every) == [0, 0, 2]
     assert tooled["prompt"][2] == {"role": "assistant", "reasoning_content": "look first", "content": "Reading.",
                                    "tool_calls": [{"id": "tu_1", "type": "function", "function": {
                                        "name": "read_file", "arguments": {"path": "calc.py", "lines": 20}}}]}
     assert tooled["completion"][0]["reasoning_content"] == "swap the operator"
     compatibility = json.loads((out / "compatibility.json").read_text(encoding="ascii"))
-    assert compatibility["profile"]["id"] == "hf-trl-sft-v2" and compatibility["profile"]["objective"] == "sft"
+    assert compatibility["profile"]["id"] == "hf-trl-sft-v3" and compatibility["profile"]["objective"] == "sft"
     assert compatibility["profile"]["validated_with"] == [["datasets", "5.2.0"], ["trl", "1.16.0"],
                                                           ["transformers", "5.24.0"]]
     assert compatibility["diagnostics"]["rows_by_split"] == {"train": 2, "eval": 1}
@@ -212,6 +237,11 @@ def test_rows_load_and_render_in_datasets_and_trl(consumer_python: Callable[[str
         # every recorded text (contents, reasoning, tool names and argument values) is in its own rendering
         assert checked["missing"] == []
         assert checked["render_arrow_equal"] is True
+    # the declared tools reach the template: each one's name, description and parameters are in the
+    # rendered prompt (the demo's calls declare read_file, write_file and run_tests; the rich export one call
+    # with two tools)
+    assert [checked.get("tools_rendered") for checked in facts] == [4 * 3, None, 2, None, 2]
+    assert all(checked.get("tools_missing", []) == [] for checked in facts)
 
 
 @pytest.mark.parametrize(("objective", "profile"), [
@@ -231,6 +261,26 @@ def test_trainer_profiles_keep_transcript_rows_with_the_marker_in_their_evidence
     if objective == "sft":
         assert len(found) == 2
         assert found[f"{TRAIN[0]}-c0"]["capture"] == marker and "capture" not in found[f"{TRAIN[2]}-c0"]
+        if profile == trl_sft.PROFILE_ID:  # the transcript did not record the tools: the sidecar says so
+            declared = {line["instance_id"]: line["evidence"]["tool_definitions"] for line in evidence}
+            assert declared == {f"{TRAIN[0]}-c0": "not_recorded", f"{TRAIN[2]}-c0": "none_declared"}
     else:
         [metadata] = found.values()
         assert metadata["chosen_capture"] == marker and "rejected_capture" not in metadata
+
+
+def test_sft_rows_with_a_provider_built_in_tool_are_skipped_as_non_function_tool(tmp_path: Path) -> None:
+    """The canonical sample keeps the built-in tool as its type and name; a chat template has no
+    schema to render for it, so the TRL profile counts the row as ``non_function_tool``."""
+    search = ToolDefinition(type="web_search_preview", name="web_search_preview")
+    prompt = [message("user", "fix add()")]
+    sessions = [session(TRAIN[0], prompt, message("assistant", "Fixed."), tools=(TOOLS[0], search)),
+                session(TRAIN[2], [message("user", "and sub()")], message("assistant", "Done."), tools=TOOLS)]
+    canonical = run_objective(sessions, tmp_path / "canonical", objective="sft", split_enabled=False)
+    tools = {r["metadata"]["completion_id"]: r["tools"] for r in canonical.rows["sft.jsonl"]}
+    assert tools == {f"{TRAIN[0]}-c0": [CHAT_TOOLS[0], {"type": "web_search_preview", "name": "web_search_preview"}],
+                     f"{TRAIN[2]}-c0": CHAT_TOOLS}
+    summary = profile_export(sessions, tmp_path / "out", "sft", trl_sft.PROFILE_ID, split_enabled=False)
+    assert (summary["rows"], summary["skipped"]) == (1, {"non_function_tool": 1})
+    [row] = lines(tmp_path / "out" / "data.jsonl")
+    assert row["tools"] == CHAT_TOOLS

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from sediment.plugin import CallCapture, CIOutcome, LabelConfidencePolicy, ToolCallPart
+from sediment.plugin import CallCapture, CIOutcome, LabelConfidencePolicy, ToolCallPart, ToolDefinition
 from sediment.testing import (
     ORG,
     REPO,
@@ -46,10 +46,24 @@ from sediment.testing import (
     snapshot,
 )
 
-SCHEMA_ID = "https://sediment.so/schemas/training-rows/sft-sample/v3.json"
+SCHEMA_ID = "https://sediment.so/schemas/training-rows/sft-sample/v4.json"
 METADATA_KEYS = ["org_id", "source_model", "completion_id", "recipe_id", "recipe_version", "eligibility_source",
                  "label_confidence", "ci_reliability", "provenance", "split", "repository_identity",
                  "attribution_source", "session_commit_observation_ids", "schema_id", "schema_version"]
+#: What the s-05 Session's calls declared, and what its rows hold of it (request order; description
+#: and strict only when sent; a provider's built-in tool as its type and name).
+TOOLS = (
+    ToolDefinition(name="write_file", description="Write a file.", strict=True,
+                   parameters={"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+    ToolDefinition(name="run_tests", parameters=None),
+    ToolDefinition(type="web_search_preview", name="web_search_preview"),
+)
+SAMPLE_TOOLS = [
+    {"type": "function", "function": {"name": "write_file", "description": "Write a file.",
+                                      "parameters": TOOLS[0].parameters, "strict": True}},
+    {"type": "function", "function": {"name": "run_tests", "parameters": None}},
+    {"type": "web_search_preview", "name": "web_search_preview"},
+]
 PROVENANCE_KEYS = ["policy_version", "quarantine_revision", "policy_digest", "label_confidence_policy_version",
                    "label_confidence_policy_digest", "trainer_messages_version"]
 
@@ -64,9 +78,10 @@ class World:
     commits: dict[str, str] = field(default_factory=dict)
 
     def session(self, name: str, files: dict[str, str], *, note: bool = True, model: str | None = "gpt-x",
-                output_role: str = "assistant", nan: bool = False, one_call: bool = False) -> list[str]:
-        """One Session writing ``files`` (one call per file, or one call writing them all) and a
-        commit holding them; the tool call ids, in order."""
+                output_role: str = "assistant", nan: bool = False, one_call: bool = False,
+                tools: tuple[ToolDefinition, ...] | None = None) -> list[str]:
+        """One Session writing ``files`` (one call per file, or one call writing them all, each
+        declaring ``tools``) and a commit holding them; the tool call ids, in order."""
         self.hour += 1
         start = T0 + timedelta(hours=self.hour)
         history = [message("system", "You are a coding agent."), message("user", f"task {name}")]
@@ -86,7 +101,7 @@ class World:
             self.facts.append(InferenceCall(
                 inference_call_id=f"{name}-c{index}", org_id=ORG, session_id=name, model=model,
                 model_call_id=f"resp-{name}-{index}", input_messages=tuple(history), output_messages=(output,),
-                observed_at=start + timedelta(seconds=30 * index)))
+                observed_at=start + timedelta(seconds=30 * index), tools=tools))
             history = [*history, output, message("user", "ok")]
         writer = MirrorWriter(self.origin)
         sha = writer.commit(files, f"work of {name}", when=int((start + timedelta(minutes=10)).timestamp()))
@@ -175,7 +190,7 @@ def build_world(tmp: Path) -> World:
     world.decide("guessed", t)
     # two calls of one Session, each on its own file; the second (an eval-split Session) also
     # carries a decision naming no call
-    [t0, t1] = world.session("s-05", {"first.py": code("s-05", 1), "second.py": code("s-05", 2)})
+    [t0, t1] = world.session("s-05", {"first.py": code("s-05", 1), "second.py": code("s-05", 2)}, tools=TOOLS)
     world.decide("s-05", t0)
     world.decide("s-05", t1)
     world.decide("s-05", "nowhere")
@@ -276,8 +291,8 @@ def test_a_row_is_exactly_the_contract(world: World, tmp_path: Path) -> None:
                                   "label_confidence_policy_digest": ladder.digest, "trainer_messages_version": "1"}
     assert (meta["org_id"], meta["source_model"], meta["recipe_id"], meta["recipe_version"], meta["schema_id"],
             meta["schema_version"], meta["repository_identity"]) == (
-        ORG, "gpt-x", "sft_curated", 1, SCHEMA_ID, 3, None)
-    assert row["tools"] == []
+        ORG, "gpt-x", "sft_curated", 1, SCHEMA_ID, 4, None)
+    assert row["tools"] == []  # the call declared none
     assert row["prompt"] == [{"role": "system", "content": "You are a coding agent."},
                              {"role": "user", "content": "task accept"}]
     assert row["completion"] == [{"role": "assistant", "tool_calls": [{
@@ -286,6 +301,8 @@ def test_a_row_is_exactly_the_contract(world: World, tmp_path: Path) -> None:
     # the second call's prompt is its whole input: the first call's exchange replayed
     later = rows_of(tmp_path / "out")["s-05-c1"]
     assert [m["role"] for m in later["prompt"]] == ["system", "user", "assistant", "user"]
+    # the tools its request declared, in request order, in the shape chat templates read
+    assert later["tools"] == rows_of(tmp_path / "out")["s-05-c0"]["tools"] == SAMPLE_TOOLS
     store.close()
 
 

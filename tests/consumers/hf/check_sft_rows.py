@@ -1,4 +1,4 @@
-"""Run inside .venv-consumers/hf: load exported SFT rows (sft-sample v3) with the real datasets and TRL.
+"""Run inside .venv-consumers/hf: load exported SFT rows (sft-sample v4) with the real datasets and TRL.
 
 Usage: python check_sft_rows.py TRAIN.jsonl EVAL.jsonl
 
@@ -6,7 +6,7 @@ Prints one JSON line of facts: the rows of each file; whether ``datasets.load_da
 gives each file back exactly on its own (types included, metadata too); what loading both as
 one dataset (``data_files={"train": ..., "eval": ...}``) does without features (the error's
 name: the JSON builder casts every split to the features it inferred from the first file), with
-the messages as ``List(Json())`` and ``metadata`` as one ``Json()`` or typed per sft-metadata v3
+the messages as ``List(Json())`` and ``metadata`` as one ``Json()`` or typed per sft-metadata v4
 (whether the messages come back exactly, and which metadata keys come back altered); whether TRL's ``is_conversational`` holds on every loaded row; what
 ``maybe_apply_chat_template`` returns (its keys, text ``prompt`` and ``completion``) and how
 many recorded contents, tool calls and tool results the rendered texts miss. Run it with a
@@ -62,7 +62,7 @@ MESSAGES = {"prompt": List(Json()), "completion": List(Json()), "tools": List(Js
 #: metadata as one Json value: its floats come back altered (the fact reported)
 JSON_METADATA = Features({**MESSAGES, "metadata": Json()})
 TEXT = Value("string")
-#: metadata with its sft-metadata v3 types
+#: metadata with its sft-metadata v4 types
 TYPED_METADATA = Features({**MESSAGES, "metadata": {
     "org_id": TEXT, "source_model": TEXT, "completion_id": TEXT, "recipe_id": TEXT,
     "recipe_version": Value("int64"), "eligibility_source": TEXT, "label_confidence": Value("float64"),

@@ -1,4 +1,4 @@
-"""Run inside .venv-consumers/hf: load hf-trl-sft-v2 / hf-trl-dpo-v3 exports with the real
+"""Run inside .venv-consumers/hf: load hf-trl-sft-v3 / hf-trl-dpo-v3 exports with the real
 datasets and TRL.
 
 Usage: python check_trl_profiles.py KIND=DIR...   (KIND is ``sft`` or ``dpo``)
@@ -16,11 +16,14 @@ For each export directory it prints one JSON line of facts about what the packag
 - ``generation_prompt``: how many rendered prompts end with the template's generation prompt;
 - ``missing``: recorded texts (message contents, reasoning, tool-call argument values, tool
   names) absent from the rendered text of their own column, as ``[row, column, text]``;
-- ``render_arrow_equal``: whether rendering the Arrow rows gives the text of the JSON rows.
+- ``render_arrow_equal``: whether rendering the Arrow rows gives the text of the JSON rows;
+- ``tools_rendered`` (SFT only): how many declared tools (``row["tools"]``) were rendered into
+  the prompt, and ``tools_missing``: ``[row, tool name]`` for a tool whose name, description or
+  parameters (as JSON text) are absent from the rendered prompt.
 
 The tokenizer is built in memory (a word-level vocabulary with a chat template that renders
-roles, ``reasoning_content``, content, tool calls with their argument objects and tool
-messages); nothing is downloaded. Run it with a fresh HF_HOME.
+roles, ``reasoning_content``, content, tool calls with their argument objects, tool
+messages, and the declared tools as JSON before the messages); nothing is downloaded. Run it with a fresh HF_HOME.
 """
 
 import json
@@ -35,6 +38,7 @@ from transformers import PreTrainedTokenizerFast
 from trl.data_utils import is_conversational, maybe_apply_chat_template
 
 TEMPLATE = (
+    "{% if tools %}<|tools|>{% for t in tools %}{{ t | tojson }}\n{% endfor %}{% endif %}"
     "{% for m in messages %}<|{{ m.role }}|>"
     "{% if m.name %}[{{ m.name }}]{% endif %}"
     "{% if m.reasoning_content %}<think>{{ m.reasoning_content }}</think>{% endif %}"
@@ -113,6 +117,13 @@ def check(kind, directory, tok):
                             facts["missing"].append([f"{side}:{index}", column, text])
             again = maybe_apply_chat_template({c: arrow[index][c] for c in example}, tok, tools=arrow[index]["tools"])
             facts["render_arrow_equal"] &= again == out
+            if kind == "sft":
+                for tool in row["tools"]:
+                    function = tool["function"]
+                    shown = [function["name"], function.get("description"), json.dumps(function["parameters"])]
+                    facts["tools_rendered"] = facts.get("tools_rendered", 0) + 1
+                    if not all(t is None or t in out["prompt"] for t in shown):
+                        facts.setdefault("tools_missing", []).append([f"{side}:{index}", function["name"]])
     facts["rendered_keys"] = sorted(facts["rendered_keys"])
     return facts
 
