@@ -20,7 +20,7 @@ def test_the_parallel_ingest_speed_up_compares_the_calls_ingest_with_itself() ->
     result = {
         "profile": Profile("tiny", 1, 2), "workers": 2, "synth_seconds": 1.0, "read_floor": 1.0, "parse_floor": 10.0,
         "data": SimpleNamespace(calls=1000, input_bytes=10**9, uncommitted=[], replayed_message_bytes=10**9,
-                                unique_message_bytes=10**7),
+                                unique_message_bytes=10**7, compressed_bytes=10**7, compression="zst"),
         "stages": stages, "single": [], "parallel": None, "rows": {}, "identical": True, "same_store": True,
         "cpu_scaling": 1.9, "repeat": 3, "stored_bytes": {"total": 10**7},
         "parallel_ingest": Stage("ingest calls (workers 2)", 32.4, 100, 10**9, 1000),

@@ -61,7 +61,7 @@ def test_one_exit_code_per_mistake(tmp_path: Path, command: str, mistake: str) -
     named = [line for line in result.stderr.splitlines() if str(path) in line]
     if mistake == "missing":
         assert named == [f"error: {path}: no such file" + (" or folder" if command in (
-            "ingest transcripts", "trajectory import") else "")]
+            "ingest transcripts", "trajectory import", "library import") else "")]
     elif mistake == "unreadable":
         assert named == [f"error: {path}: cannot read: Too many levels of symbolic links"]
     elif mistake == "empty":

@@ -14,7 +14,7 @@ from pathlib import Path
 SEDIMENT = Path(__file__).resolve().parents[1] / "sediment"
 
 #: The small shared modules at the root: any package may import them; they import only each other.
-ROOT_SHARED = ("errors", "identifiers", "records", "split", "validation", "parallel", "home", "output_paths",
+ROOT_SHARED = ("errors", "identifiers", "records", "split", "validation", "parallel", "home", "output_paths", "file_modes",
                "settings")
 #: The packages and the public faces, lowest first: each imports only the root's shared modules
 #: and what stands before it. ``__init__`` is the library API (it calls the export pipeline);

@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 
 from sediment.errors import CapacityError, OutputDirectoryError, PluginError
+from sediment.file_modes import current_umask
 from sediment.host.declarations import TaskDirectory
 from sediment.split import Split
 
@@ -50,13 +51,14 @@ class DirectoryStage:
                                 f"bytes (limit {self.max_record_bytes}); nothing was published")
         self._names.add(directory.name)
         base = self.root / side_folder(split) / directory.name
+        mask = current_umask()  # published as any program's new files are: 0666 (0777 executable) less the umask
         for path in sorted(directory.files):
             target = base / path
-            target.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+            target.parent.mkdir(mode=0o777 & ~mask, parents=True, exist_ok=True)
             with open(target, "xb") as handle:
                 handle.write(directory.files[path])
-            os.chmod(target, 0o755 if path in directory.executable else 0o644)
-        os.chmod(base, 0o755)
+            os.chmod(target, (0o777 if path in directory.executable else 0o666) & ~mask)
+        os.chmod(base, 0o777 & ~mask)
         self.staged.append((split, directory.name))
         return size
 
@@ -70,7 +72,7 @@ class DirectoryStage:
         for split, name in self.staged:
             _sync_tree(self.root / side_folder(split) / name)
         for (split, name), destination in zip(self.staged, destinations, strict=True):
-            destination.parent.mkdir(mode=0o755, exist_ok=True)
+            destination.parent.mkdir(mode=0o777 & ~current_umask(), exist_ok=True)
             os.rename(self.root / side_folder(split) / name, destination)
         return destinations
 

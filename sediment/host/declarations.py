@@ -402,7 +402,7 @@ class TaskDirectory:
         ``-``, starting with a letter or digit (at most 200 characters), unique in the export.
     :param files: relative POSIX path → content. No absolute path, no ``..`` or empty
         component, no path that is also another file's directory.
-    :param executable: the paths among ``files`` published with mode 0755 (the others 0644).
+    :param executable: the paths among ``files`` published with mode 0777 less the umask (the others 0666 less it).
     """
 
     name: str
