@@ -14,7 +14,7 @@ import os
 import typer
 
 from sediment import __version__
-from sediment.cli import console
+from sediment.cli import console, help_text
 from sediment.cli.demo import demo
 from sediment.cli.derive import derive
 from sediment.cli.explain import explain
@@ -63,6 +63,7 @@ app.command()(quarantine)
 app.command()(release)
 app.add_typer(trajectory_app, name="trajectory")
 app.command()(serve)
+help_text.summarize(app)
 
 
 def _version(value: bool) -> None:
@@ -111,7 +112,8 @@ def main() -> None:
         console.error("aborted")
         raise SystemExit(130) from None
     except typer.TyperException as exc:  # usage errors carry their own exit code
-        message = exc.format_message()
+        # click lays out choices as "Choose from:\n\tA,\n\tB": on one line, as "Choose from: A, B"
+        message = " ".join(part.strip() for part in exc.format_message().split("\n\t"))
         if message.strip():  # a bare group command (no_args_is_help) has printed its help: no empty error line
             console.error(message)
         raise SystemExit(exc.exit_code) from None

@@ -163,7 +163,7 @@ def render_summary(summary: dict[str, Any], objective: Objective | None = None) 
     fragmented = {k: v for k, v in summary["fragmented"].items() if v}
     if fragmented:
         table.add_row("fragmented (not skipped)", "", _counts(fragmented))
-    console.err.print(table)
+    console.render(table, stderr=True)
     _render_files(summary)
 
 
@@ -179,7 +179,7 @@ def _render_profile_summary(summary: dict[str, Any], units: str, owner: str = "t
     fragmented = {k: v for k, v in summary["fragmented"].items() if v}
     if fragmented:
         table.add_row("fragmented (not skipped)", "", _counts(fragmented))
-    console.err.print(table)
+    console.render(table, stderr=True)
     _render_files(summary)
 
 
