@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+from types import FrameType
 
 import typer
 
@@ -95,8 +97,30 @@ def _root(
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler])
 
 
+_interrupted: list[bool] = []
+"""Set once Ctrl-C (SIGINT) arrived: typer reports it as a bare exit code 130."""
+
+
+def _on_interrupt(signum: int, frame: FrameType | None) -> None:
+    _interrupted.append(True)
+    signal.default_int_handler(signum, frame)  # KeyboardInterrupt: staged output is removed as it unwinds
+
+
 def main() -> None:
-    """Console-script entry point with the error boundary."""
+    """Console-script entry point with the error boundary. Ctrl-C exits 130 with the one line
+    ``interrupted`` on stderr (every writer stages and publishes atomically, so nothing is left
+    half-published)."""
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # an ignored SIGINT stays ignored
+        signal.signal(signal.SIGINT, _on_interrupt)
+    try:
+        _main()
+    except SystemExit as exc:
+        if _interrupted and exc.code == 130:
+            console.say("interrupted")
+        raise
+
+
+def _main() -> None:
     try:
         result = app(standalone_mode=False)
         if isinstance(result, int):
@@ -108,6 +132,9 @@ def main() -> None:
         raise SystemExit(int(exc.exit_code)) from None
     except typer.Exit as exc:
         raise SystemExit(exc.exit_code) from None
+    except KeyboardInterrupt:  # Ctrl-C outside the command (typer turns one inside it into exit code 130)
+        _interrupted.append(True)
+        raise SystemExit(130) from None
     except typer.Abort:
         console.error("aborted")
         raise SystemExit(130) from None
