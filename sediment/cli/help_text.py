@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import inspect
 import re
+from typing import Any
 
-import click
 import typer
 from typer.core import TyperOption
 from typer.main import solve_typer_info_help
@@ -50,7 +50,7 @@ def summarize(app: typer.Typer) -> None:
 _display_type_rich = TyperOption.display_type_rich
 
 
-def _no_type_for_flags(self: TyperOption, ctx: click.Context) -> str | None:
+def _no_type_for_flags(self: TyperOption, ctx: Any) -> str | None:  # typer's own (vendored) click Context
     if self.is_flag and not self.count:
         return None
     return _display_type_rich(self, ctx)
