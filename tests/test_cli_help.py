@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,3 +40,107 @@ def test_ingest_summary_prints_counts_not_python_reprs(tmp_path: Path) -> None:
     result = sediment(tmp_path / "home", "ingest", "github", "--event", "ping", str(github))
     assert "skipped on purpose: unsupported_event:ping: 1" in result.stderr, result.stderr
     assert "{'" not in result.stderr
+
+
+def test_a_choice_error_lists_the_choices_on_one_line(tmp_path: Path) -> None:
+    result = sediment(tmp_path, "ingest", "calls", str(tmp_path / "calls.jsonl"))
+    assert result.returncode == 2
+    assert result.stderr == ("error: Missing option '--format'. Choose from: litellm, openai-chat, "
+                             "openai-responses, anthropic\n"), result.stderr
+    assert "\\n" not in result.stderr and "\\t" not in result.stderr
+
+
+def _commands(command: Any, ctx: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any, Any]]:
+    """Every command of the click tree under ``command``, with its path and context."""
+    import click
+
+    yield path, command, ctx
+    if hasattr(command, "list_commands"):  # a group (typer's groups are not click.Group subclasses)
+        for name in command.list_commands(ctx):
+            sub = command.get_command(ctx, name)
+            if sub is not None and not sub.hidden:
+                yield from _commands(sub, click.Context(sub, info_name=name, parent=ctx), (*path, name))
+
+
+def command_tree() -> list[tuple[tuple[str, ...], Any, Any]]:
+    import click
+    import typer
+
+    from sediment.cli import app
+
+    root = typer.main.get_command(app)
+    return list(_commands(root, click.Context(root, info_name="sediment")))
+
+
+def test_no_flag_shows_a_bool_metavar_in_any_help() -> None:
+    from typer.testing import CliRunner
+
+    from sediment.cli import app
+
+    runner = CliRunner()
+    shown = 0
+    for path, _, _ in command_tree():
+        result = runner.invoke(app, [*path, "--help"], terminal_width=200)
+        assert result.exit_code == 0, (path, result.output)
+        assert "<bool>" not in result.output, (path, result.output)
+        shown += "--help" in result.output
+    assert shown > 40  # the whole tree was rendered, not just the root
+
+
+def test_command_summaries_are_whole_first_sentences_on_one_line() -> None:
+    from typer.core import TyperGroup
+
+    checked = []
+    for path, command, ctx in command_tree():
+        if type(command) is not TyperGroup:  # the rich command list (export and report list their own)
+            continue
+        for name in command.list_commands(ctx):
+            sub = command.get_command(ctx, name)
+            summary = sub.short_help or sub.help or ""
+            assert "\n" not in summary, (path, name, summary)
+            assert summary.endswith((".", "!", "?")), (path, name, summary)
+            checked.append((*path, name))
+    assert {("demo",), ("objectives",), ("targets",), ("ingest", "calls")} <= set(checked)
+
+
+def test_tables_in_a_pipe_keep_every_cell_whole(tmp_path: Path) -> None:
+    result = sediment(tmp_path, "targets")  # stdout is a pipe
+    assert result.returncode == 0, result.stderr
+    assert "…" not in result.stdout
+    assert "rollouts.jsonl" in result.stdout and "no_segments" in result.stdout
+
+
+def test_serve_on_port_zero_announces_the_port_it_bound(tmp_path: Path) -> None:
+    import httpx
+
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("SEDIMENT_")}
+    environ |= {"SEDIMENT_HOME": str(tmp_path), "SEDIMENT_ORG_ID": "acme"}
+    process = subprocess.Popen([sys.executable, "-m", "sediment", "serve", "--port", "0"], env=environ,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stderr is not None
+        for line in process.stderr:
+            if line.startswith("receiving for org acme on "):
+                break
+        else:
+            raise AssertionError(f"no announcement; exit {process.wait(10)}")
+        match = re.search(r"http://127\.0\.0\.1:(\d+) ", line)
+        assert match, line
+        port = int(match.group(1))
+        assert port != 0
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                response = httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline, "nothing answers on the announced port"
+                time.sleep(0.05)
+        assert response.status_code == 200
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)

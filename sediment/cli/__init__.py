@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
+from types import FrameType
 
 import typer
 
 from sediment import __version__
-from sediment.cli import console
+from sediment.cli import console, help_text
 from sediment.cli.demo import demo
 from sediment.cli.derive import derive
 from sediment.cli.explain import explain
@@ -63,6 +65,7 @@ app.command()(quarantine)
 app.command()(release)
 app.add_typer(trajectory_app, name="trajectory")
 app.command()(serve)
+help_text.summarize(app)
 
 
 def _version(value: bool) -> None:
@@ -94,8 +97,30 @@ def _root(
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler])
 
 
+_interrupted: list[bool] = []
+"""Set once Ctrl-C (SIGINT) arrived: typer reports it as a bare exit code 130."""
+
+
+def _on_interrupt(signum: int, frame: FrameType | None) -> None:
+    _interrupted.append(True)
+    signal.default_int_handler(signum, frame)  # KeyboardInterrupt: staged output is removed as it unwinds
+
+
 def main() -> None:
-    """Console-script entry point with the error boundary."""
+    """Console-script entry point with the error boundary. Ctrl-C exits 130 with the one line
+    ``interrupted`` on stderr (every writer stages and publishes atomically, so nothing is left
+    half-published)."""
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # an ignored SIGINT stays ignored
+        signal.signal(signal.SIGINT, _on_interrupt)
+    try:
+        _main()
+    except SystemExit as exc:
+        if _interrupted and exc.code == 130:
+            console.say("interrupted")
+        raise
+
+
+def _main() -> None:
     try:
         result = app(standalone_mode=False)
         if isinstance(result, int):
@@ -107,11 +132,15 @@ def main() -> None:
         raise SystemExit(int(exc.exit_code)) from None
     except typer.Exit as exc:
         raise SystemExit(exc.exit_code) from None
+    except KeyboardInterrupt:  # Ctrl-C outside the command (typer turns one inside it into exit code 130)
+        _interrupted.append(True)
+        raise SystemExit(130) from None
     except typer.Abort:
         console.error("aborted")
         raise SystemExit(130) from None
     except typer.TyperException as exc:  # usage errors carry their own exit code
-        message = exc.format_message()
+        # click lays out choices as "Choose from:\n\tA,\n\tB": on one line, as "Choose from: A, B"
+        message = " ".join(part.strip() for part in exc.format_message().split("\n\t"))
         if message.strip():  # a bare group command (no_args_is_help) has printed its help: no empty error line
             console.error(message)
         raise SystemExit(exc.exit_code) from None

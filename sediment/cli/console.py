@@ -22,11 +22,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.text import Text
 
 out = Console(soft_wrap=True, highlight=False, markup=False, emoji=False)
 err = Console(stderr=True, soft_wrap=True, highlight=False, markup=False, emoji=False)
+
+_PIPE_WIDTH = 100_000
+"""The width a table is laid out in when the console is not a terminal: wide enough for every
+cell at its natural width, so nothing is cut to ``…`` in a pipe or a file."""
 
 Styled = tuple[str, str]
 """The project's own text and its rich style, e.g. ``("✓", "green")``."""
@@ -94,3 +98,18 @@ def error(message: object) -> None:
 def warning(message: object) -> None:
     """One warning line on stderr. ``message`` is input."""
     say(("warning:", "yellow"), " ", visible(message))
+
+
+def render(renderable: RenderableType, *, stderr: bool = False) -> None:
+    """Print a table (or any rich renderable) on stdout, or stderr with ``stderr=True``.
+
+    On a terminal it is laid out to the terminal's width. Anywhere else (a pipe, a file) there
+    is no width to fit, and a fitted table would cut cells to ``rollouts.j…``: it is laid out at
+    its natural width instead, every cell whole."""
+    console = err if stderr else out
+    if console.is_terminal:
+        console.print(renderable)
+        return
+    wide = Console(file=console.file, width=_PIPE_WIDTH, soft_wrap=False, highlight=False, markup=False,
+                   emoji=False, force_terminal=False, color_system=None)
+    wide.print(renderable)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from sediment.cli import console, settings
+from sediment.cli import console, progress, settings
 from sediment.errors import UsageError
 
 
@@ -47,7 +47,9 @@ def derive(
         show(explain_session(settings.store(), org_id, explain, policy=resolved, mirrors=mirrors), as_json=as_json)
         return
     assert out is not None
-    path, _ = derive_bundle(settings.store(), org_id, out, policy=resolved, mirrors=mirrors, workers=workers)
+    with progress.bar("deriving sessions", enabled=progress.wanted(as_json)) as update:
+        path, _ = derive_bundle(settings.store(), org_id, out, policy=resolved, mirrors=mirrors, workers=workers,
+                                progress=update)
     manifest = json.loads((path / "manifest.json").read_text(encoding="ascii"))
     if as_json:
         typer.echo(json.dumps(manifest))

@@ -13,22 +13,22 @@ import enum
 import inspect
 import json
 import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 from typer.core import TyperGroup
 
 from sediment.cli import console, settings
+from sediment.cli.progress import bar as progress_bar
+from sediment.cli.progress import wanted
 from sediment.errors import UsageError
 
 if TYPE_CHECKING:
-    from sediment.export.pipeline import Evidence, ProgressCallback
+    from sediment.export.pipeline import Evidence
     from sediment.git.mirror_root import MirrorRoot
     from sediment.host.kinds import Objective
     from sediment.host.registry import PluginRegistry
@@ -94,21 +94,6 @@ export_app = typer.Typer(
 )
 
 
-@contextmanager
-def _progress(enabled: bool, units: str) -> Iterator[ProgressCallback | None]:
-    if not enabled:
-        yield None
-        return
-    with Progress(TextColumn(f"exporting {console.visible(units.replace('_', ' '))}"), BarColumn(),
-                  MofNCompleteColumn(), TimeRemainingColumn(), console=console.err, transient=True) as bar:
-        task = bar.add_task("export", total=None)
-
-        def update(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
-        yield update
-
-
 _TICK = ("✓", "green")
 
 
@@ -163,7 +148,7 @@ def render_summary(summary: dict[str, Any], objective: Objective | None = None) 
     fragmented = {k: v for k, v in summary["fragmented"].items() if v}
     if fragmented:
         table.add_row("fragmented (not skipped)", "", _counts(fragmented))
-    console.err.print(table)
+    console.render(table, stderr=True)
     _render_files(summary)
 
 
@@ -179,7 +164,7 @@ def _render_profile_summary(summary: dict[str, Any], units: str, owner: str = "t
     fragmented = {k: v for k, v in summary["fragmented"].items() if v}
     if fragmented:
         table.add_row("fragmented (not skipped)", "", _counts(fragmented))
-    console.err.print(table)
+    console.render(table, stderr=True)
     _render_files(summary)
 
 
@@ -234,7 +219,7 @@ def run_export(objective_name: str, *, out: Path, recipe: str | None = None, sou
         chosen is not None and chosen.info.needs_mirrors)
     mirror_root = settings.mirror_option(mirrors, "the export") if needs else None
     evidence = _evidence(source, org, mirror_root, workers)
-    with _progress(console.err.is_terminal and not as_json, info.units) as progress:
+    with progress_bar(f"exporting {info.units.replace('_', ' ')}", enabled=wanted(as_json)) as progress:
         summary = export_objective(
             evidence, out, objective=objective.name, target=None if chosen is None else chosen.name,
             profile=profile, recipe=recipe, registry=registry, settings=sources, progress=progress, workers=workers,

@@ -31,7 +31,7 @@ def facts(
     table.add_column("quarantined", justify="right")
     for name, row in counts.items():
         table.add_row(console.cell(name), console.cell(row["stored"]), console.cell(row["quarantined"]))
-    console.out.print(table)
+    console.render(table)
     console.show(f"quarantine revision: {store.quarantine_revision(org_id)}")
 
 

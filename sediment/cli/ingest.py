@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from sediment.cli import console, input_files, settings
+from sediment.cli import console, input_files, progress, settings
 from sediment.ingest import IngestError, Translation
 from sediment.ingest.ci.providers import PROVIDERS, WebhookProvider
 
@@ -78,7 +78,8 @@ def _run(files: list[str], translate: Callable[[Any], Translation], as_json: boo
     from sediment.ingest.reading.files import ingest_files
 
     input_files.check(files)
-    report = ingest_files(files, translate, settings.store(), workers=workers, reader=reader)
+    with progress.records("ingesting", enabled=progress.wanted(as_json)) as update:
+        report = ingest_files(files, translate, settings.store(), workers=workers, reader=reader, progress=update)
     _render(report, as_json)
     # a legacy mirror added before these Facts named its repository's identity is keyed by it now
     settings.settle_mirrors(org_id, (table for table, count in report.stored.items() if count))
@@ -330,8 +331,9 @@ def otlp(files: list[str] = typer.Argument(..., help="OTLP/JSON log exports, one
     org_id = settings.org_id(org)
     now = settings.capture_time()
     input_files.check(files)
-    report = ingest_files(files, lambda record: translate_otlp(record, org_id=org_id, captured_at=now),
-                          settings.store(), workers=workers, keep_flaws=True)
+    with progress.records("ingesting", enabled=progress.wanted(as_json)) as update:
+        report = ingest_files(files, lambda record: translate_otlp(record, org_id=org_id, captured_at=now),
+                              settings.store(), workers=workers, keep_flaws=True, progress=update)
     _render(report, as_json, elements="log_records")
     if report.problems:
         raise IngestError(f"{len(report.problems)} problem(s) (a log record, or a batch that is not an OTLP logs "
@@ -385,7 +387,8 @@ def transcripts(client: TranscriptClient = typer.Argument(..., help="The client 
         if not folder.is_dir():
             raise ConfigurationError(f"no {client.value} session folder at {folder}; name transcript files or folders")
         chosen = [folder]
-    report = ingest_transcripts(chosen, client.value, settings.store(),
-                                org_id=org_id, captured_at=now)
+    with progress.records("ingesting transcripts", enabled=progress.wanted(as_json)) as update:
+        report = ingest_transcripts(chosen, client.value, settings.store(), org_id=org_id, captured_at=now,
+                                    progress=update)
     _render(report, as_json)
     _report_problems(report, "line")

@@ -63,7 +63,7 @@ def _render(report: Any) -> None:
         rows = ", ".join(f"{s}: {n}" for s, n in counts["rows"].items()) or "-"
         style = "bold red" if counts["findings"] and kind not in ("same_repository",) else ""
         table.add_row(console.cell(kind), str(counts["findings"]), console.cell(rows), style=style)
-    out.print(table)
+    console.render(table)
     for kind in summary["kinds"]:
         found = [f for f in report.findings if f.kind == kind]
         if not found:

@@ -9,13 +9,23 @@ from typing import Any
 
 import typer
 
-from sediment.cli import console, input_files, settings
+from sediment.cli import console, input_files, progress, settings
 from sediment.output_paths import writing
 
 library_app = typer.Typer(
     help=("The trajectory library: one immutable canonical record per agent attempt (public sources and "
           "Sediment's own Rollouts), ranked per task, projected into SFT views. See docs/library.md."),
     no_args_is_help=True)
+
+def counted(records: Iterator[Any], update: Callable[[int], None] | None) -> Iterator[Any]:
+    """``records`` as they are, ``update`` called with how many have passed."""
+    if update is None:
+        yield from records
+        return
+    for count, record in enumerate(records, 1):
+        yield record
+        update(count)
+
 
 _LIBRARY = typer.Option(..., "--library", help="The library directory (created by the first import).")
 
@@ -65,8 +75,9 @@ def import_(
     if not from_store:
         records = records_for(format, files, problems, target.known_ids(), skipped)
     created = not library.exists()
-    with writing("library", library):
-        report = target.import_records(records, materialize_all=materialize_all, prevalidated=True)
+    with writing("library", library), progress.counter("importing", enabled=progress.wanted()) as update:
+        report = target.import_records(counted(records, update), materialize_all=materialize_all,
+                                       prevalidated=True)
     if created and problems and not report.record_count:  # a failed import leaves no empty library behind
         shutil.rmtree(library)
     report.already_present += len(skipped)

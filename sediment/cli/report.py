@@ -121,7 +121,7 @@ def _counts(counts: dict[str, int]) -> str:
 
 def _print(*renderables: Any) -> None:
     for renderable in renderables:
-        console.out.print(renderable)
+        console.render(renderable)
 
 
 def _emit_json(value: Any) -> None:

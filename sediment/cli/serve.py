@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import socket
+
 import typer
 
 from sediment.cli import console, settings
+from sediment.errors import ConfigurationError
 
 HELP = (
     "Receive webhooks and telemetry live: verified deliveries are spooled durably, acknowledged, then "
@@ -71,12 +74,33 @@ def serve(
     if not config.ingest_tokens:
         console.warning("SEDIMENT_INGEST_TOKENS is empty: /ingest/gateway, /ingest/ci and /v1/logs refuse "
                         "every delivery")
-    console.say(f"receiving for org {org_id} on http://{config.host}:{config.port} ({', '.join(paths)}); "
+    listener = _listen(config.host, config.port)  # bound before it is announced: --port 0 names the real port
+    bound = listener.getsockname()[1]
+    shown_host = f"[{config.host}]" if ":" in config.host else config.host
+    console.say(f"receiving for org {org_id} on http://{shown_host}:{bound} ({', '.join(paths)}); "
                 f"spool {config.spool}")
     logging.getLogger("sediment").setLevel(min(logging.getLogger("sediment").getEffectiveLevel(), logging.INFO))
-    server = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, log_level="info",
+    server = uvicorn.Server(uvicorn.Config(app, host=config.host, port=bound, log_level="info",
                                            proxy_headers=True, server_header=False, lifespan="on"))
-    server.run()
+    with listener:
+        server.run(sockets=[listener])
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host:port`` (0: a free port the system picks), ready for uvicorn."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
+        listener = socket.socket(family, socket.SOCK_STREAM)
+    except OSError as exc:
+        raise ConfigurationError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, port))
+    except OSError as exc:
+        listener.close()
+        raise ConfigurationError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    listener.set_inheritable(True)
+    return listener
 
 
 serve.__doc__ = HELP

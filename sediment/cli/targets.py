@@ -81,7 +81,7 @@ def targets(
             console.cells(item["schema_ids"].values()),
             console.cell(f"{item['origin']['distribution']} {item['origin']['version']}"),
         )
-    console.out.print(table)
+    console.render(table)
     for item in manifests:
         console.show(f"manifest plugin {item['name']}: {', '.join(item['files'])} — {item['description']}")
     if not manifests:

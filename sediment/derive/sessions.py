@@ -230,16 +230,25 @@ class _LiveCounts(Mapping[str, int]):
 
 
 def derive_bundle(store: FactStore, org_id: str, out: Path, *, policy: DerivationPolicy,
-                  mirrors: MirrorRoot | None, workers: int = 1) -> tuple[Path, StoreRollouts]:
+                  mirrors: MirrorRoot | None, workers: int = 1,
+                  progress: Callable[[int, int], None] | None = None) -> tuple[Path, StoreRollouts]:
     """Derive every Session of ``org_id`` and write the bundle ``out`` atomically.
 
     With ``workers`` > 1, contiguous chunks of Sessions are derived in parallel processes and
     their encoded lines concatenated in order (each chunk as soon as it and those before it are
     done, while later chunks are still derived): the bundle is byte-identical either way.
+    ``progress(done, total)`` is called as Sessions are derived (after each one, or each chunk).
     """
     rollouts = StoreRollouts(store, org_id, policy=policy, mirrors=mirrors)
-    if workers <= 1 or len(rollouts) < 2:
-        path = write_bundle(iter(rollouts), out, org_id=org_id, policy=policy,
+    total = len(rollouts)
+    if workers <= 1 or total < 2:
+        def counted() -> Iterator[Rollout]:  # StoreRollouts yields one item per Session, in order
+            for done, rollout in enumerate(rollouts, 1):
+                yield rollout
+                if progress is not None:
+                    progress(done, total)
+
+        path = write_bundle(counted(), out, org_id=org_id, policy=policy,
                             quarantine_revision=rollouts.quarantine_revision,
                             fragmented=lambda: rollouts.fragmented, skipped=lambda: rollouts.skipped, ordered=True,
                             repositories=rollouts.repositories)
@@ -247,16 +256,18 @@ def derive_bundle(store: FactStore, org_id: str, out: Path, *, policy: Derivatio
     out = check_destination(out)  # before the workers start, not after they finished
     parts = Path(tempfile.mkdtemp(prefix=f".{out.name}.parts-", dir=out.parent))
     try:
-        def derive_chunk(chunk: range) -> tuple[Path, Any]:
+        def derive_chunk(chunk: range) -> tuple[Path, Any, int]:
             path = parts / f"part-{chunk.start:09d}.jsonl"
             with path.open("wb") as handle:
                 for index in chunk:
                     handle.write(encode_line(rollouts[index]))
-            return path, rollouts.take_stats()
+            return path, rollouts.take_stats(), chunk.stop
 
         def lines() -> Iterator[bytes]:  # each chunk's lines as soon as it and those before it are done
-            for path, stats in ordered_chunks(derive_chunk, len(rollouts), workers, on_fork=rollouts.after_fork):
+            for path, stats, done in ordered_chunks(derive_chunk, total, workers, on_fork=rollouts.after_fork):
                 rollouts.merge_stats(stats)
+                if progress is not None:
+                    progress(done, total)
                 with path.open("rb") as handle:
                     yield from handle
                 path.unlink()

@@ -316,6 +316,7 @@ def ingest_files(
     workers: int = 1,
     keep_flaws: bool = False,
     reader: Callable[[], JsonReader] | None = None,
+    progress: Callable[[int, int, int], None] | None = None,
 ) -> IngestReport:
     """Translate every record of every file and append the Facts in batches.
 
@@ -324,18 +325,23 @@ def ingest_files(
     and the ones before it are ready), so what is stored (and which redelivery counts as the
     duplicate) is the same as with one worker. ``keep_flaws`` reads records as :func:`records` says;
     ``reader`` makes the reader of each worker's files (one per worker, used in file order).
+    ``progress(files_done, files_total, records_read)`` is called as records are read (after
+    each record with one worker, after each chunk of files with several).
     """
     files = list(paths)
     if workers <= 1 or len(files) < 2:
         report = IngestReport()
         shared = reader() if reader is not None else None
-        for path in files:
+        for done, path in enumerate(files):
+            tick = None if progress is None else _ticker(progress, done, len(files), report)
             _ingest_file(path, translate, lambda facts: _merge(report, store.append(facts)), report, keep_flaws,
-                         shared)
+                         shared, tick)
+            if progress is not None:
+                progress(done + 1, len(files), report.records)
         return report
     spool = Path(tempfile.mkdtemp(prefix="sediment-ingest-"))
     try:
-        def chunk_job(chunk: range) -> tuple[IngestReport, list[Path]]:
+        def chunk_job(chunk: range) -> tuple[IngestReport, list[Path], int]:
             report, batches = IngestReport(), list[Path]()
 
             def spill(facts: list[FactModel]) -> None:
@@ -347,18 +353,25 @@ def ingest_files(
             shared = reader() if reader is not None else None
             for index in chunk:
                 _ingest_file(files[index], translate, spill, report, keep_flaws, shared)
-            return report, batches
+            return report, batches, chunk.stop
 
         total = IngestReport()
-        for report, batches in ordered_chunks(chunk_job, len(files), workers):
+        for report, batches, done in ordered_chunks(chunk_job, len(files), workers):
             total.absorb(report)
             for batch in batches:
                 with batch.open("rb") as handle:
                     _merge(total, store.write(pickle.load(handle)))
                 batch.unlink()
+            if progress is not None:
+                progress(done, len(files), total.records)
         return total
     finally:
         shutil.rmtree(spool, ignore_errors=True)
+
+
+def _ticker(progress: Callable[[int, int, int], None], done: int, files: int,
+            report: IngestReport) -> Callable[[], None]:
+    return lambda: progress(done, files, report.records)
 
 
 def _merge(report: IngestReport, result: AppendResult) -> None:
@@ -367,13 +380,14 @@ def _merge(report: IngestReport, result: AppendResult) -> None:
 
 
 def _ingest_file(path: str, translate: Callable[[Any], Translation], sink: Callable[[list[FactModel]], None],
-                 report: IngestReport, keep_flaws: bool = False, reader: JsonReader | None = None) -> None:
+                 report: IngestReport, keep_flaws: bool = False, reader: JsonReader | None = None,
+                 tick: Callable[[], None] | None = None) -> None:
     pending: list[FactModel] = []
     read = report.records
     try:
         with tallying(report.redacted):
             _ingest_stream(path, records(path, keep_flaws=keep_flaws, reader=reader), translate, sink, report,
-                           pending)
+                           pending, tick)
     except InputUnreadable as exc:  # the records before it are kept
         report.problems.append(InputProblem(path, exc.line or 0, str(exc)))
     except OSError as exc:
@@ -386,12 +400,15 @@ def _ingest_file(path: str, translate: Callable[[Any], Translation], sink: Calla
 
 
 def _ingest_stream(path: str, stream: Iterable[tuple[int, Any]], translate: Callable[[Any], Translation],
-                   sink: Callable[[list[FactModel]], None], report: IngestReport, pending: list[FactModel]) -> None:
+                   sink: Callable[[list[FactModel]], None], report: IngestReport, pending: list[FactModel],
+                   tick: Callable[[], None] | None = None) -> None:
     """Translate each record; only the input's faults are problems. A translator's
     TranslationError (or a model's ValidationError) names the input field; any other exception
-    is a bug in Sediment and propagates with its traceback."""
+    is a bug in Sediment and propagates with its traceback. ``tick`` runs after each record is read."""
     for number, record in stream:
         report.records += 1
+        if tick is not None:
+            tick()
         try:
             if isinstance(record, Exception):
                 raise record

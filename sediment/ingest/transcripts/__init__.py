@@ -54,12 +54,15 @@ def translate_transcript(path: Path, client: Client, *, org_id: str, captured_at
 
 
 def ingest_transcripts(paths: Sequence[Path], client: Client, store: FactStore, *, org_id: str,
-                       captured_at: datetime) -> IngestReport:
+                       captured_at: datetime,
+                       progress: Callable[[int, int, int], None] | None = None) -> IngestReport:
     """Translate every transcript file named (folders: every ``*.jsonl`` under them) and
-    append its Facts; ``records`` counts the lines read."""
+    append its Facts; ``records`` counts the lines read. ``progress(files_done, files_total,
+    lines_read)`` is called after each file."""
     report = IngestReport()
     named = {path for path in paths if not path.is_dir()}
-    for path in transcript_files(list(paths)):
+    files = list(transcript_files(list(paths)))
+    for done, path in enumerate(files, 1):
         with tallying(report.redacted):
             result = translate_transcript(path, client, org_id=org_id, captured_at=captured_at)
         if path in named and not result.lines and not result.problems:  # a folder's empty file is a session starting
@@ -72,6 +75,8 @@ def ingest_transcripts(paths: Sequence[Path], client: Client, store: FactStore, 
             appended = store.append(result.facts)
             report.stored.update(appended.stored)
             report.duplicates.update(appended.duplicates)
+        if progress is not None:
+            progress(done, len(files), report.records)
     return report
 
 

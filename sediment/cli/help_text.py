@@ -1,0 +1,59 @@
+"""How the CLI's help reads: command summaries that are whole sentences, flags without a type.
+
+- In a group's command list each command is summarized by the first sentence of its help, on
+  one line (typer's rich layout otherwise keeps the help's hard line breaks, and a summary
+  breaks off mid-sentence at the end of a source line).
+- A boolean flag takes no value, so the options panel shows no ``<bool>`` type for it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import Any
+
+import typer
+from typer.core import TyperOption
+from typer.main import solve_typer_info_help
+from typer.models import DefaultPlaceholder
+
+_SENTENCE_END = re.compile(r"[.!?](?=\s+[A-Z`(\"']|$)")
+"""A full stop that ends a sentence: followed by the end or by a capital, quote or code span,
+so ``e.g. a value`` does not end one."""
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of ``text``'s first paragraph, whitespace collapsed onto one line."""
+    paragraph = inspect.cleandoc(text).split("\n\n")[0]
+    flat = " ".join(line for line in paragraph.split() if line != "\b")
+    match = _SENTENCE_END.search(flat)
+    return flat[: match.end()] if match else flat
+
+
+def summarize(app: typer.Typer) -> None:
+    """Give every command and group of ``app`` (recursively) without an explicit short help the
+    first sentence of its help as its summary."""
+    for command in app.registered_commands:
+        if command.short_help is None:
+            text = command.help or inspect.getdoc(command.callback) or ""
+            if text:
+                command.short_help = first_sentence(text)
+    for group in app.registered_groups:
+        if isinstance(group.short_help, DefaultPlaceholder) or group.short_help is None:
+            text = solve_typer_info_help(group)
+            if text:
+                group.short_help = first_sentence(text)
+        if group.typer_instance is not None:
+            summarize(group.typer_instance)
+
+
+_display_type_rich = TyperOption.display_type_rich
+
+
+def _no_type_for_flags(self: TyperOption, ctx: Any) -> str | None:  # typer's own (vendored) click Context
+    if self.is_flag and not self.count:
+        return None
+    return _display_type_rich(self, ctx)
+
+
+TyperOption.display_type_rich = _no_type_for_flags  # type: ignore[method-assign]
