@@ -18,7 +18,7 @@ from __future__ import annotations
 import html
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -122,7 +122,7 @@ def _event_html(index: int, event: Mapping[str, Any], budget: _Budget) -> str:
             f"{f'<div>result of <code>{_e(link)}</code></div>' if link else ''}</td></tr>")
 
 
-def _events_html(events: list[Mapping[str, Any]]) -> str:
+def _events_html(events: Sequence[Mapping[str, Any]]) -> str:
     budget = _Budget(EVENTS_BUDGET)
     rows = []
     for index, event in enumerate(events):
