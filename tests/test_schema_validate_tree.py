@@ -48,7 +48,10 @@ def test_the_whole_demo_export_tree_validates(demo: Path) -> None:
         "https://sediment.so/schemas/training-rows/swe-bench-instance/v2.json"}
     # profiles that declare no native schema are listed, not failed
     assert all(u["reason"].endswith("declares no schema for its data rows") for u in report["unchecked"])
-    assert not any("/swe-bench-tasks-v2/" in u["file"] for u in report["unchecked"])
+    assert not any("/swe-bench-tasks-v2/" in u["file"] or "/harbor-tasks-v1/" in u["file"] for u in report["unchecked"])
+    harbor = [native for path, native in report["native"].items() if "/harbor-tasks-v1/" in path]
+    assert harbor and {n["schema_id"] for n in harbor} == {
+        "https://sediment.so/schemas/training-rows/harbor-task-index/v1.json"}
     human = sediment("schema", "validate", *files)
     assert human.returncode == 0 and f"all rows valid ({len(files)} file(s))" in human.stderr
 
