@@ -98,3 +98,32 @@ def test_a_file_without_compatibility_json_is_judged_by_its_own_schema_id(tmp_pa
     problems = json.loads(result.stdout)["problems"]
     assert [(p["line"], p["path"]) for p in problems] == [(1, None), (2, None)]
     assert problems[0]["message"] == "row names no schema_id" and problems[1]["message"].startswith("not JSON")
+
+
+@pytest.mark.parametrize("compatibility", [b"", b"not json", b"[]", b'{"profile": {"id": 3}, "files": {}}',
+                                           b'{"profile": {"id": "x"}, "files": []}', b"\xff\xfe"])
+def test_a_broken_compatibility_json_leaves_rows_to_their_own_schema_id(tmp_path: Path, compatibility: bytes) -> None:
+    (tmp_path / "compatibility.json").write_bytes(compatibility)
+    data = tmp_path / "data.train.jsonl"
+    data.write_text("{}\n")
+    result = sediment("schema", "validate", "--json", str(data))
+    assert result.returncode == 6 and "Traceback" not in result.stderr
+    assert [p["message"] for p in json.loads(result.stdout)["problems"]] == ["row names no schema_id"]
+
+
+def test_a_profile_without_a_native_schema_is_listed_not_failed(demo: Path) -> None:
+    data = demo / "profiles" / "hf-trl-sft-v3" / "data.train.jsonl"
+    result = sediment("schema", "validate", "--json", str(data))
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["unchecked"] == [{"file": str(data), "profile": "hf-trl-sft-v3",
+                                    "reason": "profile hf-trl-sft-v3 declares no schema for its data rows"}]
+    assert report["problems"] == [] and report["native"] == {}
+    unknown = json.loads((demo / "profiles" / "swe-bench-tasks-v2" / "compatibility.json").read_text())
+    unknown["profile"]["native_schema"] = "https://example.com/gone.json"
+    copy = demo.parent / "copy"
+    copy.mkdir(exist_ok=True)
+    (copy / "compatibility.json").write_text(json.dumps(unknown))
+    (copy / "data.train.jsonl").write_bytes((demo / "profiles" / "swe-bench-tasks-v2" / "data.train.jsonl").read_bytes())
+    gone = sediment("schema", "validate", str(copy / "data.train.jsonl"))
+    assert gone.returncode == 6 and "unknown schema_id https://example.com/gone.json" in gone.stderr
