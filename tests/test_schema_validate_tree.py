@@ -49,9 +49,12 @@ def test_the_whole_demo_export_tree_validates(demo: Path) -> None:
     # profiles that declare no native schema are listed, not failed
     assert all(u["reason"].endswith("declares no schema for its data rows") for u in report["unchecked"])
     assert not any("/swe-bench-tasks-v2/" in u["file"] or "/harbor-tasks-v1/" in u["file"] for u in report["unchecked"])
-    harbor = [native for path, native in report["native"].items() if "/harbor-tasks-v1/" in path]
-    assert harbor and {n["schema_id"] for n in harbor} == {
-        "https://sediment.so/schemas/training-rows/harbor-task-index/v1.json"}
+    for profile, schema in (("harbor-tasks-v1", "harbor-task-index/v1"),
+                            ("nemo-gym-swebench-tasks-v1", "nemo-gym-swebench-task/v1")):
+        declared = [native for path, native in report["native"].items() if f"/{profile}/" in path]
+        assert declared and {n["schema_id"] for n in declared} == {
+            f"https://sediment.so/schemas/training-rows/{schema}.json"}, profile
+        assert not any(f"/{profile}/" in u["file"] for u in report["unchecked"])
     human = sediment("schema", "validate", *files)
     assert human.returncode == 0 and f"all rows valid ({len(files)} file(s))" in human.stderr
 
