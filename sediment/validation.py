@@ -27,14 +27,27 @@ from referencing.jsonschema import DRAFT202012
 
 @dataclass(frozen=True)
 class RowProblem:
-    """One problem found in one line of a JSONL file."""
+    """One problem found in one line of a JSONL file.
+
+    :param line: 1-based; 0 for the file as a whole (an empty file).
+    :param pointer: where in the row, as ``/``-joined keys and indices (``metadata/test_transitions``);
+        ``""`` for the row itself, ``None`` for a problem of the line (not JSON, no schema_id).
+    """
 
     path: Path
     line: int
     message: str
+    pointer: str | None = None
 
-    def __str__(self) -> str:  # line 0: the file as a whole
-        return f"{self.path}:{self.line}: {self.message}" if self.line else f"{self.path}: {self.message}"
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else str(self.path)
+        if self.pointer is not None:
+            return f"{where}: {self.pointer or '(row)'}: {self.message}"
+        return f"{where}: {self.message}"
+
+    def as_json(self) -> dict[str, Any]:
+        """``file``, ``line``, ``path`` (the pointer, or null) and ``message``."""
+        return {"file": str(self.path), "line": self.line, "path": self.pointer, "message": self.message}
 
 
 def schemas_in(package: str, folder: str = "schemas") -> list[dict[str, Any]]:
@@ -95,19 +108,26 @@ class SchemaSet:
 
     def errors(self, row: Any, schema_id: str | None = None) -> list[str]:
         """Every violation of ``row`` against ``schema_id`` (default: the one the row names)."""
+        return [f"{pointer or '(row)'}: {message}" if pointer is not None else message
+                for pointer, message in self.violations(row, schema_id)]
+
+    def violations(self, row: Any, schema_id: str | None = None) -> list[tuple[str | None, str]]:
+        """:meth:`errors` as ``(pointer, message)`` pairs; the pointer is ``None`` when the
+        row cannot be checked at all (it names no schema, or an unknown one)."""
         schema_id = schema_id or row_schema_id(row)
         if schema_id is None:
-            return ["row names no schema_id"]
+            return [(None, "row names no schema_id")]
         if schema_id not in self._schemas:
-            return [f"unknown schema_id {schema_id}"]
+            return [(None, f"unknown schema_id {schema_id}")]
         return [
-            f"{'/'.join(str(p) for p in error.absolute_path) or '(row)'}: {error.message}"
+            ("/".join(str(p) for p in error.absolute_path), error.message)
             for error in sorted(self._validator(schema_id).iter_errors(row),
                                 key=lambda e: list(map(str, e.absolute_path)))
         ]
 
-    def validate_file(self, path: Path) -> Iterator[RowProblem]:
-        """Problems in a JSONL file: unparseable lines and schema violations, line by line."""
+    def validate_file(self, path: Path, schema_id: str | None = None) -> Iterator[RowProblem]:
+        """Problems in a JSONL file: unparseable lines and schema violations, line by line,
+        against ``schema_id`` (a profile data file's native schema), else each row's own."""
         number = 0
         with path.open("rb") as handle:
             for number, raw in enumerate(handle, start=1):
@@ -116,8 +136,11 @@ class SchemaSet:
                 except ValueError as exc:
                     yield RowProblem(path, number, f"not JSON: {exc}")
                     continue
-                for message in self.errors(row):
-                    yield RowProblem(path, number, message)
+                for pointer, message in self.violations(row, schema_id):
+                    yield RowProblem(path, number, message, pointer)
+                if schema_id is not None and row_schema_id(row) not in (None, schema_id):
+                    yield RowProblem(path, number, f"a native row names schema_id {row_schema_id(row)}, "
+                                                   f"not its own {schema_id}", "")
         if not number:
             yield RowProblem(path, 0, "empty file: no rows")
 

@@ -38,14 +38,15 @@ SHA = "d" * 40
 
 def make_profile(*, target: str = "nemo-gym", schema: str = NEMO_SCHEMA, reason: str | None = None,
                  body: Any = None, retires: Sequence[str] = (), prompt: Any = None,
-                 objective: str = "rlvr") -> types.ModuleType:
+                 objective: str = "rlvr", native_schema: str | None = None) -> types.ModuleType:
     module = types.ModuleType("test_profile")
 
     @hookimpl
     def describe_profile() -> ProfileInfo:
         return ProfileInfo(consumer="toy", version=1, target=target, population="rollouts", canonical_schema=schema,
                            validated_with=(Dependency("toy", "1.0"),), validation="toy.load", support="toy rows",
-                           skip_reasons=("no_reward",), retires=tuple(retires), objective=objective)
+                           skip_reasons=("no_reward",), retires=tuple(retires), objective=objective,
+                           native_schema=native_schema)
 
     @hookimpl
     def adapt_row(row: Mapping[str, Any], evidence: RolloutEvidence, index: int) -> AdaptedRow | str:
@@ -184,6 +185,9 @@ def test_registry_checks_what_a_profile_declares() -> None:
         plugin_registry(("toy-v1", make_profile(schema="https://example.com/x.json")))
     with pytest.raises(PluginError, match="retires 'verifiers-tasks-v1', which is already installed"):
         plugin_registry(("toy-v1", make_profile(retires=("verifiers-tasks-v1",))))
+    with pytest.raises(PluginError, match="declares native schema https://example.com/n.json, but no plugin "
+                                          "registers it"):
+        plugin_registry(("toy-v1", make_profile(native_schema="https://example.com/n.json")))
 
 
 def test_unknown_retired_and_mismatched_profile_names() -> None:

@@ -33,6 +33,9 @@ EXPECTED_FILES = {
     "sediment-rlvr-task.v3.json",
     "sediment-rlvr-rollout.v4.json",
     "swe-bench-task.v3.json",
+    "swe-bench-instance.v2.json",  # the native rows of profile swe-bench-tasks-v2 (docs/profiles.md)
+    "harbor-task-index.v1.json",  # the native rows of profile harbor-tasks-v1
+    "nemo-gym-swebench-task.v1.json",  # the native rows of profile nemo-gym-swebench-tasks-v1
     "nemo-gym-rollout.v4.json",
     "diff-sft-sample.v3.json",
     "sft-sample.v4.json",

@@ -70,6 +70,7 @@ def describe_profile() -> ProfileInfo:
         target="swe-bench",
         population="tasks",
         canonical_schema=CANONICAL_SCHEMA,
+        native_schema="https://sediment.so/schemas/training-rows/harbor-task-index/v1.json",
         validated_with=(Dependency("harbor", "0.25.0"), Dependency("verifiers", "0.4.0"),
                         Dependency("nemo-gym", "0.7.0")),
         validation=(

@@ -36,6 +36,7 @@ def describe_profile() -> ProfileInfo:
         target="swe-bench",
         population="tasks",
         canonical_schema=CANONICAL_SCHEMA,
+        native_schema="https://sediment.so/schemas/training-rows/nemo-gym-swebench-task/v1.json",
         validated_with=(Dependency("nemo-gym", "0.7.0"),),
         validation=("nemo_gym.task_data.validate_jsonl_rows('swebench', ...) with the swebench resources "
                     "server's TaskData (zero error rows); BaseRunRequest on every row"),

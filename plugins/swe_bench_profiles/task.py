@@ -122,8 +122,10 @@ class GradableTask:
         return "\n".join(lines) + "\n"
 
     def metadata(self, canonical: Mapping[str, Any]) -> dict[str, Any]:
-        """The canonical metadata, with the evidence behind both test lists."""
-        return {**canonical, "test_transitions": self.transitions.evidence()}
+        """The canonical metadata, with the evidence behind both test lists, without the canonical
+        row's ``schema_id``: a native row is not that row, and must not claim its schema."""
+        kept = {key: value for key, value in canonical.items() if key != "schema_id"}
+        return {**kept, "test_transitions": self.transitions.evidence()}
 
 
 def _quote(path: str) -> str:

@@ -6,7 +6,9 @@ Every ``SWEbenchInstance`` key, as the strings SWE-bench expects (``FAIL_TO_PASS
 ``log_parser``, ``eval_type``), then ``metadata``: the canonical evidence and the
 TestCaseResult ids behind both test lists. The reference patch splits into ``patch`` (source
 files) and ``test_patch`` (test files, by the repository's globs); ``environment_setup_commit``
-is the base commit; ``hints_text`` is empty (nothing recorded holds hints).
+is the base commit; ``hints_text`` is empty (nothing recorded holds hints). ``metadata`` holds
+the canonical metadata without its ``schema_id``: the row obeys its own schema
+(:data:`NATIVE_SCHEMA`), not the canonical row's.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from sediment.plugin import AdaptedRow, Dependency, PluginSettings, ProfileInfo,
 from .task import REMEDIES, TASK_SKIP_REASONS, TaskSettings, gradable_task
 
 CANONICAL_SCHEMA = "https://sediment.so/schemas/training-rows/swe-bench-task/v3.json"
+#: The schema of the rows this profile writes (registered by the swe-bench target plugin).
+NATIVE_SCHEMA = "https://sediment.so/schemas/training-rows/swe-bench-instance/v2.json"
 
 
 @hookimpl
@@ -29,6 +33,7 @@ def describe_profile() -> ProfileInfo:
         target="swe-bench",
         population="tasks",
         canonical_schema=CANONICAL_SCHEMA,
+        native_schema=NATIVE_SCHEMA,
         validated_with=(Dependency("swebench", "5.0.2"),),
         validation=(
             "swebench.harness.utils.make_test_spec and load_swebench_dataset on every row; "

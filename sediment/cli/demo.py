@@ -44,4 +44,4 @@ def demo(
                 f"{ingested['observations']} git-note edges into {result['home']}")
     console.say(f"inputs: {result['inputs']}")
     console.say(f"bundle: {result['bundle']}")
-    console.say(f"try: sediment schema validate {out}/exports/*/*.jsonl {out}/profiles/*/evidence*.jsonl")
+    console.say(f"try: sediment schema validate $(find {out}/exports {out}/profiles -name '*.jsonl')")

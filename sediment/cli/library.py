@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -45,6 +46,8 @@ def import_(
     org: str | None = typer.Option(None, "--org", help="Org id with --from-store (default: SEDIMENT_ORG_ID)."),
     materialize_all: bool = typer.Option(False, "--materialize-all",
                                          help="Also write all.jsonl.gz: every canonical record in one file."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout: added, already_present, "
+                                 "record_count, new_shards, failed, problems (at most 50)."),
 ) -> None:
     """Import attempts (an importer's format, or canonical-jsonl) into a library.
 
@@ -85,8 +88,14 @@ def import_(
         console.warning(problem)
     if len(problems) > 50:
         console.say(f"… and {len(problems) - 50} more")
-    console.say(f"{report.added} record(s) added, {report.already_present} already present; "
-                f"{report.record_count} in the library ({len(report.new_shards)} new shard(s))")
+    if as_json:
+        typer.echo(json.dumps({"library": str(library), "added": report.added,
+                               "already_present": report.already_present, "record_count": report.record_count,
+                               "new_shards": [str(shard) for shard in report.new_shards],
+                               "failed": len(problems), "problems": problems[:50]}, ensure_ascii=False))
+    else:
+        console.say(f"{report.added} record(s) added, {report.already_present} already present; "
+                    f"{report.record_count} in the library ({len(report.new_shards)} new shard(s))")
     if problems:
         raise IngestError(f"{len(problems)} record(s) failed to import; every other record was imported")
 
@@ -117,6 +126,8 @@ def views_(
                                help="json (the view samples), arrow (flat fields plus structured fields as JSON "
                                     "text: loads into an Arrow table without loss), or chat (with --view turns: "
                                     "{prompt, completion} chat messages)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout: out, view, format, "
+                                 "samples, attempts."),
 ) -> None:
     """Write SFT view samples (full or turns) of selected, filtered, sampled attempts.
 
@@ -151,13 +162,19 @@ def views_(
             for item in adapter.project(rows, view):
                 handle.write(orjson.dumps(shape(item)) + b"\n")
                 count += 1
+    if as_json:
+        typer.echo(json.dumps({"out": str(out), "view": view, "format": format, "samples": count,
+                               "attempts": len(rows)}, ensure_ascii=False))
+        return
     console.say(f"{count} {view} sample(s) from {len(rows)} attempt(s) written to {out}")
 
 
 @library_app.command("inspect")
 def inspect_(
     library: Path = _LIBRARY,
-    trajectory_id: str = typer.Option(..., "--trajectory-id", help="The record to show."),
+    trajectory_id: str = typer.Option(..., "--trajectory-id", metavar="ID",
+                                      help="The record to show: its id, or a prefix of it that names one record "
+                                           "(several: one line naming them, exit 2)."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead: the record, its ranking row, its "
                                                        "full-trajectory sample, every assistant-turn sample (the "
                                                        "exact model_input objects) and the task's alternatives."),
@@ -166,30 +183,77 @@ def inspect_(
 
     Shows the interaction, every causal turn sample with its exact model input and
     supervised target, verification evidence, missing fields, and the task's alternatives side by side."""
+    from sediment.trajectory.catalog import resolve
     from sediment.trajectory.inspect import render, report
     from sediment.trajectory.library import Library
 
+    opened = Library(library)
+    trajectory_id = resolve(opened, trajectory_id)
     if as_json:
-        import json
-
-        typer.echo(json.dumps(report(Library(library), trajectory_id), ensure_ascii=False, sort_keys=True))
+        typer.echo(json.dumps(report(opened, trajectory_id), ensure_ascii=False, sort_keys=True))
         return
-    console.out.print(render(Library(library), trajectory_id))
+    console.out.print(render(opened, trajectory_id))
 
 
 @library_app.command("gallery")
 def gallery_(
     library: Path = _LIBRARY,
     out: Path = typer.Option(..., "--out", help="Directory to write index.html and one page per representative."),
+    page_size: int = typer.Option(100, "--page-size", min=1, help="Records listed on one index page."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout: out, representatives, "
+                                 "records, index_pages, pages, largest_page_bytes."),
 ) -> None:
-    """Write a static HTML gallery of representative attempts.
+    """Write a static HTML gallery of representative attempts and an index of every record.
 
     One deterministic representative for every source x outcome x
     tier combination present, each page showing the full interaction, every turn sample, the exact
-    model input, supervised target, verification evidence, missing fields and alternatives."""
+    model input, supervised target, verification evidence, missing fields and alternatives; long
+    events and samples are folded so a page stays near 1 MB. The index lists every record,
+    --page-size a page, with a legend of the quality tiers."""
     from sediment.trajectory.gallery import write_gallery
     from sediment.trajectory.library import Library
 
     with writing("gallery directory", out):
-        pages = write_gallery(Library(library), out)
-    console.say(f"gallery of {len(pages)} representative(s) written to {out / 'index.html'}")
+        gallery = write_gallery(Library(library), out, page_size)
+    if as_json:
+        typer.echo(json.dumps({"out": str(out), "representatives": len(gallery.pages), "records": gallery.records,
+                               "index_pages": gallery.index_pages, "pages": gallery.pages,
+                               "largest_page_bytes": max(gallery.sizes.values())}, ensure_ascii=False))
+        return
+    console.say(f"gallery of {len(gallery.pages)} representative(s) and {gallery.records} record(s) on "
+                f"{len(gallery.index_pages)} index page(s) written to {out / 'index.html'}")
+
+
+@library_app.command("list")
+def list_(
+    library: Path = _LIBRARY,
+    source: list[str] = typer.Option([], "--source", help="Keep this source id (repeatable)."),
+    task: list[str] = typer.Option([], "--task", help="Keep this task key (repeatable)."),
+    benchmark: list[str] = typer.Option([], "--benchmark", help="Keep this task family (repeatable)."),
+    quality_tier: list[int] = typer.Option([], "--quality-tier", help="Keep this quality tier, 1 (best) to 5."),
+    eligible: bool | None = typer.Option(None, "--eligible/--ineligible",
+                                         help="Keep only SFT-eligible attempts, or only the others."),
+    split: list[str] = typer.Option([], "--split", help="Keep this derived task split (train or eval)."),
+    retained: bool = typer.Option(False, "--retained", help="Only retained attempts (not the duplicates "
+                                                              "collapsed into them)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout: library, count, records "
+                                 "(trajectory_id, source_id, task_key, task_family, outcome_category, quality_tier, "
+                                 "within_task_rank, sft_eligible, split, event_count, retained_trajectory_id)."),
+) -> None:
+    """List the library's records with their ranking, filtered.
+
+    Reads index.sqlite only. One tab-separated line a record on stdout (a header first), sorted
+    by id; a duplicate shows the tier, rank and eligibility of the attempt it is retained as."""
+    from sediment.trajectory.catalog import COLUMNS, CatalogFilters, catalog
+    from sediment.trajectory.library import Library
+
+    rows = catalog(Library(library), CatalogFilters(
+        source=source, task=task, benchmark=benchmark, quality_tier=quality_tier, sft_eligible=eligible,
+        split=split, retained_only=retained))
+    if as_json:
+        typer.echo(json.dumps({"library": str(library), "count": len(rows), "records": rows}, ensure_ascii=False))
+        return
+    typer.echo("\t".join(COLUMNS))
+    for row in rows:
+        typer.echo("\t".join(console.visible("-" if row[column] is None else row[column]) for column in COLUMNS))
+    console.say(f"{len(rows)} record(s)")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -16,22 +17,40 @@ if TYPE_CHECKING:
 mirror_app = typer.Typer(help="Manage bare git mirrors (reference patches, git-note attribution).",
                          no_args_is_help=True)
 
+_JSON_HELP = "Print one JSON object on stdout (docs/cli.md); warnings stay on stderr."
+
 _REPOSITORY_ID_HELP = ("GitHub's immutable repository id (repository.id of its webhooks): key the mirror by "
                        "it. Needed when the stored Facts show several repositories that held the name.")
 
 
-def _report(location: MirrorLocation, mirrors: MirrorRoot, org: str) -> None:
+def _location(location: MirrorLocation) -> dict[str, Any]:
+    """A mirror as JSON: ``repo``, ``repository_id`` (null for a legacy mirror keyed by the
+    name) and ``path``."""
+    identity = location.identity
+    return {"repo": location.repo, "repository_id": identity.repository_id if identity is not None else None,
+            "path": str(location.path)}
+
+
+def _report(location: MirrorLocation, mirrors: MirrorRoot, org: str, as_json: bool = False) -> dict[str, Any]:
+    """Record the mirror's new note edges; say so unless ``as_json``, and return them as JSON:
+    the mirror, ``stored``, ``already_seen``, ``git_ai_notes``, ``unbound_attestations``,
+    ``problems``."""
     from sediment.ingest.git_notes import observe_notes
 
     result = observe_notes(mirrors, settings.store(), org, location.repo, settings.capture_time(), location.identity)
     for problem in result.problems:
         console.warning(problem)
-    console.say(f"{location.repo}: {result.stored} new session-commit observation(s), "
-                f"{result.already_seen} already seen")
-    if result.git_ai_notes:
+    if not as_json:
+        console.say(f"{location.repo}: {result.stored} new session-commit observation(s), "
+                    f"{result.already_seen} already seen")
+    if result.git_ai_notes and not as_json:
         unbound = ", ".join(f"{k}: {v}" for k, v in sorted(result.unbound_attestations.items())) or "none"
         console.say(f"{location.repo}: {result.git_ai_notes} git-ai note(s) read; attestation lines "
                     f"binding no Session: {unbound}")
+    return {**_location(location), "stored": result.stored, "already_seen": result.already_seen,
+            "git_ai_notes": result.git_ai_notes,
+            "unbound_attestations": dict(sorted(result.unbound_attestations.items())),
+            "problems": [str(problem) for problem in result.problems]}
 
 
 def _context(org: str) -> RepositoryContext:
@@ -75,6 +94,7 @@ def add(
     source: str = typer.Argument(..., help="Path or URL to fetch from."),
     repository_id: str | None = typer.Option(None, "--repository-id", metavar="ID", help=_REPOSITORY_ID_HELP),
     org: str | None = typer.Option(None, "--org", help="Org id (default: SEDIMENT_ORG_ID)."),
+    as_json: bool = typer.Option(False, "--json", help=_JSON_HELP),
 ) -> None:
     """Create a bare mirror, fetch branches and refs/notes/sediment, record new note edges.
 
@@ -95,8 +115,11 @@ def add(
     mirrors = settings.mirror_root(create=True)
     identity = mirror_identity(_context(org_id), slug, chosen)
     path = mirrors.add(org_id, slug, source, identity)
-    console.say(f"mirrored {slug} into {path}")
-    _report(MirrorLocation(slug, identity, path), mirrors, org_id)
+    if not as_json:
+        console.say(f"mirrored {slug} into {path}")
+    report = _report(MirrorLocation(slug, identity, path), mirrors, org_id, as_json)
+    if as_json:
+        typer.echo(json.dumps(report, ensure_ascii=False))
 
 
 def _slug(repo: str) -> str:
@@ -118,6 +141,7 @@ def fetch(
     repository_id: str | None = typer.Option(None, "--repository-id", metavar="ID",
                                              help="Fetch the mirror keyed by this repository id."),
     org: str | None = typer.Option(None, "--org", help="Org id (default: SEDIMENT_ORG_ID)."),
+    as_json: bool = typer.Option(False, "--json", help=_JSON_HELP),
 ) -> None:
     """Refresh mirrors from their origin; new note edges become SessionCommitObservation Facts.
 
@@ -133,10 +157,13 @@ def fetch(
         locations = mirrors.mirrors(org_id)
     else:
         locations = [mirrors.named(org_id, _slug(repo) if repo else "", chosen, repositories)]
+    fetched: list[dict[str, Any]] = []
     for location in locations:
         location = _settle(location, mirrors, org_id, repositories)
         mirrors.fetch(org_id, location.repo, location.identity)
-        _report(location, mirrors, org_id)
+        fetched.append(_report(location, mirrors, org_id, as_json))
+    if as_json:
+        typer.echo(json.dumps({"mirrors": fetched}, ensure_ascii=False))
 
 
 @mirror_app.command("remove")
@@ -164,9 +191,15 @@ def remove(
 
 
 @mirror_app.command("list")
-def list_mirrors(org: str | None = typer.Option(None, "--org", help="Org id (default: SEDIMENT_ORG_ID).")) -> None:
+def list_mirrors(org: str | None = typer.Option(None, "--org", help="Org id (default: SEDIMENT_ORG_ID)."),
+                 as_json: bool = typer.Option(False, "--json", help="Print one JSON object on stdout: mirrors "
+                                              "(repo, repository_id or null for a legacy mirror, path).")) -> None:
     """List the org's mirrors (identified ones first) and where they live."""
     org_id = settings.org_id(org)
     mirrors = settings.mirror_root()
-    for location in mirrors.mirrors(org_id):
+    locations = mirrors.mirrors(org_id)
+    if as_json:
+        typer.echo(json.dumps({"mirrors": [_location(location) for location in locations]}, ensure_ascii=False))
+        return
+    for location in locations:
         typer.echo(f"{console.visible(location.repo)}\t{console.visible(location.path)}")

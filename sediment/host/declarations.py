@@ -336,6 +336,10 @@ class ProfileInfo:
         knows better in its context), one short line saying what would change it: a recipe, a
         setting, a missing ingest or mirror. When every unit of an export is skipped, the export
         ends with the dominant reason and its remedy (``nothing_written`` in the summary).
+    :param native_schema: the ``$id`` of the schema its data rows (the consumer's native rows)
+        obey, registered by a plugin (``register_schemas``). ``compatibility.json`` records it,
+        and ``sediment schema validate`` checks a profile's data files against it. A native row
+        never carries the canonical row's ``schema_id``: it is not that row.
     """
 
     consumer: str
@@ -354,6 +358,7 @@ class ProfileInfo:
     row_order: str = "export"
     remedies: Mapping[str, str] = field(default_factory=dict)
     writes_directories: bool = False
+    native_schema: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "remedies", _check_remedies(self.remedies, f"profile for {self.consumer}"))
@@ -387,6 +392,7 @@ class ProfileInfo:
             "validation": self.validation,
             "support": self.support,
             **({"writes_directories": True} if self.writes_directories else {}),
+            **({"native_schema": self.native_schema} if self.native_schema else {}),
         }
 
 

@@ -288,6 +288,8 @@ class PluginRegistry:
             if adapted.schema_id(info.population) != info.canonical_schema:
                 raise PluginError(f"{where} reads {info.canonical_schema}, but {kind} {info.target} writes "
                                   f"{adapted.schema_id(info.population)}")
+            if info.native_schema is not None and info.native_schema not in self.schemas:
+                raise PluginError(f"{where} declares native schema {info.native_schema}, but no plugin registers it")
             for old in info.retires:
                 if old in self.profiles or old in self.retired:
                     first = self.retired.get(old, old)
