@@ -49,7 +49,7 @@ from sediment.git.repositories import RepositoryContext
 from sediment.host.kinds import Objective
 from sediment.host.registry import PluginRegistry, load_registry
 from sediment.output_paths import writing
-from sediment.parallel import ordered_chunks
+from sediment.parallel import ordered_chunks, require_shared_store
 from sediment.settings import PluginSettings, SettingsSources
 
 __all__ = ["Budgets", "Evidence", "OrderedRollouts", "ProgressCallback", "RolloutSource", "export_objective",
@@ -90,6 +90,7 @@ def export_objective(
     budgets: Budgets = Budgets(),
     workers: int = 1,
     repositories: RepositoryContext | None = None,
+    engine: str = "local",
 ) -> dict[str, Any]:
     """Export ``evidence`` as ``objective`` (through ``target`` and ``profile`` when it has
     targets) into ``out_dir``; the summary.
@@ -113,7 +114,16 @@ def export_objective(
     :param repositories: the repository context CI resolves with; by default the evidence's own
         (``evidence.repositories``, else ``evidence.rollouts.repositories``: a bundle's population,
         the store's for a direct export). Without one only legacy (identity-less) CI outcomes resolve.
+    :param engine: ``"ray"`` projects the Rollouts by tasks on a Ray cluster instead of forked
+        processes, partitioned by Session hash and merged in export order
+        (:mod:`sediment.parallel.cluster`): the same bytes. A direct export needs a PostgreSQL store,
+        one from a bundle a bundle every node reads at the same path. What projects in one process
+        (a profile, an objective without targets) does so whatever the engine.
     """
+    if engine == "ray":
+        store = getattr(evidence.rollouts, "store", None)
+        if store is not None:
+            require_shared_store(store.url)
     if repositories is None:
         repositories = evidence.repositories or getattr(evidence.rollouts, "repositories", None)
     registry = registry or load_registry()
@@ -167,7 +177,7 @@ def export_objective(
         return _export_into(out, owner, projection, evidence, registry, manifest_settings, ExportRun(
             objective=chosen_objective, owner_name=owner_name, profile=profile, recipe=chosen_recipe,
             verifier_commands=verifier_commands, ci_policy=ci_policy, progress=progress, budgets=budgets,
-            workers=workers, repositories=repositories, settings=sources, remedies=remedies))
+            workers=workers, repositories=repositories, settings=sources, remedies=remedies, engine=engine))
 
 
 @dataclass(frozen=True)
@@ -186,6 +196,7 @@ class ExportRun:
     repositories: RepositoryContext | None
     settings: SettingsSources
     remedies: Mapping[str, str]
+    engine: str = "local"
 
 
 def _export_into(out: Path, owner: Ownership, projection: Projection | ObjectiveProjection, evidence: Evidence,
@@ -206,9 +217,16 @@ def _export_into(out: Path, owner: Ownership, projection: Projection | Objective
                 projection.run(context, stage.prepared, tally)
                 units = context.read
             else:
-                for result in _project_chunks(evidence, projection, stage, run.verifier_commands, run.ci_policy,
-                                              run.recipe, run.progress, run.workers, run.repositories):
-                    tally.update(result.tally)
+                if run.engine == "ray" and projection.parallel_safe and len(evidence.rollouts):
+                    from sediment.export.on_ray import project_on_ray
+
+                    tally.update(project_on_ray(evidence, projection, stage.prepared, run.verifier_commands,
+                                                run.ci_policy, run.recipe, run.progress, run.workers,
+                                                run.repositories))
+                else:
+                    for result in _project_chunks(evidence, projection, stage, run.verifier_commands, run.ci_policy,
+                                                  run.recipe, run.progress, run.workers, run.repositories):
+                        tally.update(result.tally)
                 units = len(evidence.rollouts)
             projection.before_publish(tally)
             published = stage.publish(projection.stems, target=run.owner_name, profile=run.profile,
@@ -243,6 +261,7 @@ def export_through_target(
     budgets: Budgets = Budgets(),
     workers: int = 1,
     repositories: RepositoryContext | None = None,
+    engine: str = "local",
 ) -> dict[str, Any]:
     """Project ``rollouts`` through ``target`` (and ``profile``) into ``out_dir``; the summary.
 
@@ -265,6 +284,7 @@ def export_through_target(
         Evidence(rollouts, split_enabled, mirrors, fragmented or {}), out_dir, objective=objective, target=target,
         profile=profile, registry=registry, settings=settings, verifier_commands=verifier_commands,
         ci_policy=ci_policy, progress=progress, budgets=budgets, workers=workers, repositories=repositories,
+        engine=engine,
     )
 
 
