@@ -9,13 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import signal
-import socket
 import subprocess
 import sys
-import tempfile
-import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,85 +21,18 @@ import pytest
 from sediment.errors import ConfigurationError, SedimentError
 from sediment.parallel import ENGINE_ENV, engine_name, partition_of, require_shared_store
 
-RAY_BIN = Path(sys.executable).with_name("ray")
-START_TIMEOUT = 90
-STOP_TIMEOUT = 30
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _start(args: list[str], node_ip: str, temp: Path, log: Path) -> subprocess.Popen[bytes]:
-    """One ``ray start --block`` node in its own process group, on a loopback address of its own
-    (127.0.0.1 itself Ray would swap for the machine's network address)."""
-    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0")
-    ports = ["--node-manager-port", str(_free_port()), "--object-manager-port", str(_free_port()),
-             "--dashboard-agent-listen-port", str(_free_port()), "--dashboard-agent-grpc-port", str(_free_port()),
-             "--metrics-export-port", str(_free_port()), "--runtime-env-agent-port", str(_free_port())]
-    with log.open("ab") as out:
-        return subprocess.Popen([str(RAY_BIN), "start", "--block", "--num-cpus", "1", "--node-ip-address", node_ip,
-                                 "--disable-usage-stats", *ports, *args],
-                                stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=temp)
-
-
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """The node's whole process group (its raylet, store and workers): SIGTERM, then SIGKILL."""
-    for sig, wait in ((signal.SIGTERM, 5), (signal.SIGKILL, STOP_TIMEOUT)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            return
-        time.sleep(wait if sig == signal.SIGTERM else 0)
-        try:
-            process.wait(timeout=wait)
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def _listening(port: int) -> bool:
-    with socket.socket() as probe:
-        probe.settimeout(1)
-        return probe.connect_ex(("127.0.0.2", port)) == 0
-
 
 @pytest.fixture(scope="module")
 def ray_cluster() -> Iterator[str]:
-    """A local Ray cluster (head + one worker node, one CPU each) on loopback; its address."""
-    if not RAY_BIN.exists():
+    """A local Ray cluster (head + one worker node process, one CPU each) on loopback; its address."""
+    from sediment.testing.ray_cluster import local_ray_cluster, ray_command
+
+    if not ray_command().exists():
         from sediment.testing.ci import unavailable
 
         unavailable("Ray is not installed: pip install 'sediment[ray]' (.ci/run installs it)")
-    import ray
-
-    temp = Path(tempfile.mkdtemp(prefix="sray-", dir="/tmp"))  # short: Ray's socket paths must fit
-    log = temp / "nodes.log"
-    port = _free_port()
-    address = f"127.0.0.2:{port}"
-    nodes = [_start(["--head", "--port", str(port), "--include-dashboard=false", "--temp-dir", str(temp)],
-                    "127.0.0.2", temp, log)]
-    try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while not _listening(port):
-            if time.monotonic() > deadline or nodes[0].poll() is not None:
-                raise RuntimeError(f"the Ray head did not start:\n{log.read_text(errors='replace')[-3000:]}")
-            time.sleep(0.5)
-        nodes.append(_start(["--address", address], "127.0.0.3", temp, log))
-        os.environ["RAY_ADDRESS"] = address
-        ray.init(address=address, log_to_driver=False, logging_level="WARNING")
-        while len([n for n in ray.nodes() if n["Alive"]]) < 2:
-            if time.monotonic() > deadline or nodes[1].poll() is not None:
-                raise RuntimeError(f"the Ray worker node did not join:\n{log.read_text(errors='replace')[-3000:]}")
-            time.sleep(0.5)
+    with local_ray_cluster(nodes=2) as address:
         yield address
-    finally:
-        os.environ.pop("RAY_ADDRESS", None)
-        ray.shutdown()
-        for node in reversed(nodes):
-            _stop(node)
-        shutil.rmtree(temp, ignore_errors=True)
 
 
 # --- without a cluster ----------------------------------------------------------------------
