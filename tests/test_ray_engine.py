@@ -219,3 +219,21 @@ def test_a_failed_task_publishes_nothing_and_a_rerun_publishes(ray_cluster: str,
     export_objective(store_evidence(store, ORG, mirrors), out, objective=objective, target=name, registry=registry,
                      workers=2, engine="ray")
     assert _tree(out) == _tree(expected)
+
+
+@pytest.mark.ray
+@pytest.mark.postgres
+@pytest.mark.slow
+def test_the_bench_on_ray_matches_one_process_and_local_workers(ray_cluster: str, tmp_path: Path) -> None:
+    """bench/run.py --engine ray on the smoke profile: every output and the stores identical."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    import engines
+    from run import run_stage
+    from synth import PROFILES
+
+    from sediment.testing import postgres_base_url
+
+    result = engines.run_engines(PROFILES["smoke"], tmp_path, 2, postgres_base_url(), run_stage, address=ray_cluster)
+    assert result["identical"] and result["same_store"]
+    report = engines.render(result)
+    assert "| derive |" in report and "ray, 2 workers s" in report
