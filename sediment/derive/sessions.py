@@ -36,7 +36,7 @@ from sediment.git.repositories import RepositoryContext, superseded_observations
 from sediment.model.facts import CIOutcome, DeveloperDecision, InferenceCall, SessionCommitObservation
 from sediment.model.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy, Provenance
 from sediment.model.rollout import CommitRef, Rollout, call_order_key, segment_calls, tool_sets
-from sediment.parallel import ordered_chunks, require_shared_store
+from sediment.parallel import engine_name, ordered_chunks, require_shared_store
 from sediment.split import assign_split
 from sediment.store import FactStore
 
@@ -257,6 +257,7 @@ def derive_bundle(store: FactStore, org_id: str, out: Path, *, policy: Derivatio
     Session hash (:mod:`sediment.parallel.cluster`; the store must be PostgreSQL, which each task
     reads itself), and their lines merged in Session order: the same bytes again.
     """
+    engine = engine_name(engine)
     if engine == "ray":
         require_shared_store(store.url)
     rollouts = StoreRollouts(store, org_id, policy=policy, mirrors=mirrors)

@@ -49,7 +49,7 @@ from sediment.git.repositories import RepositoryContext
 from sediment.host.kinds import Objective
 from sediment.host.registry import PluginRegistry, load_registry
 from sediment.output_paths import writing
-from sediment.parallel import ordered_chunks, require_shared_store
+from sediment.parallel import engine_name, ordered_chunks, require_shared_store
 from sediment.settings import PluginSettings, SettingsSources
 
 __all__ = ["Budgets", "Evidence", "OrderedRollouts", "ProgressCallback", "RolloutSource", "export_objective",
@@ -117,9 +117,10 @@ def export_objective(
     :param engine: ``"ray"`` projects the Rollouts by tasks on a Ray cluster instead of forked
         processes, partitioned by Session hash and merged in export order
         (:mod:`sediment.parallel.cluster`): the same bytes. A direct export needs a PostgreSQL store,
-        one from a bundle a bundle every node reads at the same path. What projects in one process
-        (a profile, an objective without targets) does so whatever the engine.
+        an export from a bundle the bundle at the same path on every node. What projects in one
+        process (a profile, an objective without targets) does so whatever the engine.
     """
+    engine = engine_name(engine)
     if engine == "ray":
         store = getattr(evidence.rollouts, "store", None)
         if store is not None:

@@ -6,9 +6,9 @@ ingest) has a key; positions go to ``workers * per_worker`` partitions by the ke
 ``job`` over its positions in position order and returning one result per position. The
 results are yielded in position order as soon as every earlier position is done, so a merge
 that concatenates them gives the bytes of a single process whatever the number of partitions,
-tasks or nodes. ``job`` travels to the workers pickled (Ray's cloudpickle): whatever it closes
-over must pickle, and re-open what it reads (the PostgreSQL store by URL, mirrors and bundles
-by path) on the worker.
+tasks or nodes. ``job`` travels to the workers pickled (Ray's cloudpickle), once per worker
+process and run: whatever it closes over must pickle, and re-open what it reads (the
+PostgreSQL store by URL, mirrors and bundles by path) on the worker.
 
 Ray is imported only when this engine runs (the ``sediment[ray]`` extra). The cluster is the
 one ``RAY_ADDRESS`` names (``ray start --head`` prints it), else the one ``ray start`` left on
@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
@@ -60,12 +61,22 @@ def cluster_cpus() -> int:
     return max(1, int(connect().cluster_resources().get("CPU", 1)))
 
 
-def _run_partition(job: Callable[[Sequence[int]], list[Any]], positions: list[int]) -> list[Any]:
-    """One Ray task: ``job`` over one partition's positions, in position order."""
-    results = job(positions)
+#: The job a Ray worker process last unpickled, by its run's token: the next partitions of the
+#: same run on that process reuse it (its open store connections, its mirror index).
+_LOADED: tuple[str, Any] | None = None
+
+
+def _run_partition(token: str, shipped: list[Any], positions: list[int]) -> list[Any]:
+    """One Ray task: the run's job (unpickled once per worker process) over one partition's
+    positions, in position order."""
+    global _LOADED
+    if _LOADED is None or _LOADED[0] != token:
+        _LOADED = None  # the previous run's job goes before the next one loads
+        _LOADED = (token, _ray().get(shipped[0]))
+    results = _LOADED[1](positions)
     if len(results) != len(positions):
         raise RuntimeError(f"a partition job returned {len(results)} results for {len(positions)} positions")
-    return results
+    return list(results)
 
 
 def _failure(ray: Any, exc: BaseException) -> BaseException:
@@ -97,8 +108,9 @@ def ordered_partitions(job: Callable[[Sequence[int]], list[T]], keys: Sequence[s
     for position, key in enumerate(keys):
         partitions[partition_of(key, parts)].append(position)
     task = ray.remote(num_cpus=1)(_run_partition)
-    shipped = ray.put(job)
-    pending = {task.remote(shipped, positions): positions for positions in partitions if positions}
+    token = secrets.token_hex(8)
+    shipped = [ray.put(job)]  # inside a list: the task fetches it only when its process has not yet
+    pending = {task.remote(token, shipped, positions): positions for positions in partitions if positions}
     done: dict[int, T] = {}
     following = 0
     try:

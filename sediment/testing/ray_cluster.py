@@ -22,6 +22,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
+from typing import Any
 
 #: Seconds the whole cluster may take to come up.
 START_TIMEOUT = 90
@@ -94,7 +95,7 @@ def local_ray_cluster(nodes: int = 2, cpus_per_node: int = 1, *, connect: bool =
     started = [_start(["--head", "--port", str(port), "--include-dashboard=false", "--temp-dir", str(temp)],
                       "127.0.0.2", cpus_per_node, temp, log)]
     before = os.environ.get("RAY_ADDRESS")
-    ray = None
+    driver: Any = None
     try:
         deadline = time.monotonic() + START_TIMEOUT
         while not _listening("127.0.0.2", port):
@@ -106,6 +107,7 @@ def local_ray_cluster(nodes: int = 2, cpus_per_node: int = 1, *, connect: bool =
         os.environ["RAY_ADDRESS"] = address
         import ray
 
+        driver = ray
         ray.init(address=address, log_to_driver=False, logging_level="WARNING")
         while len([n for n in ray.nodes() if n["Alive"]]) < nodes:
             if time.monotonic() > deadline or any(p.poll() is not None for p in started):
@@ -119,8 +121,8 @@ def local_ray_cluster(nodes: int = 2, cpus_per_node: int = 1, *, connect: bool =
             os.environ.pop("RAY_ADDRESS", None)
         else:
             os.environ["RAY_ADDRESS"] = before
-        if ray is not None:
-            ray.shutdown()
+        if driver is not None:
+            driver.shutdown()
         for process in reversed(started):
             _stop(process)
         shutil.rmtree(temp, ignore_errors=True)

@@ -40,7 +40,7 @@ from sediment.ingest.reading.json_text import parse_line as parse_line
 from sediment.ingest.reading.json_text import too_deep as too_deep
 from sediment.ingest.redaction.content import RedactionTally, tallying
 from sediment.model.facts import FactModel
-from sediment.parallel import ordered_chunks, require_shared_store
+from sediment.parallel import engine_name, ordered_chunks, require_shared_store
 from sediment.store import AppendResult, FactStore, PreparedFacts
 
 BATCH = 100
@@ -330,7 +330,7 @@ def ingest_files(
     the files at the same paths, and the store must be PostgreSQL), and written here in file order.
     """
     files = list(paths)
-    if engine == "ray":
+    if engine_name(engine) == "ray":  # engine is checked (an unknown one is refused)
         require_shared_store(store.url)
         if "-" in files:
             raise UsageError("--engine ray reads files on the cluster's nodes, not this process's stdin: name files")
