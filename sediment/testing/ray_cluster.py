@@ -11,6 +11,7 @@ only by the caller's use of the cluster, never by this module.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import signal
@@ -108,13 +109,13 @@ def local_ray_cluster(nodes: int = 2, cpus_per_node: int = 1, *, connect: bool =
         import ray
 
         driver = ray
-        ray.init(address=address, log_to_driver=False, logging_level="WARNING")
-        while len([n for n in ray.nodes() if n["Alive"]]) < nodes:
+        driver.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
+        while len([n for n in driver.nodes() if n["Alive"]]) < nodes:
             if time.monotonic() > deadline or any(p.poll() is not None for p in started):
                 raise ClusterError(f"the Ray worker nodes did not join:\n{_tail(log)}")
             time.sleep(0.5)
         if not connect:
-            ray.shutdown()
+            driver.shutdown()
         yield address
     finally:
         if before is None:

@@ -18,6 +18,7 @@ decompression bomb is one problem naming the line reached, and the records befor
 
 from __future__ import annotations
 
+import functools
 import os
 import pickle
 import re
@@ -379,20 +380,22 @@ def _prepare_files(files: list[str], translate: Callable[[Any], Translation], st
     results = []
     for index in positions:
         report, batches = IngestReport(), list[PreparedFacts]()
-        _ingest_file(files[index], translate, lambda facts, kept=batches: kept.append(store.prepare(facts)), report,
-                     keep_flaws, shared)
+        _ingest_file(files[index], translate, functools.partial(_prepare_into, store, batches), report, keep_flaws,
+                     shared)
         results.append((report, batches))
     return results
 
 
+def _prepare_into(store: FactStore, batches: list[PreparedFacts], facts: list[FactModel]) -> None:
+    batches.append(store.prepare(facts))
+
+
 def _ingest_on_ray(files: list[str], translate: Callable[[Any], Translation], store: FactStore, workers: int,
                    keep_flaws: bool, reader: Callable[[], JsonReader] | None) -> IngestReport:
-    from functools import partial
-
     from sediment.parallel.cluster import ordered_partitions
 
     total = IngestReport()
-    job = partial(_prepare_files, files, translate, store, keep_flaws, reader)
+    job = functools.partial(_prepare_files, files, translate, store, keep_flaws, reader)
     for report, batches in ordered_partitions(job, [os.path.abspath(f) for f in files], workers):
         total.absorb(report)
         for batch in batches:
