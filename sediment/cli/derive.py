@@ -20,6 +20,8 @@ def derive(
     as_json: bool = typer.Option(False, "--json", help="Print the manifest on stdout."),
     workers: int = typer.Option(1, "--workers", "-w", min=1, help="Processes deriving Sessions in parallel "
                                 "(the bundle is byte-identical for any count)."),
+    engine: str | None = typer.Option(None, "--engine", metavar="local|ray", envvar="SEDIMENT_ENGINE",
+                                      show_envvar=True, help=settings.ENGINE_HELP),
     explain: str | None = typer.Option(None, "--explain-attribution", metavar="SESSION", help=(
         "Write no bundle: show why SESSION was (not) bound to commits: its notes, the candidate commits "
         "and each code file's best Jaccard score against the threshold.")),
@@ -37,6 +39,7 @@ def derive(
         raise UsageError("Missing option '--out' / '-o' (or --explain-attribution SESSION).")
     if explain is not None and out is not None:
         raise UsageError("--explain-attribution writes no bundle: drop --out")
+    chosen_engine = settings.engine(engine)
     org_id = settings.org_id(org)
     mirrors = settings.mirror_root(create=True)
     settings.settle_mirrors(org_id, root=mirrors)  # Facts that arrived elsewhere (a receiver) may name one now
@@ -49,7 +52,7 @@ def derive(
     assert out is not None
     with progress.bar("deriving sessions", enabled=progress.wanted(as_json)) as update:
         path, _ = derive_bundle(settings.store(), org_id, out, policy=resolved, mirrors=mirrors, workers=workers,
-                                progress=update)
+                                progress=update, engine=chosen_engine)
     manifest = json.loads((path / "manifest.json").read_text(encoding="ascii"))
     if as_json:
         typer.echo(json.dumps(manifest))

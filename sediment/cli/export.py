@@ -189,11 +189,12 @@ def _evidence(source: Path | None, org: str | None, mirror_root: MirrorRoot | No
 def run_export(objective_name: str, *, out: Path, recipe: str | None = None, source: Path | None = None,
                org: str | None = None, mirrors: Path | None = None, target: str | None = None,
                profile: str | None = None, config: Path | None = None, assignments: list[str] | None = None,
-               as_json: bool = False, workers: int = 1, data_format: str = "jsonl") -> None:
+               as_json: bool = False, workers: int = 1, data_format: str = "jsonl", engine: str | None = None) -> None:
     """One ``sediment export OBJECTIVE`` run: check the names, gather the evidence, export, report."""
     from sediment.export.pipeline import export_objective
     from sediment.settings import SettingsSources
 
+    chosen_engine = settings.engine(engine)
     registry = _registry()
     objective = registry.objective(objective_name)
     if source is not None and not objective.info.supports_from:
@@ -224,6 +225,7 @@ def run_export(objective_name: str, *, out: Path, recipe: str | None = None, sou
             evidence, out, objective=objective.name, target=None if chosen is None else chosen.name,
             profile=profile, recipe=recipe, registry=registry, settings=sources, progress=progress, workers=workers,
             data_format=data_format,
+            engine=chosen_engine,
         )
     if as_json:
         console.out.print_json(json.dumps(summary)) if os.environ.get("SEDIMENT_PRETTY_JSON") else \
@@ -297,6 +299,9 @@ def _parameters(objective: Objective) -> list[inspect.Parameter]:
         params.append(_option("workers", int, typer.Option(
             1, "--workers", "-w", min=1,
             help="Processes projecting Rollouts in parallel (the files are byte-identical for any count).")))
+        params.append(_option("engine", str | None, typer.Option(
+            None, "--engine", metavar="local|ray", envvar="SEDIMENT_ENGINE", show_envvar=True,
+            help=settings.ENGINE_HELP)))
     return params
 
 

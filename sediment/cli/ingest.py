@@ -74,12 +74,13 @@ class CallFormat(StrEnum):
 
 
 def _run(files: list[str], translate: Callable[[Any], Translation], as_json: bool, workers: int = 1, *,
-         org_id: str, reader: Callable[[], JsonReader] | None = None) -> None:
+         org_id: str, reader: Callable[[], JsonReader] | None = None, engine: str = "local") -> None:
     from sediment.ingest.reading.files import ingest_files
 
     input_files.check(files)
     with progress.records("ingesting", enabled=progress.wanted(as_json)) as update:
-        report = ingest_files(files, translate, settings.store(), workers=workers, reader=reader, progress=update)
+        report = ingest_files(files, translate, settings.store(), workers=workers, reader=reader, progress=update,
+                              engine=engine)
     _render(report, as_json)
     # a legacy mirror added before these Facts named its repository's identity is keyed by it now
     settings.settle_mirrors(org_id, (table for table, count in report.stored.items() if count))
@@ -181,7 +182,9 @@ def calls(files: list[str] = typer.Argument(..., help=FILES_HELP),
           org: str | None = typer.Option(None, "--org", help=ORG_HELP),
           as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
           workers: int = typer.Option(1, "--workers", "-w", min=1,
-                                      help="Processes parsing files in parallel (the same Facts are stored).")
+                                      help="Processes parsing files in parallel (the same Facts are stored)."),
+          engine: str | None = typer.Option(None, "--engine", metavar="local|ray", envvar="SEDIMENT_ENGINE",
+                                            show_envvar=True, help=settings.ENGINE_HELP),
           ) -> None:
     """Gateway call logs: LiteLLM payloads, or request/response pairs of OpenAI Chat, OpenAI
     Responses and Anthropic Messages, with the Session in `session_id` or `x-sediment-session`.
@@ -191,11 +194,13 @@ def calls(files: list[str] = typer.Argument(..., help=FILES_HELP),
     from sediment.ingest.calls import ReplayMemo, translate_call
     from sediment.ingest.calls.spans import SpanReader
 
+    chosen_engine = settings.engine(engine)
     org_id = settings.org_id(org)
     now = settings.capture_time()
     memo = ReplayMemo()
     _run(files, lambda record: translate_call(record, format=format.value, org_id=org_id, captured_at=now,
-                                              memo=memo), as_json, workers, org_id=org_id, reader=SpanReader)
+                                              memo=memo), as_json, workers, org_id=org_id, reader=SpanReader,
+         engine=chosen_engine)
 
 
 def _provider_command(provider: WebhookProvider) -> None:
@@ -308,7 +313,9 @@ def otlp(files: list[str] = typer.Argument(..., help="OTLP/JSON log exports, one
          org: str | None = typer.Option(None, "--org", help=ORG_HELP),
          as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
          workers: int = typer.Option(1, "--workers", "-w", min=1,
-                                     help="Processes reading files in parallel (the same Facts are stored).")
+                                     help="Processes reading files in parallel (the same Facts are stored)."),
+         engine: str | None = typer.Option(None, "--engine", metavar="local|ray", envvar="SEDIMENT_ENGINE",
+                                           show_envvar=True, help=settings.ENGINE_HELP),
          ) -> None:
     """Agent OTLP log exports: developer decisions, edit observations, rejected edits, retry links.
 
@@ -328,12 +335,14 @@ def otlp(files: list[str] = typer.Argument(..., help="OTLP/JSON log exports, one
     from sediment.ingest.otlp import translate_otlp
     from sediment.ingest.reading.files import ingest_files
 
+    chosen_engine = settings.engine(engine)
     org_id = settings.org_id(org)
     now = settings.capture_time()
     input_files.check(files)
     with progress.records("ingesting", enabled=progress.wanted(as_json)) as update:
         report = ingest_files(files, lambda record: translate_otlp(record, org_id=org_id, captured_at=now),
-                              settings.store(), workers=workers, keep_flaws=True, progress=update)
+                              settings.store(), workers=workers, keep_flaws=True, progress=update,
+                              engine=chosen_engine)
     _render(report, as_json, elements="log_records")
     if report.problems:
         raise IngestError(f"{len(report.problems)} problem(s) (a log record, or a batch that is not an OTLP logs "

@@ -65,6 +65,19 @@ def unused_mirror_warning(repo: str) -> str:
             "--legacy` and add the one you mean with --repository-id")
 
 
+#: ``--engine``'s help: the same words on every command that takes it.
+ENGINE_HELP = ("Where the parallel work runs: local (forked processes, the default) or ray (tasks on the Ray "
+               "cluster RAY_ADDRESS names; needs the sediment[ray] extra and a PostgreSQL store; docs/scale.md). "
+               "The output is byte-identical either way.")
+
+
+def engine(value: str | None) -> str:
+    """The engine ``--engine`` (else SEDIMENT_ENGINE) names, checked."""
+    from sediment.parallel import engine_name
+
+    return engine_name(value)
+
+
 CAPTURE_TIME_ENV = "SEDIMENT_CAPTURE_TIME"
 
 

@@ -449,8 +449,10 @@ def delivered_at(delivery: dict[str, Any]) -> datetime:
     return datetime.fromisoformat(delivery["payload"]["workflow_run"]["updated_at"])
 
 
-def ingest_inputs(inputs: DemoInputs, home: Path) -> tuple[FactStore, MirrorRoot, dict[str, Any]]:
-    """Ingest the demo's input files into a new store and mirror root under ``home``, in the
+def ingest_inputs(inputs: DemoInputs, home: Path, store_url: str | None = None
+                  ) -> tuple[FactStore, MirrorRoot, dict[str, Any]]:
+    """Ingest the demo's input files into a new store (``store_url``, else a SQLite file under
+    ``home``) and mirror root under ``home``, in the
     order ``inputs`` lists them (calls, webhooks, decisions, the mirror and its notes, JUnit
     reports), with the demo's capture times; returns the store, the mirror root and the counts."""
     from sediment.git.mirror_root import mirror_identity
@@ -464,7 +466,7 @@ def ingest_inputs(inputs: DemoInputs, home: Path) -> tuple[FactStore, MirrorRoot
     from sediment.store import FactStore
 
     (home / "mirrors").mkdir(parents=True)
-    store = FactStore(f"sqlite:///{home / 'facts.db'}")
+    store = FactStore(store_url or f"sqlite:///{home / 'facts.db'}")
     mirrors = MirrorRoot(home / "mirrors")
     captured = T0 + timedelta(days=1)
     calls = ingest_files([str(inputs.calls)], lambda r: translate_call(

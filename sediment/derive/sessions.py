@@ -36,7 +36,7 @@ from sediment.git.repositories import RepositoryContext, superseded_observations
 from sediment.model.facts import CIOutcome, DeveloperDecision, InferenceCall, SessionCommitObservation
 from sediment.model.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy, Provenance
 from sediment.model.rollout import CommitRef, Rollout, call_order_key, segment_calls, tool_sets
-from sediment.parallel import ordered_chunks
+from sediment.parallel import engine_name, ordered_chunks, require_shared_store
 from sediment.split import assign_split
 from sediment.store import FactStore
 
@@ -147,6 +147,7 @@ class StoreRollouts(Sequence[Rollout]):
         self.store = store
         self.org_id = org_id
         self.policy = policy
+        self.policy_mirrors = mirrors
         self.quarantine_revision = store.quarantine_revision(org_id)
         self._sessions = store.session_ids(org_id)
         #: the org's repository context, read once: every Session is qualified by it
@@ -177,6 +178,22 @@ class StoreRollouts(Sequence[Rollout]):
 
     def order_keys(self) -> list[tuple[str, str]]:
         return [(self.org_id, s) for s in self._sessions]
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (for a Ray worker) without the mirrors it opened nor the counts gathered so far;
+        its store pickles as its URL."""
+        state = dict(self.__dict__)
+        state["_index"] = None
+        state["_fragmented"], state["_skipped"] = {}, {}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._index = CommitIndex(self.policy_mirrors, self.org_id, self.repositories)
+
+    def session_keys(self) -> list[str]:
+        """Each Session's partition key (``org_id/session_id``), in Session order."""
+        return [f"{self.org_id}/{s}" for s in self._sessions]
 
     def after_fork(self) -> None:
         """In a forked worker: never share the parent's database connections."""
@@ -231,16 +248,25 @@ class _LiveCounts(Mapping[str, int]):
 
 def derive_bundle(store: FactStore, org_id: str, out: Path, *, policy: DerivationPolicy,
                   mirrors: MirrorRoot | None, workers: int = 1,
-                  progress: Callable[[int, int], None] | None = None) -> tuple[Path, StoreRollouts]:
+                  progress: Callable[[int, int], None] | None = None, engine: str = "local"
+                  ) -> tuple[Path, StoreRollouts]:
     """Derive every Session of ``org_id`` and write the bundle ``out`` atomically.
 
     With ``workers`` > 1, contiguous chunks of Sessions are derived in parallel processes and
     their encoded lines concatenated in order (each chunk as soon as it and those before it are
     done, while later chunks are still derived): the bundle is byte-identical either way.
     ``progress(done, total)`` is called as Sessions are derived (after each one, or each chunk).
+    With ``engine="ray"`` the Sessions are derived by tasks on a Ray cluster instead, partitioned by
+    Session hash (:mod:`sediment.parallel.cluster`; the store must be PostgreSQL, which each task
+    reads itself), and their lines merged in Session order: the same bytes again.
     """
+    engine = engine_name(engine)
+    if engine == "ray":
+        require_shared_store(store.url)
     rollouts = StoreRollouts(store, org_id, policy=policy, mirrors=mirrors)
     total = len(rollouts)
+    if engine == "ray" and total:
+        return _derive_on_ray(rollouts, out, org_id=org_id, policy=policy, workers=workers), rollouts
     if workers <= 1 or total < 2:
         def counted() -> Iterator[Rollout]:  # StoreRollouts yields one item per Session, in order
             for done, rollout in enumerate(rollouts, 1):
@@ -279,3 +305,31 @@ def derive_bundle(store: FactStore, org_id: str, out: Path, *, policy: Derivatio
     finally:
         shutil.rmtree(parts, ignore_errors=True)
     return written, rollouts
+
+
+def _derive_session_lines(rollouts: StoreRollouts, positions: Sequence[int]) -> list[tuple[bytes, Any]]:
+    """A Ray task's share of a derivation: each Session's encoded line and its counts."""
+    lines = []
+    for index in positions:
+        line = encode_line(rollouts[index])
+        lines.append((line, rollouts.take_stats()))
+    return lines
+
+
+def _derive_on_ray(rollouts: StoreRollouts, out: Path, *, org_id: str, policy: DerivationPolicy,
+                   workers: int) -> Path:
+    from functools import partial
+
+    from sediment.parallel.cluster import ordered_partitions
+
+    out = check_destination(out)
+
+    def lines() -> Iterator[bytes]:
+        for line, stats in ordered_partitions(partial(_derive_session_lines, rollouts), rollouts.session_keys(),
+                                              workers):
+            rollouts.merge_stats(stats)
+            yield line
+
+    return write_bundle_lines(lines(), out, org_id=org_id, policy=policy,
+                              quarantine_revision=rollouts.quarantine_revision, repositories=rollouts.repositories,
+                              fragmented=lambda: rollouts.fragmented, skipped=lambda: rollouts.skipped)

@@ -49,7 +49,7 @@ from sediment.git.repositories import RepositoryContext
 from sediment.host.kinds import Objective
 from sediment.host.registry import PluginRegistry, load_registry
 from sediment.output_paths import writing
-from sediment.parallel import ordered_chunks
+from sediment.parallel import engine_name, ordered_chunks, require_shared_store
 from sediment.settings import PluginSettings, SettingsSources
 
 #: The file formats a profile export can write its data files in (`--format`).
@@ -94,6 +94,7 @@ def export_objective(
     workers: int = 1,
     repositories: RepositoryContext | None = None,
     data_format: str = "jsonl",
+    engine: str = "local",
 ) -> dict[str, Any]:
     """Export ``evidence`` as ``objective`` (through ``target`` and ``profile`` when it has
     targets) into ``out_dir``; the summary.
@@ -120,6 +121,11 @@ def export_objective(
     :param data_format: ``jsonl`` (the default) or ``parquet``: a profile export's data files as
         Parquet (:mod:`sediment.export.parquet`; needs the ``parquet`` extra). The evidence
         sidecars stay JSONL; canonical exports are always JSONL.
+    :param engine: ``"ray"`` projects the Rollouts by tasks on a Ray cluster instead of forked
+        processes, partitioned by Session hash and merged in export order
+        (:mod:`sediment.parallel.cluster`): the same bytes. A direct export needs a PostgreSQL store,
+        an export from a bundle the bundle at the same path on every node. What projects in one
+        process (a profile, an objective without targets) does so whatever the engine.
     """
     if data_format not in DATA_FORMATS:
         raise UsageError(f"unknown data format {data_format!r} (choices: {', '.join(DATA_FORMATS)})")
@@ -129,6 +135,11 @@ def export_objective(
         from sediment.export.parquet import require_parquet
 
         require_parquet()
+    engine = engine_name(engine)
+    if engine == "ray":
+        store = getattr(evidence.rollouts, "store", None)
+        if store is not None:
+            require_shared_store(store.url)
     if repositories is None:
         repositories = evidence.repositories or getattr(evidence.rollouts, "repositories", None)
     registry = registry or load_registry()
@@ -183,7 +194,7 @@ def export_objective(
             objective=chosen_objective, owner_name=owner_name, profile=profile, recipe=chosen_recipe,
             verifier_commands=verifier_commands, ci_policy=ci_policy, progress=progress, budgets=budgets,
             workers=workers, repositories=repositories, settings=sources, remedies=remedies,
-            data_format=data_format))
+            data_format=data_format, engine=engine))
 
 
 @dataclass(frozen=True)
@@ -203,6 +214,7 @@ class ExportRun:
     settings: SettingsSources
     remedies: Mapping[str, str]
     data_format: str = "jsonl"
+    engine: str = "local"
 
 
 def _export_into(out: Path, owner: Ownership, projection: Projection | ObjectiveProjection, evidence: Evidence,
@@ -223,9 +235,16 @@ def _export_into(out: Path, owner: Ownership, projection: Projection | Objective
                 projection.run(context, stage.prepared, tally)
                 units = context.read
             else:
-                for result in _project_chunks(evidence, projection, stage, run.verifier_commands, run.ci_policy,
-                                              run.recipe, run.progress, run.workers, run.repositories):
-                    tally.update(result.tally)
+                if run.engine == "ray" and projection.parallel_safe and len(evidence.rollouts):
+                    from sediment.export.on_ray import project_on_ray
+
+                    tally.update(project_on_ray(evidence, projection, stage.prepared, run.verifier_commands,
+                                                run.ci_policy, run.recipe, run.progress, run.workers,
+                                                run.repositories))
+                else:
+                    for result in _project_chunks(evidence, projection, stage, run.verifier_commands, run.ci_policy,
+                                                  run.recipe, run.progress, run.workers, run.repositories):
+                        tally.update(result.tally)
                 units = len(evidence.rollouts)
             projection.before_publish(tally)
             published = stage.publish(projection.stems, target=run.owner_name, profile=run.profile,
@@ -261,6 +280,7 @@ def export_through_target(
     budgets: Budgets = Budgets(),
     workers: int = 1,
     repositories: RepositoryContext | None = None,
+    engine: str = "local",
 ) -> dict[str, Any]:
     """Project ``rollouts`` through ``target`` (and ``profile``) into ``out_dir``; the summary.
 
@@ -283,6 +303,7 @@ def export_through_target(
         Evidence(rollouts, split_enabled, mirrors, fragmented or {}), out_dir, objective=objective, target=target,
         profile=profile, registry=registry, settings=settings, verifier_commands=verifier_commands,
         ci_policy=ci_policy, progress=progress, budgets=budgets, workers=workers, repositories=repositories,
+        engine=engine,
     )
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import io
 import json
 import logging
 import os
@@ -300,6 +301,16 @@ class RowFiles:
             self.counts[key] += count
         self.bytes += size
 
+    def extend(self, lines: Mapping[tuple[str, Split | None], tuple[bytes, int]]) -> None:
+        """Append encoded rows (a :class:`RowBuffer`'s, from a Ray task): per file, its bytes and row count."""
+        size = sum(len(data) for data, _ in lines.values())
+        if self.bytes + size > self.max_stage_bytes:
+            raise CapacityError(f"JSONL output exceeds {self.max_stage_bytes} encoded bytes; nothing was published")
+        for key, (data, count) in lines.items():
+            self._handle(key).write(data)
+            self.counts[key] += count
+        self.bytes += size
+
     def close(self, *, sync: bool = False) -> None:
         """Close every partition file still open; with ``sync``, fsync each first."""
         for handle in self._handles.values():
@@ -308,6 +319,34 @@ class RowFiles:
                 if sync:
                     os.fsync(handle.fileno())
                 handle.close()
+
+
+class RowBuffer(RowFiles):
+    """Rows kept in memory, with the same budgets (a Ray task's, sent back to the exporting process
+    with :meth:`take` and appended there with :meth:`RowFiles.extend`)."""
+
+    def __init__(self, *, split_enabled: bool, max_record_bytes: int, max_stage_bytes: int) -> None:
+        self.directory = Path()
+        self.split_enabled = split_enabled
+        self.max_record_bytes = max_record_bytes
+        self.max_stage_bytes = max_stage_bytes
+        self.bytes = 0
+        self.counts = {}
+        self._handles = {}
+
+    def _handle(self, key: tuple[str, Split | None]) -> IO[bytes]:
+        handle = self._handles.get(key)
+        if handle is None:
+            handle = self._handles[key] = io.BytesIO()
+            self.counts[key] = 0
+        return handle
+
+    def take(self) -> dict[tuple[str, Split | None], tuple[bytes, int]]:
+        """The rows added since the last call, per file: their bytes and count (then forgotten)."""
+        taken = {key: (handle.getvalue(), self.counts[key])  # type: ignore[attr-defined]
+                 for key, handle in self._handles.items()}
+        self._handles, self.counts = {}, {}
+        return taken
 
 
 class StagingStore:

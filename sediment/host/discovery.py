@@ -14,6 +14,7 @@ import importlib.metadata
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import pluggy
 
@@ -68,6 +69,38 @@ def new_plugin_manager() -> pluggy.PluginManager:
     pm = pluggy.PluginManager(hookspecs.PROJECT_NAME)
     pm.add_hookspecs(hookspecs)
     return pm
+
+
+class HookCall:
+    """One plugin's implementation of one hook, called like pluggy's subset hook caller.
+
+    It pickles as the plugin and the hook's name (a Ray task's copy of a target or profile
+    registers that plugin alone in a new plugin manager of its own, once per process), so the
+    plugin must be importable where the copy is used."""
+
+    def __init__(self, plugin: object, hook: str, caller: Any) -> None:
+        self.plugin = plugin
+        self.hook = hook
+        self._caller = caller
+
+    def __call__(self, **kwargs: Any) -> Any:
+        return self._caller(**kwargs)
+
+    def __reduce__(self) -> tuple[Any, tuple[object, str]]:
+        return (_hook_call, (self.plugin, self.hook))
+
+
+_ALONE: dict[int, tuple[object, pluggy.PluginManager]] = {}
+
+
+def _hook_call(plugin: object, hook: str) -> HookCall:
+    """A :class:`HookCall` rebuilt from its plugin, in a plugin manager holding that plugin alone."""
+    kept = _ALONE.get(id(plugin))
+    if kept is None or kept[0] is not plugin:
+        pm = new_plugin_manager()
+        pm.register(plugin)
+        kept = _ALONE[id(plugin)] = (plugin, pm)
+    return HookCall(plugin, hook, getattr(kept[1].hook, hook))
 
 
 def _names(value: str) -> list[str]:

@@ -38,7 +38,13 @@ from sediment.host.declarations import (
     TargetInfo,
     jsonl_names,
 )
-from sediment.host.discovery import PluginOrigin, PluginSource, build_plugin_manager, discover_entry_points
+from sediment.host.discovery import (
+    HookCall,
+    PluginOrigin,
+    PluginSource,
+    build_plugin_manager,
+    discover_entry_points,
+)
 from sediment.host.kinds import (
     DERIVED_UNIT_POPULATION_CORE_REASONS,
     PROFILE_CORE_REASONS,
@@ -94,7 +100,8 @@ class PluginRegistry:
             origin = origins[name]
             implemented = {impl.name for impl in pm.get_hookcallers(plugin) or ()}
             others = [p for n, p in pm.list_name_plugin() if n != name]
-            callers = {hook: pm.subset_hook_caller(hook, remove_plugins=others) for hook in implemented}
+            callers = {hook: HookCall(plugin, hook, pm.subset_hook_caller(hook, remove_plugins=others))
+                       for hook in implemented}
             self._check_kinds(name, origin, implemented)
             settings_model = self._settings_model(name, origin, callers)
             for schema in self._schemas(name, origin, callers):

@@ -30,5 +30,9 @@ class FactStore(FactReader, FactWriter):
     def close(self) -> None:
         self.engine.dispose()
 
+    def __reduce__(self) -> tuple[type[FactStore], tuple[str]]:
+        """Pickled as its URL: a copy (a Ray worker's) opens its own connections to the same store."""
+        return (type(self), (self.url,))
+
 
 __all__ = ["AppendResult", "FactStore", "PreparedFacts", "StoreError", "database_url", "sediment_home"]

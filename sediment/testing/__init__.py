@@ -25,6 +25,9 @@ from Sediment; every name below is importable from ``sediment.testing``.
   :func:`snapshot`, :func:`settings_sources`, :func:`export_target`; the core's own entry points
   ``Evidence``, ``export_objective``, ``export_rlvr_from_rollouts``, ``VerifierCommands``,
   ``SettingsSources``; ``run_demo`` (the demo's inputs, store, bundle and exports).
+- A local Ray cluster (:mod:`~sediment.testing.ray_cluster`, imported by name, the
+  ``sediment[ray]`` extra): ``local_ray_cluster(nodes=2)`` starts a head and worker node
+  processes on loopback for ``--engine ray`` and always stops them (tests mark themselves ``ray``).
 - Errors the export raises, for ``pytest.raises``: ``SedimentError``, ``ConfigurationError``,
   ``ProfileError``, ``BundleError``, ``OutputDirectoryError``.
 

@@ -18,18 +18,21 @@ decompression bomb is one problem naming the line reached, and the records befor
 
 from __future__ import annotations
 
+import functools
+import os
 import pickle
 import re
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Final
 
 from pydantic import ValidationError
 
+from sediment.errors import UsageError
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.reading.compressed import InputUnreadable, open_input
 from sediment.ingest.reading.json_text import _NUMBER, _TOKEN, JsonReader, RecordProblem, _skip_ws, _utf8
@@ -38,8 +41,8 @@ from sediment.ingest.reading.json_text import parse_line as parse_line
 from sediment.ingest.reading.json_text import too_deep as too_deep
 from sediment.ingest.redaction.content import RedactionTally, tallying
 from sediment.model.facts import FactModel
-from sediment.parallel import ordered_chunks
-from sediment.store import AppendResult, FactStore
+from sediment.parallel import engine_name, ordered_chunks, require_shared_store
+from sediment.store import AppendResult, FactStore, PreparedFacts
 
 BATCH = 100
 MIB: Final = 1024 * 1024
@@ -317,6 +320,7 @@ def ingest_files(
     keep_flaws: bool = False,
     reader: Callable[[], JsonReader] | None = None,
     progress: Callable[[int, int, int], None] | None = None,
+    engine: str = "local",
 ) -> IngestReport:
     """Translate every record of every file and append the Facts in batches.
 
@@ -327,8 +331,17 @@ def ingest_files(
     ``reader`` makes the reader of each worker's files (one per worker, used in file order).
     ``progress(files_done, files_total, records_read)`` is called as records are read (after
     each record with one worker, after each chunk of files with several).
+    With ``engine="ray"`` the files are parsed, translated and encoded by tasks on a Ray cluster,
+    partitioned by the hash of each file's name (:mod:`sediment.parallel.cluster`; every node reads
+    the files at the same paths, and the store must be PostgreSQL), and written here in file order.
     """
     files = list(paths)
+    if engine_name(engine) == "ray":  # engine is checked (an unknown one is refused)
+        require_shared_store(store.url)
+        if "-" in files:
+            raise UsageError("--engine ray reads files on the cluster's nodes, not this process's stdin: name files")
+        if files:
+            return _ingest_on_ray(files, translate, store, workers, keep_flaws, reader)
     if workers <= 1 or len(files) < 2:
         report = IngestReport()
         shared = reader() if reader is not None else None
@@ -372,6 +385,37 @@ def ingest_files(
 def _ticker(progress: Callable[[int, int, int], None], done: int, files: int,
             report: IngestReport) -> Callable[[], None]:
     return lambda: progress(done, files, report.records)
+
+
+def _prepare_files(files: list[str], translate: Callable[[Any], Translation], store: FactStore, keep_flaws: bool,
+                   reader: Callable[[], JsonReader] | None, positions: Sequence[int]
+                   ) -> list[tuple[IngestReport, list[PreparedFacts]]]:
+    """A Ray task's share of an ingest: each file's report and its encoded batches."""
+    shared = reader() if reader is not None else None
+    results = []
+    for index in positions:
+        report, batches = IngestReport(), list[PreparedFacts]()
+        _ingest_file(files[index], translate, functools.partial(_prepare_into, store, batches), report, keep_flaws,
+                     shared)
+        results.append((report, batches))
+    return results
+
+
+def _prepare_into(store: FactStore, batches: list[PreparedFacts], facts: list[FactModel]) -> None:
+    batches.append(store.prepare(facts))
+
+
+def _ingest_on_ray(files: list[str], translate: Callable[[Any], Translation], store: FactStore, workers: int,
+                   keep_flaws: bool, reader: Callable[[], JsonReader] | None) -> IngestReport:
+    from sediment.parallel.cluster import ordered_partitions
+
+    total = IngestReport()
+    job = functools.partial(_prepare_files, files, translate, store, keep_flaws, reader)
+    for report, batches in ordered_partitions(job, [os.path.abspath(f) for f in files], workers):
+        total.absorb(report)
+        for batch in batches:
+            _merge(total, store.write(batch))
+    return total
 
 
 def _merge(report: IngestReport, result: AppendResult) -> None:

@@ -1,23 +1,36 @@
-"""Sharded work over forked worker processes, merged back in order.
+"""Sharded work over forked worker processes, merged back in order; the engine choice.
 
 Work is split into contiguous chunks (by position), the chunks are run by a pool of worker
 processes, and results come back in chunk order as soon as each one is ready, so a merge
 that concatenates them reproduces the bytes of a single-process run exactly while the
 parent merges early chunks during the work on later ones.
+
+The ``ray`` engine (:mod:`sediment.parallel.cluster`, the ``sediment[ray]`` extra) runs the same
+work on a Ray cluster instead, partitioned by Session hash and merged back in position order;
+nothing here imports Ray.
 """
 
 from __future__ import annotations
 
+import hashlib
 import multiprocessing
-from collections.abc import Callable, Iterator
+import os
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
+
+from sediment.errors import ConfigurationError, SedimentError
 
 T = TypeVar("T")
 
 #: Chunks per worker by default: small enough that a worker slowed down by its neighbour takes
 #: fewer of them, and that the parent can merge early chunks while later ones are worked on.
 CHUNKS_PER_WORKER = 8
+
+#: The engines work runs on: forked processes on this machine (the default), or a Ray cluster.
+ENGINES = ("local", "ray")
+#: The environment variable that chooses the engine when ``--engine`` is not given.
+ENGINE_ENV = "SEDIMENT_ENGINE"
 
 _JOB: Callable[[range], Any] | None = None
 _ON_FORK: Callable[[], object] | None = None
@@ -84,3 +97,32 @@ def ordered_chunks(
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         _JOB, _ON_FORK = None, None
+
+
+class EngineError(SedimentError):
+    """The Ray engine could not run the work (no cluster, a task failed, a worker was lost);
+    nothing was published or stored by the step that failed."""
+
+
+def engine_name(engine: str | None = None, environ: Mapping[str, str] | None = None) -> str:
+    """``engine``, else ``SEDIMENT_ENGINE``, else ``local``; an unknown name is refused in one line."""
+    env = os.environ if environ is None else environ
+    name = (engine or env.get(ENGINE_ENV, "").strip() or "local").lower()
+    if name not in ENGINES:
+        source = "--engine" if engine else ENGINE_ENV
+        raise ConfigurationError(f"unknown engine {name!r} ({source}); choose one of: {', '.join(ENGINES)}")
+    return name
+
+
+def require_shared_store(url: str) -> None:
+    """Refuse a fact store the Ray engine's workers cannot share (anything but PostgreSQL)."""
+    if not url.startswith(("postgresql:", "postgres:", "postgresql+psycopg:")):
+        raise ConfigurationError("--engine ray needs PostgreSQL as the shared fact store (SEDIMENT_DATABASE_URL="
+                                 "postgresql://…): Ray workers on other machines cannot open this store's SQLite file")
+
+
+def partition_of(key: str, parts: int) -> int:
+    """The partition of a unit of work by the hash of its key (a Session's ``org_id/session_id``,
+    a file's name): stable across processes, machines and Python versions."""
+    digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).digest()
+    return int.from_bytes(digest[:8], "big") % max(1, parts)
