@@ -12,7 +12,7 @@ under ``metadata`` for rows whose top level belongs to a consumer's shape).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache, cached_property
 from importlib.resources import files
@@ -50,10 +50,20 @@ class RowProblem:
         return {"file": str(self.path), "line": self.line, "path": self.pointer, "message": self.message}
 
 
-def schemas_in(package: str, folder: str = "schemas") -> list[dict[str, Any]]:
-    """Every ``*.json`` schema in a folder of an importable package, sorted by file name."""
+def schemas_in(package: str, folder: str = "schemas", *, ids: Collection[str] | None = None) -> list[dict[str, Any]]:
+    """Every ``*.json`` schema in a folder of an importable package, sorted by file name.
+
+    :param ids: only the schemas whose ``$id`` is one of these (for plugins that share a package folder,
+        each registering its own); one missing from the folder is a :class:`ValueError`.
+    """
     root = files(package).joinpath(folder)
-    return [_load(entry) for entry in sorted(root.iterdir(), key=lambda e: e.name) if entry.name.endswith(".json")]
+    found = [_load(entry) for entry in sorted(root.iterdir(), key=lambda e: e.name) if entry.name.endswith(".json")]
+    if ids is None:
+        return found
+    missing = sorted(set(ids) - {schema["$id"] for schema in found})
+    if missing:
+        raise ValueError(f"{package}/{folder} holds no schema {', '.join(missing)}")
+    return [schema for schema in found if schema["$id"] in ids]
 
 
 def _load(entry: Traversable) -> dict[str, Any]:

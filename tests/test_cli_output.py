@@ -155,6 +155,24 @@ def test_derive_summary_shows_the_path_literally(tmp_path: Path) -> None:
     assert lines(result.stderr) == [f"derived 0 rollout(s) into {tmp_path}/x[/bold]{SHOWN_ARG}"]
 
 
+def test_derive_summary_prints_skip_counts_as_name_count_pairs(tmp_path: Path) -> None:
+    """`skipped: reason: N`, as the ingest summaries print counts, never a Python dict."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from synth import Profile, synthesize  # every second Session commits nothing: Jaccard finds no commit
+
+    data = synthesize(Profile("derive-summary", sessions=2, calls=1, user_bytes=64, assistant_bytes=64,
+                              uncommitted_every=2), tmp_path / "inputs")
+    home, env = tmp_path / "home", {"SEDIMENT_ORG_ID": "bench", "SEDIMENT_CAPTURE_TIME": "2026-07-01T00:00:00Z"}
+    for args in (["ingest", "calls", "--format", "openai-chat", *map(str, data.call_files)],
+                 ["ingest", "github", *map(str, data.webhook_files)], ["mirror", "add", "bench/monorepo", str(data.origin)]):
+        assert sediment(home, *args, env=env).returncode == 0
+    result = sediment(home, "derive", "--out", str(tmp_path / "bundle"), env=env)
+    assert result.returncode == 0, result.stderr
+    assert_clean(result.stderr)
+    assert lines(result.stderr) == [f"derived 2 rollout(s) into {tmp_path / 'bundle'}",
+                                    "skipped: attribution.jaccard_no_candidate_commit: 1"]
+
+
 def test_log_messages_are_one_line(tmp_path: Path) -> None:
     """`-v` diagnostics carry paths and parse errors from the operator's files."""
     bundle = write_bundle([], tmp_path / "bundle", org_id=ORG, policy=POLICY, quarantine_revision=0)

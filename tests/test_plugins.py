@@ -276,6 +276,27 @@ def test_builtin_plugins_ship_their_row_schemas() -> None:
     assert "https://sediment.so/schemas/profile-rows/profile-evidence/v1.json" in core_schemas()
 
 
+def test_every_builtin_profile_registers_its_own_native_schema() -> None:
+    """Every built-in profile declares the schema of its data rows and registers exactly that one
+    (profiles sharing a package's schemas folder each pick their own, so none is registered twice)."""
+    import importlib
+
+    from sediment.validation import schemas_in
+
+    registry = load_registry()
+    assert len(registry.profiles) == 11
+    for name, profile in registry.profiles.items():
+        assert profile.info.native_schema in registry.schemas, name
+        module = importlib.import_module(profile.origin.value)
+        if not hasattr(module, "register_schemas"):  # the swe-bench profiles: SWE-bench shapes, by that target
+            target = importlib.import_module(registry.targets[profile.info.target].origin.value)
+            assert profile.info.native_schema in [s["$id"] for s in target.register_schemas()], name
+            continue
+        assert [s["$id"] for s in module.register_schemas()] == [profile.info.native_schema], name
+    with pytest.raises(ValueError, match=r"^sediment_hf_chat/schemas holds no schema https://example.com/gone.json$"):
+        schemas_in("sediment_hf_chat", ids=("https://example.com/gone.json",))
+
+
 def test_the_rlvr_components_are_the_rlvr_plugins() -> None:
     """The turn, decision and inference-message components of RLVR rows are registered by
     plugins/rlvr (the core ships none of them), and the built-in targets' rows $ref them."""

@@ -8,13 +8,31 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from sediment.demo import run_demo
 from sediment.host.registry import load_registry
 from sediment.validation import row_schema_id
+
+TRAINING_ROWS = "https://sediment.so/schemas/training-rows/"
+#: Every built-in profile and the schema of its data rows (docs/profiles.md).
+NATIVE_SCHEMAS = {
+    "swe-bench-tasks-v2": "swe-bench-instance/v2",
+    "harbor-tasks-v1": "harbor-task-index/v1",
+    "nemo-gym-swebench-tasks-v1": "nemo-gym-swebench-task/v1",
+    "hf-chat-messages-v1": "hf-chat-messages-row/v1",
+    "hf-chat-prompts-v1": "hf-chat-prompt-row/v1",
+    "hf-trl-sft-v3": "hf-trl-sft-row/v3",
+    "hf-trl-dpo-v3": "hf-trl-dpo-row/v3",
+    "fireworks-sft-v1": "fireworks-sft-row/v1",
+    "fireworks-dpo-v2": "fireworks-dpo-row/v2",
+    "verifiers-tasks-v1": "verifiers-task/v1",
+    "nemo-gym-rollouts-v2": "nemo-gym-rollout-row/v2",
+}
 
 
 def sediment(*args: str) -> subprocess.CompletedProcess[str]:
@@ -48,6 +66,15 @@ def test_the_whole_demo_export_tree_validates(demo: Path) -> None:
         "https://sediment.so/schemas/training-rows/swe-bench-instance/v2.json"}
     # profiles that declare no native schema are listed, not failed
     assert all(u["reason"].endswith("declares no schema for its data rows") for u in report["unchecked"])
+    # and every profile of the demo declares one: no data file goes unchecked
+    assert report["unchecked"] == []
+    profiles = {p.name for p in (demo / "profiles").iterdir() if any(p.glob("data*.jsonl"))}
+    assert profiles == set(NATIVE_SCHEMAS) - {"fireworks-dpo-v2"}  # the demo's DPO pairs call tools: refused
+    data_files = [f for f in files if "/profiles/" in f and Path(f).name.startswith("data")]
+    assert sorted(report["native"]) == data_files
+    for path in data_files:
+        profile = Path(path).parent.name
+        assert report["native"][path] == {"profile": profile, "schema_id": f"{TRAINING_ROWS}{NATIVE_SCHEMAS[profile]}.json"}
     assert not any("/swe-bench-tasks-v2/" in u["file"] or "/harbor-tasks-v1/" in u["file"] for u in report["unchecked"])
     for profile, schema in (("harbor-tasks-v1", "harbor-task-index/v1"),
                             ("nemo-gym-swebench-tasks-v1", "nemo-gym-swebench-task/v1")):
@@ -66,6 +93,9 @@ def test_no_data_row_carries_a_schema_id_it_violates(demo: Path) -> None:
             row = json.loads(line)
             if row_schema_id(row) is not None:
                 assert schemas.errors(row) == [], f"{path}:{number}"
+            # a native row names no canonical schema_id anywhere it keeps evidence, either
+            for holder in (row, row.get("metadata"), row.get("sediment")):
+                assert not (isinstance(holder, dict) and "schema_id" in holder), f"{path}:{number}"
     rows = [json.loads(line) for line in (demo / "profiles" / "swe-bench-tasks-v2" / "data.train.jsonl").open()]
     assert rows and all("schema_id" not in row["metadata"] and "test_transitions" in row["metadata"] for row in rows)
     compatibility = json.loads((demo / "profiles" / "swe-bench-tasks-v2" / "compatibility.json").read_text())
@@ -114,13 +144,20 @@ def test_a_broken_compatibility_json_leaves_rows_to_their_own_schema_id(tmp_path
     assert [p["message"] for p in json.loads(result.stdout)["problems"]] == ["row names no schema_id"]
 
 
-def test_a_profile_without_a_native_schema_is_listed_not_failed(demo: Path) -> None:
-    data = demo / "profiles" / "hf-trl-sft-v3" / "data.train.jsonl"
+def test_a_profile_without_a_native_schema_is_listed_not_failed(demo: Path, tmp_path: Path) -> None:
+    # every built-in profile declares one: a third-party profile that does not (here one not installed)
+    source = demo / "profiles" / "hf-trl-sft-v3"
+    compatibility = json.loads((source / "compatibility.json").read_text())
+    compatibility["profile"] = {key: value for key, value in compatibility["profile"].items() if key != "native_schema"}
+    compatibility["profile"]["id"] = "acme-chat-v1"
+    (tmp_path / "compatibility.json").write_text(json.dumps(compatibility))
+    data = tmp_path / "data.train.jsonl"
+    data.write_bytes((source / "data.train.jsonl").read_bytes())
     result = sediment("schema", "validate", "--json", str(data))
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    assert report["unchecked"] == [{"file": str(data), "profile": "hf-trl-sft-v3",
-                                    "reason": "profile hf-trl-sft-v3 declares no schema for its data rows"}]
+    assert report["unchecked"] == [{"file": str(data), "profile": "acme-chat-v1",
+                                    "reason": "profile acme-chat-v1 declares no schema for its data rows"}]
     assert report["problems"] == [] and report["native"] == {}
     unknown = json.loads((demo / "profiles" / "swe-bench-tasks-v2" / "compatibility.json").read_text())
     unknown["profile"]["native_schema"] = "https://example.com/gone.json"
@@ -130,3 +167,48 @@ def test_a_profile_without_a_native_schema_is_listed_not_failed(demo: Path) -> N
     (copy / "data.train.jsonl").write_bytes((demo / "profiles" / "swe-bench-tasks-v2" / "data.train.jsonl").read_bytes())
     gone = sediment("schema", "validate", str(copy / "data.train.jsonl"))
     assert gone.returncode == 6 and "unknown schema_id https://example.com/gone.json" in gone.stderr
+
+
+#: One wrong value planted in the last row of each profile's data.train.jsonl: the JSON pointer
+#: of the one problem it must be reported as, and the change.
+PLANTED: dict[str, tuple[str, Callable[[dict[str, Any]], object]]] = {
+    "swe-bench-tasks-v2": ("", lambda r: r.pop("FAIL_TO_PASS")),
+    "harbor-tasks-v1": ("repo", lambda r: r.update(repo="not a repository")),
+    "nemo-gym-swebench-tasks-v1": ("agent_ref", lambda r: r.update(agent_ref={})),
+    "hf-chat-messages-v1": ("messages/0/role", lambda r: r["messages"][0].update(role="robot")),
+    "hf-chat-prompts-v1": ("prompt/0/content", lambda r: r["prompt"][0].update(content=" \n")),
+    "hf-trl-sft-v3": ("completion/0", lambda r: r["completion"][0].update(thinking="not renamed")),
+    "hf-trl-dpo-v3": ("chosen", lambda r: r.update(chosen=[])),
+    "fireworks-sft-v1": ("messages/1", lambda r: r["messages"][1].update(weight=1)),
+    "verifiers-tasks-v1": ("sediment", lambda r: r["sediment"].update(
+        schema_id="https://sediment.so/schemas/training-rows/nemo-gym-rollout/v4.json")),
+    "nemo-gym-rollouts-v2": ("reward", lambda r: r.update(reward=0.5)),
+}
+
+
+def test_every_profile_with_demo_rows_has_a_planted_problem() -> None:
+    assert set(PLANTED) == set(NATIVE_SCHEMAS) - {"fireworks-dpo-v2"}  # that one: sediment_fireworks' tests
+
+
+@pytest.mark.parametrize("profile", sorted(PLANTED))
+def test_a_planted_wrong_row_is_one_problem_naming_file_line_and_path(demo: Path, tmp_path: Path,
+                                                                       profile: str) -> None:
+    source = demo / "profiles" / profile
+    pointer, change = PLANTED[profile]
+    (tmp_path / "compatibility.json").write_bytes((source / "compatibility.json").read_bytes())
+    rows = [json.loads(line) for line in (source / "data.train.jsonl").open()]
+    assert rows
+    data = tmp_path / "data.train.jsonl"
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    clean = sediment("schema", "validate", "--json", str(data))
+    assert clean.returncode == 0 and json.loads(clean.stdout)["problem_count"] == 0, clean.stdout
+    change(rows[-1])
+    data.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    result = sediment("schema", "validate", "--json", str(data))
+    assert result.returncode == 6, result.stderr
+    report = json.loads(result.stdout)
+    assert [(p["file"], p["line"], p["path"]) for p in report["problems"]] == [(str(data), len(rows), pointer)], \
+        report["problems"]
+    assert report["native"] == {str(data): {"profile": profile,
+                                            "schema_id": f"{TRAINING_ROWS}{NATIVE_SCHEMAS[profile]}.json"}}
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: 1 schema problem(s)")

@@ -36,6 +36,14 @@ EXPECTED_FILES = {
     "swe-bench-instance.v2.json",  # the native rows of profile swe-bench-tasks-v2 (docs/profiles.md)
     "harbor-task-index.v1.json",  # the native rows of profile harbor-tasks-v1
     "nemo-gym-swebench-task.v1.json",  # the native rows of profile nemo-gym-swebench-tasks-v1
+    "hf-chat-messages-row.v1.json",  # the native rows of profile hf-chat-messages-v1 (plugins/hf_chat)
+    "hf-chat-prompt-row.v1.json",  # ... of hf-chat-prompts-v1
+    "hf-trl-sft-row.v3.json",  # ... of hf-trl-sft-v3
+    "hf-trl-dpo-row.v3.json",  # ... of hf-trl-dpo-v3
+    "fireworks-sft-row.v1.json",  # ... of fireworks-sft-v1 (plugins/fireworks)
+    "fireworks-dpo-row.v2.json",  # ... of fireworks-dpo-v2
+    "verifiers-task.v1.json",  # ... of verifiers-tasks-v1 (plugins/responses)
+    "nemo-gym-rollout-row.v2.json",  # ... of nemo-gym-rollouts-v2
     "nemo-gym-rollout.v4.json",
     "diff-sft-sample.v3.json",
     "sft-sample.v4.json",
@@ -380,3 +388,31 @@ CAPTURE = {"source": "transcript:claude-code@2.0.69", "lacks": ["exact_request",
 def test_the_call_capture_schema(change: Callable[[dict[str, Any]], object], valid: bool) -> None:
     """The marker SFT, diff-SFT and DPO metadata carry for a call rebuilt from a client transcript."""
     assert (errors("call-capture.v1.json", mutated(CAPTURE, change)) == []) is valid
+
+
+@pytest.mark.parametrize(("first", "second"), [
+    ("verifiers-task.v1.json", "nemo-gym-rollout-row.v2.json"),
+    ("hf-trl-sft-row.v3.json", "hf-trl-dpo-row.v3.json"),
+])
+def test_sibling_profiles_share_their_component_definitions_verbatim(first: str, second: str) -> None:
+    """Each profile registers only its own schema (a sibling may not be loaded), so siblings carry
+    their shared components as ``$defs``: they must not drift apart."""
+    def components(name: str) -> Any:  # their references to each other made relative to the file
+        schema = load(name)
+        return json.loads(json.dumps(schema["$defs"]).replace(schema["$id"], ""))
+
+    assert components(first) == components(second)
+
+
+NATIVE_ROW_SCHEMAS = ["swe-bench-instance.v2.json", "harbor-task-index.v1.json", "nemo-gym-swebench-task.v1.json",
+                      "hf-chat-messages-row.v1.json", "hf-chat-prompt-row.v1.json", "hf-trl-sft-row.v3.json",
+                      "hf-trl-dpo-row.v3.json", "fireworks-sft-row.v1.json", "fireworks-dpo-row.v2.json",
+                      "verifiers-task.v1.json", "nemo-gym-rollout-row.v2.json"]
+
+
+@pytest.mark.parametrize("name", NATIVE_ROW_SCHEMAS)
+def test_a_native_row_schema_names_no_schema_id(name: str) -> None:
+    """A profile's data rows are not canonical rows: no schema_id, at the top or under metadata."""
+    properties = load(name)["properties"]
+    assert "schema_id" not in properties
+    assert "schema_id" not in properties.get("metadata", {}).get("properties", {})

@@ -16,12 +16,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sediment.plugin import AdaptedRow, IncompatibleRow, ProfileInfo, hookimpl
+from sediment.plugin import AdaptedRow, IncompatibleRow, ProfileInfo, hookimpl, schemas_in
 
 from .messages import SUPPORT, VALIDATION, check_roles, evidence, fireworks_message
 
 PROFILE_ID = "fireworks-dpo-v2"
 DPO_SCHEMA_ID = "https://sediment.so/schemas/training-rows/dpo-pair/v4.json"
+#: The schema of this profile's data rows (the consumer's native rows).
+NATIVE_SCHEMA = "https://sediment.so/schemas/training-rows/fireworks-dpo-row/v2.json"
 ONE_OUTPUT = "Fireworks DPO requires one final assistant message per output"
 TEXT_ONLY = "Fireworks DPO v2 supports documented text messages only"
 TEXT_ROLES = ("system", "user", "assistant")
@@ -33,6 +35,7 @@ INFO = ProfileInfo(
     objective="dpo",
     population="dpo",
     canonical_schema=DPO_SCHEMA_ID,
+    native_schema=NATIVE_SCHEMA,
     validated_with=(),
     validation=VALIDATION,
     support=SUPPORT,
@@ -46,6 +49,12 @@ INFO = ProfileInfo(
 @hookimpl
 def describe_profile() -> ProfileInfo:
     return INFO
+
+
+@hookimpl
+def register_schemas() -> Sequence[dict[str, Any]]:
+    """The schema of this profile's data rows (the package folder holds its siblings' too)."""
+    return schemas_in(__package__ or __name__, ids=(NATIVE_SCHEMA,))
 
 
 def pair_id(metadata: Mapping[str, Any]) -> str:

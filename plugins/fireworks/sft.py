@@ -8,15 +8,17 @@ message after the first refuses the export. Files are ordered by the data row's 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sediment.plugin import AdaptedRow, ProfileInfo, hookimpl
+from sediment.plugin import AdaptedRow, ProfileInfo, hookimpl, schemas_in
 
 from .messages import SUPPORT, VALIDATION, check_roles, evidence, fireworks_message
 
 PROFILE_ID = "fireworks-sft-v1"
 SFT_SCHEMA_ID = "https://sediment.so/schemas/training-rows/sft-sample/v4.json"
+#: The schema of this profile's data rows (the consumer's native rows).
+NATIVE_SCHEMA = "https://sediment.so/schemas/training-rows/fireworks-sft-row/v1.json"
 
 INFO = ProfileInfo(
     consumer="fireworks",
@@ -25,6 +27,7 @@ INFO = ProfileInfo(
     objective="sft",
     population="sft",
     canonical_schema=SFT_SCHEMA_ID,
+    native_schema=NATIVE_SCHEMA,
     validated_with=(),
     validation=VALIDATION,
     support=SUPPORT,
@@ -36,6 +39,12 @@ INFO = ProfileInfo(
 @hookimpl
 def describe_profile() -> ProfileInfo:
     return INFO
+
+
+@hookimpl
+def register_schemas() -> Sequence[dict[str, Any]]:
+    """The schema of this profile's data rows (the package folder holds its siblings' too)."""
+    return schemas_in(__package__ or __name__, ids=(NATIVE_SCHEMA,))
 
 
 def weighted(message: Mapping[str, Any], weight: int) -> dict[str, Any]:

@@ -52,6 +52,7 @@ from sediment.plugin import (
     Turn,
     capture_row,
     hookimpl,
+    schemas_in,
 )
 
 from . import card
@@ -59,6 +60,8 @@ from .chat import MESSAGE_SKIP_REASONS, RESULT_ENCODINGS, ChatConversation, Decl
 
 PROFILE_ID = "hf-chat-messages-v1"
 ROLLOUT_SCHEMA_ID = "https://sediment.so/schemas/training-rows/sediment-rlvr-rollout/v4.json"
+#: The schema of this profile's data rows (the consumer's native rows).
+NATIVE_SCHEMA = "https://sediment.so/schemas/training-rows/hf-chat-messages-row/v1.json"
 
 SKIP_REASONS: tuple[str, ...] = (
     *MESSAGE_SKIP_REASONS,
@@ -100,6 +103,7 @@ INFO = ProfileInfo(
     target="sediment",
     population="rollouts",
     canonical_schema=ROLLOUT_SCHEMA_ID,
+    native_schema=NATIVE_SCHEMA,
     validated_with=card.VALIDATED_WITH,
     validation=("datasets.load_dataset on the export directory through its README.md card (exactly the "
                 "published train/eval splits, rows equal to the JSONL rows after the Arrow round trip), "
@@ -124,6 +128,12 @@ INFO = ProfileInfo(
 def describe_profile() -> ProfileInfo:
     """The profile declaration."""
     return INFO
+
+
+@hookimpl
+def register_schemas() -> Sequence[dict[str, Any]]:
+    """The schema of this profile's data rows (the package folder holds its siblings' too)."""
+    return schemas_in(__package__ or __name__, ids=(NATIVE_SCHEMA,))
 
 
 class ChatMessagesSettings(PluginSettings):

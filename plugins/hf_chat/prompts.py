@@ -15,16 +15,18 @@ reward. Declines: ``empty_problem_statement`` (blank or whitespace-only) and
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sediment.plugin import AdaptedRow, ManifestInfo, ProfileInfo, PublishedExport, hookimpl
+from sediment.plugin import AdaptedRow, ManifestInfo, ProfileInfo, PublishedExport, hookimpl, schemas_in
 
 from . import card
 
 PROFILE_ID = "hf-chat-prompts-v1"
 TASK_SCHEMA_ID = "https://sediment.so/schemas/training-rows/sediment-rlvr-task/v3.json"
+#: The schema of this profile's data rows (the consumer's native rows).
+NATIVE_SCHEMA = "https://sediment.so/schemas/training-rows/hf-chat-prompt-row/v1.json"
 SKIP_REASONS: tuple[str, ...] = ("empty_problem_statement", "timestamp_like_text")
 
 #: Every column, in row order, as the card declares it.
@@ -45,6 +47,7 @@ INFO = ProfileInfo(
     target="sediment",
     population="tasks",
     canonical_schema=TASK_SCHEMA_ID,
+    native_schema=NATIVE_SCHEMA,
     validated_with=card.VALIDATED_WITH,
     validation=("datasets.load_dataset on the export directory through its README.md card (exactly the "
                 "published train/eval splits, rows equal to the JSONL rows after the Arrow round trip), "
@@ -63,6 +66,12 @@ INFO = ProfileInfo(
 def describe_profile() -> ProfileInfo:
     """The profile declaration."""
     return INFO
+
+
+@hookimpl
+def register_schemas() -> Sequence[dict[str, Any]]:
+    """The schema of this profile's data rows (the package folder holds its siblings' too)."""
+    return schemas_in(__package__ or __name__, ids=(NATIVE_SCHEMA,))
 
 
 @hookimpl

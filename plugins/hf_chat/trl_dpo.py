@@ -13,17 +13,19 @@ rows) are retired.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sediment.plugin import AdaptedRow, ManifestInfo, ProfileInfo, PublishedExport, hookimpl
+from sediment.plugin import AdaptedRow, ManifestInfo, ProfileInfo, PublishedExport, hookimpl, schemas_in
 
 from . import card
 from .trainer_rows import TRL_VALIDATED_WITH, UPSTREAM_VERSIONS, evidence, features, trainer_messages
 
 PROFILE_ID = "hf-trl-dpo-v3"
 DPO_SCHEMA_ID = "https://sediment.so/schemas/training-rows/dpo-pair/v4.json"
+#: The schema of this profile's data rows (the consumer's native rows).
+NATIVE_SCHEMA = "https://sediment.so/schemas/training-rows/hf-trl-dpo-row/v3.json"
 COLUMNS = ("prompt", "chosen", "rejected", "tools")
 FEATURES = features(COLUMNS)
 REEXPORT = "and re-export canonical evidence with DPO recipe v2/schema v4"
@@ -35,6 +37,7 @@ INFO = ProfileInfo(
     objective="dpo",
     population="dpo",
     canonical_schema=DPO_SCHEMA_ID,
+    native_schema=NATIVE_SCHEMA,
     validated_with=TRL_VALIDATED_WITH,
     validation=("datasets.load_dataset on the export directory through its README.md card and "
                 "datasets.Dataset.from_list with List(Json()) columns (rows equal to the JSONL rows after the "
@@ -56,6 +59,12 @@ INFO = ProfileInfo(
 @hookimpl
 def describe_profile() -> ProfileInfo:
     return INFO
+
+
+@hookimpl
+def register_schemas() -> Sequence[dict[str, Any]]:
+    """The schema of this profile's data rows (the package folder holds its siblings' too)."""
+    return schemas_in(__package__ or __name__, ids=(NATIVE_SCHEMA,))
 
 
 @hookimpl

@@ -18,17 +18,19 @@ of ``json`` so ``datasets.load_dataset(DIR)`` gives the rows back exactly.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from sediment.plugin import AdaptedRow, ManifestInfo, ProfileInfo, PublishedExport, hookimpl
+from sediment.plugin import AdaptedRow, ManifestInfo, ProfileInfo, PublishedExport, hookimpl, schemas_in
 
 from . import card
 from .trainer_rows import TRL_VALIDATED_WITH, evidence, features, tool_definitions, trainer_messages
 
 PROFILE_ID = "hf-trl-sft-v3"
 SFT_SCHEMA_ID = "https://sediment.so/schemas/training-rows/sft-sample/v4.json"
+#: The schema of this profile's data rows (the consumer's native rows).
+NATIVE_SCHEMA = "https://sediment.so/schemas/training-rows/hf-trl-sft-row/v3.json"
 SKIP_REASONS = ("non_function_tool",)
 REEXPORT = "and re-export canonical evidence with SFT schema v4 (the rows keep the recorded tool definitions)"
 COLUMNS = ("prompt", "completion", "tools")
@@ -41,6 +43,7 @@ INFO = ProfileInfo(
     objective="sft",
     population="sft",
     canonical_schema=SFT_SCHEMA_ID,
+    native_schema=NATIVE_SCHEMA,
     validated_with=TRL_VALIDATED_WITH,
     validation=("datasets.load_dataset on the export directory through its README.md card and "
                 "datasets.Dataset.from_list with List(Json()) columns (rows equal to the JSONL rows after the "
@@ -65,6 +68,12 @@ INFO = ProfileInfo(
 @hookimpl
 def describe_profile() -> ProfileInfo:
     return INFO
+
+
+@hookimpl
+def register_schemas() -> Sequence[dict[str, Any]]:
+    """The schema of this profile's data rows (the package folder holds its siblings' too)."""
+    return schemas_in(__package__ or __name__, ids=(NATIVE_SCHEMA,))
 
 
 @hookimpl

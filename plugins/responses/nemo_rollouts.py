@@ -13,8 +13,9 @@ One row per segment:
   ``tool_choice``, ``tools``;
 - ``reward``: 1.0 for a resolved pass, 0.0 for a resolved failure (rows without one are declined);
 - ``agent_ref``, ``_ng_task_index`` (the row's position in its file), ``_ng_rollout_index`` (0),
-  ``instance_id``, and the canonical metadata under ``sediment`` (NeMo Gym's models ignore
-  unknown top-level keys; its collection helpers keep them).
+  ``instance_id``, and the canonical metadata without its ``schema_id`` under ``sediment`` (the
+  row obeys its own schema, ``nemo-gym-rollout-row`` v2; NeMo Gym's models ignore unknown
+  top-level keys, its collection helpers keep them).
 
 Recorded API sessions carry no token ids or log-probabilities, so these rows do not drive
 NeMo RL policy gradients (it skips output items without ``generation_token_ids``); they serve
@@ -23,7 +24,7 @@ as task inputs, for metrics, and for offline SFT/DPO after conversion.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sediment.plugin import (
@@ -35,6 +36,7 @@ from sediment.plugin import (
     RolloutEvidence,
     ToolCallResponsePart,
     hookimpl,
+    schemas_in,
 )
 
 from .items import Items, Unrepresentable, message_items
@@ -44,12 +46,15 @@ from .segment import (
     ResponsesSettings,
     check_call_context,
     declared_tools,
+    kept_evidence,
     request,
     reward_of,
     segment_turns,
 )
 
 CANONICAL_SCHEMA = "https://sediment.so/schemas/training-rows/nemo-gym-rollout/v4.json"
+#: The schema of this profile's data rows (the consumer's native rows).
+NATIVE_SCHEMA = "https://sediment.so/schemas/training-rows/nemo-gym-rollout-row/v2.json"
 SKIP_REASONS = (*SHARED_SKIP_REASONS, "tool_definitions_vary", "model_absent", "model_conflict",
                 "user_turn_inside_segment")
 
@@ -62,6 +67,7 @@ def describe_profile() -> ProfileInfo:
         target="nemo-gym",
         population="rollouts",
         canonical_schema=CANONICAL_SCHEMA,
+        native_schema=NATIVE_SCHEMA,
         validated_with=(Dependency("nemo-gym", "0.7.0"), Dependency("openai", "2.44.0")),
         validation=(
             "nemo_gym.base_resources_server.BaseVerifyResponse.model_validate on every row, with the concrete "
@@ -80,6 +86,12 @@ def describe_profile() -> ProfileInfo:
         retires=("nemo-gym-rollouts-v1",),
         description="NeMo Gym 0.7.0 rollout rows (Responses request, response, reward, agent_ref, indices)",
     )
+
+
+@hookimpl
+def register_schemas() -> Sequence[dict[str, Any]]:
+    """The schema of this profile's data rows (the package folder holds its siblings' too)."""
+    return schemas_in(__package__ or __name__, ids=(NATIVE_SCHEMA,))
 
 
 @hookimpl
@@ -152,7 +164,7 @@ def adapt_row(row: Mapping[str, Any], evidence: RolloutEvidence, settings: Respo
         "_ng_task_index": index,
         "_ng_rollout_index": 0,
         "instance_id": metadata["instance_id"],
-        "sediment": dict(metadata),
+        "sediment": kept_evidence(metadata),
     }
     return AdaptedRow(body=body, prompt=params["input"], evidence={
         "inference_call_ids": [t.inference_call_id for t in turns],

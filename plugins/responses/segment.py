@@ -43,6 +43,12 @@ class ResponsesSettings(PluginSettings):
         default=True, description="parallel_tool_calls of the recorded requests (the API default when omitted)")
 
 
+def kept_evidence(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``sediment`` column: the canonical row's metadata without its ``schema_id`` (a native
+    row is not the canonical row, so it must not claim that row's schema)."""
+    return {key: value for key, value in metadata.items() if key != "schema_id"}
+
+
 def segment_turns(row: Mapping[str, Any], evidence: RolloutEvidence) -> Sequence[Turn]:
     """The Turns of the row's segment (``metadata.segment_index``)."""
     index = row["metadata"]["segment_index"]

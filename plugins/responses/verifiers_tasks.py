@@ -4,7 +4,8 @@ task JSONL that verifiers 0.4.0's ``NeMoGymTaskset`` (and NeMo Gym's own ``gym e
 One row per segment with a recorded CI verdict: ``responses_create_params`` (the segment's first
 request: its input items, the declared function tools, ``tool_choice``, ``parallel_tool_calls``;
 no ``model``: the policy being trained answers the task), ``agent_ref``, ``instance_id`` and the
-canonical metadata under ``sediment`` (reward source, CI resolution, verifier results), where a
+canonical metadata under ``sediment`` (reward source, CI resolution, verifier results; not its
+``schema_id``: the row obeys its own schema ``verifiers-task`` v1), where a
 verifiers reward function or a resources server's ``verify()`` can read it.
 
 A task row needs the task's prompt, not the exact request, so a team that captures only client
@@ -16,7 +17,7 @@ segment is declined as ``transcript_capture``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import Field
@@ -29,6 +30,7 @@ from sediment.plugin import (
     RolloutEvidence,
     capture_row,
     hookimpl,
+    schemas_in,
 )
 
 from .items import Unrepresentable, function_tools, message_items
@@ -37,12 +39,15 @@ from .segment import (
     SHARED_SKIP_REASONS,
     ResponsesSettings,
     check_call_context,
+    kept_evidence,
     request,
     reward_of,
     segment_turns,
 )
 
 CANONICAL_SCHEMA = "https://sediment.so/schemas/training-rows/nemo-gym-rollout/v4.json"
+#: The schema of this profile's data rows (the consumer's native rows).
+NATIVE_SCHEMA = "https://sediment.so/schemas/training-rows/verifiers-task/v1.json"
 REMEDIES = {**SHARED_REMEDIES,
             "transcript_capture": SHARED_REMEDIES["transcript_capture"]
             + ", or admit them as task prompts with `--set verifiers-tasks-v1.admit_transcripts=true`"}
@@ -66,6 +71,7 @@ def describe_profile() -> ProfileInfo:
         target="nemo-gym",
         population="rollouts",
         canonical_schema=CANONICAL_SCHEMA,
+        native_schema=NATIVE_SCHEMA,
         validated_with=(Dependency("verifiers", "0.4.0"), Dependency("nemo-gym", "0.7.0")),
         validation=(
             "verifiers.v1.tasksets.nemo_gym.taskset.NeMoGymTaskset over the file and "
@@ -81,6 +87,12 @@ def describe_profile() -> ProfileInfo:
         remedies=REMEDIES,
         description="verifiers 0.4.0 / NeMo Gym task rows: the first request of each verified segment",
     )
+
+
+@hookimpl
+def register_schemas() -> Sequence[dict[str, Any]]:
+    """The schema of this profile's data rows (the package folder holds its siblings' too)."""
+    return schemas_in(__package__ or __name__, ids=(NATIVE_SCHEMA,))
 
 
 @hookimpl
@@ -104,7 +116,7 @@ def adapt_row(row: Mapping[str, Any], evidence: RolloutEvidence, settings: TaskS
         "responses_create_params": params,
         "agent_ref": {"name": settings.agent_name},
         "instance_id": metadata["instance_id"],
-        "sediment": dict(metadata),
+        "sediment": kept_evidence(metadata),
     }
     described: dict[str, Any] = {
         "inference_call_id": first.inference_call_id,

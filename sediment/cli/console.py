@@ -20,7 +20,7 @@ them as ``(text, style)`` pairs, and everything else as input.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from rich.console import Console, RenderableType
 from rich.text import Text
@@ -56,6 +56,11 @@ def visible(value: object) -> str:
     if text.isprintable():
         return text
     return "".join(char if char.isprintable() else _escape(char) for char in text)
+
+
+def counts(counted: Mapping[str, int]) -> str:
+    """``name: count, …`` in name order: how summaries print counts by reason (never a Python repr)."""
+    return ", ".join(f"{name}: {count}" for name, count in sorted(counted.items()))
 
 
 def line(*parts: str | Styled) -> Text:

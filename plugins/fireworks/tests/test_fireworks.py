@@ -166,6 +166,7 @@ def test_a_text_pair_exports_and_a_tool_call_refuses_the_whole_export(tmp_path: 
     assert compatibility["profile"]["validated_with"] == []
     assert compatibility["profile"]["support"] == "format; hosted acceptance not tested"
     assert not (tmp_path / "ok" / "README.md").exists()
+    assert compatibility["profile"]["native_schema"] == dpo.NATIVE_SCHEMA
 
     tooled = [*text, session("c", TEXT, message("assistant", ToolCallPart(id="t", name="calc", arguments={})), False)]
     with pytest.raises(ProfileError, match=r"^profile fireworks-dpo-v2: Fireworks DPO v2 supports documented text "
@@ -173,6 +174,32 @@ def test_a_text_pair_exports_and_a_tool_call_refuses_the_whole_export(tmp_path: 
                                            "nothing was published$"):
         export(tooled, tmp_path / "refused", "dpo", dpo.PROFILE_ID)
     assert not [p for p in (tmp_path / "refused").iterdir() if not p.name.startswith(".sediment-")]
+
+
+def schema_problems(data: Path) -> tuple[int, list[tuple[str, int, str | None]]]:
+    """``sediment schema validate --json`` on a data file: its exit code and its problems."""
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("SEDIMENT_")}
+    result = subprocess.run([sys.executable, "-m", "sediment", "schema", "validate", "--json", str(data)],
+                            capture_output=True, text=True, env=environ, timeout=120, check=False)
+    report = json.loads(result.stdout)
+    return result.returncode, [(p["file"], p["line"], p["path"]) for p in report["problems"]]
+
+
+@pytest.mark.parametrize(("pointer", "change"), [
+    ("input/messages/2", lambda r: r["input"]["messages"].append({"role": "system", "content": "late"})),
+    ("preferred_output", lambda r: r["preferred_output"].append(assistant("8"))),
+    ("non_preferred_output/0", lambda r: r["non_preferred_output"][0].update(reasoning_content="hm")),
+])
+def test_dpo_rows_obey_their_native_schema_and_a_planted_wrong_one_is_one_problem(
+        tmp_path: Path, pointer: str, change: Any) -> None:
+    text = [session("a", TEXT, message("assistant", "7"), True), session("b", TEXT, message("assistant", "9"), False)]
+    export(text, tmp_path / "ok", "dpo", dpo.PROFILE_ID)
+    data = tmp_path / "ok" / "data.jsonl"
+    assert schema_problems(data) == (0, [])
+    [row] = [json.loads(line) for line in data.read_text(encoding="ascii").splitlines()]
+    change(row)
+    data.write_text(json.dumps(row) + "\n", encoding="ascii")
+    assert schema_problems(data) == (6, [(str(data), 1, pointer)])
 
 
 def test_sft_reasoning_is_kept_and_a_developer_message_refuses(tmp_path: Path) -> None:

@@ -59,6 +59,8 @@ def test_tool_loop_becomes_one_native_row(tmp_path: Path) -> None:
     assert row["reward"] == 1.0 and row["agent_ref"] == {"name": "sediment_agent"}
     assert (row["_ng_task_index"], row["_ng_rollout_index"]) == (0, 0)
     assert row["sediment"]["reward_source"] == "resolved_ci_pass"
+    # the canonical metadata without its schema_id: the native row obeys its own schema, not that one
+    assert "schema_id" not in row["sediment"] and row["sediment"]["schema_version"] == 4
     [evidence] = result.rows["evidence.jsonl"]
     assert evidence["evidence"]["inference_call_ids"] == ["s1-c0", "s1-c1", "s1-c2"]
     assert evidence["evidence"]["json_encoded_tool_results"] == 1

@@ -21,4 +21,6 @@ def test_task_rows_hold_the_first_request_and_the_verdict(tmp_path: Path) -> Non
     assert params["input"] == [{"role": "system", "content": SYSTEM}, {"role": "user", "content": PROMPT}]
     assert [t["name"] for t in params["tools"]] == ["read_file", "write_file", "run_tests"]
     assert first["sediment"]["reward_source"] == "resolved_ci_pass"
+    # the canonical metadata without its schema_id: the native row obeys its own schema, not that one
+    assert "schema_id" not in first["sediment"] and first["sediment"]["schema_version"] == 4
     assert [e["evidence"]["inference_call_id"] for e in result.rows["evidence.jsonl"]] == ["s1-c0", "s2-c0", "s2-c1"]
