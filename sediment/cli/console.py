@@ -20,7 +20,7 @@ them as ``(text, style)`` pairs, and everything else as input.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from rich.console import Console, RenderableType
 from rich.text import Text
@@ -78,6 +78,11 @@ def cell(*values: object) -> Text:
 def cells(values: Iterable[object]) -> Text:
     """:func:`cell` of an iterable."""
     return cell(*values)
+
+
+def counts(values: Mapping[str, int]) -> str:
+    """``name: count, …`` in name order, for a summary line (never a Python repr)."""
+    return ", ".join(f"{name}: {count}" for name, count in sorted(values.items()))
 
 
 def say(*parts: str | Styled) -> None:

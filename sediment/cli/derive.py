@@ -57,6 +57,6 @@ def derive(
     console.say(f"derived {manifest['counts']['rollouts']} rollout(s) into {path}")
     fragmented = {k: v for k, v in manifest["fragmented"].items() if v}
     if fragmented:
-        console.say(f"fragmented (not skipped): {fragmented}")
+        console.say(f"fragmented (not skipped): {console.counts(fragmented)}")
     if manifest["skipped"]:
-        console.say(f"skipped: {manifest['skipped']}")
+        console.say(f"skipped: {console.counts(manifest['skipped'])}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -91,11 +91,6 @@ def _report_problems(report: IngestReport, unit: str = "record") -> None:
         raise IngestError(f"{len(report.problems)} {unit}(s) failed to ingest; every other {unit} was ingested")
 
 
-def _counts(counts: Mapping[str, int]) -> str:
-    """``name: count, …`` in name order (never a Python repr)."""
-    return ", ".join(f"{name}: {count}" for name, count in sorted(counts.items()))
-
-
 def _render(report: IngestReport, as_json: bool, *, elements: str | None = None) -> None:
     """The problems, then the summary; ``elements`` names what a record's elements are (an OTLP
     batch's ``log_records``), counted beside the records."""
@@ -113,13 +108,13 @@ def _render(report: IngestReport, as_json: bool, *, elements: str | None = None)
     held = f" holding {report.elements} {elements.replace('_', ' ')}" if elements is not None else ""
     console.say(f"{report.records} record(s) read{held}; stored {stored}")
     if report.duplicates:
-        console.say(f"already stored: {_counts(report.duplicates)}")
+        console.say(f"already stored: {console.counts(report.duplicates)}")
     if report.skipped:  # reasons can name input (an unsupported event's name)
-        console.say(f"skipped on purpose: {_counts(report.skipped)}")
+        console.say(f"skipped on purpose: {console.counts(report.skipped)}")
     if report.warnings:
-        console.say(f"warnings: {_counts(report.warnings)}")
+        console.say(f"warnings: {console.counts(report.warnings)}")
     if report.redacted.kinds:  # the distinct secrets found inside content, by kind
-        console.say(f"redacted: {_counts(report.redacted.counts())}")
+        console.say(f"redacted: {console.counts(report.redacted.counts())}")
 
 
 @ingest_app.command("facts")
