@@ -50,6 +50,17 @@ def test_a_choice_error_lists_the_choices_on_one_line(tmp_path: Path) -> None:
     assert "\\n" not in result.stderr and "\\t" not in result.stderr
 
 
+def test_a_wrong_choice_names_the_choices_without_a_validator_prefix(tmp_path: Path) -> None:
+    """Regression (issue 25, the README path): ``--provider github`` printed "Invalid value for
+    '--provider': Value error, 'github' is not one of …", pydantic's prefix leaking through typer."""
+    result = sediment(tmp_path / "home", "ingest", "junit", str(tmp_path / "r.xml"), "--provider", "github",
+                      "--run-id", "1", "--run-attempt", "1", "--repo", "acme/proj", "--commit", "a" * 40)
+    assert result.returncode == 2
+    assert result.stderr == ("error: Invalid value for '--provider': 'github' is not one of 'github_actions', "
+                             "'jenkins', 'gitlab_ci', 'circleci', 'buildkite', 'other', 'github_checks'.\n"), \
+        result.stderr
+
+
 def _commands(command: Any, ctx: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any, Any]]:
     """Every command of the click tree under ``command``, with its path and context."""
     import click
