@@ -98,6 +98,24 @@ def test_no_flag_shows_a_bool_metavar_in_any_help() -> None:
     assert shown > 40  # the whole tree was rendered, not just the root
 
 
+def test_long_help_is_reflowed_not_broken_at_the_source_lines() -> None:
+    """Regression (issue 25, the README path): typer's rich layout kept the docstring's hard line
+    breaks and wrapped again, so `ingest transcripts --help` read "as the client had" / "it (after
+    a compaction…" on two lines even on a wide terminal. Every paragraph is now one flowing line."""
+    from typer.testing import CliRunner
+
+    from sediment.cli import app
+
+    result = CliRunner().invoke(app, ["ingest", "transcripts", "--help"], env={"COLUMNS": "400"})
+    assert result.exit_code == 0, result.output
+    flowing = ("Each model turn becomes an InferenceCall whose input is the conversation as the client had it "
+               "(after a compaction: what it continued from) and whose output is the recorded assistant message,")
+    assert any(flowing in line for line in result.output.splitlines()), result.output
+    for path, command, _ in command_tree():
+        for paragraph in (command.help or "").split("\n\n"):
+            assert "\n" not in paragraph or paragraph.startswith("\b"), (path, paragraph)
+
+
 def test_command_summaries_are_whole_first_sentences_on_one_line() -> None:
     from typer.core import TyperGroup
 

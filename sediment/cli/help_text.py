@@ -3,6 +3,10 @@
 - In a group's command list each command is summarized by the first sentence of its help, on
   one line (typer's rich layout otherwise keeps the help's hard line breaks, and a summary
   breaks off mid-sentence at the end of a source line).
+- A command's longer help is reflowed: each paragraph's source lines join into one, so the
+  terminal wraps it (typer's rich layout keeps the hard line breaks and then wraps again, which
+  leaves ragged half-lines on any terminal narrower than the source). A paragraph that starts
+  with ``\b`` keeps its lines, as in click.
 - A boolean flag takes no value, so the options panel shows no ``<bool>`` type for it.
 """
 
@@ -30,14 +34,22 @@ def first_sentence(text: str) -> str:
     return flat[: match.end()] if match else flat
 
 
+def reflow(text: str) -> str:
+    """``text`` with each paragraph on one line (a ``\b`` paragraph, and what follows ``\f``, as written)."""
+    body, mark, rest = inspect.cleandoc(text).partition("\f")
+    paragraphs = [p if p.startswith("\b") else " ".join(p.split()) for p in body.strip().split("\n\n")]
+    return "\n\n".join(paragraphs) + (f"\n{mark}{rest}" if mark else "")
+
+
 def summarize(app: typer.Typer) -> None:
     """Give every command and group of ``app`` (recursively) without an explicit short help the
-    first sentence of its help as its summary."""
+    first sentence of its help as its summary, and reflow each command's help (see the module)."""
     for command in app.registered_commands:
-        if command.short_help is None:
-            text = command.help or inspect.getdoc(command.callback) or ""
-            if text:
-                command.short_help = first_sentence(text)
+        text = command.help or inspect.getdoc(command.callback) or ""
+        if text:
+            command.help = reflow(text)
+        if command.short_help is None and text:
+            command.short_help = first_sentence(text)
     for group in app.registered_groups:
         if isinstance(group.short_help, DefaultPlaceholder) or group.short_help is None:
             text = solve_typer_info_help(group)
