@@ -169,7 +169,8 @@ def test_derive_summary_counts_are_not_a_python_repr(tmp_path: Path) -> None:
     manifest = json.loads((tmp_path / "bundle" / "manifest.json").read_text(encoding="ascii"))
     assert manifest["skipped"], manifest  # the case: something was skipped
     expected = ", ".join(f"{reason}: {count}" for reason, count in sorted(manifest["skipped"].items()))
-    assert lines(result.stderr)[-1] == f"skipped: {expected}"
+    assert lines(result.stderr)[-2:] == [f"skipped: {expected}",
+                                         "why a Session bound no commit: sediment derive --explain-attribution SESSION"]
     assert "{" not in result.stderr and "'" not in result.stderr
 
 
