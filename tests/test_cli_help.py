@@ -94,6 +94,7 @@ def test_no_flag_shows_a_bool_metavar_in_any_help() -> None:
         result = runner.invoke(app, [*path, "--help"], terminal_width=200)
         assert result.exit_code == 0, (path, result.output)
         assert "<bool>" not in result.output, (path, result.output)
+        assert "list[" not in result.output, (path, result.output)  # regression: <list[str]>, a Python annotation
         shown += "--help" in result.output
     assert shown > 40  # the whole tree was rendered, not just the root
 

@@ -8,6 +8,8 @@
   leaves ragged half-lines on any terminal narrower than the source). A paragraph that starts
   with ``\b`` keeps its lines, as in click.
 - A boolean flag takes no value, so the options panel shows no ``<bool>`` type for it.
+- A repeatable option or a variadic argument shows its element's type (``<str>``, ``<path>``,
+  ``<claude-code|codex|env>``), not the Python annotation ``<list[str]>``.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import re
 from typing import Any
 
 import typer
-from typer.core import TyperOption
+from typer.core import TyperArgument, TyperOption
 from typer.main import solve_typer_info_help
 from typer.models import DefaultPlaceholder
 
@@ -62,10 +64,27 @@ def summarize(app: typer.Typer) -> None:
 _display_type_rich = TyperOption.display_type_rich
 
 
+_argument_display_type_rich = TyperArgument.display_type_rich
+_LIST = re.compile(r"(<?)list\[(.*)\](>?)")
+
+
+def element_type(shown: str | None) -> str | None:
+    """``<list[X]>`` as ``<X>`` (a bare type name in lower case, as typer shows a single value's)."""
+    if shown is None or (match := _LIST.fullmatch(shown)) is None:
+        return shown
+    opening, inner, closing = match.groups()
+    return opening + (inner.lower() if inner.isidentifier() else inner) + closing
+
+
 def _no_type_for_flags(self: TyperOption, ctx: Any) -> str | None:  # typer's own (vendored) click Context
     if self.is_flag and not self.count:
         return None
-    return _display_type_rich(self, ctx)
+    return element_type(_display_type_rich(self, ctx))
+
+
+def _argument_element_type(self: TyperArgument, ctx: Any) -> str | None:
+    return element_type(_argument_display_type_rich(self, ctx))
 
 
 TyperOption.display_type_rich = _no_type_for_flags  # type: ignore[method-assign]
+TyperArgument.display_type_rich = _argument_element_type  # type: ignore[method-assign]
