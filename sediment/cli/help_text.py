@@ -87,4 +87,4 @@ def _argument_element_type(self: TyperArgument, ctx: Any) -> str | None:
 
 
 TyperOption.display_type_rich = _no_type_for_flags  # type: ignore[method-assign]
-TyperArgument.display_type_rich = _argument_element_type  # type: ignore[method-assign]
+TyperArgument.display_type_rich = _argument_element_type  # type: ignore[method-assign,assignment]
