@@ -50,6 +50,17 @@ def test_a_choice_error_lists_the_choices_on_one_line(tmp_path: Path) -> None:
     assert "\\n" not in result.stderr and "\\t" not in result.stderr
 
 
+def test_a_wrong_choice_names_the_choices_without_a_validator_prefix(tmp_path: Path) -> None:
+    """Regression (issue 25, the README path): ``--provider github`` printed "Invalid value for
+    '--provider': Value error, 'github' is not one of …", pydantic's prefix leaking through typer."""
+    result = sediment(tmp_path / "home", "ingest", "junit", str(tmp_path / "r.xml"), "--provider", "github",
+                      "--run-id", "1", "--run-attempt", "1", "--repo", "acme/proj", "--commit", "a" * 40)
+    assert result.returncode == 2
+    assert result.stderr == ("error: Invalid value for '--provider': 'github' is not one of 'github_actions', "
+                             "'jenkins', 'gitlab_ci', 'circleci', 'buildkite', 'other', 'github_checks'.\n"), \
+        result.stderr
+
+
 def _commands(command: Any, ctx: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any, Any]]:
     """Every command of the click tree under ``command``, with its path and context."""
     import click
@@ -83,8 +94,27 @@ def test_no_flag_shows_a_bool_metavar_in_any_help() -> None:
         result = runner.invoke(app, [*path, "--help"], terminal_width=200)
         assert result.exit_code == 0, (path, result.output)
         assert "<bool>" not in result.output, (path, result.output)
+        assert "list[" not in result.output, (path, result.output)  # regression: <list[str]>, a Python annotation
         shown += "--help" in result.output
     assert shown > 40  # the whole tree was rendered, not just the root
+
+
+def test_long_help_is_reflowed_not_broken_at_the_source_lines() -> None:
+    """Regression (issue 25, the README path): typer's rich layout kept the docstring's hard line
+    breaks and wrapped again, so `ingest transcripts --help` read "as the client had" / "it (after
+    a compaction…" on two lines even on a wide terminal. Every paragraph is now one flowing line."""
+    from typer.testing import CliRunner
+
+    from sediment.cli import app
+
+    result = CliRunner().invoke(app, ["ingest", "transcripts", "--help"], env={"COLUMNS": "400"})
+    assert result.exit_code == 0, result.output
+    flowing = ("Each model turn becomes an InferenceCall whose input is the conversation as the client had it "
+               "(after a compaction: what it continued from) and whose output is the recorded assistant message,")
+    assert any(flowing in line for line in result.output.splitlines()), result.output
+    for path, command, _ in command_tree():
+        for paragraph in (command.help or "").split("\n\n"):
+            assert "\n" not in paragraph or paragraph.startswith("\b"), (path, paragraph)
 
 
 def test_command_summaries_are_whole_first_sentences_on_one_line() -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from sediment.bundle.write import write_bundle
-from sediment.testing import ORG, POLICY, outcome, rollout
+from sediment.testing import ORG, POLICY, outcome, rollout, unavailable
 
 ROOT = Path(__file__).parents[1]
 #: a line a payload would like to print on its own, styled and with terminal escapes
@@ -170,7 +170,27 @@ def test_derive_summary_prints_skip_counts_as_name_count_pairs(tmp_path: Path) -
     assert result.returncode == 0, result.stderr
     assert_clean(result.stderr)
     assert lines(result.stderr) == [f"derived 2 rollout(s) into {tmp_path / 'bundle'}",
-                                    "skipped: attribution.jaccard_no_candidate_commit: 1"]
+                                    "skipped: attribution.jaccard_no_candidate_commit: 1",
+                                    "why a Session bound no commit: sediment derive --explain-attribution SESSION"]
+
+
+def test_derive_summary_counts_are_not_a_python_repr(tmp_path: Path) -> None:
+    """Regression (issue 25, the README path): a real Claude Code transcript with no mirror derives
+    Rollouts that bind no commit, and the summary printed ``skipped: {'attribution…': 2}``."""
+    shared = Path(os.environ.get("SEDIMENT_INPUT_FIXTURES") or ROOT.parent / "shared" / "fixtures" / "inputs")
+    transcript = shared / "claude_code" / "git-ai.example-claude-code.jsonl"
+    if not transcript.is_file():
+        unavailable(f"the shared transcript fixtures not found under {shared} (set SEDIMENT_INPUT_FIXTURES)")
+    home = tmp_path / "home"
+    assert sediment(home, "ingest", "transcripts", "claude-code", str(transcript)).returncode == 0
+    result = sediment(home, "derive", "--out", str(tmp_path / "bundle"))
+    assert result.returncode == 0, result.stderr
+    manifest = json.loads((tmp_path / "bundle" / "manifest.json").read_text(encoding="ascii"))
+    assert manifest["skipped"], manifest  # the case: something was skipped
+    expected = ", ".join(f"{reason}: {count}" for reason, count in sorted(manifest["skipped"].items()))
+    assert lines(result.stderr)[-2:] == [f"skipped: {expected}",
+                                         "why a Session bound no commit: sediment derive --explain-attribution SESSION"]
+    assert "{" not in result.stderr and "'" not in result.stderr
 
 
 def test_log_messages_are_one_line(tmp_path: Path) -> None:

@@ -143,3 +143,32 @@ def test_the_readme_sets_the_org_before_the_first_command_that_needs_it() -> Non
     sets_org = re.search(r"^export SEDIMENT_ORG_ID=", text, re.M)
     assert needs_org is not None and sets_org is not None
     assert sets_org.start() < needs_org.start()
+
+
+TASK_SHAPED = [REPO / "docs" / "operate.md"]
+"""Pages split into task-shaped sections (issue 25): no prose paragraph or list item is a wall of text."""
+
+
+@pytest.mark.parametrize("document", TASK_SHAPED, ids=lambda path: path.name)
+def test_task_shaped_pages_have_no_paragraph_over_150_words(document: Path) -> None:
+    prose = FENCE.sub("", document.read_text(encoding="utf-8"))
+    long = []
+    for block in re.split(r"\n\s*\n", prose):
+        if block.lstrip().startswith("|"):  # a table
+            continue
+        for item in re.split(r"\n(?=- )", block):
+            if len(item.split()) > 150:
+                long.append(f"{len(item.split())} words: {item[:60]!r}")
+    assert not long, long
+
+
+@pytest.mark.parametrize("document", TASK_SHAPED, ids=lambda path: path.name)
+def test_task_shaped_sections_open_with_a_runnable_example(document: Path) -> None:
+    """Each `##`/`###` section's first block is a code block with a ``sediment`` (or ``python``) command."""
+    text = document.read_text(encoding="utf-8")
+    missing = []
+    for match in re.finditer(r"^#{2,3} ([^\n]+)\n\n(.*?)(?=^#{1,3} |\Z)", text, re.S | re.M):
+        heading, body = match.groups()
+        if not (body.startswith("```") and re.search(r"^(?:sediment|python) ", body.split("```")[1], re.M)):
+            missing.append(heading)
+    assert not missing, missing

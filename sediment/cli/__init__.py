@@ -141,6 +141,8 @@ def _main() -> None:
     except typer.TyperException as exc:  # usage errors carry their own exit code
         # click lays out choices as "Choose from:\n\tA,\n\tB": on one line, as "Choose from: A, B"
         message = " ".join(part.strip() for part in exc.format_message().split("\n\t"))
+        # typer coerces a value through pydantic, whose message starts "Value error, ": not ours to show
+        message = message.replace(": Value error, ", ": ", 1)
         if message.strip():  # a bare group command (no_args_is_help) has printed its help: no empty error line
             console.error(message)
         raise SystemExit(exc.exit_code) from None

@@ -63,3 +63,5 @@ def derive(
         console.say(f"fragmented (not skipped): {console.counts(fragmented)}")
     if manifest["skipped"]:
         console.say(f"skipped: {console.counts(manifest['skipped'])}")
+        if any(reason.startswith("attribution.") for reason in manifest["skipped"]):
+            console.say("why a Session bound no commit: sediment derive --explain-attribution SESSION")
