@@ -22,7 +22,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from rich.cells import cell_len
 from rich.console import Console, RenderableType
+from rich.table import Table
 from rich.text import Text
 
 out = Console(soft_wrap=True, highlight=False, markup=False, emoji=False)
@@ -115,6 +117,10 @@ def render(renderable: RenderableType, *, stderr: bool = False) -> None:
     if console.is_terminal:
         console.print(renderable)
         return
+    if isinstance(renderable, Table) and renderable.title is not None:  # its title whole on one line too
+        title = renderable.title
+        needed = title.cell_len if isinstance(title, Text) else cell_len(str(title))
+        renderable.min_width = max(renderable.min_width or 0, needed)
     wide = Console(file=console.file, width=_PIPE_WIDTH, soft_wrap=False, highlight=False, markup=False,
                    emoji=False, force_terminal=False, color_system=None)
     wide.print(renderable)
