@@ -59,6 +59,8 @@ def test_export_table_and_nothing_written(tmp_path: Path) -> None:
     result = sediment("export", "rlvr", "--target", "nemo-gym", "--from", str(empty), "--out", str(tmp_path / "o"))
     assert result.returncode == 0, result.stderr
     assert "nothing written (empty projections leave existing files untouched)" in result.stderr
+    # an empty bundle says why and what would change it, in one line
+    assert "nothing written: no rollouts in the evidence: ingest the Sessions' calls" in result.stderr
     assert result.stdout == ""
 
 

@@ -623,7 +623,12 @@ def test_an_export_whose_every_unit_is_skipped_names_the_dominant_reason_and_its
     assert "nothing_written" not in written  # rows were written: no hint
     empty = export_through_target([], None, tmp_path / "empty", target="t", split_enabled=False,
                                       registry=registry, verifier_commands=VerifierCommands.empty())
-    assert "nothing_written" not in empty  # nothing read, nothing skipped: nothing to say
+    # nothing read at all (an empty bundle or store): the hint says so, and what would change it
+    from sediment.evidence.remedies import NO_UNITS_REMEDY
+
+    assert empty["nothing_written"] == {"units": "rollouts", "read": 0, "reason": None, "count": 0,
+                                        "remedy": NO_UNITS_REMEDY}
+    assert hint_line(empty["nothing_written"]) == f"nothing written: no rollouts in the evidence: {NO_UNITS_REMEDY}"
 
 
 def test_the_dominant_reason_is_the_most_counted_then_the_first_by_name() -> None:

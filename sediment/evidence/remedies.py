@@ -5,6 +5,7 @@ it (``remedies`` of its ``ObjectiveInfo``, ``TargetInfo`` or ``ProfileInfo``); t
 those of its own reasons (:data:`CORE_REMEDIES`: the CI resolver's and the representation
 reasons). When an export read units but every one was skipped, :func:`nothing_written` names the
 dominant reason (the most counted, over every tally of the export), its count and its remedy;
+when it read none at all (an empty bundle or store), it says so with :data:`NO_UNITS_REMEDY`;
 the CLI ends the summary with it and ``--json`` carries it as ``nothing_written``.
 """
 
@@ -36,6 +37,12 @@ CORE_REMEDIES: Mapping[str, str] = {
 }
 
 
+#: What would change an export that read no unit at all (reason ``None``): the evidence holds none.
+NO_UNITS_REMEDY = ("ingest the Sessions' calls and their CI, add the repositories' mirrors and bind Sessions to "
+                   "commits (`sediment hooks install`; `sediment derive --explain-attribution SESSION` says why a "
+                   "Session bound none), then derive again")
+
+
 def dominant(tallies: Iterable[Mapping[str, int]]) -> tuple[str, int] | None:
     """The most counted reason over ``tallies`` (ties: the first in alphabetical order), or ``None``."""
     total: Counter[str] = Counter()
@@ -52,10 +59,13 @@ def nothing_written(units_key: str, units: int, tallies: Iterable[Mapping[str, i
     """The summary's ``nothing_written`` of an export that published no row: ``units`` (the
     summary key of the unit count, e.g. ``rollouts``), ``read`` (that count), the dominant
     ``reason`` and its ``count``, and its ``remedy`` (``None`` if none is declared); ``None``
-    when nothing was skipped (no units, no reasons)."""
+    when units were read and none was skipped. With no unit read at all the ``reason`` is ``None``
+    and the remedy :data:`NO_UNITS_REMEDY`."""
     found = dominant(tallies)
     if found is None:
-        return None
+        if units:
+            return None
+        return {"units": units_key, "read": 0, "reason": None, "count": 0, "remedy": NO_UNITS_REMEDY}
     reason, count = found
     return {"units": units_key, "read": units, "reason": reason, "count": count, "remedy": remedies.get(reason)}
 
@@ -63,6 +73,8 @@ def nothing_written(units_key: str, units: int, tallies: Iterable[Mapping[str, i
 def hint_line(nothing: Mapping[str, Any]) -> str:
     """``nothing written: all 4 attributed completions skipped, mostly REASON (4): REMEDY``."""
     units, noun = nothing["read"], str(nothing["units"]).replace("_", " ")
+    if nothing["reason"] is None:  # nothing read at all
+        return f"nothing written: no {noun} in the evidence: {nothing['remedy']}"
     read = f"all {units} {noun} skipped" if units else f"no {noun} derived"
     remedy = nothing.get("remedy")
     line = f"nothing written: {read}, mostly {nothing['reason']} ({nothing['count']})"
