@@ -106,11 +106,13 @@ def test_inspect_shows_every_part(tmp_path: Path, canonical: Path) -> None:
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-def seen_text(page: Path, tmp_path: Path) -> str:
+def seen_text(page: Path, tmp_path: Path, *, without: str = "") -> str:
     """What a person sees: the page rendered by headless Chromium, its body's innerText (a probe
-    script in a copy of the page writes innerText into the DOM that --dump-dom prints)."""
+    script in a copy of the page writes innerText into the DOM that --dump-dom prints). ``without``
+    is left out of the copy (a page's Content-Security-Policy, which would block the probe)."""
     probe = tmp_path / f"probe-{page.name}"
-    probe.write_text(page.read_text(encoding="utf-8").replace(
+    text = page.read_text(encoding="utf-8")
+    probe.write_text((text.replace(without, "") if without else text).replace(
         "</body>", "<script>document.documentElement.setAttribute('data-seen', "
                    "JSON.stringify(document.body.innerText))</script></body>"), encoding="utf-8")
     result = subprocess.run([CHROMIUM or "chromium", "--headless", "--no-sandbox", "--disable-gpu",

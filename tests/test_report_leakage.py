@@ -3,7 +3,6 @@ with overlaps planted on purpose, and nothing else (docs/leakage.md)."""
 
 from __future__ import annotations
 
-import html
 import json
 import os
 import random
@@ -22,7 +21,7 @@ from sediment.reports.leakage import leakage_report
 from sediment.reports.leakage_git import MirrorRanges
 from sediment.reports.leakage_html import EXAMPLES, IDS, PREVIEW_CHARS, TEXT_CHARS, leakage_page
 from sediment.reports.leakage_rows import ExportedRow, read_export_dirs
-from sediment.testing import ORG, GitRepo, unavailable
+from sediment.testing import ORG, GitRepo
 
 
 def sediment(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -389,36 +388,29 @@ def test_a_bad_benchmark_is_one_line_and_parquet_names_its_extra(tmp_path: Path)
 
 # --- the HTML page --------------------------------------------------------------------------------
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 #: A prompt that would add text to the page if the page ran it (the text is built at run time,
 #: so only running it, not showing it, puts the whole mark on the page).
 HOSTILE = "Fix <b>pow</b> <script>document.currentScript.after('EXECUTED' + '-MARK')</script> & \"quotes\" </pre>"
 
 
 def seen_text(page: Path, tmp_path: Path) -> str:
-    """What a person sees: the body's innerText in headless Chromium (tests/test_library_cli.py's
-    probe; the page's Content-Security-Policy, which would block the probe script, is left out of
-    the copy, so the hostile prompt is kept inert by escaping alone)."""
-    text = page.read_text(encoding="utf-8")
-    policy = re.search(r'<meta http-equiv="Content-Security-Policy"[^>]*>', text)
+    """What a person sees (tests/test_library_cli.py's probe), with the page's
+    Content-Security-Policy, which would block the probe script, left out of the copy: the hostile
+    prompt is then kept inert by escaping alone."""
+    sys.path.insert(0, str(Path(__file__).parent))  # the suite's Chromium probe, as test_library_catalog does
+    from test_library_cli import seen_text as library_seen_text
+
+    policy = re.search(r'<meta http-equiv="Content-Security-Policy"[^>]*>', page.read_text(encoding="utf-8"))
     assert policy, "the page declares no Content-Security-Policy"
-    probe = tmp_path / f"probe-{page.name}"
-    probe.write_text(text.replace(policy.group(0), "").replace(
-        "</body>", "<script>document.documentElement.setAttribute('data-seen', "
-                   "JSON.stringify(document.body.innerText))</script></body>"), encoding="utf-8")
-    result = subprocess.run([CHROMIUM or "chromium", "--headless", "--no-sandbox", "--disable-gpu",
-                             "--user-data-dir=" + str(tmp_path / "chromium-profile"), "--dump-dom", probe.as_uri()],
-                            capture_output=True, text=True, timeout=120, check=False)
-    assert result.returncode == 0, result.stderr[-2000:]
-    match = re.search(r'data-seen="([^"]*)"', result.stdout)
-    assert match, result.stdout[:2000]
-    return str(json.loads(html.unescape(match.group(1))))
+    return library_seen_text(page, tmp_path, without=policy.group(0))
 
 
 @pytest.mark.browser
 def test_the_html_page_shows_leakage_json_s_counts_and_a_hostile_prompt_as_text(demo: Path, tmp_path: Path) -> None:
-    if CHROMIUM is None:
-        unavailable("chromium is not installed (Debian package chromium; .ci/run installs it under CI)")
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_library_cli import require_chromium
+
+    require_chromium()
     root = copy_demo(demo, tmp_path / "planted")
     train = rows_of(root / "exports/sft/sft.train.jsonl")[0]
     for split, completion in (("train", "call_<i>hostile</i>"), ("eval", "call_hostile_eval")):
