@@ -27,3 +27,35 @@ def test_the_parallel_ingest_speed_up_compares_the_calls_ingest_with_itself() ->
     }
     row = next(line for line in render(result).splitlines() if line.startswith("| ingest calls (workers 2)"))
     assert "(speed-up 1.54×)" in row
+
+
+def test_the_cost_curve_reports_each_axis_growth_from_its_own_first_point() -> None:
+    """bench/curve.py: a stage's growth is read against the replayed and the unique bytes of the
+    same axis, so the second axis is not divided by the first axis' figures."""
+    from curve import Point
+    from curve import render as render_curve
+
+    def point(axis: str, sessions: int, calls: int, replayed: float, unique: float, ingest: float) -> Point:
+        return Point(axis, sessions, calls, sessions * calls, replayed, unique, unique * 0.9, replayed / 50,
+                     replayed / 500, ingest, ingest / 2, ingest / 4, 80, 90, 70)
+
+    points = [point("calls per Session", 3, 100, 100.0, 10.0, 4.0),
+              point("calls per Session", 3, 400, 1600.0, 40.0, 16.0),
+              point("Sessions", 10, 100, 500.0, 50.0, 20.0),
+              point("Sessions", 40, 100, 2000.0, 200.0, 80.0)]
+    growth = render_curve(points).split("Growth from each axis' first point:")[1]
+    rows = [line for line in growth.splitlines() if line.startswith("| calls") or line.startswith("| Sessions")]
+    assert rows[1] == "| calls per Session | 3 × 400 | 16.0× | 4.0× | 4.0× | 4.0× | 4.0× | 1.00× |"
+    assert rows[3] == "| Sessions | 40 × 100 | 4.0× | 4.0× | 4.0× | 4.0× | 4.0× | 1.00× |"
+
+
+def test_the_cost_curve_axes_take_positive_counts_only() -> None:
+    import argparse
+
+    import pytest
+    from run import _counts
+
+    assert _counts("100,400,1600") == [100, 400, 1600]
+    for bad in ("", "10,x", "0,4", "-1"):
+        with pytest.raises(argparse.ArgumentTypeError, match="positive integers"):
+            _counts(bad)
