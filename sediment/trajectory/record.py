@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from sediment.errors import validation_message
 from sediment.records import decode_record
 
 #: The version of the canonical record these models define.
@@ -306,7 +307,7 @@ def from_plain(value: Any) -> Trajectory:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(record)"
-        raise TrajectoryError(f"{where}: {first['msg']}") from None
+        raise TrajectoryError(f"{where}: {validation_message(first)}") from None
     return validated(record)
 
 
@@ -319,7 +320,7 @@ def build(**fields: Any) -> Trajectory:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(record)"
-        raise TrajectoryError(f"{where}: {first['msg']}") from None
+        raise TrajectoryError(f"{where}: {validation_message(first)}") from None
     plain = _plain(draft)
     unportable = unportable_value(plain)
     if unportable is not None:

@@ -32,7 +32,7 @@ from typing import IO, Any, Final
 
 from pydantic import ValidationError
 
-from sediment.errors import UsageError
+from sediment.errors import UsageError, validation_message
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.reading.compressed import InputUnreadable, open_input
 from sediment.ingest.reading.json_text import _NUMBER, _TOKEN, JsonReader, RecordProblem, _skip_ws, _utf8
@@ -307,7 +307,7 @@ def describe_refusal(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(record)"
-        return f"{where}: {first['msg']}"
+        return f"{where}: {validation_message(first)}"
     return str(exc)
 
 

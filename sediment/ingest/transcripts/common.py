@@ -20,6 +20,7 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
+from sediment.errors import validation_message
 from sediment.ingest import TranslationError
 from sediment.ingest.calls.toolkit import Notes, record_digest
 from sediment.ingest.reading.compressed import InputUnreadable, logical_name, open_input
@@ -118,7 +119,7 @@ def capture(client: str, version: str | None, lacks: set[CaptureLack],
                            parent_session_id=parent_session_id)
     except ValidationError as exc:
         field = "parent session" if exc.errors()[0]["loc"] == ("parent_session_id",) else "version"
-        raise TranslationError(f"{field}: {exc.errors()[0]['msg']}") from None
+        raise TranslationError(f"{field}: {validation_message(exc.errors()[0])}") from None
 
 
 def text_or_none(value: Any) -> str | None:
@@ -161,5 +162,5 @@ def build_call(call: RebuiltCall, org_id: str) -> InferenceCall:
     except ValidationError as exc:
         error = exc.errors()[0]
         where = ".".join(str(part) for part in error["loc"]) or "call"
-        raise TranslationError(f"{where}: {error['msg']}") from None
+        raise TranslationError(f"{where}: {validation_message(error)}") from None
     return redact_call(built)
