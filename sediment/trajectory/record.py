@@ -65,6 +65,10 @@ class TrajectoryError(ValueError):
     """A record breaks a rule of the canonical schema; the message is one line naming the field."""
 
 
+class NotJsonRecord(TrajectoryError):
+    """A record's text is not UTF-8 JSON at all (so its file may be in another format)."""
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True,
                               json_schema_serialization_defaults_required=True)
@@ -288,11 +292,11 @@ def from_json(text: str | bytes) -> Trajectory:
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise TrajectoryError(f"(record): not UTF-8 (byte {exc.start})") from None
+            raise NotJsonRecord(f"(record): not UTF-8 (byte {exc.start})") from None
     try:
         value = decode_record(text)
     except ValueError as exc:
-        raise TrajectoryError(f"(record): not JSON: {exc}") from None
+        raise NotJsonRecord(f"(record): not JSON: {exc}") from None
     except RecursionError:
         raise TrajectoryError(f"(record): nested deeper than {MAX_RECORD_DEPTH} levels") from None
     return from_plain(value)

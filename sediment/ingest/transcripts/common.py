@@ -25,6 +25,7 @@ from sediment.ingest import TranslationError
 from sediment.ingest.calls.toolkit import Notes, record_digest
 from sediment.ingest.reading.compressed import InputUnreadable, logical_name, open_input
 from sediment.ingest.reading.json_text import RecordProblem, parse_line
+from sediment.ingest.reading.wrong_format import FormatWatch
 from sediment.ingest.redaction.content import redact_call
 from sediment.ingest.redaction.credentials import redact_record
 from sediment.model.facts import CAPTURE_LACKS, CallCapture, CaptureLack, FactModel, InferenceCall, InferenceMessage
@@ -72,20 +73,31 @@ def read_entries(path: Path, result: TranscriptResult) -> list[Entry]:
     and the entries before it are kept."""
     entries: list[Entry] = []
     number = 0
+    watch = FormatWatch()
+    problems = len(result.problems)
     try:
         with open_input(path) as handle:
             for number, raw in enumerate(handle, start=1):
-                _entry(number, raw, entries, result)
+                watch.line(raw)
+                _entry(number, raw, entries, result, watch)
     except InputUnreadable as exc:
         result.problems.append((number + 1, str(exc)))
+        return entries
+    wrong = watch.verdict()
+    if wrong is not None:  # another format (a YAML file, say): one problem, not one per line
+        del result.problems[problems:]
+        result.skipped.pop("incomplete_last_line", None)
+        result.lines = 0
+        result.problems.append((0, wrong))
     return entries
 
 
-def _entry(number: int, raw: bytes, entries: list[Entry], result: TranscriptResult) -> None:
+def _entry(number: int, raw: bytes, entries: list[Entry], result: TranscriptResult, watch: FormatWatch) -> None:
     result.lines += 1
     if not raw.strip():
         return
     value = parse_line(raw.rstrip(b"\r\n"))
+    watch.saw(syntax=isinstance(value, RecordProblem) and value.syntax)
     if isinstance(value, RecordProblem | Exception):
         if not raw.endswith(b"\n"):
             result.skipped["incomplete_last_line"] += 1
