@@ -6,6 +6,7 @@ is shown with a traceback.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import IntEnum
 
 
@@ -99,3 +100,19 @@ class EvidenceGoneError(SedimentError):
     """The evidence an exported row came from no longer derives it (quarantined, removed)."""
 
     exit_code = ExitCode.EVIDENCE_GONE
+
+
+#: What pydantic puts before the text of a validator's ValueError or failed assert: noise to an
+#: operator, who reads ``run_id: identifier must not be empty``.
+_VALIDATOR_PREFIXES = ("Value error, ", "Assertion failed, ")
+
+
+def validation_message(error: Mapping[str, object]) -> str:
+    """One pydantic error's text as a problem line shows it: its ``msg``, without the prefix
+    pydantic adds to a validator's own message (``Value error, ``). Every place that turns a
+    ValidationError into a problem line or an error message reads the text through this."""
+    message = str(error["msg"])
+    for prefix in _VALIDATOR_PREFIXES:
+        if message.startswith(prefix):
+            return message[len(prefix):]
+    return message

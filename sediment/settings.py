@@ -38,7 +38,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
-from sediment.errors import ConfigurationError
+from sediment.errors import ConfigurationError, validation_message
 
 CONFIG_ENV = "SEDIMENT_CONFIG_FILE"
 #: Top-level tables of the config file that configure the core rather than a plugin.
@@ -143,7 +143,7 @@ class SettingsSources:
             first = str(error["loc"][0]) if error["loc"] else ""
             where = sources.get(first, "its defaults")
             declared = model.model_fields[first].json_schema_extra if first in model.model_fields else None
-            message = str(error["msg"]).removeprefix("Value error, ")
+            message = validation_message(error)
             raise ConfigurationError(
                 f"plugin {plugin} setting {key}: {message} (from {where}; "
                 f"set it with --set {plugin}.{key}=VALUE or ${env_name(plugin, first or key, declared)})"

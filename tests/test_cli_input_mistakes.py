@@ -32,7 +32,18 @@ COMMANDS: dict[str, tuple[list[str], list[str], int]] = {
 }
 
 
+#: The commands that read JSON Lines records (not JUnit XML, not rows to validate or export).
+JSON_LINES = sorted(set(COMMANDS) - {"ingest junit", "schema validate", "trajectory export-atif"})
+#: A VCR / pytest-recording cassette: YAML, each line of it not JSON at all.
+CASSETTE = b"interactions:\n- request:\n    method: POST\n    uri: https://api.openai.com/v1/chat/completions\n" \
+    b"  response:\n    status:\n      code: 200\nversion: 1\n"
+
+
 def _file(tmp_path: Path, mistake: str) -> Path:
+    if mistake == "yaml":
+        path = tmp_path / "cassette.yaml"
+        path.write_bytes(CASSETTE)
+        return path
     path = tmp_path / f"{mistake}.jsonl"
     if mistake == "unreadable":  # unreadable whoever runs it (root reads a mode-000 file)
         path.symlink_to(path.name)
@@ -46,6 +57,16 @@ def _file(tmp_path: Path, mistake: str) -> Path:
 @pytest.mark.parametrize("mistake", ["missing", "unreadable", "empty", "wrong_format", "bad_flags"])
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_one_exit_code_per_mistake(tmp_path: Path, command: str, mistake: str) -> None:
+    _check(tmp_path, command, mistake)
+
+
+@pytest.mark.parametrize("command", JSON_LINES)
+def test_a_yaml_file_is_one_line_saying_it_is_not_json_lines(tmp_path: Path, command: str) -> None:
+    """Wrong format: YAML (issue 25): one line, not one `not JSON` line per line of the file."""
+    _check(tmp_path, command, "yaml")
+
+
+def _check(tmp_path: Path, command: str, mistake: str) -> None:
     words, bad_flags, bad_input = COMMANDS[command]
     out = tmp_path / "out"
     path = _file(tmp_path, mistake)
@@ -68,6 +89,9 @@ def test_one_exit_code_per_mistake(tmp_path: Path, command: str, mistake: str) -
         assert len(named) == 1 and "empty" in named[0], named  # `FILE: empty file: no records` (no rows)
     elif mistake == "wrong_format":
         assert len(named) == 1, result.stderr
+    elif mistake == "yaml":
+        assert len(named) == 1, result.stderr
+        assert named[0].endswith(": not JSON Lines (it looks like YAML): no line of it is JSON"), named
     else:
         assert result.stderr.startswith("error: ") and len(result.stderr.splitlines()) == 1, result.stderr
     assert not out.exists(), "a failed command leaves no output behind"

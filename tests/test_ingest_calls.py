@@ -1206,7 +1206,7 @@ def test_broken_streams_raise(call_format: str, stream: str, message: str) -> No
         (
             "openai-chat",
             lambda r: r["response"].update(model="gpt\x00"),
-            "model: Value error, identifier must not contain NUL",
+            "model: identifier must not contain NUL",
         ),
     ],
 )

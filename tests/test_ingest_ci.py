@@ -255,9 +255,9 @@ def test_raw_is_copied_from_the_record() -> None:
     [
         ({"provider": "gitlab"}, r"^provider: Input should be 'github_actions', 'jenkins', 'gitlab_ci'"),
         ({"result": "timeout"}, r"^result: Input should be 'passed', 'failed'"),
-        ({"run_id": "   "}, r"^run_id: Value error, identifier must not be empty"),
-        ({"commit_sha": "HEAD"}, r"^commit_sha: Value error, commit SHA must be 40 or 64 hex"),
-        ({"repo": "git@github.com:my-great-org/my-pipeline"}, r"^repo: Value error, repository must be 'owner/repo'"),
+        ({"run_id": "   "}, r"^run_id: identifier must not be empty"),
+        ({"commit_sha": "HEAD"}, r"^commit_sha: commit SHA must be 40 or 64 hex"),
+        ({"repo": "git@github.com:my-great-org/my-pipeline"}, r"^repo: repository must be 'owner/repo'"),
         ({"run_attempt": 0}, r"^run_attempt: Input should be greater than or equal to 1"),
         ({"pr_number": 0}, r"^pr_number: Input should be greater than or equal to 1"),
         ({"reason": "x" * 4097}, r"^reason: String should have at most 4096 characters"),

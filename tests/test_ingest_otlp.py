@@ -397,7 +397,7 @@ REFUSALS = [
     ("copilot.json", 1, set_attribute("copilot_chat.file.relative_path", None),
      "attributes[copilot_chat.file.relative_path]: missing"),
     ("copilot.json", 1, set_attribute("github.copilot.git.commit_sha", {"stringValue": "3484a3f"}),
-     "attributes[github.copilot.git.commit_sha]: Value error, commit SHA must be 40 or 64 hex characters"),
+     "attributes[github.copilot.git.commit_sha]: commit SHA must be 40 or 64 hex characters"),
     ("copilot.json", 7, set_attribute("survival_rate_four_gram", {"doubleValue": 1.5}),
      "attributes[survival_rate_four_gram]: Input should be less than or equal to 1"),
     ("copilot.json", 7, set_attribute("survival_rate_four_gram", {"doubleValue": "NaN"}),
@@ -478,7 +478,7 @@ SEDIMENT_REFUSALS = [
     (2, 0, set_attribute("file_path", {"stringValue": ""}), "attributes[file_path]: empty"),
     (2, 2, set_attribute("proposed", {"intValue": 1}), "attributes[proposed]: expected a stringValue, got intValue"),
     (2, 3, set_attribute("accepted_call_id", {"stringValue": "toolu_04WriteSecrets"}),
-     "Value error, rejected_call_id and accepted_call_id must differ"),
+     ": rejected_call_id and accepted_call_id must differ"),
     (2, 3, set_attribute("rejected_call_id", None), "attributes[rejected_call_id]: missing"),
 ]
 

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from sediment.bundle.lines import fast_record, inner_record
-from sediment.errors import BundleError
+from sediment.errors import BundleError, validation_message
 from sediment.git.repositories import REPOSITORY_IDENTITY_VERSION, RepositoryContext
 from sediment.model.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy
 from sediment.model.rollout import Rollout
@@ -132,5 +132,5 @@ def parse_line(line: bytes, number: int, *, fast: bool = False) -> Rollout:
         detail = exc.errors()[0] if isinstance(exc, ValidationError) else None
         if detail is not None:
             loc = ".".join(str(p) for p in detail["loc"])
-            raise BundleError(f"invalid bundle record at {where}: {loc}: {detail['msg']}") from None
+            raise BundleError(f"invalid bundle record at {where}: {loc}: {validation_message(detail)}") from None
         raise BundleError(f"invalid bundle record at {where}: {exc}") from None

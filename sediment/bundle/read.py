@@ -30,7 +30,7 @@ from sediment.bundle.format import (
     parse_line,
 )
 from sediment.bundle.lines import inner_record, report_first_failure, scan_lines, strict_loads
-from sediment.errors import BundleError
+from sediment.errors import BundleError, validation_message
 from sediment.git.repositories import RepositoryContext
 from sediment.model.facts import DeveloperDecision, EditObservation, RepositoryRename
 from sediment.model.policy import DerivationPolicy
@@ -66,7 +66,7 @@ def _read_manifest(path: Path) -> tuple[dict[str, dict[str, Any]], BundleManifes
     try:
         policy = DerivationPolicy.model_validate(raw["policy"])
     except ValidationError as exc:
-        raise BundleError(f"bundle policy is invalid: {exc.errors()[0]['msg']}") from None
+        raise BundleError(f"bundle policy is invalid: {validation_message(exc.errors()[0])}") from None
     if policy.digest != raw["policy_digest"]:
         raise BundleError("bundle policy_digest does not match its policy")
     versions = raw["implementation_versions"]
@@ -190,7 +190,7 @@ def _read_population(path: Path, info: Mapping[str, Any], model: type[P], org_id
             record = model.model_validate(inner_record(line))
         except (UnicodeDecodeError, ValueError) as exc:
             detail = exc.errors()[0] if isinstance(exc, ValidationError) else None
-            shown = f"{'.'.join(str(p) for p in detail['loc'])}: {detail['msg']}" if detail else str(exc)
+            shown = f"{'.'.join(str(p) for p in detail['loc'])}: {validation_message(detail)}" if detail else str(exc)
             raise BundleError(f"invalid bundle record at {where}: {shown}") from None
         if record.org_id != org_id:
             raise BundleError(f"{where}: org_id {record.org_id!r} differs from the manifest")

@@ -34,7 +34,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError, model_validator
 from sediment.bundle.format import Bundle
 from sediment.bundle.lines import fast_record, inner_record, report_first_failure, scan_lines
 from sediment.bundle.upstream_manifest import FILES, V4BundleManifest, read_v4_manifest
-from sediment.errors import BundleError
+from sediment.errors import BundleError, validation_message
 from sediment.git.repositories import RenameClaim, RepositoryContext
 from sediment.identifiers import ExactInt, FactId, NonEmptyId, NonEmptyRepoSlug, OrgId, UtcDatetime
 from sediment.model.facts import (
@@ -103,7 +103,7 @@ def _model(model: type[M], record: dict[str, Any], where: str) -> M:
     except ValidationError as exc:
         detail = exc.errors()[0]
         loc = ".".join(str(p) for p in detail["loc"])
-        raise BundleError(f"invalid bundle record at {where}: {loc}: {detail['msg']}") from None
+        raise BundleError(f"invalid bundle record at {where}: {loc}: {validation_message(detail)}") from None
 
 
 def _org_record(line: bytes, where: str, model: type[M], keys: frozenset[str], label: str,

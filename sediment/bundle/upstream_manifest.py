@@ -16,7 +16,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from sediment.bundle.format import MANIFEST, BundleManifest
 from sediment.bundle.lines import strict_loads
-from sediment.errors import BundleError
+from sediment.errors import BundleError, validation_message
 from sediment.git.repositories import REPOSITORY_IDENTITY_VERSION
 from sediment.identifiers import OrgId
 from sediment.model.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy
@@ -171,7 +171,8 @@ def _policy(value: Any, digest: Any) -> tuple[DerivationPolicy, str]:
         resolved = DerivationPolicy.model_validate(policy)
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise _problem("policy", f"is invalid: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+        where = ".".join(str(p) for p in first["loc"])
+        raise _problem("policy", f"is invalid: {where}: {validation_message(first)}") from None
     if not isinstance(digest, str) or not _SHA256.fullmatch(digest):
         raise _problem("policy_digest", "must be 64 lowercase hex digits")
     if canonical_digest(policy) != digest:

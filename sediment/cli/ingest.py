@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
@@ -92,6 +92,24 @@ def _report_problems(report: IngestReport, unit: str = "record") -> None:
         raise IngestError(f"{len(report.problems)} {unit}(s) failed to ingest; every other {unit} was ingested")
 
 
+def warning_lines(warnings: Mapping[str, int]) -> list[str]:
+    """One line per warning code (in name order) saying what it means, then where to read what
+    to do; a ``:DETAIL`` code is explained once by its head."""
+    from sediment.ingest.warnings import explain
+
+    lines, seen = [], set()
+    for code in sorted(warnings):
+        head = code.partition(":")[0]
+        explained = explain(code)
+        if explained is None or head in seen:
+            continue
+        seen.add(head)
+        lines.append(f"  {head}: {explained.meaning}")
+    if lines:
+        lines.append('  (what to do about each: docs/operate.md, "Ingest warnings")')
+    return lines
+
+
 def _render(report: IngestReport, as_json: bool, *, elements: str | None = None) -> None:
     """The problems, then the summary; ``elements`` names what a record's elements are (an OTLP
     batch's ``log_records``), counted beside the records."""
@@ -114,6 +132,8 @@ def _render(report: IngestReport, as_json: bool, *, elements: str | None = None)
         console.say(f"skipped on purpose: {console.counts(report.skipped)}")
     if report.warnings:
         console.say(f"warnings: {console.counts(report.warnings)}")
+        for line in warning_lines(report.warnings):
+            console.say(line)
     if report.redacted.kinds:  # the distinct secrets found inside content, by kind
         console.say(f"redacted: {console.counts(report.redacted.counts())}")
 

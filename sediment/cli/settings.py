@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sediment.errors import ConfigurationError
+from sediment.errors import ConfigurationError, validation_message
 
 if TYPE_CHECKING:
     from sediment.git.mirror_root import MirrorRoot
@@ -31,7 +31,7 @@ def org_id(value: str | None) -> str:
     try:
         return str(TypeAdapter(OrgId).validate_python(raw))
     except ValidationError as exc:
-        raise ConfigurationError(f"invalid org id: {exc.errors()[0]['msg']}") from None
+        raise ConfigurationError(f"invalid org id: {validation_message(exc.errors()[0])}") from None
 
 
 def store() -> FactStore:

@@ -14,7 +14,8 @@ from typing import IO, TYPE_CHECKING, Final
 import orjson
 
 from sediment.ingest.reading import compressed
-from sediment.trajectory.record import Trajectory, TrajectoryError, from_json
+from sediment.ingest.reading.wrong_format import FormatWatch
+from sediment.trajectory.record import NotJsonRecord, Trajectory, TrajectoryError, from_json
 
 if TYPE_CHECKING:
     from sediment.trajectory.store_source import StoreSource
@@ -89,22 +90,34 @@ def read_canonical(paths: Sequence[Path], problems: list[str], known: Container[
         except OSError as exc:
             problems.append(f"{path}: cannot read: {exc.strerror or exc}")
             continue
+        watch, held = FormatWatch(), len(problems)
         try:
             for number, line in source.lines(problems):
+                watch.line(line)
                 if not line.strip():
                     continue
                 if known:
                     tid = _trajectory_id(line)
                     if tid is not None and tid in known:
+                        watch.saw(syntax=False)
                         if skipped is not None:
                             skipped.append(tid)
                         continue
                 try:
-                    yield from_json(line.rstrip(b"\r\n"))
+                    record = from_json(line.rstrip(b"\r\n"))
                 except TrajectoryError as exc:
+                    watch.saw(syntax=isinstance(exc, NotJsonRecord))
                     problems.append(f"{path}:{number}: {exc}")
+                    continue
+                watch.saw(syntax=False)
+                yield record
         except compressed.InputUnreadable as exc:
             problems.append(f"{path}:{source.number}: {exc}")
+        else:
+            wrong = watch.verdict()
+            if wrong is not None:  # another format (a YAML file, say): one problem, not one per line
+                del problems[held:]
+                problems.append(f"{path}: {wrong}")
         finally:
             source.close()
 

@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING
 
 from sediment.errors import PluginError, UsageError
 from sediment.ingest.reading.compressed import logical_name
+from sediment.ingest.reading.wrong_format import FormatWatch, first_line
 from sediment.trajectory.record import Trajectory, TrajectoryError, validated
 from sediment.trajectory.redaction import redact_trajectory
-from sediment.trajectory.sources import ImportRefusal
+from sediment.trajectory.sources import ImportRefusal, is_not_json
 
 if TYPE_CHECKING:
     from sediment.host.kinds import Importer
@@ -81,10 +82,38 @@ def _one_file(read: Callable[[Path], Iterable[object]], path: Path) -> Iterator[
     if not path.is_file():
         yield ImportRefusal(path, 0, "(file)", "is not a readable file")
         return
+    held: list[ImportRefusal] | None = []  # "not JSON" refusals before anything else: perhaps another format
     try:
-        yield from _checked(read(path), path)
+        for item in _checked(read(path), path):
+            if held is not None and isinstance(item, ImportRefusal) and is_not_json(item):
+                held.append(item)
+                continue
+            yield from held or ()
+            held = None
+            yield item
     except OSError as exc:
+        yield from held or ()
         yield ImportRefusal(path, 0, "(file)", f"cannot be read: {exc.strerror or exc}")
+        return
+    if held:
+        yield from _one_refusal_or_all(path, held)
+
+
+def _one_refusal_or_all(path: Path, held: list[ImportRefusal]) -> Iterator[ImportRefusal]:
+    """A file whose every record was not JSON: one refusal when it is in another format
+    (:mod:`~sediment.ingest.reading.wrong_format`), else each record's own."""
+    try:
+        head = first_line(path)
+    except OSError:
+        head = None
+    watch = FormatWatch()
+    if head is not None:
+        watch.line(head)
+    wrong = watch.verdict()
+    if wrong is None:
+        yield from held
+    else:
+        yield ImportRefusal(path, 0, "(file)", wrong)
 
 
 def import_records(fmt: str, paths: Iterable[Path | str], *,

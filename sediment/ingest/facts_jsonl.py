@@ -20,6 +20,7 @@ from typing import Any, Final, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
+from sediment.errors import validation_message
 from sediment.identifiers import OrgId, render_datetime
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.redaction.content import redact_value
@@ -130,7 +131,7 @@ def describe_validation_error(exc: ValidationError, paths: Mapping[str, str] | N
     parts = []
     for error in exc.errors(include_url=False):
         where = render_loc(tuple(error["loc"]), paths)
-        parts.append(f"{where}: {error['msg']}" if where else error["msg"])
+        parts.append(f"{where}: {validation_message(error)}" if where else validation_message(error))
     return "; ".join(parts)
 
 

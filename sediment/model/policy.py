@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from sediment.errors import ConfigurationError
+from sediment.errors import ConfigurationError, validation_message
 from sediment.records import canonical_digest
 from sediment.split import DEFAULT_EVAL_FRACTION, validate_eval_fraction
 
@@ -93,7 +93,7 @@ class DerivationPolicy(_PolicyModel):
             if first["type"] == "extra_forbidden":
                 raise ConfigurationError(f"policy file {path}: unknown field {where} "
                                          "(`sediment policy show` lists every field)") from None
-            raise ConfigurationError(f"policy file {path}: {where}: {first['msg']}") from None
+            raise ConfigurationError(f"policy file {path}: {where}: {validation_message(first)}") from None
 
 
 def merged_over(defaults: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:

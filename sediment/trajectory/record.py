@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from sediment.errors import validation_message
 from sediment.records import decode_record
 
 #: The version of the canonical record these models define.
@@ -62,6 +63,10 @@ OutcomeCategory = Literal["success", "failure", "unknown"]
 
 class TrajectoryError(ValueError):
     """A record breaks a rule of the canonical schema; the message is one line naming the field."""
+
+
+class NotJsonRecord(TrajectoryError):
+    """A record's text is not UTF-8 JSON at all (so its file may be in another format)."""
 
 
 class _Model(BaseModel):
@@ -287,11 +292,11 @@ def from_json(text: str | bytes) -> Trajectory:
         try:
             text = text.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise TrajectoryError(f"(record): not UTF-8 (byte {exc.start})") from None
+            raise NotJsonRecord(f"(record): not UTF-8 (byte {exc.start})") from None
     try:
         value = decode_record(text)
     except ValueError as exc:
-        raise TrajectoryError(f"(record): not JSON: {exc}") from None
+        raise NotJsonRecord(f"(record): not JSON: {exc}") from None
     except RecursionError:
         raise TrajectoryError(f"(record): nested deeper than {MAX_RECORD_DEPTH} levels") from None
     return from_plain(value)
@@ -306,7 +311,7 @@ def from_plain(value: Any) -> Trajectory:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(record)"
-        raise TrajectoryError(f"{where}: {first['msg']}") from None
+        raise TrajectoryError(f"{where}: {validation_message(first)}") from None
     return validated(record)
 
 
@@ -319,7 +324,7 @@ def build(**fields: Any) -> Trajectory:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(record)"
-        raise TrajectoryError(f"{where}: {first['msg']}") from None
+        raise TrajectoryError(f"{where}: {validation_message(first)}") from None
     plain = _plain(draft)
     unportable = unportable_value(plain)
     if unportable is not None:

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Final
 
 from sediment.ingest.reading.compressed import InputUnreadable, content_sha256, logical_name, open_input
 from sediment.ingest.reading.json_text import MAX_DEPTH, too_deep
@@ -203,12 +203,22 @@ def parse_json(data: bytes) -> Any:
     return value
 
 
+_NOT_JSON: Final = ("not UTF-8 (", "not JSON: ")
+"""How :func:`describe_json_error` begins for text that is not JSON at all."""
+
+
 def describe_json_error(exc: Exception) -> str:
     if isinstance(exc, UnicodeDecodeError):
         return f"not UTF-8 (byte {exc.start})"
     if isinstance(exc, TooDeep):
         return str(exc)
     return f"not JSON: {exc}"
+
+
+def is_not_json(refusal: ImportRefusal) -> bool:
+    """Whether an importer refused a record because its text is not JSON at all (as
+    :func:`describe_json_error` words it), so the file may be in another format altogether."""
+    return refusal.message.startswith(_NOT_JSON)
 
 
 # --- secrets ---------------------------------------------------------------------------

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from sediment.errors import validation_message
 from sediment.ingest.calls.fields import as_list, as_object, child, fail
 from sediment.ingest.calls.toolkit import Notes, ToolDefinitions
 from sediment.model.facts import ToolDefinition
@@ -72,7 +73,7 @@ def _definition(path: str, **fields: Any) -> ToolDefinition:
     try:
         return ToolDefinition(**fields)
     except ValidationError as exc:
-        fail(path, exc.errors()[0]["msg"])
+        fail(path, validation_message(exc.errors()[0]))
 
 
 def function_tool(obj: dict[str, Any], path: str, *, kind: str = "function",

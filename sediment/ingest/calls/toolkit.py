@@ -30,6 +30,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import TypeAdapter, ValidationError
 
+from sediment.errors import validation_message
 from sediment.identifiers import OrgId
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.calls.fields import (
@@ -257,7 +258,7 @@ def tool_call(call_id: Any, name: Any, arguments: Any, *, path: str, id_key: str
     try:
         return ToolCallPart(id=ident, name=name or "", arguments=parsed)
     except ValidationError as exc:
-        fail(child(path, id_key), exc.errors()[0]["msg"])
+        fail(child(path, id_key), validation_message(exc.errors()[0]))
 
 
 def tool_result(call_id: Any, result: Any, *, path: str, id_key: str, notes: Notes) -> ToolCallResponsePart | None:
@@ -270,7 +271,7 @@ def tool_result(call_id: Any, result: Any, *, path: str, id_key: str, notes: Not
     try:
         return ToolCallResponsePart(id=ident, result=result)
     except ValidationError as exc:
-        fail(child(path, id_key), exc.errors()[0]["msg"])
+        fail(child(path, id_key), validation_message(exc.errors()[0]))
 
 
 def text_part(value: Any, path: str) -> TextPart:
@@ -398,7 +399,7 @@ def _error_path(exc: ValidationError) -> str:
     path = ""
     for key in error["loc"]:
         path = f"{path}[{key}]" if isinstance(key, int) else child(path, str(key))
-    return f"{path or 'record'}: {error['msg']}"
+    return f"{path or 'record'}: {validation_message(error)}"
 
 
 def build_call(
@@ -425,7 +426,7 @@ def build_call(
     try:
         org = _ORG_ID.validate_python(org_id)
     except ValidationError as exc:
-        raise ValueError(f"org_id: {exc.errors()[0]['msg']}") from None
+        raise ValueError(f"org_id: {validation_message(exc.errors()[0])}") from None
     call_id = inference_call_id(org, session_id, gateway_provider, content.model_call_id, lambda: record_digest(record))
     try:
         call = InferenceCall(

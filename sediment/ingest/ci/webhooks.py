@@ -34,6 +34,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Final
 
+from sediment.errors import validation_message
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.ci.providers import PROVIDERS as PROVIDER_TABLE
 from sediment.ingest.ci.providers import provider as provider_row
@@ -98,5 +99,5 @@ def translate(provider: str, event_name: str | None, body: bytes, *, org_id: str
         if isinstance(exc, ValidationError):
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "(record)"
-            raise WebhookRefusal(f"{where}: {first['msg']}") from None
+            raise WebhookRefusal(f"{where}: {validation_message(first)}") from None
         raise

@@ -37,6 +37,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from sediment.errors import validation_message
 from sediment.identifiers import CommitSha, NonEmptyId, NonEmptyRepoSlug, OrgId
 from sediment.ingest.facts_jsonl import describe_validation_error, test_case_result_id
 from sediment.ingest.junit.dialects import detect_runner, duration_ms, folds_reruns, normalize_test_id
@@ -92,7 +93,7 @@ class RunAttempt:
             try:
                 object.__setattr__(self, name, adapter.validate_python(value))
             except ValidationError as exc:
-                message = exc.errors()[0]["msg"].removeprefix("Value error, ")
+                message = validation_message(exc.errors()[0])
                 raise ValueError(f"{name}: {message}") from None
 
 

@@ -32,13 +32,14 @@ from typing import IO, Any, Final
 
 from pydantic import ValidationError
 
-from sediment.errors import UsageError
+from sediment.errors import UsageError, validation_message
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.reading.compressed import InputUnreadable, open_input
 from sediment.ingest.reading.json_text import _NUMBER, _TOKEN, JsonReader, RecordProblem, _skip_ws, _utf8
 from sediment.ingest.reading.json_text import MAX_DEPTH as MAX_DEPTH
 from sediment.ingest.reading.json_text import parse_line as parse_line
 from sediment.ingest.reading.json_text import too_deep as too_deep
+from sediment.ingest.reading.wrong_format import FormatWatch
 from sediment.ingest.redaction.content import RedactionTally, tallying
 from sediment.model.facts import FactModel
 from sediment.parallel import engine_name, ordered_chunks, require_shared_store
@@ -163,7 +164,8 @@ def _size(limit: int) -> str:
 
 
 def records(path: str, *, max_line: int = MAX_LINE_BYTES, max_document: int = MAX_DOCUMENT_BYTES,
-            keep_flaws: bool = False, reader: JsonReader | None = None) -> Iterator[tuple[int, Any | Exception]]:
+            keep_flaws: bool = False, reader: JsonReader | None = None,
+            watch: FormatWatch | None = None) -> Iterator[tuple[int, Any | Exception]]:
     """``(line or index, record)`` pairs, streamed; an unreadable record yields its problem.
 
     JSON Lines are read one line at a time (memory holds one record); a file whose first line
@@ -176,10 +178,12 @@ def records(path: str, *, max_line: int = MAX_LINE_BYTES, max_document: int = MA
     :class:`~sediment.ingest.calls.spans.SpanReader` does for call logs).
     A compressed file is inflated as it is read; when it cannot be read on, the records before
     are yielded and then :class:`~sediment.ingest.reading.compressed.InputUnreadable` is raised.
+    ``watch`` is shown the lines as they are read (:mod:`~sediment.ingest.reading.wrong_format`).
     """
     failure: list[InputUnreadable] = []
     with open_input(path) as handle:
-        yield from _records(_lines(handle, max_line, failure), max_line, max_document,
+        lines = _lines(handle, max_line, failure)
+        yield from _records(lines if watch is None else watch.lines(lines), max_line, max_document,
                             reader or JsonReader(keep_flaws=keep_flaws))
     if failure:
         raise failure[0]
@@ -307,7 +311,7 @@ def describe_refusal(exc: Exception) -> str:
     if isinstance(exc, ValidationError):
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(record)"
-        return f"{where}: {first['msg']}"
+        return f"{where}: {validation_message(first)}"
     return str(exc)
 
 
@@ -427,17 +431,23 @@ def _ingest_file(path: str, translate: Callable[[Any], Translation], sink: Calla
                  report: IngestReport, keep_flaws: bool = False, reader: JsonReader | None = None,
                  tick: Callable[[], None] | None = None) -> None:
     pending: list[FactModel] = []
-    read = report.records
+    read, problems = report.records, len(report.problems)
+    watch = FormatWatch()
     try:
         with tallying(report.redacted):
-            _ingest_stream(path, records(path, keep_flaws=keep_flaws, reader=reader), translate, sink, report,
-                           pending, tick)
+            _ingest_stream(path, records(path, keep_flaws=keep_flaws, reader=reader, watch=watch), translate, sink,
+                           report, pending, tick, watch)
     except InputUnreadable as exc:  # the records before it are kept
         report.problems.append(InputProblem(path, exc.line or 0, str(exc)))
     except OSError as exc:
         report.problems.append(InputProblem(path, 0, f"cannot read: {exc.strerror or exc}"))
     else:
-        if report.records == read:
+        wrong = watch.verdict()
+        if wrong is not None:  # another format: one problem, not one per line (no line held a record)
+            del report.problems[problems:]
+            report.records = read
+            report.problems.append(InputProblem(path, 0, wrong))
+        elif report.records == read:
             report.problems.append(InputProblem(path, 0, EMPTY))
     if pending:
         sink(pending)
@@ -445,12 +455,15 @@ def _ingest_file(path: str, translate: Callable[[Any], Translation], sink: Calla
 
 def _ingest_stream(path: str, stream: Iterable[tuple[int, Any]], translate: Callable[[Any], Translation],
                    sink: Callable[[list[FactModel]], None], report: IngestReport, pending: list[FactModel],
-                   tick: Callable[[], None] | None = None) -> None:
+                   tick: Callable[[], None] | None = None, watch: FormatWatch | None = None) -> None:
     """Translate each record; only the input's faults are problems. A translator's
     TranslationError (or a model's ValidationError) names the input field; any other exception
-    is a bug in Sediment and propagates with its traceback. ``tick`` runs after each record is read."""
+    is a bug in Sediment and propagates with its traceback. ``tick`` runs after each record is
+    read; ``watch`` is told whether each record's text was JSON."""
     for number, record in stream:
         report.records += 1
+        if watch is not None:
+            watch.saw(syntax=isinstance(record, RecordProblem) and record.syntax)
         if tick is not None:
             tick()
         try:

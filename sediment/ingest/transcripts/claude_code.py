@@ -48,6 +48,7 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
+from sediment.errors import validation_message
 from sediment.ingest import TranslationError
 from sediment.ingest.calls.anthropic import usage_tokens
 from sediment.ingest.calls.fields import as_object
@@ -357,7 +358,7 @@ class _Transcript:
             self.result.problems.append((exc.line, str(exc)))
             return None
         except ValidationError as exc:
-            self.result.refuse(node.entry.line, TranslationError(f"decision: {exc.errors()[0]['msg']}"))
+            self.result.refuse(node.entry.line, TranslationError(f"decision: {validation_message(exc.errors()[0])}"))
             return None
         return with_natural_id(fact, "decision_id")
 

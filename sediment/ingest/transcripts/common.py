@@ -20,10 +20,12 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
+from sediment.errors import validation_message
 from sediment.ingest import TranslationError
 from sediment.ingest.calls.toolkit import Notes, record_digest
 from sediment.ingest.reading.compressed import InputUnreadable, logical_name, open_input
 from sediment.ingest.reading.json_text import RecordProblem, parse_line
+from sediment.ingest.reading.wrong_format import FormatWatch
 from sediment.ingest.redaction.content import redact_call
 from sediment.ingest.redaction.credentials import redact_record
 from sediment.model.facts import CAPTURE_LACKS, CallCapture, CaptureLack, FactModel, InferenceCall, InferenceMessage
@@ -71,20 +73,31 @@ def read_entries(path: Path, result: TranscriptResult) -> list[Entry]:
     and the entries before it are kept."""
     entries: list[Entry] = []
     number = 0
+    watch = FormatWatch()
+    problems = len(result.problems)
     try:
         with open_input(path) as handle:
             for number, raw in enumerate(handle, start=1):
-                _entry(number, raw, entries, result)
+                watch.line(raw)
+                _entry(number, raw, entries, result, watch)
     except InputUnreadable as exc:
         result.problems.append((number + 1, str(exc)))
+        return entries
+    wrong = watch.verdict()
+    if wrong is not None:  # another format (a YAML file, say): one problem, not one per line
+        del result.problems[problems:]
+        result.skipped.pop("incomplete_last_line", None)
+        result.lines = 0
+        result.problems.append((0, wrong))
     return entries
 
 
-def _entry(number: int, raw: bytes, entries: list[Entry], result: TranscriptResult) -> None:
+def _entry(number: int, raw: bytes, entries: list[Entry], result: TranscriptResult, watch: FormatWatch) -> None:
     result.lines += 1
     if not raw.strip():
         return
     value = parse_line(raw.rstrip(b"\r\n"))
+    watch.saw(syntax=isinstance(value, RecordProblem) and value.syntax)
     if isinstance(value, RecordProblem | Exception):
         if not raw.endswith(b"\n"):
             result.skipped["incomplete_last_line"] += 1
@@ -118,7 +131,7 @@ def capture(client: str, version: str | None, lacks: set[CaptureLack],
                            parent_session_id=parent_session_id)
     except ValidationError as exc:
         field = "parent session" if exc.errors()[0]["loc"] == ("parent_session_id",) else "version"
-        raise TranslationError(f"{field}: {exc.errors()[0]['msg']}") from None
+        raise TranslationError(f"{field}: {validation_message(exc.errors()[0])}") from None
 
 
 def text_or_none(value: Any) -> str | None:
@@ -161,5 +174,5 @@ def build_call(call: RebuiltCall, org_id: str) -> InferenceCall:
     except ValidationError as exc:
         error = exc.errors()[0]
         where = ".".join(str(part) for part in error["loc"]) or "call"
-        raise TranslationError(f"{where}: {error['msg']}") from None
+        raise TranslationError(f"{where}: {validation_message(error)}") from None
     return redact_call(built)
