@@ -165,7 +165,7 @@ def long_paragraphs(document: Path, limit: int = 150) -> list[str]:
     for block in re.split(r"\n\s*\n", prose):
         if block.lstrip().startswith("|"):  # a table
             continue
-        for item in re.split(r"\n(?=- |\d+\. )", block):
+        for item in re.split(r"\n\s*(?=[-*] |\d+\. )", block):
             if len(item.split()) > limit:
                 long.append(f"{len(item.split())} words: {item[:60]!r}")
     return long
@@ -174,6 +174,20 @@ def long_paragraphs(document: Path, limit: int = 150) -> list[str]:
 @pytest.mark.parametrize("document", TASK_SHAPED, ids=lambda path: path.name)
 def test_task_shaped_pages_have_no_paragraph_over_150_words(document: Path) -> None:
     assert not long_paragraphs(document)
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda path: path.name)
+def test_no_document_has_a_wall_of_text(document: Path) -> None:
+    """Issue 25: no paragraph or list item of the README or docs/*.md runs past 150 words; a long
+    one is split into a section per task, short paragraphs and lists."""
+    assert not long_paragraphs(document)
+
+
+def test_the_wall_of_text_check_sees_a_long_paragraph(tmp_path: Path) -> None:
+    page = tmp_path / "page.md"
+    page.write_text("# Page\n\n" + "word " * 151 + "\n\n- " + "item " * 30 + "\n\n```\n" + "code " * 400 + "\n```\n",
+                    encoding="utf-8")
+    assert [line.split(":")[0] for line in long_paragraphs(page)] == ["151 words"]
 
 
 @pytest.mark.parametrize("document", TASK_SHAPED, ids=lambda path: path.name)
