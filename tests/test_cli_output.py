@@ -231,3 +231,19 @@ def test_plugin_supplied_text_is_never_markup(tmp_path: Path, odd_plugins: dict[
         assert result.returncode == 0, result.stderr
         assert_clean(result.stdout + result.stderr)
         assert "0.1.0[/bold][red]R[/red]\\x1b[2J\\x00" in result.stdout, result.stdout
+
+
+def test_an_empty_file_is_counted_as_a_file_not_a_record(tmp_path: Path) -> None:
+    """The README walk met ``0 record(s) read`` then ``1 record(s) failed to ingest`` for an empty
+    file: the closing line counts whole files apart from the records that failed."""
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    result = sediment(tmp_path / "home", "ingest", "github", str(empty))
+    assert result.returncode == 8, result.stderr
+    assert lines(result.stderr)[-1] == "error: 1 file(s) refused whole; every other record was ingested"
+    bad = tmp_path / "outcomes.jsonl"
+    bad.write_text(json.dumps({"x": 1}) + "\n")
+    result = sediment(tmp_path / "home", "ingest", "ci", str(empty), str(bad))
+    assert result.returncode == 8, result.stderr
+    assert lines(result.stderr)[-1] == \
+        "error: 1 record(s) failed to ingest and 1 file(s) refused whole; every other record was ingested"
