@@ -174,3 +174,34 @@ def test_serve_on_port_zero_announces_the_port_it_bound(tmp_path: Path) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(5)
+
+
+def test_a_table_without_rows_in_a_pipe_is_as_wide_as_its_title(tmp_path: Path) -> None:
+    """The README walk piped ``report dataset-diagnostics`` over a store with no SFT or DPO rows:
+    the empty 'class/model balance (rows)' chart was laid out 100,000 columns wide. A table that
+    nothing bounds is laid out at its least width; one with rows keeps its natural width."""
+    import io
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from sediment.cli import console
+
+    empty = Table(title="class/model balance (rows)", title_justify="left", show_header=False, box=None)
+    empty.add_column("label")
+    full = Table(title="t", title_justify="left", box=None)
+    full.add_column("file")
+    full.add_row("rollouts.jsonl " * 20)
+    printed = []
+    for table in (empty, full):
+        buffer = io.StringIO()
+        original = console.out
+        console.out = Console(file=buffer, soft_wrap=True, highlight=False, markup=False, emoji=False)
+        try:
+            console.render(table)
+        finally:
+            console.out = original
+        printed.append(buffer.getvalue().splitlines())
+    assert [line.rstrip() for line in printed[0]] == ["class/model balance (rows)"]
+    assert max(len(line) for line in printed[0]) < 80
+    assert ("rollouts.jsonl " * 20).strip() in printed[1][-1]

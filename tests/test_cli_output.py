@@ -231,3 +231,42 @@ def test_plugin_supplied_text_is_never_markup(tmp_path: Path, odd_plugins: dict[
         assert result.returncode == 0, result.stderr
         assert_clean(result.stdout + result.stderr)
         assert "0.1.0[/bold][red]R[/red]\\x1b[2J\\x00" in result.stdout, result.stdout
+
+
+def test_an_empty_file_is_counted_as_a_file_not_a_record(tmp_path: Path) -> None:
+    """The README walk met ``0 record(s) read`` then ``1 record(s) failed to ingest`` for an empty
+    file: the closing line counts whole files apart from the records that failed."""
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    result = sediment(tmp_path / "home", "ingest", "github", str(empty))
+    assert result.returncode == 8, result.stderr
+    assert lines(result.stderr)[-1] == "error: 1 file(s) refused whole; every other record was ingested"
+    bad = tmp_path / "outcomes.jsonl"
+    bad.write_text(json.dumps({"x": 1}) + "\n")
+    result = sediment(tmp_path / "home", "ingest", "ci", str(empty), str(bad))
+    assert result.returncode == 8, result.stderr
+    assert lines(result.stderr)[-1] == \
+        "error: 1 record(s) failed to ingest and 1 file(s) refused whole; every other record was ingested"
+
+
+def test_calls_that_name_no_session_under_the_format_chosen_say_where_it_is_read(tmp_path: Path) -> None:
+    """The README walk read the demo's request/response pairs with ``--format litellm``: every
+    record was skipped as ``no_session`` and the command stored nothing, exit 0, without a word
+    on why. It now ends with one warning naming where the format reads the Session and which
+    format reads the other shape; an ingest that stores calls says nothing more."""
+    from sediment.demo import write_inputs
+
+    calls = write_inputs(tmp_path / "inputs").calls
+    result = sediment(tmp_path / "home", "ingest", "calls", "--format", "litellm", str(calls))
+    assert result.returncode == 0, result.stderr
+    count = len(calls.read_text().splitlines())
+    assert lines(result.stderr)[-1] == (
+        f"warning: no record named its Session (all {count} skipped as no_session): --format litellm reads it "
+        "from LiteLLM's metadata (metadata.session_id, the x-sediment-session header, ...); request/response "
+        "pairs with a session_id are read with --format openai-chat, openai-responses or anthropic")
+    result = sediment(tmp_path / "home", "ingest", "calls", "--format", "openai-chat", str(calls))
+    assert result.returncode == 0, result.stderr
+    assert "warning:" not in result.stderr and f"stored inference_calls: {count}" in result.stderr
+    as_json = sediment(tmp_path / "home2", "ingest", "calls", "--format", "litellm", str(calls), "--json")
+    assert as_json.returncode == 0 and "warning:" not in as_json.stderr  # --json: the counts say it
+    assert json.loads(as_json.stdout)["skipped"] == {"no_session": count}

@@ -8,6 +8,7 @@ import dataclasses
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -337,3 +338,16 @@ def test_every_profile_line_of_the_demo_leads_back_to_its_canonical_row(demo: Pa
         chain = chain_of(demo, f"{data}:1", monkeypatch, settings=settings)
         assert chain["row"]["sha256"] == evidence["source_row_sha256"], name
         assert chain["verify"]["byte_identical"], (name, chain["verify"])
+
+
+@pytest.mark.parametrize("spec", ["exports/sediment/tasks.train.jsonl:1", "exports/nemo-gym/rollouts.train.jsonl:1",
+                                  "exports/sft/sft.train.jsonl:1", "exports/dpo/dpo.train.jsonl:1",
+                                  "exports/diff-sft/diff_sft.train.jsonl:1", "exports/recovery/recovery.train.jsonl:1"])
+def test_the_human_chain_prints_no_python_repr(demo: Path, spec: str) -> None:
+    """Issue 25's README walk met ``suspected flake False``: a flag reads yes/no, a value in a
+    ``key=value`` list is spelled as ``--json`` spells it (``true``, ``false``, ``-`` for none)."""
+    result = sediment("explain", spec, "--verify", home=demo / "home", cwd=demo)
+    assert result.returncode == 0, result.stderr
+    assert re.findall(r"\b(?:True|False|None)\b", result.stdout) == []
+    if "CI resolution" in result.stdout:
+        assert re.search(r"suspected flake (?:yes|no)$", result.stdout, re.M), result.stdout

@@ -376,3 +376,30 @@ def test_codex_values_of_the_wrong_type_are_one_problem_each(tmp_path: Path) -> 
     result = translate(write(tmp_path / "t.jsonl", entries), "codex")
     assert result.problems == [(2, "payload.type: expected a string"), (21, "payload: expected an object")]
     assert len(calls_of(result)) == 6
+
+
+@pytest.mark.parametrize(("path", "client", "other"), [(CODEX, "claude-code", "codex"),
+                                                       (CLAUDE, "codex", "claude-code")])
+def test_another_clients_transcript_is_one_problem_not_a_silent_skip(path: Path, client: str, other: str) -> None:
+    """Issue 25's README walk: a Codex rollout read as Claude Code (or the reverse) stored nothing
+    and exited 0, its lines counted as skipped on purpose. No line of it is an entry of the client
+    named, so the file is in the wrong format: one problem at its first line naming the other
+    client, and nothing counted as skipped."""
+    result = translate(path, client)
+    assert result.facts == [] and result.skipped == {}
+    [(line, message)] = result.problems
+    assert line == 1 and message.startswith(f"type: no line is a {client} transcript entry (types: ")
+    assert message.endswith(f"try `sediment ingest transcripts {other}`")
+
+
+def test_a_folder_of_both_clients_stores_one_and_names_each_file_of_the_other(tmp_path: Path) -> None:
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    (folder / "codex.jsonl").write_bytes(CODEX.read_bytes())
+    (folder / "claude.jsonl").write_bytes(CLAUDE.read_bytes())
+    write(folder / "only-summaries.jsonl", [e for e in lines_of(THINKING) if e["type"] == "summary"])
+    store = FactStore(f"sqlite:///{tmp_path / 'f.db'}")
+    report = ingest_transcripts([folder], "claude-code", store, org_id=ORG, captured_at=LATER)
+    assert [(Path(p.path).name, p.line) for p in report.problems] == [("codex.jsonl", 1)]
+    assert report.stored["inference_calls"] == 13  # the Claude Code session; a file of summaries is no problem
+    assert not any(reason.startswith("unknown_entry:") for reason in report.skipped)

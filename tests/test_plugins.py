@@ -631,6 +631,18 @@ def test_an_export_whose_every_unit_is_skipped_names_the_dominant_reason_and_its
     assert hint_line(empty["nothing_written"]) == f"nothing written: no rollouts in the evidence: {NO_UNITS_REMEDY}"
 
 
+def test_the_no_units_remedy_names_each_step_a_new_user_can_miss() -> None:
+    """Issue 25's README walk: a Session bound to its commit by a note, whose calls edited other
+    files than the commit's, gave no attributed completion, and the hint named only binding. It
+    now points at derive's count of those files too; it stays one printable line."""
+    from sediment.evidence.remedies import NO_UNITS_REMEDY
+
+    for step in ("ingest", "mirrors", "`sediment hooks install`", "`sediment derive --explain-attribution SESSION`",
+                 "`file_attribution.no_match`", "derive again"):
+        assert step in NO_UNITS_REMEDY, step
+    assert NO_UNITS_REMEDY.isprintable()
+
+
 def test_the_dominant_reason_is_the_most_counted_then_the_first_by_name() -> None:
     from sediment.evidence.remedies import CORE_REMEDIES, dominant, nothing_written
 

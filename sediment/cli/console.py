@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 
 from rich.cells import cell_len
 from rich.console import Console, RenderableType
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -121,6 +122,14 @@ def render(renderable: RenderableType, *, stderr: bool = False) -> None:
         title = renderable.title
         needed = title.cell_len if isinstance(title, Text) else cell_len(str(title))
         renderable.min_width = max(renderable.min_width or 0, needed)
-    wide = Console(file=console.file, width=_PIPE_WIDTH, soft_wrap=False, highlight=False, markup=False,
-                   emoji=False, force_terminal=False, color_system=None)
+    wide = _plain(console, _PIPE_WIDTH)
+    measured = Measurement.get(wide, wide.options, renderable)
+    if measured.maximum >= _PIPE_WIDTH:  # nothing bounds it (a table without rows): as narrow as it can be
+        wide = _plain(console, max(measured.minimum, 1))
     wide.print(renderable)
+
+
+def _plain(console: Console, width: int) -> Console:
+    """A console writing to ``console``'s file at ``width`` columns, without styles or wrapping."""
+    return Console(file=console.file, width=width, soft_wrap=False, highlight=False, markup=False,
+                   emoji=False, force_terminal=False, color_system=None)

@@ -119,8 +119,9 @@ def _render_labelling(labelling: dict[str, Any]) -> None:
                 kept = f", edit retention {_number(retention['score'])} (vendor)"
             elif retention["source"] == "derived":
                 figures = retention["figures"] or {}
-                kept = (f", edit retention {_number(retention['score'])} (derived: {figures.get('kept_4grams')}/"
-                        f"{figures.get('applied_4grams')} 4-grams kept, {figures.get('rule')}, "
+                kept = (f", edit retention {_number(retention['score'])} "
+                        f"(derived: {_value(figures.get('kept_4grams'))}/"
+                        f"{_value(figures.get('applied_4grams'))} 4-grams kept, {_value(figures.get('rule'))}, "
                         f"{retention['observation_id']})")
             show(f"    decision {decision['decision_id']}: {kind}, {decision['agent_harness']} "
                  f"{decision['interaction_mode']}, {decision['file_path'] or '-'}{kept}")
@@ -137,14 +138,19 @@ def _render_labelling(labelling: dict[str, Any]) -> None:
                 show(f"      {step['rung']}: {step['rule']} ({inputs}) → {_number(step['value'])}")
             show(f"      label confidence ({confidence['label']}): {_number(confidence['label_confidence'])}")
     if labelling["agrees"] is not None:
-        replayed = ", ".join(f"{k}={v}" for k, v in labelling["replayed"].items())
-        recorded = ", ".join(f"{k}={v}" for k, v in labelling["recorded"].items())
+        replayed = ", ".join(f"{k}={_value(v)}" for k, v in labelling["replayed"].items())
+        recorded = ", ".join(f"{k}={_value(v)}" for k, v in labelling["recorded"].items())
         mark = ("✓ ", "green") if labelling["agrees"] else ("✗ ", "red")
         show("  ", mark, f"replayed {replayed}; the row records {recorded}")
 
 
 def _value(value: Any) -> str:
-    return "-" if value is None else str(value)
+    """A value as the human output spells it: ``-`` for none, ``true``/``false`` as in ``--json``."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
 
 
 def render(chain: dict[str, Any]) -> None:
@@ -157,18 +163,19 @@ def render(chain: dict[str, Any]) -> None:
     if "profile" in row:
         profile = row["profile"]["evidence"]
         show(f"  profile line → canonical row sha256 {profile['source_row_sha256']} ({profile['canonical_schema']})")
-    show("  label: " + ", ".join(f"{k}={v}" for k, v in row["label"].items()))
+    show("  label: " + ", ".join(f"{k}={_value(v)}" for k, v in row["label"].items()))
     recipe, policy = chain["recipe"], chain["policy"]
     show(("recipe ", "bold"), f"{_value(recipe['recipe_id'])} v{_value(recipe['recipe_version'])}")
     recorded = policy["row"]
-    show(("policy ", "bold"), "row: " + ", ".join(f"{k}={v}" for k, v in recorded.items() if not isinstance(v, dict)))
+    show(("policy ", "bold"), "row: " + ", ".join(f"{k}={_value(v)}" for k, v in recorded.items()
+                                                  if not isinstance(v, dict)))
     src = policy["source"]
     show(f"  {src['kind']}: policy {src['policy_digest']}, quarantine revision "
          f"{_value(src['quarantine_revision'])}" + ("" if policy["same_policy"] else "  (differs from the row's)"))
     for resolution in chain["ci_resolutions"]:
         show(("CI resolution ", "bold"), f"{resolution['repo']}@{resolution['commit_sha']}: verdict "
              f"{_value(resolution['verdict'])}, reliability {_value(resolution['reliability'])}, suspected flake "
-             f"{resolution['suspected_flake']}")
+             f"{'yes' if resolution['suspected_flake'] else 'no'}")
         for workflow in resolution["workflows"]:
             show(f"  workflow {workflow['workflow_name']} ({workflow['provider']}, branch {workflow['branch']}): "
                  f"verdict {_value(workflow['verdict'])}, reliability {_value(workflow['reliability'])}")
@@ -206,7 +213,7 @@ def render(chain: dict[str, Any]) -> None:
     if chain["facts"]:
         show(("Facts the row names", "bold"))
     for fact in chain["facts"]:
-        extra = ", ".join(f"{k}={v}" for k, v in fact.items() if k not in ("table", "fact_id", "recorded",
+        extra = ", ".join(f"{k}={_value(v)}" for k, v in fact.items() if k not in ("table", "fact_id", "recorded",
                                                                              "quarantined"))
         known = "quarantined" if fact["quarantined"] else ("recorded" if fact["recorded"] else "not recorded")
         show(f"  {fact['table']}/{fact['fact_id']}: {known}" + (f" ({extra})" if extra else ""))

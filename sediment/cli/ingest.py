@@ -74,7 +74,8 @@ class CallFormat(StrEnum):
 
 
 def _run(files: list[str], translate: Callable[[Any], Translation], as_json: bool, workers: int = 1, *,
-         org_id: str, reader: Callable[[], JsonReader] | None = None, engine: str = "local") -> None:
+         org_id: str, reader: Callable[[], JsonReader] | None = None, engine: str = "local",
+         hint: Callable[[IngestReport], str | None] | None = None) -> None:
     from sediment.ingest.reading.files import ingest_files
 
     input_files.check(files)
@@ -82,14 +83,24 @@ def _run(files: list[str], translate: Callable[[Any], Translation], as_json: boo
         report = ingest_files(files, translate, settings.store(), workers=workers, reader=reader, progress=update,
                               engine=engine)
     _render(report, as_json)
+    advice = hint(report) if hint is not None and not as_json else None
+    if advice is not None:
+        console.warning(advice)
     # a legacy mirror added before these Facts named its repository's identity is keyed by it now
     settings.settle_mirrors(org_id, (table for table, count in report.stored.items() if count))
     _report_problems(report)
 
 
 def _report_problems(report: IngestReport, unit: str = "record") -> None:
-    if report.problems:
-        raise IngestError(f"{len(report.problems)} {unit}(s) failed to ingest; every other {unit} was ingested")
+    """The one closing line of an ingest with problems. Records (or lines) and whole files are
+    counted apart: an empty or unreadable file is no record that failed (the walk of the README
+    met ``0 record(s) read`` followed by ``1 record(s) failed to ingest``)."""
+    if not report.problems:
+        return
+    files = sum(1 for problem in report.problems if problem.line == 0) if unit != "report" else 0
+    failed = [f"{count} {noun}(s) {verb}" for count, noun, verb in (
+        (len(report.problems) - files, unit, "failed to ingest"), (files, "file", "refused whole")) if count]
+    raise IngestError(f"{' and '.join(failed)}; every other {unit} was ingested")
 
 
 def warning_lines(warnings: Mapping[str, int]) -> list[str]:
@@ -215,7 +226,23 @@ def calls(files: list[str] = typer.Argument(..., help=FILES_HELP),
     memo = ReplayMemo()
     _run(files, lambda record: translate_call(record, format=format.value, org_id=org_id, captured_at=now,
                                               memo=memo), as_json, workers, org_id=org_id, reader=SpanReader,
-         engine=chosen_engine)
+         engine=chosen_engine, hint=_no_session_hint(format))
+
+
+def _no_session_hint(format: CallFormat) -> Callable[[IngestReport], str | None]:
+    """The warning of a calls ingest that stored nothing because no record named its Session:
+    the usual cause is the wrong ``--format`` (the README walk read request/response pairs with
+    ``--format litellm``, which looks for the Session in LiteLLM's metadata)."""
+    def hint(report: IngestReport) -> str | None:
+        if report.stored or not report.records or set(report.skipped) != {"no_session"}:
+            return None
+        where = ("--format litellm reads it from LiteLLM's metadata (metadata.session_id, the x-sediment-session "
+                 "header, ...); request/response pairs with a session_id are read with --format openai-chat, "
+                 "openai-responses or anthropic") if format is CallFormat.litellm else (
+                 f"--format {format.value} reads it from a pair's session_id or its x-sediment-session header; "
+                 "LiteLLM payloads are read with --format litellm")
+        return f"no record named its Session (all {report.skipped['no_session']} skipped as no_session): {where}"
+    return hint
 
 
 def _provider_command(provider: WebhookProvider) -> None:

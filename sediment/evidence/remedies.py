@@ -40,7 +40,8 @@ CORE_REMEDIES: Mapping[str, str] = {
 #: What would change an export that read no unit at all (reason ``None``): the evidence holds none.
 NO_UNITS_REMEDY = ("ingest the Sessions' calls and their CI, add the repositories' mirrors and bind Sessions to "
                    "commits (`sediment hooks install`; `sediment derive --explain-attribution SESSION` says why a "
-                   "Session bound none), then derive again")
+                   "Session bound none, and derive's `file_attribution.no_match` count the files of bound commits "
+                   "no call of their Session matched), then derive again")
 
 
 def dominant(tallies: Iterable[Mapping[str, int]]) -> tuple[str, int] | None:

@@ -152,12 +152,15 @@ def project_evidence(context: ExportContext,  # type: ignore[empty-body]
     the claimed and locked output directory. The implementation pulls what it reads from
     ``context`` (for example ``context.rollouts()``, streamed one unit at a time, which also
     drives the progress bar) and should yield as it goes: rows are staged as they arrive.
+
     The pipeline checks every row for representability (a bad row is declined with one count),
     counts every :class:`~sediment.plugin.Declined` against the population's closed vocabulary
     (a reason outside it is a plugin bug), routes each row to the file of its population and
-    ``split``, and publishes nothing if the iteration raises. The core's reasons are in every
-    vocabulary: an objective that reads ``evidence.ci`` yields its resolver counts itself
-    (``Declined(reason, count)`` for each of ``evidence.ci.skipped``), in the unit it documents.
+    ``split``, and publishes nothing if the iteration raises.
+
+    The core's reasons are in every vocabulary: an objective that reads ``evidence.ci`` yields
+    its resolver counts itself (``Declined(reason, count)`` for each of ``evidence.ci.skipped``),
+    in the unit it documents.
     An objective that derives its own units (``unit_skip_reasons``: Recovery derives CI
     transitions from ``context.ci_outcomes()``, ``context.resolve_ci`` and ``context.mirror``)
     yields :class:`~sediment.plugin.NotDerived` for evidence that did not become a unit (the

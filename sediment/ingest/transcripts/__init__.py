@@ -10,6 +10,7 @@ re-ingesting a transcript that grew stores only its new turns.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -49,8 +50,23 @@ def translate_transcript(path: Path, client: Client, *, org_id: str, captured_at
         result.problems.append((0, f"cannot read: {exc.strerror or exc}"))
         return result
     _TRANSLATORS[client](entries, result, org_id=org_id, captured_at=captured_at)
+    if entries and not result.facts and not result.problems and result.skipped \
+            and all(reason.startswith(UNKNOWN_ENTRY) for reason in result.skipped):
+        result.problems.append((entries[0].line, _another_clients(client, result.skipped)))
+        result.skipped.clear()
     result.problems.sort(key=lambda problem: problem[0])
     return result
+
+
+UNKNOWN_ENTRY: Final = "unknown_entry:"
+
+
+def _another_clients(client: Client, skipped: Counter[str]) -> str:
+    """The problem of a file no line of which is an entry ``client`` writes: it is another
+    client's transcript (or no transcript), so reading it as ``client``'s stores nothing."""
+    kinds = ", ".join(sorted(reason.removeprefix(UNKNOWN_ENTRY) for reason in skipped))
+    others = " or ".join(f"`sediment ingest transcripts {other}`" for other in CLIENTS if other != client)
+    return f"type: no line is a {client} transcript entry (types: {kinds}); another client's transcript? try {others}"
 
 
 def ingest_transcripts(paths: Sequence[Path], client: Client, store: FactStore, *, org_id: str,
