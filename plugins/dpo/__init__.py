@@ -99,8 +99,9 @@ REMEDIES: dict[str, str] = {
     "unreliable_ci_resolution": "the commit's CI run flipped between attempts (a suspected flake); a clean "
                                 "re-run, once ingested, settles it",
     "bucket_capped": "more pairs of one prompt than the cap: `--set dpo.max_pairs_per_bucket=N` (default 3)",
-    "tools_differ": "the two calls of a pair declared different tools, so the model did not see the same "
-                    "prompt: the calls' tool definitions are in their recorded requests (`sediment explain`)",
+    "tools_differ": "the two calls of a pair declared different tools (or one's transcript did not record "
+                    "them), so the model did not see the same prompt: only calls made with the same tool "
+                    "definitions pair (docs/dpo.md)",
     "model_absent": "the recorded calls name no model: capture them where the request is recorded (a gateway, OTLP)",
 }
 

@@ -145,6 +145,19 @@ def test_a_row_keeps_the_tools_its_call_declared_exactly_and_in_request_order(
     assert all(load_registry().schemas.errors(row) == [] for row in rows)
 
 
+def test_declared_tools_json_cannot_hold_decline_the_row_by_the_representation_check(
+        tmp_path: Path, mirror_root: MirrorRoot, history: dict[str, str]) -> None:
+    """A NaN in a declared tool's schema: the row is counted ``non_finite_number``, never written
+    and never a traceback; the other Session's row is kept."""
+    sha = history["two"]
+    nan = (ToolDefinition(name="f", parameters={"type": "number", "default": float("nan")}),)
+    result = export([session("s1", sha, [(1, "calc.py")], decisions=(decision("d1", "resp-s1-1"),), tools=nan),
+                     session("s2", sha, [(1, "calc.py")], decisions=(decision("d2", "resp-s2-1", session="s2"),))],
+                    tmp_path, mirror_root)
+    assert [row["metadata"]["completion_id"] for row in result.rows["diff_sft.jsonl"]] == ["s2-c1"]
+    assert skips(result) == {"non_finite_number": 1}
+
+
 CAPTURE = CallCapture(source="transcript:claude-code@2.0.14",
                       lacks=("exact_request", "system_prompt", "sampling_parameters", "token_ids"),
                       parent_session_id="parent-1")

@@ -203,6 +203,19 @@ def test_a_pair_whose_calls_declared_different_tools_is_declined_as_tools_differ
     assert again.summary["pair_skipped"] == {"tools_differ": 1}
 
 
+def test_declared_tools_json_cannot_hold_decline_the_pair_by_the_representation_check(tmp_path: Path) -> None:
+    """Hostile tool schemas (a NaN default, a lone surrogate in a description) are compared as
+    they are, then the pair's row fails the representation check: counted, never a traceback."""
+    nan = (ToolDefinition(name="f", parameters={"type": "number", "default": float("nan")}),)
+    surrogate = (ToolDefinition(name="g", description="bad \ud800", parameters=None),)
+    result = export(tmp_path, [
+        member(TRAIN[0], decisions=ACCEPT, tools=nan), member(TRAIN[1], decisions=REJECT, tools=nan),
+        member(TRAIN[2], decisions=ACCEPT, prompt="other", tools=surrogate),
+        member(TRAIN[3], decisions=REJECT, prompt="other", tools=surrogate)])
+    assert result.summary["pair_rows"] == 0
+    assert result.summary["pair_skipped"] == {"non_finite_number": 1, "unrepresentable_unicode": 1}
+
+
 def test_a_reject_wins_and_without_ci_the_label_confidence_is_certain(tmp_path: Path) -> None:
     a, b = TRAIN[0], TRAIN[1]
     evidence = [member(a, decisions=ACCEPT), member(b, decisions=((True, True), (False, True)))]
