@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     )
     from sediment.derive.confidence import LabelConfidencePolicy, PairConfidence, label_confidence, pair_confidence
     from sediment.evidence.attributed_calls import AttributedCall, CallRecord, CommitAttributions
+    from sediment.evidence.chat_tools import chat_tools, tools_state
     from sediment.evidence.context import ExportContext
     from sediment.evidence.reference_patch import PATCH_SKIP_REASONS, ReferencePatch
     from sediment.evidence.representation import REPRESENTATION_REASONS, representation_problem
@@ -195,6 +196,7 @@ __all__ = [
     "canonical_digest",
     "canonical_json",
     "capture_row",
+    "chat_tools",
     "decision_row",
     "finished_time",
     "hookimpl",
@@ -219,6 +221,7 @@ __all__ = [
     "task_ineligibility",
     "task_instance_id",
     "task_skip_reasons",
+    "tools_state",
     "tree_archive",
     "turn_row",
 ]
@@ -272,6 +275,8 @@ _LAZY: dict[str, str] = {
     "task_ineligibility": "sediment.evidence.tasks",
     "task_instance_id": "sediment.evidence.tasks",
     "task_skip_reasons": "sediment.evidence.tasks",
+    "chat_tools": "sediment.evidence.chat_tools",
+    "tools_state": "sediment.evidence.chat_tools",
     "TRAINER_SKIP_REASONS": "sediment.evidence.trainer_messages",
     "TrainerConversation": "sediment.evidence.trainer_messages",
     "TrainerDecline": "sediment.evidence.trainer_messages",

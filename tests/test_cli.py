@@ -123,15 +123,15 @@ def test_demo_runs_into_a_fresh_directory(tmp_path: Path) -> None:
     assert sediment("schema", "validate", *(str(exports / f) for f in files)).returncode == 0
     profiles = tmp_path / "demo" / "profiles"
     assert sorted(p.name for p in profiles.iterdir()) == [
-        "fireworks-dpo-v2", "fireworks-sft-v1", "harbor-tasks-v1", "hf-chat-messages-v1", "hf-chat-prompts-v1",
-        "hf-trl-dpo-v3", "hf-trl-sft-v3", "nemo-gym-rollouts-v2", "nemo-gym-swebench-tasks-v1", "swe-bench-tasks-v2",
+        "fireworks-dpo-v3", "fireworks-sft-v1", "harbor-tasks-v1", "hf-chat-messages-v1", "hf-chat-prompts-v1",
+        "hf-trl-dpo-v4", "hf-trl-sft-v3", "nemo-gym-rollouts-v2", "nemo-gym-swebench-tasks-v1", "swe-bench-tasks-v2",
         "verifiers-tasks-v1"]
     # the demo's one DPO pair answers with a tool call: Fireworks' text-only DPO format refuses it, whole
-    refused = "profile fireworks-dpo-v2 wrote nothing: profile fireworks-dpo-v2: Fireworks DPO v2 supports documented text messages only"
+    refused = "profile fireworks-dpo-v3 wrote nothing: profile fireworks-dpo-v3: Fireworks DPO v3 supports documented text messages only"
     assert refused in result.stderr
-    assert not list((profiles / "fireworks-dpo-v2").glob("*.json*"))
+    assert not list((profiles / "fireworks-dpo-v3").glob("*.json*"))
     assert "Profile export · hf-trl-sft-v3 (objective sft)" in result.stderr
-    for directory in (d for d in profiles.iterdir() if d.name != "fireworks-dpo-v2"):
+    for directory in (d for d in profiles.iterdir() if d.name != "fireworks-dpo-v3"):
         names = {p.name for p in directory.iterdir()}
         assert {"data.train.jsonl", "evidence.train.jsonl", "compatibility.json"} <= names, directory.name
     evidence = sorted(str(p) for p in profiles.glob("*/evidence*.jsonl"))
@@ -151,8 +151,10 @@ def test_profiles_json_lists_builtins_with_their_claims() -> None:
     assert ["nemo-gym", "0.7.0"] in nemo["validated_with"]
     assert nemo["skip_reasons"][:2] == ["non_finite_number", "unrepresentable_unicode"]
     assert "token ids" in nemo["support"]
-    assert json.loads(result.stdout)["retired"] == {"fireworks-dpo-v1": "fireworks-dpo-v2",
-                                                   "hf-trl-dpo-v1": "hf-trl-dpo-v3", "hf-trl-dpo-v2": "hf-trl-dpo-v3",
+    assert json.loads(result.stdout)["retired"] == {"fireworks-dpo-v1": "fireworks-dpo-v3",
+                                                   "fireworks-dpo-v2": "fireworks-dpo-v3",
+                                                   "hf-trl-dpo-v1": "hf-trl-dpo-v4", "hf-trl-dpo-v2": "hf-trl-dpo-v4",
+                                                   "hf-trl-dpo-v3": "hf-trl-dpo-v4",
                                                    "hf-trl-sft-v1": "hf-trl-sft-v3", "hf-trl-sft-v2": "hf-trl-sft-v3",
                                                    "nemo-gym-rollouts-v1": "nemo-gym-rollouts-v2",
                                                    "swe-bench-tasks-v1": "swe-bench-tasks-v2"}

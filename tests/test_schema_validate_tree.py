@@ -27,9 +27,9 @@ NATIVE_SCHEMAS = {
     "hf-chat-messages-v1": "hf-chat-messages-row/v1",
     "hf-chat-prompts-v1": "hf-chat-prompt-row/v1",
     "hf-trl-sft-v3": "hf-trl-sft-row/v3",
-    "hf-trl-dpo-v3": "hf-trl-dpo-row/v3",
+    "hf-trl-dpo-v4": "hf-trl-dpo-row/v4",
     "fireworks-sft-v1": "fireworks-sft-row/v1",
-    "fireworks-dpo-v2": "fireworks-dpo-row/v2",
+    "fireworks-dpo-v3": "fireworks-dpo-row/v3",
     "verifiers-tasks-v1": "verifiers-task/v1",
     "nemo-gym-rollouts-v2": "nemo-gym-rollout-row/v2",
 }
@@ -69,7 +69,7 @@ def test_the_whole_demo_export_tree_validates(demo: Path) -> None:
     # and every profile of the demo declares one: no data file goes unchecked
     assert report["unchecked"] == []
     profiles = {p.name for p in (demo / "profiles").iterdir() if any(p.glob("data*.jsonl"))}
-    assert profiles == set(NATIVE_SCHEMAS) - {"fireworks-dpo-v2"}  # the demo's DPO pairs call tools: refused
+    assert profiles == set(NATIVE_SCHEMAS) - {"fireworks-dpo-v3"}  # the demo's DPO pairs call tools: refused
     data_files = [f for f in files if "/profiles/" in f and Path(f).name.startswith("data")]
     assert sorted(report["native"]) == data_files
     for path in data_files:
@@ -178,7 +178,7 @@ PLANTED: dict[str, tuple[str, Callable[[dict[str, Any]], object]]] = {
     "hf-chat-messages-v1": ("messages/0/role", lambda r: r["messages"][0].update(role="robot")),
     "hf-chat-prompts-v1": ("prompt/0/content", lambda r: r["prompt"][0].update(content=" \n")),
     "hf-trl-sft-v3": ("completion/0", lambda r: r["completion"][0].update(thinking="not renamed")),
-    "hf-trl-dpo-v3": ("chosen", lambda r: r.update(chosen=[])),
+    "hf-trl-dpo-v4": ("chosen", lambda r: r.update(chosen=[])),
     "fireworks-sft-v1": ("messages/1", lambda r: r["messages"][1].update(weight=1)),
     "verifiers-tasks-v1": ("sediment", lambda r: r["sediment"].update(
         schema_id="https://sediment.so/schemas/training-rows/nemo-gym-rollout/v4.json")),
@@ -187,7 +187,7 @@ PLANTED: dict[str, tuple[str, Callable[[dict[str, Any]], object]]] = {
 
 
 def test_every_profile_with_demo_rows_has_a_planted_problem() -> None:
-    assert set(PLANTED) == set(NATIVE_SCHEMAS) - {"fireworks-dpo-v2"}  # that one: sediment_fireworks' tests
+    assert set(PLANTED) == set(NATIVE_SCHEMAS) - {"fireworks-dpo-v3"}  # that one: sediment_fireworks' tests
 
 
 @pytest.mark.parametrize("profile", sorted(PLANTED))

@@ -39,13 +39,13 @@ EXPECTED_FILES = {
     "hf-chat-messages-row.v1.json",  # the native rows of profile hf-chat-messages-v1 (plugins/hf_chat)
     "hf-chat-prompt-row.v1.json",  # ... of hf-chat-prompts-v1
     "hf-trl-sft-row.v3.json",  # ... of hf-trl-sft-v3
-    "hf-trl-dpo-row.v3.json",  # ... of hf-trl-dpo-v3
+    "hf-trl-dpo-row.v4.json",  # ... of hf-trl-dpo-v4
     "fireworks-sft-row.v1.json",  # ... of fireworks-sft-v1 (plugins/fireworks)
-    "fireworks-dpo-row.v2.json",  # ... of fireworks-dpo-v2
+    "fireworks-dpo-row.v3.json",  # ... of fireworks-dpo-v3
     "verifiers-task.v1.json",  # ... of verifiers-tasks-v1 (plugins/responses)
     "nemo-gym-rollout-row.v2.json",  # ... of nemo-gym-rollouts-v2
     "nemo-gym-rollout.v4.json",
-    "diff-sft-sample.v3.json",
+    "diff-sft-sample.v4.json",
     "sft-sample.v4.json",
     "sft-metadata.v4.json",
     # components (docs/exports.md)
@@ -58,11 +58,11 @@ EXPECTED_FILES = {
     "swe-bench-metadata.v3.json",
     "verification.v1.json",
     # DPO (docs/dpo.md)
-    "dpo-pair.v4.json",
-    "dpo-metadata.v4.json",
+    "dpo-pair.v5.json",
+    "dpo-metadata.v5.json",
     "dpo-provenance.v1.json",
     # diff-SFT (docs/diff-sft.md)
-    "diff-sft-metadata.v3.json",
+    "diff-sft-metadata.v4.json",
     "diff-sft-source-ids.v2.json",
     # shared components
     "ci-outcome.v1.json",
@@ -81,6 +81,7 @@ EXPECTED_FILES = {
     "assistant-thinking-message.v1.json",
     "assistant-tool-call-message.v1.json",
     "tool-message.v1.json",
+    "tool-definition.v1.json",
     # profile exports
     "profile-evidence.v1.json",
     # recovery (plugins/recovery)
@@ -392,7 +393,7 @@ def test_the_call_capture_schema(change: Callable[[dict[str, Any]], object], val
 
 @pytest.mark.parametrize(("first", "second"), [
     ("verifiers-task.v1.json", "nemo-gym-rollout-row.v2.json"),
-    ("hf-trl-sft-row.v3.json", "hf-trl-dpo-row.v3.json"),
+    ("hf-trl-sft-row.v3.json", "hf-trl-dpo-row.v4.json"),
 ])
 def test_sibling_profiles_share_their_component_definitions_verbatim(first: str, second: str) -> None:
     """Each profile registers only its own schema (a sibling may not be loaded), so siblings carry
@@ -406,7 +407,7 @@ def test_sibling_profiles_share_their_component_definitions_verbatim(first: str,
 
 NATIVE_ROW_SCHEMAS = ["swe-bench-instance.v2.json", "harbor-task-index.v1.json", "nemo-gym-swebench-task.v1.json",
                       "hf-chat-messages-row.v1.json", "hf-chat-prompt-row.v1.json", "hf-trl-sft-row.v3.json",
-                      "hf-trl-dpo-row.v3.json", "fireworks-sft-row.v1.json", "fireworks-dpo-row.v2.json",
+                      "hf-trl-dpo-row.v4.json", "fireworks-sft-row.v1.json", "fireworks-dpo-row.v3.json",
                       "verifiers-task.v1.json", "nemo-gym-rollout-row.v2.json"]
 
 

@@ -63,8 +63,8 @@ def bundle(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize(("objective", "profile", "rows"), [
-    ("sft", "hf-trl-sft-v3", 2), ("dpo", "hf-trl-dpo-v3", 2), ("sft", "fireworks-sft-v1", 2),
-    ("dpo", "fireworks-dpo-v2", 2)])
+    ("sft", "hf-trl-sft-v3", 2), ("dpo", "hf-trl-dpo-v4", 2), ("sft", "fireworks-sft-v1", 2),
+    ("dpo", "fireworks-dpo-v3", 2)])
 def test_cli_profile_exports_from_a_bundle_equal_the_in_process_export(tmp_path: Path, bundle: Path, objective: str,
                                                                        profile: str, rows: int) -> None:
     out = tmp_path / "out"
@@ -90,9 +90,13 @@ def test_cli_profile_exports_from_a_bundle_equal_the_in_process_export(tmp_path:
     assert f"wrote {tmp_path / 't' / 'data.train.jsonl'} ({rows} rows)" in table.stderr
 
 
+DPO_REEXPORT = ("and re-export canonical evidence with DPO recipe v2/schema v5 (the pairs keep the recorded tool "
+                "definitions)")
+
+
 @pytest.mark.parametrize(("args", "message"), [
-    (("sft", "--profile", "trl-v9"), "unsupported profile: trl-v9; installed profiles: fireworks-dpo-v2, "),
-    (("sft", "--profile", "hf-trl-dpo-v3"), "profile hf-trl-dpo-v3 does not support objective sft; it adapts dpo rows"),
+    (("sft", "--profile", "trl-v9"), "unsupported profile: trl-v9; installed profiles: fireworks-dpo-v3, "),
+    (("sft", "--profile", "hf-trl-dpo-v4"), "profile hf-trl-dpo-v4 does not support objective sft; it adapts dpo rows"),
     (("dpo", "--profile", "fireworks-sft-v1"),
      "profile fireworks-sft-v1 does not support objective dpo; it adapts sft rows"),
     (("recovery", "--profile", "hf-trl-sft-v3"), "No such option: --profile"),  # no profile adapts Recovery rows
@@ -100,12 +104,12 @@ def test_cli_profile_exports_from_a_bundle_equal_the_in_process_export(tmp_path:
      "profile hf-trl-sft-v3 does not support objective rlvr; it adapts sft rows"),
     (("sft", "--profile", "nemo-gym-rollouts-v2"),
      "profile nemo-gym-rollouts-v2 does not support objective sft; it adapts rlvr rows"),
-    (("dpo", "--profile", "hf-trl-dpo-v1"), "profile hf-trl-dpo-v1 is retired; use hf-trl-dpo-v3 and re-export "
-                                            "canonical evidence with DPO recipe v2/schema v4"),
-    (("dpo", "--profile", "fireworks-dpo-v1"), "profile fireworks-dpo-v1 is retired; use fireworks-dpo-v2 and "
-                                               "re-export canonical evidence with DPO recipe v2/schema v4"),
-    (("dpo", "--profile", "hf-trl-dpo-v2"), "profile hf-trl-dpo-v2 is retired; use hf-trl-dpo-v3 (the same rows; "
-                                            "v2 was validated with trl 1.13.0, datasets 5.0.1, transformers 5.17.0)"),
+    (("dpo", "--profile", "hf-trl-dpo-v1"), f"profile hf-trl-dpo-v1 is retired; use hf-trl-dpo-v4 {DPO_REEXPORT}"),
+    (("dpo", "--profile", "fireworks-dpo-v1"), f"profile fireworks-dpo-v1 is retired; use fireworks-dpo-v3 {DPO_REEXPORT}"),
+    (("dpo", "--profile", "hf-trl-dpo-v2"), f"profile hf-trl-dpo-v2 is retired; use hf-trl-dpo-v4 {DPO_REEXPORT}"),
+    # the profiles of dpo-pair v4 rows, whose tools were always []
+    (("dpo", "--profile", "hf-trl-dpo-v3"), f"profile hf-trl-dpo-v3 is retired; use hf-trl-dpo-v4 {DPO_REEXPORT}"),
+    (("dpo", "--profile", "fireworks-dpo-v2"), f"profile fireworks-dpo-v2 is retired; use fireworks-dpo-v3 {DPO_REEXPORT}"),
     (("sft", "--profile", "hf-trl-sft-v1"), "profile hf-trl-sft-v1 is retired; use hf-trl-sft-v3 and re-export "
                                             "canonical evidence with SFT schema v4"),
     (("sft", "--profile", "hf-trl-sft-v2"), "profile hf-trl-sft-v2 is retired; use hf-trl-sft-v3 and re-export "
@@ -128,16 +132,19 @@ def test_profiles_are_listed_with_what_they_adapt_and_export_help_names_them() -
     result = sediment("profiles", "--json")
     assert result.returncode == 0, result.stderr
     listed = {p["id"]: p for p in json.loads(result.stdout)["profiles"]}
-    wanted = {"hf-trl-sft-v3": ("hf-trl", "sft", 3), "hf-trl-dpo-v3": ("hf-trl", "dpo", 3),
-              "fireworks-sft-v1": ("fireworks", "sft", 1), "fireworks-dpo-v2": ("fireworks", "dpo", 2)}
+    wanted = {"hf-trl-sft-v3": ("hf-trl", "sft", 3), "hf-trl-dpo-v4": ("hf-trl", "dpo", 4),
+              "fireworks-sft-v1": ("fireworks", "sft", 1), "fireworks-dpo-v3": ("fireworks", "dpo", 3)}
     for name, (consumer, objective, version) in wanted.items():
         record = listed[name]
         assert (record["consumer"], record["objective"], record["target"], record["population"], record["version"]) == (
             consumer, objective, objective, objective, version)
     assert listed["hf-trl-sft-v3"]["validated_with"] == [["datasets", "5.2.0"], ["trl", "1.16.0"],
                                                          ["transformers", "5.24.0"]]
-    assert listed["hf-trl-dpo-v3"]["retires"] == ["hf-trl-dpo-v1", "hf-trl-dpo-v2"]
-    assert listed["fireworks-dpo-v2"]["skip_reasons"] == ["non_finite_number", "unrepresentable_unicode"]
+    assert listed["hf-trl-dpo-v4"]["retires"] == ["hf-trl-dpo-v1", "hf-trl-dpo-v2", "hf-trl-dpo-v3"]
+    assert listed["fireworks-dpo-v3"]["retires"] == ["fireworks-dpo-v1", "fireworks-dpo-v2"]
+    assert listed["hf-trl-dpo-v4"]["skip_reasons"] == ["non_finite_number", "unrepresentable_unicode",
+                                                       "non_function_tool"]
+    assert listed["fireworks-dpo-v3"]["skip_reasons"] == ["non_finite_number", "unrepresentable_unicode"]
     table = sediment("profiles")
     assert table.returncode == 0 and "hf-trl-sft-v3" in table.stdout + table.stderr
     sft_help = sediment("export", "sft", "--help")
@@ -170,7 +177,7 @@ def test_the_directory_belongs_to_one_export(tmp_path: Path) -> None:
     with pytest.raises(OutputDirectoryError):
         run(None)  # the canonical export of the same objective
     with pytest.raises(OutputDirectoryError):
-        run("hf-trl-dpo-v3", "dpo")
+        run("hf-trl-dpo-v4", "dpo")
 
 
 def test_the_registry_resolves_a_profile_against_the_objective_it_adapts() -> None:

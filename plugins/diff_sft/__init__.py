@@ -3,7 +3,9 @@
 The unit of evidence is the attributed completion (docs/attributed-completions.md); a row is
 one (inference call, qualified commit): the call's mapped prompt, and as completion one
 assistant message whose content is the exact text of the commit's patch sections for the files
-attributed to that call, read from the repository's mirror. The recipes are SFT's:
+attributed to that call, read from the repository's mirror; its ``tools`` are the tool
+definitions the call's request declared (``[]`` when none were declared or recorded). The
+recipes are SFT's:
 ``sft_curated`` v1 (an explicit accept, or an accepted decision with edit retention >= 0.8) and
 ``sft_verified`` v1 (a clean, resolved CI pass). Every group of ACs passes the gates in order;
 the first failure declines the whole group with one count. See docs/diff-sft.md.
@@ -33,6 +35,7 @@ from sediment.plugin import (
     TrainerDecline,
     TrainingProvenance,
     capture_row,
+    chat_tools,
     hookimpl,
     map_inference_prompt,
     put_optional,
@@ -43,8 +46,8 @@ from sediment.plugin import (
 from .patch import MALFORMED, UNSUPPORTED, ParsedPatch, parse_patch
 
 SCHEMA_BASE = "https://sediment.so/schemas/training-rows"
-SCHEMA_ID = f"{SCHEMA_BASE}/diff-sft-sample/v3.json"
-SCHEMA_VERSION = 3
+SCHEMA_ID = f"{SCHEMA_BASE}/diff-sft-sample/v4.json"
+SCHEMA_VERSION = 4
 POPULATION = "diff_sft"
 STRONG_RETENTION = 0.8
 
@@ -70,7 +73,8 @@ SKIP_REASONS: tuple[str, ...] = (*TRAINER_SKIP_REASONS[2:], *SFT_OWN_REASONS, *D
 HELP = """\
 One row per (inference call, qualified commit): the call's prompt as trainer messages, and as
 completion the exact text of the commit's patch for the files attributed to the call, read from
-the repository's mirror (SEDIMENT_MIRROR_PATH, required with --from too). Sections a text
+the repository's mirror (SEDIMENT_MIRROR_PATH, required with --from too), and as tools the
+tool definitions the call's request declared ([] when none were declared or recorded). Sections a text
 patch cannot carry (binary, copies, submodules) or that break git's format are counted, never
 repaired. Writes diff_sft.jsonl, or diff_sft.train.jsonl / .eval.jsonl when the bundle's policy
 has an eval split. Rows below the Confidence floor (--set diff-sft.min_confidence=X, default
@@ -290,7 +294,7 @@ def _project_group(found: SessionCompletions, call_id: str, members: list[Attrib
     row: dict[str, Any] = {
         "prompt": prompt,
         "completion": [{"role": "assistant", "content": parsed.for_paths(paths)}],
-        "tools": [],
+        "tools": chat_tools(call.tools),
         "metadata": {
             "org_id": first.org_id,
             "session_id": first.session_id,

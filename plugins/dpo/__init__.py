@@ -12,7 +12,7 @@ bucket) become a pair when the recipe labels one ``chosen`` and the other ``reje
 
 Per bucket (ascending key) at most ``max_pairs_per_bucket`` pairs (3) are evaluated,
 chosen-major over sorted call ids; a pair that declines still consumes its slot. Rows are
-``dpo-pair`` v4 (``dpo[.train|.eval].jsonl``); a pair whose members sit on different sides of
+``dpo-pair`` v5 (``dpo[.train|.eval].jsonl``); a pair whose members sit on different sides of
 the split goes to ``eval``. See ``docs/dpo.md``.
 """
 
@@ -64,7 +64,9 @@ max_pairs_per_bucket pairs evaluated per bucket (chosen-major over sorted call i
 declined pair keeps its slot). dpo_human (default) labels by explicit developer decisions
 (a reject wins), dpo_outcome by the resolved CI verdict of the completion's commit. Writes
 dpo.jsonl, or dpo.train.jsonl / dpo.eval.jsonl when the bundle's policy has an eval split (a
-pair whose members' Sessions sit on different sides goes to eval). Confidence knobs come
+pair whose members' Sessions sit on different sides goes to eval). A row's tools are the tool
+definitions both calls' requests declared ([] when none were declared or recorded); a pair
+whose calls declared different tools is declined as tools_differ. Confidence knobs come
 from SEDIMENT_LABEL_CONFIDENCE_* and the [label-confidence] table of --config; see
 docs/dpo.md and docs/confidence.md.
 
@@ -97,6 +99,9 @@ REMEDIES: dict[str, str] = {
     "unreliable_ci_resolution": "the commit's CI run flipped between attempts (a suspected flake); a clean "
                                 "re-run, once ingested, settles it",
     "bucket_capped": "more pairs of one prompt than the cap: `--set dpo.max_pairs_per_bucket=N` (default 3)",
+    "tools_differ": "the two calls of a pair declared different tools (or one's transcript did not record "
+                    "them), so the model did not see the same prompt: only calls made with the same tool "
+                    "definitions pair (docs/dpo.md)",
     "model_absent": "the recorded calls name no model: capture them where the request is recorded (a gateway, OTLP)",
 }
 

@@ -2,13 +2,14 @@
 
 :func:`project_pairs` reads every Session's attributed completions, admits each completion as
 a bucket member (or counts why not), then visits the buckets in ascending key order and pairs
-their chosen and rejected members. It yields finished rows (dicts in ``dpo-pair`` v4 key
+their chosen and rejected members. It yields finished rows (dicts in ``dpo-pair`` v5 key
 order) and skip reasons (strings), in output order. It is a pure function of the evidence: the
 same completions in any Session order give the same rows and counts.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import pickle
@@ -30,6 +31,7 @@ from sediment.plugin import (
     TrainerConversation,
     TrainingProvenance,
     capture_row,
+    chat_tools,
     map_conversation,
     pair_confidence,
     plain,
@@ -38,8 +40,8 @@ from sediment.plugin import (
     strict_json,
 )
 
-PAIR_SCHEMA_ID = "https://sediment.so/schemas/training-rows/dpo-pair/v4.json"
-PAIR_SCHEMA_VERSION = 4
+PAIR_SCHEMA_ID = "https://sediment.so/schemas/training-rows/dpo-pair/v5.json"
+PAIR_SCHEMA_VERSION = 5
 RECIPE_VERSION = 2
 #: The version of the pairing rules below (upstream's DPOPolicy has none; docs/dpo.md).
 DPO_POLICY_VERSION = "1"
@@ -59,8 +61,12 @@ DPO_OWN_SKIP_REASONS: tuple[str, ...] = (
     "identical_responses",
     # Ours (docs/dpo.md): an extra completion of one call in a bucket, dropped by the dedupe.
     "duplicate_completion",
+    # Ours (docs/dpo.md): the two calls of a pair declared different tools, so the prompt a
+    # model saw (messages and tool definitions) was not the same.
+    "tools_differ",
 )
-#: Every reason, in vocabulary order (upstream's ``DPO_SKIP_REASONS``, then ``duplicate_completion``).
+#: Every reason, in vocabulary order (upstream's ``DPO_SKIP_REASONS``, then ``duplicate_completion``
+#: and ``tools_differ``).
 DPO_SKIP_REASONS: tuple[str, ...] = (*RESOLVER_SKIP_REASONS, *TRAINER_SKIP_REASONS, *DPO_OWN_SKIP_REASONS)
 
 Label = Literal["chosen", "rejected"]
@@ -104,6 +110,8 @@ class Member:
     resolver_skipped: Counter[str]
     #: The call's transcript capture as rows carry it; ``None`` for a call recorded on the wire.
     capture: dict[str, Any] | None = None
+    #: The tool definitions the call's request declared, as rows hold them (``chat_tools``).
+    tools: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def call_id(self) -> str:
@@ -119,6 +127,12 @@ def prompt_key(messages: Iterable[Any]) -> str:
     non-ASCII kept; exact equality of roles, order, parts and scalar types."""
     dumped = [m.model_dump(mode="python", exclude_none=True) for m in messages]
     return json.dumps(dumped, sort_keys=True, ensure_ascii=False, allow_nan=True, default=repr)
+
+
+def _tools_key(tools: list[dict[str, Any]]) -> str:
+    """Declared tools compared exactly: order, names, schemas and scalar types count, object
+    key order does not (NaN allowed here: the row's representation check counts it)."""
+    return json.dumps(tools, sort_keys=True, ensure_ascii=False, allow_nan=True)
 
 
 def _label(completions: SessionCompletions, completion: AttributedCompletion, recipe: str
@@ -168,7 +182,8 @@ def _admit(completions: SessionCompletions, completion: AttributedCompletion, po
         confidence=completions.confidence(completion, policy.label_confidence),
         reliability=None if found.resolution is None else found.resolution.reliability,
         resolver_skipped=Counter(found.skipped),
-        capture=None if call.capture is None else capture_row(call.capture))
+        capture=None if call.capture is None else capture_row(call.capture),
+        tools=chat_tools(call.tools))
     return (completion.org_id, call.model, prompt_key(call.input_messages)), member
 
 
@@ -182,7 +197,9 @@ def _identity(member: Member) -> Any:
 
 
 def pair_row(chosen: Member, rejected: Member, policy: DPOPolicy) -> dict[str, Any]:
-    """The ``dpo-pair`` v4 row of one pair (keys in contract order)."""
+    """The ``dpo-pair`` v5 row of one pair (keys in contract order); ``tools`` are the tool
+    definitions both calls declared (a pair whose calls declared different ones is never built:
+    ``tools_differ``)."""
     assert chosen.conversation is not None and rejected.conversation is not None
     if chosen.confidence is None or rejected.confidence is None:
         raise ValueError("a labelled DPO member always has a Confidence (it has a decision or CI outcomes)")
@@ -195,7 +212,7 @@ def pair_row(chosen: Member, rejected: Member, policy: DPOPolicy) -> dict[str, A
         "prompt": chosen.conversation.as_dict()["prompt"],
         "chosen": chosen.conversation.as_dict()["completion"],
         "rejected": rejected.conversation.as_dict()["completion"],
-        "tools": [],
+        "tools": copy.deepcopy(chosen.tools),
         "metadata": {
             "org_id": a.org_id,
             "source_model": chosen.model,
@@ -261,6 +278,9 @@ def _bucket(members: list[Member], policy: DPOPolicy) -> Iterator[dict[str, Any]
         marked = c.representation or r.representation
         if marked is not None:
             yield marked
+            continue
+        if _tools_key(c.tools) != _tools_key(r.tools):
+            yield "tools_differ"
             continue
         row = pair_row(c, r, policy)
         problem = representation_problem(row)

@@ -2,7 +2,7 @@
 
 - :mod:`sediment_fireworks.sft` (``fireworks-sft-v1``): SFT samples as ``{"messages": [...]}``
   rows with per-message ``weight``.
-- :mod:`sediment_fireworks.dpo` (``fireworks-dpo-v2``): DPO pairs as ``{"input",
+- :mod:`sediment_fireworks.dpo` (``fireworks-dpo-v3``): DPO pairs as ``{"input",
   "preferred_output", "non_preferred_output"}`` rows.
 
 The rows follow Fireworks' documented JSONL contract (as of 2026-09-13); no Fireworks package

@@ -1,36 +1,45 @@
-"""Profile ``fireworks-dpo-v2``: DPO pairs as Fireworks preference rows::
+"""Profile ``fireworks-dpo-v3``: DPO pairs (``dpo-pair`` v5) as Fireworks preference rows::
 
-    {"input": {"messages": [...], "tools": []},
+    {"input": {"messages": [...], "tools": [...]},
      "preferred_output": [<one assistant message>], "non_preferred_output": [<one assistant message>]}
+
+``input.tools`` are the function tools both calls' requests declared, in the OpenAI chat
+``tools`` shape the pair already holds (``[]`` when none were declared or recorded); a
+provider's built-in tool refuses the export (:data:`FUNCTION_TOOLS_ONLY`).
 
 Fireworks' DPO format documents text messages only: each output must be exactly one final
 assistant message (:data:`ONE_OUTPUT`), and every message of the input and the outputs exactly
 ``{"role": system|user|assistant, "content": <string>}`` (:data:`TEXT_ONLY`), so reasoning,
 tool calls and tool results anywhere refuse the export, as do a developer message and a system
-message after the first. Files are ordered by the data row's SHA-256. ``fireworks-dpo-v1`` (DPO
-recipe v1 / schema v3 rows) is retired.
+message after the first. Files are ordered by the data row's SHA-256. ``fireworks-dpo-v2``
+(``dpo-pair`` v4 rows, ``tools`` always ``[]``) and ``fireworks-dpo-v1`` (DPO recipe v1 / schema v3
+rows) are retired.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sediment.plugin import AdaptedRow, IncompatibleRow, ProfileInfo, hookimpl, schemas_in
+from sediment.plugin import AdaptedRow, IncompatibleRow, ProfileInfo, hookimpl, schemas_in, tools_state
 
 from .messages import SUPPORT, VALIDATION, check_roles, evidence, fireworks_message
 
-PROFILE_ID = "fireworks-dpo-v2"
-DPO_SCHEMA_ID = "https://sediment.so/schemas/training-rows/dpo-pair/v4.json"
+PROFILE_ID = "fireworks-dpo-v3"
+DPO_SCHEMA_ID = "https://sediment.so/schemas/training-rows/dpo-pair/v5.json"
 #: The schema of this profile's data rows (the consumer's native rows).
-NATIVE_SCHEMA = "https://sediment.so/schemas/training-rows/fireworks-dpo-row/v2.json"
+NATIVE_SCHEMA = "https://sediment.so/schemas/training-rows/fireworks-dpo-row/v3.json"
 ONE_OUTPUT = "Fireworks DPO requires one final assistant message per output"
-TEXT_ONLY = "Fireworks DPO v2 supports documented text messages only"
+TEXT_ONLY = "Fireworks DPO v3 supports documented text messages only"
+FUNCTION_TOOLS_ONLY = "Fireworks DPO v3 carries function tools only"
+REEXPORT = ("and re-export canonical evidence with DPO recipe v2/schema v5 (the pairs keep the recorded tool "
+            "definitions)")
 TEXT_ROLES = ("system", "user", "assistant")
 
 INFO = ProfileInfo(
     consumer="fireworks",
-    version=2,
+    version=3,
     target="dpo",
     objective="dpo",
     population="dpo",
@@ -39,9 +48,9 @@ INFO = ProfileInfo(
     validated_with=(),
     validation=VALIDATION,
     support=SUPPORT,
-    retires=("fireworks-dpo-v1",),
-    retirement_notes={"fireworks-dpo-v1": "and re-export canonical evidence with DPO recipe v2/schema v4"},
-    description="DPO pairs as Fireworks preference rows, text messages only (format only)",
+    retires=("fireworks-dpo-v1", "fireworks-dpo-v2"),
+    retirement_notes={"fireworks-dpo-v1": REEXPORT, "fireworks-dpo-v2": REEXPORT},
+    description="DPO pairs and their function tools as Fireworks preference rows, text messages only (format only)",
     row_order="row_sha256",
 )
 
@@ -82,5 +91,11 @@ def adapt_row(row: Mapping[str, Any]) -> AdaptedRow:
     _text_only(prompt, row_id, "input")
     _text_only(chosen, row_id, "preferred_output")
     _text_only(rejected, row_id, "non_preferred_output")
-    body = {"input": {"messages": prompt, "tools": []}, "preferred_output": chosen, "non_preferred_output": rejected}
-    return AdaptedRow(body=body, prompt=row["prompt"], evidence=evidence(row), instance_id=row_id)
+    for index, tool in enumerate(row["tools"]):
+        if tool.get("type") != "function":
+            raise IncompatibleRow(f"{FUNCTION_TOOLS_ONLY} (row {row_id}, tool {index})")
+    tools = copy.deepcopy(list(row["tools"]))
+    body = {"input": {"messages": prompt, "tools": tools}, "preferred_output": chosen, "non_preferred_output": rejected}
+    captures = (row["metadata"].get(key) for key in ("chosen_capture", "rejected_capture"))
+    return AdaptedRow(body=body, prompt=row["prompt"], evidence=evidence(row, tools_state(tools, captures)),
+                      instance_id=row_id)

@@ -52,6 +52,7 @@ def check_roles(messages: Sequence[Mapping[str, Any]], row_id: str) -> None:
             raise IncompatibleRow(f"{SYSTEM_NOT_FIRST} (row {row_id}, message {index})")
 
 
-def evidence(row: Mapping[str, Any]) -> dict[str, Any]:
-    """The sidecar evidence: the canonical metadata; the canonical rows declare no tools."""
-    return {"metadata": copy.deepcopy(dict(row["metadata"])), "tool_definitions": "absent"}
+def evidence(row: Mapping[str, Any], tools: str = "absent") -> dict[str, Any]:
+    """The sidecar evidence: the canonical metadata, and what the data row's tools are
+    (``absent``: the row carries none; else ``sediment.plugin.tools_state``)."""
+    return {"metadata": copy.deepcopy(dict(row["metadata"])), "tool_definitions": tools}

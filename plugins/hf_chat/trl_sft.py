@@ -25,13 +25,21 @@ from typing import Any
 from sediment.plugin import AdaptedRow, ManifestInfo, ProfileInfo, PublishedExport, hookimpl, schemas_in
 
 from . import card
-from .trainer_rows import TRL_VALIDATED_WITH, evidence, features, tool_definitions, trainer_messages
+from .trainer_rows import (
+    NON_FUNCTION_TOOL,
+    TRL_VALIDATED_WITH,
+    evidence,
+    features,
+    function_tools_only,
+    tool_definitions,
+    trainer_messages,
+)
 
 PROFILE_ID = "hf-trl-sft-v3"
 SFT_SCHEMA_ID = "https://sediment.so/schemas/training-rows/sft-sample/v4.json"
 #: The schema of this profile's data rows (the consumer's native rows).
 NATIVE_SCHEMA = "https://sediment.so/schemas/training-rows/hf-trl-sft-row/v3.json"
-SKIP_REASONS = ("non_function_tool",)
+SKIP_REASONS = (NON_FUNCTION_TOOL,)
 REEXPORT = "and re-export canonical evidence with SFT schema v4 (the rows keep the recorded tool definitions)"
 COLUMNS = ("prompt", "completion", "tools")
 FEATURES = features(COLUMNS)
@@ -84,8 +92,8 @@ def describe_manifest() -> ManifestInfo:
 @hookimpl
 def adapt_row(row: Mapping[str, Any]) -> AdaptedRow | str:
     """One SFT sample as a prompt-completion row, or ``non_function_tool``."""
-    if any(tool.get("type") != "function" for tool in row["tools"]):
-        return "non_function_tool"
+    if not function_tools_only(row):
+        return NON_FUNCTION_TOOL
     body = {"prompt": trainer_messages(row["prompt"]), "completion": trainer_messages(row["completion"]),
             "tools": copy.deepcopy(list(row["tools"]))}
     return AdaptedRow(body=body, prompt=row["prompt"], evidence=evidence(row, tool_definitions(row)),

@@ -13,7 +13,7 @@ file). Per call, in ascending call id:
    vocabulary lists the stages in order).
 4. The call itself: its recorded call (``inference_call_not_found``), its model
    (``model_absent``), its trainer messages (the mapper's reason). The row's ``tools`` are the
-   tool definitions the call's request declared (:mod:`sediment_sft.tools`).
+   tool definitions the call's request declared (``sediment.plugin.chat_tools``).
 5. Of the ACs that passed, the one with the highest Confidence is kept (equal Confidence: the
    smallest evidence sort key, the first in evidence order); each other counts
    ``duplicate_completion``.
@@ -42,13 +42,13 @@ from sediment.plugin import (
     TrainerDecline,
     TrainingProvenance,
     capture_row,
+    chat_tools,
     map_conversation,
     plain,
     put_optional,
 )
 
 from .eligibility import MIN_CONFIDENCE, EligibilitySource, Eligible, eligibility
-from .tools import sample_tools
 
 SCHEMA_ID = "https://sediment.so/schemas/training-rows/sft-sample/v4.json"
 SCHEMA_VERSION = 4
@@ -180,5 +180,5 @@ def project_session(found: SessionCompletions, recipe: Recipe,
         kept = min(candidates, key=lambda c: (-c.confidence, c.completion.sort_key))
         if len(candidates) > 1:
             yield Declined("duplicate_completion", len(candidates) - 1)
-        body = {**mapped.as_dict(), "tools": sample_tools(call.tools)}
+        body = {**mapped.as_dict(), "tools": chat_tools(call.tools)}
         yield ProjectedRow(kept.completion.split, row(kept, body, call.model, recipe, policy, call.capture))

@@ -1,7 +1,8 @@
 """The trainer message mapper: one InferenceCall as the chat messages a trainer reads.
 
 A call's ``input_messages`` become the ``prompt`` and its ``output_messages`` the
-``completion`` of a :class:`TrainerConversation` (``tools`` is always ``[]``). The shapes, in
+``completion`` of a :class:`TrainerConversation` (``tools`` is always ``[]``; the rows set the
+call's declared tools from :mod:`sediment.evidence.chat_tools`). The shapes, in
 key order (JSON Schemas ``trainer-messages/*`` v1 under ``schemas/trainer-messages/``):
 
 - text message ``{role, content}``, role ``developer`` | ``system`` | ``user``;

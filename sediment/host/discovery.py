@@ -31,12 +31,12 @@ BUILTIN_OBJECTIVES: tuple[str, ...] = ("diff-sft", "dpo", "recovery", "rlvr", "s
 BUILTIN_TARGETS: tuple[str, ...] = ("sediment", "swe-bench", "nemo-gym")
 #: The consumer profiles shipped with Sediment.
 BUILTIN_PROFILES: tuple[str, ...] = (
-    "fireworks-dpo-v2", "fireworks-sft-v1", "harbor-tasks-v1", "hf-chat-messages-v1", "hf-chat-prompts-v1",
-    "hf-trl-dpo-v3", "hf-trl-sft-v3", "nemo-gym-rollouts-v2", "nemo-gym-swebench-tasks-v1", "swe-bench-tasks-v2",
+    "fireworks-dpo-v3", "fireworks-sft-v1", "harbor-tasks-v1", "hf-chat-messages-v1", "hf-chat-prompts-v1",
+    "hf-trl-dpo-v4", "hf-trl-sft-v3", "nemo-gym-rollouts-v2", "nemo-gym-swebench-tasks-v1", "swe-bench-tasks-v2",
     "verifiers-tasks-v1",
 )
 #: The manifest plugins shipped with Sediment (the HF profiles write their dataset cards).
-BUILTIN_MANIFEST_PLUGINS: tuple[str, ...] = ("hf-chat-messages-v1", "hf-chat-prompts-v1", "hf-trl-dpo-v3",
+BUILTIN_MANIFEST_PLUGINS: tuple[str, ...] = ("hf-chat-messages-v1", "hf-chat-prompts-v1", "hf-trl-dpo-v4",
                                              "hf-trl-sft-v3", "openenv")
 #: The trajectory importers shipped with Sediment (one per source format).
 BUILTIN_IMPORTERS: tuple[str, ...] = ("atif-v1", "nebius-swe-agent", "openhands", "sediment-rollouts", "swe-agent-traj",

@@ -14,7 +14,7 @@ import pygit2
 import pytest
 from sediment_diff_sft import SKIP_REASONS
 
-from sediment.plugin import CallCapture, Mirror, Rollout, ToolCallPart
+from sediment.plugin import CallCapture, Mirror, Rollout, ToolCallPart, ToolDefinition
 from sediment.testing import (
     ORG,
     REPO,
@@ -46,24 +46,27 @@ def decision(decision_id: str, call_id: str, *, accepted: bool = True, explicit:
                              captured_at=T0 + timedelta(days=1))
 
 
-def calls(session: str, count: int = 2, model: str | None = "gpt-x", capture: CallCapture | None = None) -> list[Any]:
+def calls(session: str, count: int = 2, model: str | None = "gpt-x", capture: CallCapture | None = None,
+          tools: tuple[ToolDefinition, ...] | None = None) -> list[Any]:
     history = [message("user", "fix the bug")]
     found = []
     for index in range(count):
         output = message("assistant", ToolCallPart(id=f"{session}-t{index}", name="edit",
                                                    arguments={"path": "calc.py", "text": f"step {index}"}))
         found.append(call(session, index, history, [output], model=model, model_call_id=f"resp-{session}-{index}",
-                          capture=capture))
+                          capture=capture, tools=tools))
         history = [*history, output, message("user", f"next {index}")]
     return found
 
 
 def session(session_id: str, sha: str, paths: list[tuple[int, str]], *, split: str = "train",
             decisions: tuple[DeveloperDecision, ...] = (), outcomes: tuple[Any, ...] = (),
-            model: str | None = "gpt-x", repo: str = REPO, capture: CallCapture | None = None) -> Rollout:
+            model: str | None = "gpt-x", repo: str = REPO, capture: CallCapture | None = None,
+            tools: tuple[ToolDefinition, ...] | None = None) -> Rollout:
     attributions = tuple(FileAttribution(inference_call_id=f"{session_id}-c{i}", repo=repo, commit_sha=sha,
                                          file_path=p, similarity_score=0.9) for i, p in paths)
-    return rollout(session_id, calls=calls(session_id, model=model, capture=capture), commits=[sha], split=split,
+    return rollout(session_id, calls=calls(session_id, model=model, capture=capture, tools=tools), commits=[sha],
+                   split=split,
                    repo=repo,
                    file_attributions=attributions, session_decisions=decisions, terminal_outcomes=outcomes)
 
@@ -92,7 +95,7 @@ def test_a_row_per_call_and_commit_with_the_exact_patch_of_its_files(tmp_path: P
     assert row["completion"] == [{"role": "assistant", "content": patch}]
     assert "util.py" in patch and "calc.py" in patch
     assert row["prompt"][0] == {"role": "user", "content": "fix the bug"}
-    assert row["tools"] == []
+    assert row["tools"] == []  # the call declared none
     meta = row["metadata"]
     assert list(meta) == ["org_id", "session_id", "repo", "commit_sha", "source_model", "completion_id",
                           "recipe_id", "recipe_version", "eligibility_source", "label_confidence",
@@ -107,8 +110,52 @@ def test_a_row_per_call_and_commit_with_the_exact_patch_of_its_files(tmp_path: P
                                         "trainer_messages_version"]
     assert meta["provenance"]["policy_version"] == "5"
     assert (meta["repo"], meta["commit_sha"], meta["attribution_sources"]) == (REPO, sha, ["git_notes"])
-    assert meta["schema_id"].endswith("/training-rows/diff-sft-sample/v3.json")
+    assert meta["schema_id"].endswith("/training-rows/diff-sft-sample/v4.json") and meta["schema_version"] == 4
     assert skips(result) == {}
+
+
+#: Tools a call's request declared (a description and strict, no parameters, a provider's
+#: built-in tool), and what the row's ``tools`` hold of them: request order, chat-template shape.
+TOOLS = (
+    ToolDefinition(name="edit", description="Edit a file.", strict=True,
+                   parameters={"type": "object", "properties": {"path": {"type": "string"}, "text": {"type": "string"}},
+                               "required": ["path"]}),
+    ToolDefinition(name="run_tests", parameters=None),
+    ToolDefinition(type="web_search_preview", name="web_search_preview"),
+)
+ROW_TOOLS = [
+    {"type": "function", "function": {"name": "edit", "description": "Edit a file.",
+                                      "parameters": TOOLS[0].parameters, "strict": True}},
+    {"type": "function", "function": {"name": "run_tests", "parameters": None}},
+    {"type": "web_search_preview", "name": "web_search_preview"},
+]
+
+
+def test_a_row_keeps_the_tools_its_call_declared_exactly_and_in_request_order(
+        tmp_path: Path, mirror_root: MirrorRoot, history: dict[str, str]) -> None:
+    """Regression (issue 25): ``tools`` was always ``[]``. Now it holds what the row's call's
+    request declared; a call that declared none keeps ``[]``. Rows validate against
+    ``diff-sft-sample`` v4."""
+    sha = history["two"]
+    tooled = session("s1", sha, [(1, "calc.py")], decisions=(decision("d1", "resp-s1-1"),), tools=TOOLS)
+    bare = session("s2", sha, [(1, "calc.py")], decisions=(decision("d2", "resp-s2-1", session="s2"),))
+    rows = export([tooled, bare], tmp_path, mirror_root).rows["diff_sft.jsonl"]
+    tools = {row["metadata"]["completion_id"]: row["tools"] for row in rows}
+    assert tools == {"s1-c1": ROW_TOOLS, "s2-c1": []}
+    assert all(load_registry().schemas.errors(row) == [] for row in rows)
+
+
+def test_declared_tools_json_cannot_hold_decline_the_row_by_the_representation_check(
+        tmp_path: Path, mirror_root: MirrorRoot, history: dict[str, str]) -> None:
+    """A NaN in a declared tool's schema: the row is counted ``non_finite_number``, never written
+    and never a traceback; the other Session's row is kept."""
+    sha = history["two"]
+    nan = (ToolDefinition(name="f", parameters={"type": "number", "default": float("nan")}),)
+    result = export([session("s1", sha, [(1, "calc.py")], decisions=(decision("d1", "resp-s1-1"),), tools=nan),
+                     session("s2", sha, [(1, "calc.py")], decisions=(decision("d2", "resp-s2-1", session="s2"),))],
+                    tmp_path, mirror_root)
+    assert [row["metadata"]["completion_id"] for row in result.rows["diff_sft.jsonl"]] == ["s2-c1"]
+    assert skips(result) == {"non_finite_number": 1}
 
 
 CAPTURE = CallCapture(source="transcript:claude-code@2.0.14",
@@ -264,13 +311,14 @@ def test_identical_bytes_when_repeated_and_shuffled(tmp_path: Path, mirror_root:
     rollouts = [session(f"s{i}", sha, [(0, "calc.py"), (1, "util.py")],
                         decisions=(decision(f"d{i}", f"resp-s{i}-0", session=f"s{i}"),
                                    decision(f"e{i}", f"resp-s{i}-1", session=f"s{i}")),
-                        split="eval" if i % 2 else "train") for i in range(5)]
+                        split="eval" if i % 2 else "train", tools=TOOLS[i % 3:]) for i in range(5)]
     first = export(rollouts, tmp_path, mirror_root, name="a", split_enabled=True)
     again = export(rollouts, tmp_path, mirror_root, name="b", split_enabled=True)
     shuffled = list(rollouts)
     random.Random(7).shuffle(shuffled)
     third = export(shuffled, tmp_path, mirror_root, name="c", split_enabled=True)
     assert set(first.rows) == {"diff_sft.train.jsonl", "diff_sft.eval.jsonl"}
+    assert sorted({len(row["tools"]) for rows in first.rows.values() for row in rows}) == [1, 2, 3]
     assert snapshot(first.out_dir) == snapshot(again.out_dir) == snapshot(third.out_dir)
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from sediment_dpo import DPO_SKIP_REASONS, DPOPolicy
 
-from sediment.plugin import CallCapture, Rollout, ToolCallPart
+from sediment.plugin import CallCapture, Rollout, ToolCallPart, ToolDefinition
 from sediment.testing import (
     ORG,
     REPO,
@@ -34,7 +34,7 @@ from sediment.testing import (
     snapshot,
 )
 
-PAIR = "https://sediment.so/schemas/training-rows/dpo-pair/v4.json"
+PAIR = "https://sediment.so/schemas/training-rows/dpo-pair/v5.json"
 TRAIN = [s for s in (f"s{i}" for i in range(200)) if assign_split(s, 0.1) == "train"]
 EVAL = [s for s in (f"s{i}" for i in range(200)) if assign_split(s, 0.1) == "eval"]
 
@@ -46,13 +46,14 @@ def sha(session: str, n: int = 0) -> str:
 def member(session: str, answer: Any = None, *, decisions: tuple[tuple[bool, bool], ...] = (),
            ci: str | None = None, model: str | None = "gpt-x", prompt: str = "fix the bug",
            files: tuple[str, ...] = ("a.py",), split: str | None = None, output: Any = None,
-           capture: CallCapture | None = None) -> Rollout:
-    """One Session whose one call answers ``prompt``; ``decisions`` are ``(accepted, explicit)``
-    on it, ``ci`` the result of the one run on its commit, ``files`` the files attributed to it."""
+           capture: CallCapture | None = None, tools: tuple[ToolDefinition, ...] | None = None) -> Rollout:
+    """One Session whose one call answers ``prompt`` (its request declaring ``tools``);
+    ``decisions`` are ``(accepted, explicit)`` on it, ``ci`` the result of the one run on its
+    commit, ``files`` the files attributed to it."""
     commit = sha(session)
     out = output if output is not None else message("assistant", answer if answer is not None else f"answer {session}")
     calls = [call(session, 0, [message("user", prompt)], [out], model=model, model_call_id=f"resp-{session}",
-                  capture=capture)]
+                  capture=capture, tools=tools)]
     made = tuple(DeveloperDecision(
         decision_id=f"d-{session}-{i}", org_id=ORG, session_id=session, agent_harness="claude-code",
         file_path="a.py", accepted=accepted, explicit=explicit, interaction_mode="agent", call_id=f"resp-{session}",
@@ -68,6 +69,20 @@ def member(session: str, answer: Any = None, *, decisions: tuple[tuple[bool, boo
 
 ACCEPT = ((True, True),)
 REJECT = ((False, True),)
+#: Tools a call's request declared (a description and strict, no parameters, a provider's
+#: built-in tool), and what a pair's ``tools`` hold of them: request order, chat-template shape.
+TOOLS = (
+    ToolDefinition(name="write_file", description="Write a file.", strict=True,
+                   parameters={"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}),
+    ToolDefinition(name="run_tests", parameters=None),
+    ToolDefinition(type="web_search_preview", name="web_search_preview"),
+)
+PAIR_TOOLS = [
+    {"type": "function", "function": {"name": "write_file", "description": "Write a file.",
+                                      "parameters": TOOLS[0].parameters, "strict": True}},
+    {"type": "function", "function": {"name": "run_tests", "parameters": None}},
+    {"type": "web_search_preview", "name": "web_search_preview"},
+]
 
 
 def export(tmp_path: Path, rollouts: list[Rollout], name: str = "out", **kwargs: Any) -> Any:
@@ -87,7 +102,7 @@ def test_the_skip_vocabulary_is_upstreams_in_order_then_the_counted_dedupe() -> 
         "unresolved_tool_call", "unsupported_completion_role", "unsupported_message_role", "unsupported_role_part",
         "inference_call_not_found", "promptless", "model_absent", "no_label_source", "unreliable_ci_resolution",
         "bucket_capped", "identical_responses")
-    assert (*upstream, "duplicate_completion") == DPO_SKIP_REASONS
+    assert (*upstream, "duplicate_completion", "tools_differ") == DPO_SKIP_REASONS
     assert tuple(load_registry().objective("dpo").vocabularies["dpo"]) == DPO_SKIP_REASONS
 
 
@@ -110,7 +125,7 @@ def test_dpo_human_pairs_an_explicit_accept_with_an_explicit_reject_of_the_same_
     assert row["prompt"] == [{"role": "user", "content": "fix the bug"}]
     assert row["chosen"] == [{"role": "assistant", "content": f"answer {a}"}]  # CI failed: still chosen
     assert row["rejected"] == [{"role": "assistant", "content": f"answer {b}"}]
-    assert row["tools"] == []
+    assert row["tools"] == []  # neither call declared tools
     meta = row["metadata"]
     assert list(meta) == [
         "org_id", "source_model", "chosen_completion_id", "rejected_completion_id", "recipe_id", "recipe_version",
@@ -124,7 +139,7 @@ def test_dpo_human_pairs_an_explicit_accept_with_an_explicit_reject_of_the_same_
         "org_id": ORG, "source_model": "gpt-x", "chosen_completion_id": f"{a}-c0",
         "rejected_completion_id": f"{b}-c0", "recipe_id": "dpo_human", "recipe_version": 2,
         "chosen_label_source": "explicit_accept", "rejected_label_source": "explicit_reject", "split": "train",
-        "schema_id": PAIR, "schema_version": 4}
+        "schema_id": PAIR, "schema_version": 5}
     # accept + fail CI: 1.0 × 0.7 = 0.7; reject + pass: 0.0 → label min(0.7, 1 − 0.0), margin 0.7
     assert (meta["label_confidence"], meta["confidence_margin"], meta["ci_reliability"]) == (0.7, 0.7, 1.0)
     assert meta["chosen_attribution_source"] == "git_notes" and meta["chosen_repository_identity"] is None
@@ -153,6 +168,52 @@ def test_each_side_carries_its_calls_transcript_capture_only_when_it_has_one(tmp
     assert list(rejected_side)[-3:] == ["schema_id", "schema_version", "rejected_capture"]
     assert rejected_side["rejected_capture"] == marker and "chosen_capture" not in rejected_side
     assert list(wire)[-1] == "schema_version" and not {"chosen_capture", "rejected_capture"} & set(wire)
+
+
+def test_a_pair_keeps_the_tools_both_calls_declared_exactly_and_in_request_order(tmp_path: Path) -> None:
+    """Regression (issue 25): ``tools`` was always ``[]``. Now a pair holds what both calls'
+    requests declared; a pair of calls that declared none keeps ``[]``. Every row is validated
+    against ``dpo-pair`` v5 by the export."""
+    rows = only_rows(export(tmp_path, [
+        member(TRAIN[0], decisions=ACCEPT, tools=TOOLS), member(TRAIN[1], decisions=REJECT, tools=TOOLS),
+        member(TRAIN[2], decisions=ACCEPT, prompt="bare"), member(TRAIN[3], decisions=REJECT, prompt="bare")]))
+    tools = {row["metadata"]["chosen_completion_id"]: row["tools"] for row in rows}
+    assert tools == {f"{TRAIN[0]}-c0": PAIR_TOOLS, f"{TRAIN[2]}-c0": []}
+    assert load_registry().schemas.errors(rows[0], PAIR) == []
+
+
+def test_a_pair_whose_calls_declared_different_tools_is_declined_as_tools_differ(tmp_path: Path) -> None:
+    """Both members share the prompt messages, but the model saw the tools too: calls that
+    declared other tools, the same tools in another order, or none recorded (a transcript)
+    against declared ones are not one prompt. The declined pair keeps its slot (no backfill)."""
+    transcript = CallCapture(source="transcript:claude-code@unknown", lacks=("exact_request", "tool_definitions"))
+    a, b, c, d, e = TRAIN[:5]
+    result = export(tmp_path, [
+        member(a, decisions=ACCEPT, tools=TOOLS),
+        member(b, decisions=REJECT, tools=TOOLS[:2]),  # fewer tools
+        member(c, decisions=REJECT, tools=(TOOLS[1], TOOLS[0], TOOLS[2])),  # another order
+        member(d, decisions=REJECT, capture=transcript),  # not recorded
+        member(e, decisions=REJECT, tools=TOOLS)])
+    assert result.summary["pair_skipped"] == {"tools_differ": 3, "bucket_capped": 1}
+    assert result.summary["pair_rows"] == 0  # (a, e) is the fourth pair: beyond the cap of 3
+    again = export(tmp_path, [member(a, decisions=ACCEPT, tools=TOOLS), member(e, decisions=REJECT, tools=TOOLS),
+                              member(b, decisions=REJECT, tools=TOOLS[:2])], "again")
+    [row] = only_rows(again)
+    assert (row["metadata"]["rejected_completion_id"], row["tools"]) == (f"{e}-c0", PAIR_TOOLS)
+    assert again.summary["pair_skipped"] == {"tools_differ": 1}
+
+
+def test_declared_tools_json_cannot_hold_decline_the_pair_by_the_representation_check(tmp_path: Path) -> None:
+    """Hostile tool schemas (a NaN default, a lone surrogate in a description) are compared as
+    they are, then the pair's row fails the representation check: counted, never a traceback."""
+    nan = (ToolDefinition(name="f", parameters={"type": "number", "default": float("nan")}),)
+    surrogate = (ToolDefinition(name="g", description="bad \ud800", parameters=None),)
+    result = export(tmp_path, [
+        member(TRAIN[0], decisions=ACCEPT, tools=nan), member(TRAIN[1], decisions=REJECT, tools=nan),
+        member(TRAIN[2], decisions=ACCEPT, prompt="other", tools=surrogate),
+        member(TRAIN[3], decisions=REJECT, prompt="other", tools=surrogate)])
+    assert result.summary["pair_rows"] == 0
+    assert result.summary["pair_skipped"] == {"non_finite_number": 1, "unrepresentable_unicode": 1}
 
 
 def test_a_reject_wins_and_without_ci_the_label_confidence_is_certain(tmp_path: Path) -> None:
@@ -312,11 +373,16 @@ def test_ladder_knobs_come_from_the_settings(tmp_path: Path) -> None:
 
 
 def population() -> list[Rollout]:
+    """Pairs across buckets; the calls of one prompt declare the same tools (two, or none),
+    except one call that declares fewer (its pair declines as ``tools_differ``)."""
     sessions = TRAIN[:6] + EVAL[:2]
     made = []
     for index, session in enumerate(sessions):
+        prompt = index % 2 + index % 3
+        tools = TOOLS[:1] if index == 7 else TOOLS[1:] if prompt == 2 else None
         made.append(member(session, decisions=ACCEPT if index % 2 else REJECT, ci="passed" if index % 3 else "failed",
-                           prompt=f"prompt {index % 2 + index % 3}", files=("a.py",) if index % 4 else ("a.py", "b.py")))
+                           prompt=f"prompt {prompt}", files=("a.py",) if index % 4 else ("a.py", "b.py"),
+                           tools=tools))
     return made
 
 
@@ -331,6 +397,10 @@ def test_repeated_and_shuffled_evidence_give_identical_bytes(tmp_path: Path, rec
     mixed = export(tmp_path, shuffled, "mixed", recipe=recipe, split_enabled=True)
     assert snapshot(first.out_dir) == snapshot(again.out_dir) == snapshot(mixed.out_dir)
     assert first.summary["pair_skipped"] == mixed.summary["pair_skipped"]
+    # dpo_human's pairs exercise the tools: a row with them, one without, a pair declined for them
+    if recipe == "dpo_human":
+        assert sorted(len(row["tools"]) for row in only_rows(first)) == [0, 2]
+        assert first.summary["pair_skipped"]["tools_differ"] == 1
 
 
 def test_the_row_schema_refuses_what_the_contract_forbids(tmp_path: Path) -> None:
@@ -371,14 +441,17 @@ HF_CHECK = Path(__file__).parents[3] / "tests" / "consumers" / "hf" / "check_dpo
 
 def test_pairs_load_in_datasets_and_trl(consumer_python: Any, tmp_path: Path) -> None:
     """The canonical rows are already TRL preference rows: conversational, loaded exactly, and
-    rendered by maybe_apply_chat_template into prompt / chosen / rejected texts."""
+    rendered by maybe_apply_chat_template into prompt / chosen / rejected texts, the declared
+    tools in the prompt."""
     from sediment.testing import run_consumer
 
     python = consumer_python("hf")  # skipped when .venv-consumers/hf is absent, failed under CI
     a, b, c = TRAIN[:3]
     edit = message("assistant", "editing", ToolCallPart(id=f"t-{a}", name="Edit", arguments={"path": "a.py"}))
-    result = export(tmp_path, [member(a, decisions=ACCEPT, output=edit), member(b, "no 🎉", decisions=REJECT),
-                               member(c, decisions=REJECT)])
+    functions = TOOLS[:2]  # a chat template renders function tools
+    result = export(tmp_path, [member(a, decisions=ACCEPT, output=edit, tools=functions),
+                               member(b, "no 🎉", decisions=REJECT, tools=functions),
+                               member(c, decisions=REJECT, tools=functions)])
     path = result.out_dir / "dpo.jsonl"
     (facts,) = run_consumer(python, HF_CHECK, path, home=tmp_path / "hf")
     assert facts["rows"] == 2
@@ -388,6 +461,9 @@ def test_pairs_load_in_datasets_and_trl(consumer_python: Any, tmp_path: Path) ->
     assert facts["rendered_keys"] == ["chosen", "prompt", "rejected"]
     assert facts["generation_prompt"] is True
     assert facts["missing"] == []
+    # given the row's tools, as DPOTrainer passes them, the template renders each declared tool's name,
+    # description and parameters into the prompt (two tools, two pairs)
+    assert (facts["tools_rendered"], facts["tools_missing"]) == (4, [])
 
 
 def test_resolver_counts_are_added_once_per_kept_member(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-"""fireworks-sft-v1 and fireworks-dpo-v2: every refusal, the weights, the argument text and the
-reasoning rename on hand-built canonical rows; then whole exports (a refusal publishes nothing,
+"""fireworks-sft-v1 and fireworks-dpo-v3: every refusal, the weights, the argument text, the
+DPO pair's tools and the reasoning rename on hand-built canonical rows; then whole exports (a refusal publishes nothing,
 exit 9 through the CLI) and the profile records' format-only claim."""
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def test_sft_takes_a_leading_system_message_and_no_system_at_all() -> None:
         "messages": [USER, {"role": "assistant", "content": "x", "weight": 1}]}
 
 
-# --- fireworks-dpo-v2 -------------------------------------------------------------------------
+# --- fireworks-dpo-v3 -------------------------------------------------------------------------
 
 
 def test_dpo_text_pairs_become_input_preferred_and_non_preferred_outputs() -> None:
@@ -109,6 +109,37 @@ def test_dpo_text_pairs_become_input_preferred_and_non_preferred_outputs() -> No
                             "preferred_output": [assistant("good")], "non_preferred_output": [assistant("bad")]}
     assert list(adapted.body) == ["input", "preferred_output", "non_preferred_output"]
     assert adapted.instance_id == "c1>c2" and adapted.prompt == row["prompt"]
+
+
+#: A function tool as a pair's ``tools`` hold it (the OpenAI chat ``tools`` shape).
+WRITE = {"type": "function", "function": {"name": "write_file", "description": "Write a file.",
+                                          "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+                                          "strict": True}}
+
+
+def test_dpo_input_carries_the_function_tools_both_calls_declared() -> None:
+    """Regression (issue 25): ``input.tools`` was always ``[]``; it now holds the pair's tools,
+    and the sidecar says whether they were declared, none declared or not recorded."""
+    run = {"type": "function", "function": {"name": "run_tests", "parameters": None}}
+    row = {**pair([USER], [assistant("good")], [assistant("bad")]), "tools": [WRITE, run]}
+    before = copy.deepcopy(row)
+    adapted = dpo.adapt_row(row)
+    assert adapted.body["input"] == {"messages": [USER], "tools": [WRITE, run]}
+    assert adapted.evidence == {"metadata": row["metadata"], "tool_definitions": "declared"}
+    assert row == before  # the canonical row is not touched
+    assert dpo.adapt_row(pair([USER], [assistant("a")], [assistant("b")])).evidence["tool_definitions"] == (
+        "none_declared")
+    transcript = pair([USER], [assistant("a")], [assistant("b")])
+    transcript["metadata"]["rejected_capture"] = {"source": "transcript:codex@1", "lacks": ["tool_definitions"]}
+    assert dpo.adapt_row(transcript).evidence["tool_definitions"] == "not_recorded"
+
+
+def test_dpo_refuses_a_provider_built_in_tool() -> None:
+    row = {**pair([USER], [assistant("a")], [assistant("b")]),
+           "tools": [WRITE, {"type": "web_search_preview", "name": "web_search_preview"}]}
+    with pytest.raises(IncompatibleRow) as refused:
+        dpo.adapt_row(row)
+    assert str(refused.value) == f"{dpo.FUNCTION_TOOLS_ONLY} (row c1>c2, tool 1)"
 
 
 @pytest.mark.parametrize(("row", "message"), [
@@ -169,7 +200,7 @@ def test_a_text_pair_exports_and_a_tool_call_refuses_the_whole_export(tmp_path: 
     assert compatibility["profile"]["native_schema"] == dpo.NATIVE_SCHEMA
 
     tooled = [*text, session("c", TEXT, message("assistant", ToolCallPart(id="t", name="calc", arguments={})), False)]
-    with pytest.raises(ProfileError, match=r"^profile fireworks-dpo-v2: Fireworks DPO v2 supports documented text "
+    with pytest.raises(ProfileError, match=r"^profile fireworks-dpo-v3: Fireworks DPO v3 supports documented text "
                                            r"messages only \(row a-c0>c-c0, non_preferred_output message 0\); "
                                            "nothing was published$"):
         export(tooled, tmp_path / "refused", "dpo", dpo.PROFILE_ID)

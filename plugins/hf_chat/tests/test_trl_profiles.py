@@ -1,4 +1,4 @@
-"""hf-trl-sft-v3 and hf-trl-dpo-v3: the rows, the evidence sidecar, the order and the card on
+"""hf-trl-sft-v3 and hf-trl-dpo-v4: the rows, the evidence sidecar, the order and the card on
 hand-built SFT and DPO evidence; then the same exports (and the demo's) loaded by the real
 datasets 5.2.0 and TRL 1.16.0 in .venv-consumers/hf (tests/consumers/hf/check_trl_profiles.py)."""
 
@@ -106,7 +106,7 @@ def rich_sessions() -> list[Rollout]:
     dated = [message("developer", "Answer with a date only."), message("user", "2026-03-02")]
     return [
         session(TRAIN[0], TOOL_PROMPT, answer, tools=TOOLS),
-        session(TRAIN[1], TOOL_PROMPT, message("assistant", "I would rewrite everything."), REJECT),
+        session(TRAIN[1], TOOL_PROMPT, message("assistant", "I would rewrite everything."), REJECT, tools=TOOLS),
         session(TRAIN[2], dated, message("assistant", "2026-03-02T09:00:00Z")),
         session(TRAIN[3], dated, message("assistant", "née 2026‑03‑03"), REJECT),
         session(EVAL[0], [message("user", "what is 2+2?")], message("assistant", ReasoningPart(content="easy"), "4")),
@@ -188,8 +188,12 @@ def test_dpo_rows_keep_chosen_and_rejected_with_an_explicit_prompt(tmp_path: Pat
         pair = by_id[line["instance_id"]]
         assert list(row) == ["prompt", "chosen", "rejected", "tools"]
         assert row == {"prompt": renamed(pair["prompt"]), "chosen": renamed(pair["chosen"]),
-                       "rejected": renamed(pair["rejected"]), "tools": []}
-        assert line["evidence"]["metadata"] == pair["metadata"]
+                       "rejected": renamed(pair["rejected"]), "tools": pair["tools"]}
+        declared = "declared" if pair["tools"] else "none_declared"
+        assert line["evidence"] == {"metadata": pair["metadata"], "tool_definitions": declared}
+    # the tool loop's two calls declared the same two tools: the pair carries them, in request order and
+    # chat-template shape; the dated pair's calls declared none
+    assert sorted((r["tools"] for r in data), key=len) == [[], CHAT_TOOLS]
     assert {r["chosen"][0].get("content") for r in data} == {"Fixed: a + b.", "2026-03-02T09:00:00Z"}
     assert {r["rejected"][0]["content"] for r in data} == {"I would rewrite everything.", "née 2026‑03‑03"}
 
@@ -238,14 +242,14 @@ def test_rows_load_and_render_in_datasets_and_trl(consumer_python: Callable[[str
         assert checked["missing"] == []
         assert checked["render_arrow_equal"] is True
     # the declared tools reach the template: each one's name, description and parameters are in the
-    # rendered prompt (the demo's calls declare read_file, write_file and run_tests; the rich export one call
-    # with two tools)
-    assert [checked.get("tools_rendered") for checked in facts] == [4 * 3, None, 2, None, 2]
+    # rendered prompt (the demo's calls declare read_file, write_file and run_tests, its one DPO pair too; the
+    # rich export's tool loop declares two tools, in one SFT sample and one DPO pair)
+    assert [checked.get("tools_rendered") for checked in facts] == [4 * 3, 3, 2, 2, 2]
     assert all(checked.get("tools_missing", []) == [] for checked in facts)
 
 
 @pytest.mark.parametrize(("objective", "profile"), [
-    ("sft", trl_sft.PROFILE_ID), ("dpo", trl_dpo.PROFILE_ID), ("sft", "fireworks-sft-v1"), ("dpo", "fireworks-dpo-v2")])
+    ("sft", trl_sft.PROFILE_ID), ("dpo", trl_dpo.PROFILE_ID), ("sft", "fireworks-sft-v1"), ("dpo", "fireworks-dpo-v3")])
 def test_trainer_profiles_keep_transcript_rows_with_the_marker_in_their_evidence(
         tmp_path: Path, objective: str, profile: str) -> None:
     capture = CallCapture(source="transcript:codex@0.104.0", lacks=("exact_request", "tool_definitions"))
@@ -267,6 +271,8 @@ def test_trainer_profiles_keep_transcript_rows_with_the_marker_in_their_evidence
     else:
         [metadata] = found.values()
         assert metadata["chosen_capture"] == marker and "rejected_capture" not in metadata
+        # the chosen call's transcript did not record the tools: the pair's [] says nothing, and the sidecar says so
+        assert [line["evidence"]["tool_definitions"] for line in evidence] == ["not_recorded"]
 
 
 def test_sft_rows_with_a_provider_built_in_tool_are_skipped_as_non_function_tool(tmp_path: Path) -> None:
@@ -281,6 +287,26 @@ def test_sft_rows_with_a_provider_built_in_tool_are_skipped_as_non_function_tool
     assert tools == {f"{TRAIN[0]}-c0": [CHAT_TOOLS[0], {"type": "web_search_preview", "name": "web_search_preview"}],
                      f"{TRAIN[2]}-c0": CHAT_TOOLS}
     summary = profile_export(sessions, tmp_path / "out", "sft", trl_sft.PROFILE_ID, split_enabled=False)
+    assert (summary["rows"], summary["skipped"]) == (1, {"non_function_tool": 1})
+    [row] = lines(tmp_path / "out" / "data.jsonl")
+    assert row["tools"] == CHAT_TOOLS
+
+
+def test_dpo_pairs_with_a_provider_built_in_tool_are_skipped_as_non_function_tool(tmp_path: Path) -> None:
+    """The canonical pair keeps the built-in tool; hf-trl-dpo-v4 counts the pair as
+    ``non_function_tool`` and keeps the pair whose calls declared function tools only."""
+    search = ToolDefinition(type="web_search_preview", name="web_search_preview")
+    built_in = (TOOLS[0], search)
+    prompt, other = [message("user", "fix add()")], [message("user", "and sub()")]
+    sessions = [session(TRAIN[0], prompt, message("assistant", "Fixed."), tools=built_in),
+                session(TRAIN[1], prompt, message("assistant", "Rewrote it."), REJECT, tools=built_in),
+                session(TRAIN[2], other, message("assistant", "Done."), tools=TOOLS),
+                session(TRAIN[3], other, message("assistant", "Not done."), REJECT, tools=TOOLS)]
+    canonical = run_objective(sessions, tmp_path / "canonical", objective="dpo", split_enabled=False)
+    tools = {r["metadata"]["chosen_completion_id"]: r["tools"] for r in canonical.rows["dpo.jsonl"]}
+    assert tools == {f"{TRAIN[0]}-c0": [CHAT_TOOLS[0], {"type": "web_search_preview", "name": "web_search_preview"}],
+                     f"{TRAIN[2]}-c0": CHAT_TOOLS}
+    summary = profile_export(sessions, tmp_path / "out", "dpo", trl_dpo.PROFILE_ID, split_enabled=False)
     assert (summary["rows"], summary["skipped"]) == (1, {"non_function_tool": 1})
     [row] = lines(tmp_path / "out" / "data.jsonl")
     assert row["tools"] == CHAT_TOOLS

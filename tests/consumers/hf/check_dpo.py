@@ -2,14 +2,17 @@
 
 Usage: python check_dpo.py ROWS.jsonl
 
-ROWS.jsonl holds ``dpo-pair`` v4 rows (``prompt``, ``chosen``, ``rejected``, ``tools``,
+ROWS.jsonl holds ``dpo-pair`` v5 rows (``prompt``, ``chosen``, ``rejected``, ``tools``,
 ``metadata``). Prints one JSON line of facts: whether TRL's ``is_conversational`` holds on the
 preference columns of every row; whether the rows survive ``datasets.load_dataset("json")`` and
 ``Dataset.from_list`` with ``List(Json())`` message columns exactly (types included); and what
 ``maybe_apply_chat_template`` made of ``{prompt, chosen, rejected}`` with the in-memory
-tokenizer of check_trainer_messages.py: the keys it returned, whether the rendered prompt ends
-with the generation prompt, and the recorded texts missing from the rendered chosen and
-rejected completions. Run it with a fresh HF_HOME.
+tokenizer of check_trainer_messages.py, given the row's ``tools`` as ``DPOTrainer`` passes them:
+the keys it returned, whether the rendered prompt ends with the generation prompt, the recorded
+texts missing from the rendered chosen and rejected completions, how many declared tools were
+rendered (``tools_rendered``) and ``[row, tool name]`` for each whose name, description or
+parameters (JSON text) are absent from the rendered prompt (``tools_missing``). Run it with a
+fresh HF_HOME.
 """
 
 import json
@@ -49,10 +52,16 @@ def main(path):
                                                            cache_dir=tempfile.mkdtemp(prefix="hf-cache-")).to_list(),
                              rows),
         "json_features": outcome(lambda: datasets.Dataset.from_list(rows, features=FEATURES).to_list(), rows),
-        "rendered_keys": [], "generation_prompt": True, "missing": [],
+        "rendered_keys": [], "generation_prompt": True, "missing": [], "tools_rendered": 0, "tools_missing": [],
     }
     for index, pair in enumerate(preference):
-        out = maybe_apply_chat_template(pair, tok)
+        out = maybe_apply_chat_template(pair, tok, tools=rows[index]["tools"])
+        for tool in rows[index]["tools"]:
+            function = tool["function"]
+            facts["tools_rendered"] += 1
+            shown = [function["name"], function.get("description"), json.dumps(function["parameters"])]
+            if not all(t is None or t in out["prompt"] for t in shown):
+                facts["tools_missing"].append([index, function["name"]])
         facts["rendered_keys"] = sorted(out)
         facts["generation_prompt"] &= out["prompt"].endswith("<|assistant|>")
         for side in ("chosen", "rejected"):

@@ -8,7 +8,8 @@ row; whether the rows survive ``datasets.Dataset.from_list`` exactly (types incl
 ``List(Json())`` features, and what happens without them (``from_list`` inferring Arrow
 structs, and ``load_dataset("json")``); and what ``maybe_apply_chat_template`` rendered with an
 in-memory tokenizer whose template reads ``thinking``, ``content``, ``tool_calls`` (iterating
-the argument object) and tool messages' ``name`` / ``tool_call_id``: the recorded texts it
+the argument object), tool messages' ``name`` / ``tool_call_id`` and the declared ``tools`` (as
+JSON, before the messages; check_dpo.py reuses it): the recorded texts it
 failed to render, and whether rendering the loaded rows gives the text of the JSON rows.
 Run it with a fresh HF_HOME.
 """
@@ -24,6 +25,7 @@ from transformers import PreTrainedTokenizerFast
 from trl.data_utils import is_conversational, maybe_apply_chat_template
 
 TEMPLATE = (
+    "{% if tools %}<|tools|>{% for t in tools %}{{ t | tojson }}\n{% endfor %}{% endif %}"
     "{% for m in messages %}<|{{ m.role }}|>"
     "{% if m.name %}[{{ m.name }}]{% endif %}"
     "{% if m.thinking is defined %}<think>{{ m.thinking }}</think>{% endif %}"

@@ -1,4 +1,4 @@
-"""Run inside .venv-consumers/hf: load hf-trl-sft-v3 / hf-trl-dpo-v3 exports with the real
+"""Run inside .venv-consumers/hf: load hf-trl-sft-v3 / hf-trl-dpo-v4 exports with the real
 datasets and TRL.
 
 Usage: python check_trl_profiles.py KIND=DIR...   (KIND is ``sft`` or ``dpo``)
@@ -17,9 +17,10 @@ For each export directory it prints one JSON line of facts about what the packag
 - ``missing``: recorded texts (message contents, reasoning, tool-call argument values, tool
   names) absent from the rendered text of their own column, as ``[row, column, text]``;
 - ``render_arrow_equal``: whether rendering the Arrow rows gives the text of the JSON rows;
-- ``tools_rendered`` (SFT only): how many declared tools (``row["tools"]``) were rendered into
-  the prompt, and ``tools_missing``: ``[row, tool name]`` for a tool whose name, description or
-  parameters (as JSON text) are absent from the rendered prompt.
+- ``tools_rendered``: how many declared tools (``row["tools"]``, passed to the template as
+  ``DPOTrainer`` and ``SFTTrainer`` pass a row's ``tools``) were rendered into the prompt (absent
+  when no row declares one), and ``tools_missing``: ``[row, tool name]`` for a tool whose name,
+  description or parameters (as JSON text) are absent from the rendered prompt.
 
 The tokenizer is built in memory (a word-level vocabulary with a chat template that renders
 roles, ``reasoning_content``, content, tool calls with their argument objects, tool
@@ -117,13 +118,12 @@ def check(kind, directory, tok):
                             facts["missing"].append([f"{side}:{index}", column, text])
             again = maybe_apply_chat_template({c: arrow[index][c] for c in example}, tok, tools=arrow[index]["tools"])
             facts["render_arrow_equal"] &= again == out
-            if kind == "sft":
-                for tool in row["tools"]:
-                    function = tool["function"]
-                    shown = [function["name"], function.get("description"), json.dumps(function["parameters"])]
-                    facts["tools_rendered"] = facts.get("tools_rendered", 0) + 1
-                    if not all(t is None or t in out["prompt"] for t in shown):
-                        facts.setdefault("tools_missing", []).append([f"{side}:{index}", function["name"]])
+            for tool in row["tools"]:
+                function = tool["function"]
+                shown = [function["name"], function.get("description"), json.dumps(function["parameters"])]
+                facts["tools_rendered"] = facts.get("tools_rendered", 0) + 1
+                if not all(t is None or t in out["prompt"] for t in shown):
+                    facts.setdefault("tools_missing", []).append([f"{side}:{index}", function["name"]])
     facts["rendered_keys"] = sorted(facts["rendered_keys"])
     return facts
 

@@ -1,4 +1,5 @@
-"""The ``tools`` of an SFT sample: the tool definitions the call's request declared.
+"""The ``tools`` of a training row (SFT sample, DPO pair, diff-SFT sample): the tool
+definitions the call's request declared, as chat templates read them.
 
 A function tool becomes the shape chat templates read: ``{"type": "function", "function":
 {"name", "description"?, "parameters", "strict"?}}`` (``description`` and ``strict`` only when
@@ -10,14 +11,14 @@ transcript: ``metadata.capture.lacks`` names ``tool_definitions``), has ``[]``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sediment.plugin import ToolDefinition
+from sediment.model.facts import ToolDefinition
 
 
-def sample_tool(tool: ToolDefinition) -> dict[str, Any]:
-    """One declared tool as the sample holds it (module docstring)."""
+def chat_tool(tool: ToolDefinition) -> dict[str, Any]:
+    """One declared tool as a row holds it (module docstring)."""
     if tool.type != "function":
         return {"type": tool.type, "name": tool.name}
     function: dict[str, Any] = {"name": tool.name}
@@ -29,6 +30,17 @@ def sample_tool(tool: ToolDefinition) -> dict[str, Any]:
     return {"type": "function", "function": function}
 
 
-def sample_tools(tools: Sequence[ToolDefinition] | None) -> list[dict[str, Any]]:
+def chat_tools(tools: Sequence[ToolDefinition] | None) -> list[dict[str, Any]]:
     """The declared tools in request order; ``[]`` when none were declared or recorded."""
-    return [sample_tool(t) for t in tools or ()]
+    return [chat_tool(t) for t in tools or ()]
+
+
+def tools_state(tools: Sequence[Any], captures: Iterable[Mapping[str, Any] | None]) -> str:
+    """What a row's ``tools`` say, for a profile's evidence: ``declared`` (the request's tool
+    definitions), ``not_recorded`` (``tools`` is empty and a call of the row was rebuilt from a
+    transcript whose capture ``lacks`` names ``tool_definitions``) or ``none_declared``."""
+    if tools:
+        return "declared"
+    if any("tool_definitions" in (capture or {}).get("lacks", ()) for capture in captures):
+        return "not_recorded"
+    return "none_declared"
