@@ -123,7 +123,7 @@ def test_demo_runs_into_a_fresh_directory(tmp_path: Path) -> None:
     assert sediment("schema", "validate", *(str(exports / f) for f in files)).returncode == 0
     profiles = tmp_path / "demo" / "profiles"
     assert sorted(p.name for p in profiles.iterdir()) == [
-        "fireworks-dpo-v3", "fireworks-sft-v1", "harbor-tasks-v1", "hf-chat-messages-v1", "hf-chat-prompts-v1",
+        "fireworks-dpo-v3", "fireworks-sft-v2", "harbor-tasks-v1", "hf-chat-messages-v1", "hf-chat-prompts-v1",
         "hf-trl-dpo-v4", "hf-trl-sft-v3", "nemo-gym-rollouts-v2", "nemo-gym-swebench-tasks-v1", "swe-bench-tasks-v2",
         "verifiers-tasks-v1"]
     # the demo's one DPO pair answers with a tool call: Fireworks' text-only DPO format refuses it, whole

@@ -119,7 +119,7 @@ def test_discovery_finds_the_builtin_objectives() -> None:
     assert {p.objective for p in registry.profiles.values()} == {"rlvr", "sft", "dpo"}
     # a profile of an objective without targets names the objective as what it adapts
     assert {(n, p.info.target) for n, p in registry.profiles.items() if p.objective != "rlvr"} == {
-        ("hf-trl-sft-v3", "sft"), ("fireworks-sft-v1", "sft"), ("hf-trl-dpo-v4", "dpo"), ("fireworks-dpo-v3", "dpo")}
+        ("hf-trl-sft-v3", "sft"), ("fireworks-sft-v2", "sft"), ("hf-trl-dpo-v4", "dpo"), ("fireworks-dpo-v3", "dpo")}
 
 
 @pytest.mark.parametrize(("changes", "message"), [

@@ -38,7 +38,7 @@ CHECK = ROOT / "tests" / "consumers" / "hf" / "check_parquet.py"
 PROFILES = [("rlvr", "sediment", "hf-chat-messages-v1"), ("rlvr", "sediment", "hf-chat-prompts-v1"),
             ("rlvr", "nemo-gym", "nemo-gym-rollouts-v2"), ("rlvr", "nemo-gym", "verifiers-tasks-v1"),
             ("rlvr", "swe-bench", "nemo-gym-swebench-tasks-v1"), ("rlvr", "swe-bench", "swe-bench-tasks-v2"),
-            ("sft", None, "hf-trl-sft-v3"), ("sft", None, "fireworks-sft-v1"), ("dpo", None, "hf-trl-dpo-v4")]
+            ("sft", None, "hf-trl-sft-v3"), ("sft", None, "fireworks-sft-v2"), ("dpo", None, "hf-trl-dpo-v4")]
 
 TRAIN = [
     {"n": 1, "mixed": 1, "flag": True, "messages": [{"role": "user", "content": "hi"}],

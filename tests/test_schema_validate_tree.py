@@ -28,7 +28,7 @@ NATIVE_SCHEMAS = {
     "hf-chat-prompts-v1": "hf-chat-prompt-row/v1",
     "hf-trl-sft-v3": "hf-trl-sft-row/v3",
     "hf-trl-dpo-v4": "hf-trl-dpo-row/v4",
-    "fireworks-sft-v1": "fireworks-sft-row/v1",
+    "fireworks-sft-v2": "fireworks-sft-row/v2",
     "fireworks-dpo-v3": "fireworks-dpo-row/v3",
     "verifiers-tasks-v1": "verifiers-task/v1",
     "nemo-gym-rollouts-v2": "nemo-gym-rollout-row/v2",
@@ -179,7 +179,7 @@ PLANTED: dict[str, tuple[str, Callable[[dict[str, Any]], object]]] = {
     "hf-chat-prompts-v1": ("prompt/0/content", lambda r: r["prompt"][0].update(content=" \n")),
     "hf-trl-sft-v3": ("completion/0", lambda r: r["completion"][0].update(thinking="not renamed")),
     "hf-trl-dpo-v4": ("chosen", lambda r: r.update(chosen=[])),
-    "fireworks-sft-v1": ("messages/1", lambda r: r["messages"][1].update(weight=1)),
+    "fireworks-sft-v2": ("messages/1", lambda r: r["messages"][1].update(weight=1)),
     "verifiers-tasks-v1": ("sediment", lambda r: r["sediment"].update(
         schema_id="https://sediment.so/schemas/training-rows/nemo-gym-rollout/v4.json")),
     "nemo-gym-rollouts-v2": ("reward", lambda r: r.update(reward=0.5)),

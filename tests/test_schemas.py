@@ -40,7 +40,7 @@ EXPECTED_FILES = {
     "hf-chat-prompt-row.v1.json",  # ... of hf-chat-prompts-v1
     "hf-trl-sft-row.v3.json",  # ... of hf-trl-sft-v3
     "hf-trl-dpo-row.v4.json",  # ... of hf-trl-dpo-v4
-    "fireworks-sft-row.v1.json",  # ... of fireworks-sft-v1 (plugins/fireworks)
+    "fireworks-sft-row.v2.json",  # ... of fireworks-sft-v2 (plugins/fireworks)
     "fireworks-dpo-row.v3.json",  # ... of fireworks-dpo-v3
     "verifiers-task.v1.json",  # ... of verifiers-tasks-v1 (plugins/responses)
     "nemo-gym-rollout-row.v2.json",  # ... of nemo-gym-rollouts-v2
@@ -407,7 +407,7 @@ def test_sibling_profiles_share_their_component_definitions_verbatim(first: str,
 
 NATIVE_ROW_SCHEMAS = ["swe-bench-instance.v2.json", "harbor-task-index.v1.json", "nemo-gym-swebench-task.v1.json",
                       "hf-chat-messages-row.v1.json", "hf-chat-prompt-row.v1.json", "hf-trl-sft-row.v3.json",
-                      "hf-trl-dpo-row.v4.json", "fireworks-sft-row.v1.json", "fireworks-dpo-row.v3.json",
+                      "hf-trl-dpo-row.v4.json", "fireworks-sft-row.v2.json", "fireworks-dpo-row.v3.json",
                       "verifiers-task.v1.json", "nemo-gym-rollout-row.v2.json"]
 
 

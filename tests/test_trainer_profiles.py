@@ -63,7 +63,7 @@ def bundle(tmp_path: Path) -> Path:
 
 
 @pytest.mark.parametrize(("objective", "profile", "rows"), [
-    ("sft", "hf-trl-sft-v3", 2), ("dpo", "hf-trl-dpo-v4", 2), ("sft", "fireworks-sft-v1", 2),
+    ("sft", "hf-trl-sft-v3", 2), ("dpo", "hf-trl-dpo-v4", 2), ("sft", "fireworks-sft-v2", 2),
     ("dpo", "fireworks-dpo-v3", 2)])
 def test_cli_profile_exports_from_a_bundle_equal_the_in_process_export(tmp_path: Path, bundle: Path, objective: str,
                                                                        profile: str, rows: int) -> None:
@@ -97,8 +97,8 @@ DPO_REEXPORT = ("and re-export canonical evidence with DPO recipe v2/schema v5 (
 @pytest.mark.parametrize(("args", "message"), [
     (("sft", "--profile", "trl-v9"), "unsupported profile: trl-v9; installed profiles: fireworks-dpo-v3, "),
     (("sft", "--profile", "hf-trl-dpo-v4"), "profile hf-trl-dpo-v4 does not support objective sft; it adapts dpo rows"),
-    (("dpo", "--profile", "fireworks-sft-v1"),
-     "profile fireworks-sft-v1 does not support objective dpo; it adapts sft rows"),
+    (("dpo", "--profile", "fireworks-sft-v2"),
+     "profile fireworks-sft-v2 does not support objective dpo; it adapts sft rows"),
     (("recovery", "--profile", "hf-trl-sft-v3"), "No such option: --profile"),  # no profile adapts Recovery rows
     (("rlvr", "--target", "sediment", "--profile", "hf-trl-sft-v3"),
      "profile hf-trl-sft-v3 does not support objective rlvr; it adapts sft rows"),
@@ -115,6 +115,10 @@ DPO_REEXPORT = ("and re-export canonical evidence with DPO recipe v2/schema v5 (
     (("sft", "--profile", "hf-trl-sft-v2"), "profile hf-trl-sft-v2 is retired; use hf-trl-sft-v3 and re-export "
                                             "canonical evidence with SFT schema v4 (the rows keep the recorded tool "
                                             "definitions)"),
+    # the Fireworks SFT profile whose rows dropped the tools the calls declared
+    (("sft", "--profile", "fireworks-sft-v1"), "profile fireworks-sft-v1 is retired; use fireworks-sft-v2 and re-export "
+                                               "(its rows carry the tool definitions the calls declared, which "
+                                               "fireworks-sft-v1 dropped)"),
 ])
 def test_unknown_mismatched_and_retired_profiles_are_one_line_usage_errors(tmp_path: Path, bundle: Path,
                                                                           args: tuple[str, ...], message: str) -> None:
@@ -133,7 +137,7 @@ def test_profiles_are_listed_with_what_they_adapt_and_export_help_names_them() -
     assert result.returncode == 0, result.stderr
     listed = {p["id"]: p for p in json.loads(result.stdout)["profiles"]}
     wanted = {"hf-trl-sft-v3": ("hf-trl", "sft", 3), "hf-trl-dpo-v4": ("hf-trl", "dpo", 4),
-              "fireworks-sft-v1": ("fireworks", "sft", 1), "fireworks-dpo-v3": ("fireworks", "dpo", 3)}
+              "fireworks-sft-v2": ("fireworks", "sft", 2), "fireworks-dpo-v3": ("fireworks", "dpo", 3)}
     for name, (consumer, objective, version) in wanted.items():
         record = listed[name]
         assert (record["consumer"], record["objective"], record["target"], record["population"], record["version"]) == (
@@ -142,13 +146,14 @@ def test_profiles_are_listed_with_what_they_adapt_and_export_help_names_them() -
                                                          ["transformers", "5.24.0"]]
     assert listed["hf-trl-dpo-v4"]["retires"] == ["hf-trl-dpo-v1", "hf-trl-dpo-v2", "hf-trl-dpo-v3"]
     assert listed["fireworks-dpo-v3"]["retires"] == ["fireworks-dpo-v1", "fireworks-dpo-v2"]
+    assert listed["fireworks-sft-v2"]["retires"] == ["fireworks-sft-v1"]
     assert listed["hf-trl-dpo-v4"]["skip_reasons"] == ["non_finite_number", "unrepresentable_unicode",
                                                        "non_function_tool"]
     assert listed["fireworks-dpo-v3"]["skip_reasons"] == ["non_finite_number", "unrepresentable_unicode"]
     table = sediment("profiles")
     assert table.returncode == 0 and "hf-trl-sft-v3" in table.stdout + table.stderr
     sft_help = sediment("export", "sft", "--help")
-    assert "--profile" in sft_help.stdout and "fireworks-sft-v1, hf-trl-sft-v3" in sft_help.stdout
+    assert "--profile" in sft_help.stdout and "fireworks-sft-v2, hf-trl-sft-v3" in sft_help.stdout
     assert "--profile" not in sediment("export", "recovery", "--help").stdout
 
 

@@ -1,7 +1,7 @@
 """Consumer profiles for Fireworks fine-tuning datasets: format-only claims.
 
-- :mod:`sediment_fireworks.sft` (``fireworks-sft-v1``): SFT samples as ``{"messages": [...]}``
-  rows with per-message ``weight``.
+- :mod:`sediment_fireworks.sft` (``fireworks-sft-v2``): SFT samples as ``{"messages": [...],
+  "tools": [...]}`` rows with per-message ``weight`` and the call's declared function tools.
 - :mod:`sediment_fireworks.dpo` (``fireworks-dpo-v3``): DPO pairs as ``{"input",
   "preferred_output", "non_preferred_output"}`` rows.
 

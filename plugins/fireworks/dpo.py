@@ -18,13 +18,12 @@ rows) are retired.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sediment.plugin import AdaptedRow, IncompatibleRow, ProfileInfo, hookimpl, schemas_in, tools_state
 
-from .messages import SUPPORT, VALIDATION, check_roles, evidence, fireworks_message
+from .messages import SUPPORT, VALIDATION, check_roles, evidence, fireworks_message, function_tools
 
 PROFILE_ID = "fireworks-dpo-v3"
 DPO_SCHEMA_ID = "https://sediment.so/schemas/training-rows/dpo-pair/v5.json"
@@ -91,10 +90,7 @@ def adapt_row(row: Mapping[str, Any]) -> AdaptedRow:
     _text_only(prompt, row_id, "input")
     _text_only(chosen, row_id, "preferred_output")
     _text_only(rejected, row_id, "non_preferred_output")
-    for index, tool in enumerate(row["tools"]):
-        if tool.get("type") != "function":
-            raise IncompatibleRow(f"{FUNCTION_TOOLS_ONLY} (row {row_id}, tool {index})")
-    tools = copy.deepcopy(list(row["tools"]))
+    tools = function_tools(row["tools"], row_id, FUNCTION_TOOLS_ONLY)
     body = {"input": {"messages": prompt, "tools": tools}, "preferred_output": chosen, "non_preferred_output": rejected}
     captures = (row["metadata"].get(key) for key in ("chosen_capture", "rejected_capture"))
     return AdaptedRow(body=body, prompt=row["prompt"], evidence=evidence(row, tools_state(tools, captures)),

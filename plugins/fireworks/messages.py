@@ -3,8 +3,9 @@
 Every message is deep-copied; an assistant's ``thinking`` becomes ``reasoning_content``; every
 tool call's ``arguments`` object becomes its compact JSON text with sorted keys (non-ASCII
 kept), as the OpenAI chat format Fireworks reads carries it. Refused, stopping the export
-(:class:`~sediment.plugin.IncompatibleRow`): a ``developer`` message (:data:`DEVELOPER`) and a
-``system`` message anywhere but first (:data:`SYSTEM_NOT_FIRST`).
+(:class:`~sediment.plugin.IncompatibleRow`): a ``developer`` message (:data:`DEVELOPER`), a
+``system`` message anywhere but first (:data:`SYSTEM_NOT_FIRST`) and, in a row's tools, a
+provider's built-in tool (:func:`function_tools`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,15 @@ def fireworks_message(message: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def function_tools(tools: Sequence[Mapping[str, Any]], row_id: str, refusal: str) -> list[dict[str, Any]]:
+    """A deep copy of a row's tools, in order; a tool that is not a function (a provider's
+    built-in tool) refuses the export with ``refusal`` naming the row and the tool's index."""
+    for index, tool in enumerate(tools):
+        if tool.get("type") != "function":
+            raise IncompatibleRow(f"{refusal} (row {row_id}, tool {index})")
+    return copy.deepcopy(list(tools))
+
+
 def check_roles(messages: Sequence[Mapping[str, Any]], row_id: str) -> None:
     """Refuse a developer message, or a system message that is not the first message."""
     for index, message in enumerate(messages):
@@ -52,7 +62,7 @@ def check_roles(messages: Sequence[Mapping[str, Any]], row_id: str) -> None:
             raise IncompatibleRow(f"{SYSTEM_NOT_FIRST} (row {row_id}, message {index})")
 
 
-def evidence(row: Mapping[str, Any], tools: str = "absent") -> dict[str, Any]:
+def evidence(row: Mapping[str, Any], tools: str) -> dict[str, Any]:
     """The sidecar evidence: the canonical metadata, and what the data row's tools are
-    (``absent``: the row carries none; else ``sediment.plugin.tools_state``)."""
+    (``sediment.plugin.tools_state``)."""
     return {"metadata": copy.deepcopy(dict(row["metadata"])), "tool_definitions": tools}

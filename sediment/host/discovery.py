@@ -31,7 +31,7 @@ BUILTIN_OBJECTIVES: tuple[str, ...] = ("diff-sft", "dpo", "recovery", "rlvr", "s
 BUILTIN_TARGETS: tuple[str, ...] = ("sediment", "swe-bench", "nemo-gym")
 #: The consumer profiles shipped with Sediment.
 BUILTIN_PROFILES: tuple[str, ...] = (
-    "fireworks-dpo-v3", "fireworks-sft-v1", "harbor-tasks-v1", "hf-chat-messages-v1", "hf-chat-prompts-v1",
+    "fireworks-dpo-v3", "fireworks-sft-v2", "harbor-tasks-v1", "hf-chat-messages-v1", "hf-chat-prompts-v1",
     "hf-trl-dpo-v4", "hf-trl-sft-v3", "nemo-gym-rollouts-v2", "nemo-gym-swebench-tasks-v1", "swe-bench-tasks-v2",
     "verifiers-tasks-v1",
 )

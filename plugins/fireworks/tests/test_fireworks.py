@@ -1,5 +1,5 @@
-"""fireworks-sft-v1 and fireworks-dpo-v3: every refusal, the weights, the argument text, the
-DPO pair's tools and the reasoning rename on hand-built canonical rows; then whole exports (a refusal publishes nothing,
+"""fireworks-sft-v2 and fireworks-dpo-v3: every refusal, the weights, the argument text, the
+sample's and the pair's tools and the reasoning rename on hand-built canonical rows; then whole exports (a refusal publishes nothing,
 exit 9 through the CLI) and the profile records' format-only claim."""
 
 from __future__ import annotations
@@ -17,7 +17,14 @@ import pytest
 from sediment_fireworks import dpo, sft
 from sediment_fireworks.messages import DEVELOPER, SYSTEM_NOT_FIRST
 
-from sediment.plugin import IncompatibleRow, InferenceMessage, ReasoningPart, Rollout, ToolCallPart
+from sediment.plugin import (
+    IncompatibleRow,
+    InferenceMessage,
+    ReasoningPart,
+    Rollout,
+    ToolCallPart,
+    ToolDefinition,
+)
 from sediment.testing import (
     ORG,
     POLICY,
@@ -56,7 +63,7 @@ def assistant(text: str) -> dict[str, Any]:
     return {"role": "assistant", "content": text}
 
 
-# --- fireworks-sft-v1 -------------------------------------------------------------------------
+# --- fireworks-sft-v2 -------------------------------------------------------------------------
 
 
 def test_sft_weights_assistant_messages_zero_in_the_prompt_one_in_the_completion() -> None:
@@ -72,10 +79,10 @@ def test_sft_weights_assistant_messages_zero_in_the_prompt_one_in_the_completion
          "weight": 0},
         TOOL,
         {"role": "assistant", "reasoning_content": "fix", "content": "Fixed.", "weight": 1},
-    ]}
+    ], "tools": []}
     assert row == before  # the canonical row is not touched
     assert adapted.prompt == row["prompt"] and adapted.instance_id == "c1"
-    assert adapted.evidence == {"metadata": row["metadata"], "tool_definitions": "absent"}
+    assert adapted.evidence == {"metadata": row["metadata"], "tool_definitions": "none_declared"}
     # only assistant messages carry a weight
     assert [("weight" in m) for m in adapted.body["messages"]] == [False, False, True, False, True]
 
@@ -96,7 +103,39 @@ def test_sft_refuses_developer_messages_and_a_system_message_after_the_first(pro
 def test_sft_takes_a_leading_system_message_and_no_system_at_all() -> None:
     assert sft.adapt_row(sample([SYSTEM, USER], [assistant("x")])).body["messages"][0] == SYSTEM
     assert sft.adapt_row(sample([USER], [assistant("x")])).body == {
-        "messages": [USER, {"role": "assistant", "content": "x", "weight": 1}]}
+        "messages": [USER, {"role": "assistant", "content": "x", "weight": 1}], "tools": []}
+
+
+#: A function tool as a row's ``tools`` hold it (the OpenAI chat ``tools`` shape).
+WRITE = {"type": "function", "function": {"name": "write_file", "description": "Write a file.",
+                                          "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+                                          "strict": True}}
+RUN = {"type": "function", "function": {"name": "run_tests", "parameters": None}}
+
+
+def test_sft_row_keeps_the_function_tools_the_call_declared_exactly_and_in_order() -> None:
+    """Regression (issue 25): fireworks-sft-v1 wrote no tools and recorded ``absent``; the row now
+    holds the sample's tools, in the request's order, and the sidecar says what they are."""
+    row = {**sample([SYSTEM, USER], [assistant("done")]), "tools": [WRITE, RUN]}
+    before = copy.deepcopy(row)
+    adapted = sft.adapt_row(row)
+    assert adapted.body["tools"] == [WRITE, RUN] and list(adapted.body) == ["messages", "tools"]
+    assert adapted.evidence == {"metadata": row["metadata"], "tool_definitions": "declared"}
+    assert row == before  # the canonical row is not touched
+    assert adapted.body["tools"][0] is not row["tools"][0]  # a copy: the canonical row is not shared
+    reversed_row = {**row, "tools": [RUN, WRITE]}
+    assert sft.adapt_row(reversed_row).body["tools"] == [RUN, WRITE]
+    transcript = sample([USER], [assistant("a")])
+    transcript["metadata"]["capture"] = {"source": "transcript:claude-code@1", "lacks": ["tool_definitions"]}
+    assert sft.adapt_row(transcript).evidence["tool_definitions"] == "not_recorded"
+
+
+def test_sft_refuses_a_provider_built_in_tool() -> None:
+    row = {**sample([USER], [assistant("a")]), "tools": [WRITE, {"type": "web_search_preview",
+                                                                 "name": "web_search_preview"}]}
+    with pytest.raises(IncompatibleRow) as refused:
+        sft.adapt_row(row)
+    assert str(refused.value) == f"{sft.FUNCTION_TOOLS_ONLY} (row c1, tool 1)"
 
 
 # --- fireworks-dpo-v3 -------------------------------------------------------------------------
@@ -111,16 +150,10 @@ def test_dpo_text_pairs_become_input_preferred_and_non_preferred_outputs() -> No
     assert adapted.instance_id == "c1>c2" and adapted.prompt == row["prompt"]
 
 
-#: A function tool as a pair's ``tools`` hold it (the OpenAI chat ``tools`` shape).
-WRITE = {"type": "function", "function": {"name": "write_file", "description": "Write a file.",
-                                          "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
-                                          "strict": True}}
-
-
 def test_dpo_input_carries_the_function_tools_both_calls_declared() -> None:
     """Regression (issue 25): ``input.tools`` was always ``[]``; it now holds the pair's tools,
     and the sidecar says whether they were declared, none declared or not recorded."""
-    run = {"type": "function", "function": {"name": "run_tests", "parameters": None}}
+    run = RUN
     row = {**pair([USER], [assistant("good")], [assistant("bad")]), "tools": [WRITE, run]}
     before = copy.deepcopy(row)
     adapted = dpo.adapt_row(row)
@@ -164,13 +197,15 @@ def test_dpo_refuses_what_its_text_only_format_cannot_carry(row: dict[str, Any],
 # --- whole exports ----------------------------------------------------------------------------
 
 
-def session(name: str, prompt: list[InferenceMessage], answer: InferenceMessage, accepted: bool) -> Rollout:
+def session(name: str, prompt: list[InferenceMessage], answer: InferenceMessage, accepted: bool,
+            tools: tuple[ToolDefinition, ...] | None = None) -> Rollout:
     commit = f"{abs(hash(name)) % 16**40:040x}"
     decision = DeveloperDecision(
         decision_id=f"d-{name}", org_id=ORG, session_id=name, agent_harness="claude-code", file_path="a.py",
         accepted=accepted, explicit=True, interaction_mode="agent", call_id=f"resp-{name}",
         occurred_at=T0, captured_at=T0 + timedelta(days=1))
-    return rollout(name, calls=[call(name, 0, prompt, [answer], model="gpt-x", model_call_id=f"resp-{name}")],
+    return rollout(name, calls=[call(name, 0, prompt, [answer], model="gpt-x", model_call_id=f"resp-{name}",
+                                       tools=tools)],
                    commits=[commit], outcomes=[outcome(f"o-{name}", commit, "passed", run_id=f"r-{name}")],
                    session_decisions=(decision,), split="train",
                    file_attributions=(FileAttribution(inference_call_id=f"{name}-c0", repo=REPO, commit_sha=commit,
@@ -233,6 +268,31 @@ def test_dpo_rows_obey_their_native_schema_and_a_planted_wrong_one_is_one_proble
     assert schema_problems(data) == (6, [(str(data), 1, pointer)])
 
 
+def test_an_sft_export_keeps_the_declared_tools_and_its_rows_obey_the_native_schema(tmp_path: Path) -> None:
+    """Regression (issue 25), through a whole export: the declared tools reach the data row in
+    request order; the row obeys fireworks-sft-row v2, and one without ``tools`` does not."""
+    tools = (ToolDefinition(name="write_file", description="Write a file.", strict=True,
+                            parameters={"type": "object", "properties": {"path": {"type": "string"}}}),
+             ToolDefinition(name="run_tests"))
+    summary = export([session("a", TEXT, message("assistant", "7"), True, tools)], tmp_path / "ok", "sft",
+                     sft.PROFILE_ID)
+    assert (summary["rows"], summary["skipped"]) == (1, {})
+    data = tmp_path / "ok" / "data.jsonl"
+    [row] = [json.loads(line) for line in data.read_text(encoding="ascii").splitlines()]
+    assert row["tools"] == [WRITE, RUN]
+    [sidecar] = [json.loads(line) for line in (tmp_path / "ok" / "evidence.jsonl").read_text().splitlines()]
+    assert sidecar["evidence"]["tool_definitions"] == "declared"
+    assert schema_problems(data) == (0, [])
+    del row["tools"]
+    data.write_text(json.dumps(row) + "\n", encoding="ascii")
+    assert schema_problems(data) == (6, [(str(data), 1, "")])
+    built_in = (*tools, ToolDefinition(type="web_search_preview", name="web_search_preview"))
+    with pytest.raises(ProfileError, match=r"^profile fireworks-sft-v2: Fireworks SFT v2 carries function tools only "
+                                           r"\(row a-c0, tool 2\); nothing was published$"):
+        export([session("a", TEXT, message("assistant", "7"), True, built_in)], tmp_path / "refused", "sft",
+               sft.PROFILE_ID)
+
+
 def test_sft_reasoning_is_kept_and_a_developer_message_refuses(tmp_path: Path) -> None:
     answer = message("assistant", ReasoningPart(content="small primes"), "7")
     summary = export([session("a", TEXT, answer, True)], tmp_path / "ok", "sft", sft.PROFILE_ID)
@@ -241,7 +301,7 @@ def test_sft_reasoning_is_kept_and_a_developer_message_refuses(tmp_path: Path) -
     assert row["messages"][-1] == {"role": "assistant", "reasoning_content": "small primes", "content": "7",
                                    "weight": 1}
     developer = [message("developer", "Be exact."), message("user", "name a prime")]
-    with pytest.raises(ProfileError, match=f"^profile fireworks-sft-v1: {DEVELOPER}"):
+    with pytest.raises(ProfileError, match=f"^profile fireworks-sft-v2: {DEVELOPER}"):
         export([session("a", developer, answer, True)], tmp_path / "refused", "sft", sft.PROFILE_ID)
 
 
@@ -254,7 +314,7 @@ def test_the_cli_refuses_with_exit_code_9_and_one_line(tmp_path: Path) -> None:
                              "--from", str(bundle), "--out", str(tmp_path / "out")], capture_output=True, text=True,
                             env=environ, timeout=120, check=False)
     assert result.returncode == 9, result.stderr
-    assert f"profile fireworks-sft-v1: {DEVELOPER} (row a-c0, message 0); nothing was published" in result.stderr
+    assert f"profile fireworks-sft-v2: {DEVELOPER} (row a-c0, message 0); nothing was published" in result.stderr
     assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1
 
 

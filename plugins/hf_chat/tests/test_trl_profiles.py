@@ -249,7 +249,7 @@ def test_rows_load_and_render_in_datasets_and_trl(consumer_python: Callable[[str
 
 
 @pytest.mark.parametrize(("objective", "profile"), [
-    ("sft", trl_sft.PROFILE_ID), ("dpo", trl_dpo.PROFILE_ID), ("sft", "fireworks-sft-v1"), ("dpo", "fireworks-dpo-v3")])
+    ("sft", trl_sft.PROFILE_ID), ("dpo", trl_dpo.PROFILE_ID), ("sft", "fireworks-sft-v2"), ("dpo", "fireworks-dpo-v3")])
 def test_trainer_profiles_keep_transcript_rows_with_the_marker_in_their_evidence(
         tmp_path: Path, objective: str, profile: str) -> None:
     capture = CallCapture(source="transcript:codex@0.104.0", lacks=("exact_request", "tool_definitions"))
