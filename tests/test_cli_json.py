@@ -33,10 +33,11 @@ def test_mirror_add_fetch_list_json(operator: dict[str, Any]) -> None:
     added = run(env, "mirror", "add", REPO, origin, "--json")
     assert added.returncode == 0, added.stderr
     report = json.loads(added.stdout)
-    assert list(report) == ["repo", "repository_id", "path", "stored", "already_seen", "git_ai_notes",
+    assert list(report) == ["repo", "repository_id", "path", "stored", "already_seen", "restated", "git_ai_notes",
                             "unbound_attestations", "problems"]
     assert report["repo"] == REPO and report["repository_id"] is None  # no webhook named its id: legacy
     assert report["stored"] == 12 and report["already_seen"] == 0 and report["problems"] == []
+    assert report["restated"] == 0
     assert Path(report["path"]).is_dir()
     assert "mirrored" not in added.stderr and "session-commit" not in added.stderr
 

@@ -2,10 +2,13 @@
 
 A mirror appears at its path complete or not at all: a bad source, a fetch failing midway,
 Ctrl-C or a killed process leave nothing that blocks a retry or shows up in `mirror list`.
+A fetch that keys a legacy mirror by its repository's identity counts the edges it had given
+as restated, not new.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -20,6 +23,8 @@ import pytest
 
 from sediment.git.mirror_root import PARTIAL_PREFIX
 from sediment.git.mirror_writer import MirrorWriter
+from sediment.store import FactStore
+from sediment.testing import outcome
 
 REPO = "acme/calc"
 
@@ -206,3 +211,34 @@ def test_something_else_in_the_way_is_refused_then_removable(home: Path, origin:
     assert mirror_dir(home).read_text() == "not a mirror\n"
     assert sediment(home, "mirror", "remove", REPO).returncode == 0
     assert_added(home, origin[0])
+
+
+def test_a_fetch_that_keys_a_legacy_mirror_counts_its_old_edges_as_restated_not_new(
+        home: Path, origin: tuple[Path, Path]) -> None:
+    """Regression (issue 25): the fetch that keyed a legacy mirror said its one edge, which `mirror
+    add` had already counted, was "1 new", and the next fetch "0 new, 1 already seen". Now the
+    keying fetch says it restated that edge under the identity and counts only the note the
+    origin gained since as new; every later fetch agrees."""
+    path, _ = origin
+    assert_added(home, path)  # no Fact names the repository's id yet: a legacy mirror, 1 new edge
+    noted = str(pygit2.Repository(str(path)).revparse_single("main").id)
+    store = FactStore.from_environment(environment(home))
+    store.append([outcome("o1", noted, "passed", run_id="10", repo=REPO, repository_provider="github",
+                          repository_host="github.com", repository_id="424242")])
+    store.close()
+    writer = MirrorWriter(path)
+    later = writer.commit({"calc.py": "def add(a, b):\n    return b + a\n"}, "swap", when=1_700_000_200)
+    writer.add_note(later, [{"tool": "codex", "session_id": "sess-2", "stamped_at": "t"}])
+
+    keyed = sediment(home, "mirror", "fetch")
+    assert keyed.returncode == 0, keyed.stderr
+    first, counts = keyed.stderr.splitlines()
+    assert first.startswith(f"keyed the mirror of {REPO} by github.com repository 424242 (the stored Facts name it): ")
+    assert counts == (f"{REPO}: 1 new session-commit observation(s), 0 already seen, "
+                      "1 restated under the repository's identity")
+    again = sediment(home, "mirror", "fetch", "--json")
+    [report] = json.loads(again.stdout)["mirrors"]
+    assert (report["repository_id"], report["stored"], report["already_seen"], report["restated"]) == (
+        "424242", 0, 2, 0)
+    assert sediment(home, "mirror", "fetch").stderr.splitlines() == [
+        f"{REPO}: 0 new session-commit observation(s), 2 already seen"]

@@ -33,7 +33,7 @@ def _location(location: MirrorLocation) -> dict[str, Any]:
 
 def _report(location: MirrorLocation, mirrors: MirrorRoot, org: str, as_json: bool = False) -> dict[str, Any]:
     """Record the mirror's new note edges; say so unless ``as_json``, and return them as JSON:
-    the mirror, ``stored``, ``already_seen``, ``git_ai_notes``, ``unbound_attestations``,
+    the mirror, ``stored``, ``already_seen``, ``restated``, ``git_ai_notes``, ``unbound_attestations``,
     ``problems``."""
     from sediment.ingest.git_notes import observe_notes
 
@@ -41,14 +41,13 @@ def _report(location: MirrorLocation, mirrors: MirrorRoot, org: str, as_json: bo
     for problem in result.problems:
         console.warning(problem)
     if not as_json:
-        console.say(f"{location.repo}: {result.stored} new session-commit observation(s), "
-                    f"{result.already_seen} already seen")
+        console.say(f"{location.repo}: {result.counts()}")
     if result.git_ai_notes and not as_json:
         unbound = ", ".join(f"{k}: {v}" for k, v in sorted(result.unbound_attestations.items())) or "none"
         console.say(f"{location.repo}: {result.git_ai_notes} git-ai note(s) read; attestation lines "
                     f"binding no Session: {unbound}")
     return {**_location(location), "stored": result.stored, "already_seen": result.already_seen,
-            "git_ai_notes": result.git_ai_notes,
+            "restated": result.restated, "git_ai_notes": result.git_ai_notes,
             "unbound_attestations": dict(sorted(result.unbound_attestations.items())),
             "problems": [str(problem) for problem in result.problems]}
 
@@ -147,7 +146,8 @@ def fetch(
 
     A legacy mirror whose name one identified repository now holds (it was added before that
     repository's webhooks arrived) is keyed by that repository's identity first, so its
-    commits and notes count for that repository.
+    commits and notes count for that repository; the edges it gave before are then counted as
+    restated under the identity, not as new.
     """
     org_id = settings.org_id(org)
     mirrors = settings.mirror_root()

@@ -103,7 +103,7 @@ def settle_mirrors(org: str, stored: Iterable[str] | None = None, root: MirrorRo
     settlement = settle_legacy_mirrors(root, store(), org, capture_time())
     for settled in settlement.settled:
         console.say(f"keyed the mirror of {settled.repo} by {describe(settled.identity)} (the stored Facts "
-                    f"name it now): {settled.observed.stored} new session-commit observation(s)")
+                    f"name it now): {settled.observed.counts()}")
         for problem in settled.observed.problems:
             console.warning(problem)
     for repo in settlement.unused:

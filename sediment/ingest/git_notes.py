@@ -7,7 +7,9 @@ every agent Session a git-ai note names becomes an edge of the commit the note i
 A git-ai note that cannot be read is one problem line naming the commit and why; its attestation
 lines of keys without metadata (dangling keys) and its human lines bind no Session and are
 counted. An identified mirror's observations carry its repository identity (and the name it was
-added under); a legacy mirror's carry only the name.
+added under); a legacy mirror's carry only the name. An edge a legacy mirror gave before it was
+keyed by its repository's identity is stored again under that identity (it supersedes the legacy
+one) and counted as *restated*, not as new: nothing new was read.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from sediment.git.ai_notes import GitAiNoteError, parse_note
 from sediment.git.mirror_root import MirrorLocation, MirrorRoot
-from sediment.ingest.facts_jsonl import PENDING_ID, with_natural_id
+from sediment.ingest.facts_jsonl import PENDING_ID, natural_id, with_natural_id
 from sediment.model.facts import ObservationSource, RepositoryIdentity, SessionCommitObservation
 from sediment.store import FactStore
 
@@ -30,13 +32,37 @@ if TYPE_CHECKING:
 
 @dataclass
 class ObservationResult:
+    #: observations stored now, ``restated`` ones included
     stored: int = 0
     already_seen: int = 0
+    #: of ``stored``: identified observations restating an edge the mirror gave while it was
+    #: legacy (same name, commit and Session), stored when the mirror was keyed by its identity
+    restated: int = 0
     problems: list[str] = field(default_factory=list)
     #: git-ai attestation lines that bind no Session: ``dangling_key`` (an AI key without
     #: metadata, kept as lines of an unknown agent), ``human`` (a person's lines)
     unbound_attestations: Counter[str] = field(default_factory=Counter)
     git_ai_notes: int = 0
+
+    def counts(self) -> str:
+        """The counts as one phrase: edges new to the store, already stored, and (the first
+        observation under a newly keyed mirror's identity) restated under that identity."""
+        text = f"{self.stored - self.restated} new session-commit observation(s), {self.already_seen} already seen"
+        if self.restated:
+            text += f", {self.restated} restated under the repository's identity"
+        return text
+
+
+def _restating(store: FactStore, org_id: str, facts: list[SessionCommitObservation]) -> set[str]:
+    """The ids of the identified ``facts`` not stored yet whose legacy twin (the same edge
+    observed under the name alone) is stored: the edges a legacy mirror gave before it was keyed."""
+    legacy = {fact.observation_id: natural_id(fact.model_copy(update={
+        "repository_provider": None, "repository_host": None, "repository_id": None})) for fact in facts
+        if fact.is_identified}
+    if not legacy:
+        return set()
+    known = store.recorded("session_commit_observations", org_id, [*legacy, *legacy.values()])
+    return {fact_id for fact_id, twin in legacy.items() if fact_id not in known and twin in known}
 
 
 def observe_notes(mirrors: MirrorRoot, store: FactStore, org_id: str, repo: str,
@@ -89,9 +115,11 @@ def observe_notes(mirrors: MirrorRoot, store: FactStore, org_id: str, repo: str,
         if fact.observation_id not in seen:
             seen.add(fact.observation_id)
             unique.append(fact)
+    restating = _restating(store, org_id, unique)
     appended = store.append(unique)
     result.stored = appended.stored["session_commit_observations"]
     result.already_seen = appended.duplicates["session_commit_observations"]
+    result.restated = min(len(restating), result.stored)
     return result
 
 

@@ -239,8 +239,8 @@ class MirrorRefresher:
         finally:
             store.close()
         for settled in settlement.settled:
-            log.info("keyed the mirror of %s by %s: %d new session-commit observation(s)", settled.repo,
-                     describe(settled.identity), settled.observed.stored)
+            log.info("keyed the mirror of %s by %s: %s", settled.repo, describe(settled.identity),
+                     settled.observed.counts())
 
     def _refresh(self, push: Push) -> None:
         from sediment.git.mirror_root import MirrorRoot
@@ -270,6 +270,6 @@ class MirrorRefresher:
             for problem in result.problems:
                 log.warning("mirror %s: %s", found.repo, problem)
             self.stats.mirror_refreshes += 1
-            log.info("refreshed the mirror of %s: %d new session-commit observation(s)", found.repo, result.stored)
+            log.info("refreshed the mirror of %s: %s", found.repo, result.counts())
         finally:
             store.close()
