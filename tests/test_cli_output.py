@@ -249,6 +249,28 @@ def test_an_empty_file_is_counted_as_a_file_not_a_record(tmp_path: Path) -> None
         "error: 1 record(s) failed to ingest and 1 file(s) refused whole; every other record was ingested"
 
 
+def test_another_clients_transcript_is_counted_as_a_file_refused_whole(tmp_path: Path) -> None:
+    """Regression (issue 25): a Codex rollout given to `ingest transcripts claude-code` is one
+    problem (at its first entry, naming the other client), but the closing line counted it as
+    ``1 line(s) failed to ingest``; the file is refused whole, as an empty one is."""
+    rollout_file = tmp_path / "rollout-2026-02-23T20-34-25.jsonl"
+    rollout_file.write_text("".join(json.dumps(entry) + "\n" for entry in (
+        {"timestamp": "2026-02-23T20:34:25Z", "type": "session_meta", "payload": {"id": "s-1", "cwd": "/w"}},
+        {"timestamp": "2026-02-23T20:34:26Z", "type": "response_item",
+         "payload": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}})))
+    result = sediment(tmp_path / "home", "ingest", "transcripts", "claude-code", str(rollout_file))
+    assert result.returncode == 8, result.stderr
+    problem, *_, closing = lines(result.stderr)
+    assert problem.startswith(f"error: {rollout_file}:1: type: no line is a claude-code transcript entry")
+    assert closing == "error: 1 file(s) refused whole; every other line was ingested"
+    broken = tmp_path / "broken.jsonl"  # a Claude Code session with a line that is not JSON
+    broken.write_text(json.dumps({"type": "summary", "summary": "Fix add()", "leafUuid": "u-1"}) + "\n{not json\n")
+    result = sediment(tmp_path / "home", "ingest", "transcripts", "claude-code", str(rollout_file), str(broken))
+    assert result.returncode == 8, result.stderr
+    assert lines(result.stderr)[-1] == \
+        "error: 1 line(s) failed to ingest and 1 file(s) refused whole; every other line was ingested"
+
+
 def test_calls_that_name_no_session_under_the_format_chosen_say_where_it_is_read(tmp_path: Path) -> None:
     """The README walk read the demo's request/response pairs with ``--format litellm``: every
     record was skipped as ``no_session`` and the command stored nothing, exit 0, without a word

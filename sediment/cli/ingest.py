@@ -93,11 +93,12 @@ def _run(files: list[str], translate: Callable[[Any], Translation], as_json: boo
 
 def _report_problems(report: IngestReport, unit: str = "record") -> None:
     """The one closing line of an ingest with problems. Records (or lines) and whole files are
-    counted apart: an empty or unreadable file is no record that failed (the walk of the README
-    met ``0 record(s) read`` followed by ``1 record(s) failed to ingest``)."""
+    counted apart: an empty or unreadable file, or another client's transcript, is no record that
+    failed (the walk of the README met ``0 record(s) read`` followed by ``1 record(s) failed to
+    ingest``)."""
     if not report.problems:
         return
-    files = sum(1 for problem in report.problems if problem.line == 0) if unit != "report" else 0
+    files = sum(1 for problem in report.problems if problem.refuses_file) if unit != "report" else 0
     failed = [f"{count} {noun}(s) {verb}" for count, noun, verb in (
         (len(report.problems) - files, unit, "failed to ingest"), (files, "file", "refused whole")) if count]
     raise IngestError(f"{' and '.join(failed)}; every other {unit} was ingested")

@@ -62,6 +62,14 @@ class InputProblem:
     path: str
     line: int
     message: str
+    #: the file is refused as a whole although the problem names a line (a transcript of another
+    #: client: its first entry); line 0 always means the whole file
+    whole_file: bool = False
+
+    @property
+    def refuses_file(self) -> bool:
+        """Whether the problem refuses its file as a whole rather than one record of it."""
+        return self.line == 0 or self.whole_file
 
     def __str__(self) -> str:  # line 0: the file as a whole
         return f"{self.path}:{self.line}: {self.message}" if self.line else f"{self.path}: {self.message}"

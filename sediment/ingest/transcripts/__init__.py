@@ -54,6 +54,7 @@ def translate_transcript(path: Path, client: Client, *, org_id: str, captured_at
             and all(reason.startswith(UNKNOWN_ENTRY) for reason in result.skipped):
         result.problems.append((entries[0].line, _another_clients(client, result.skipped)))
         result.skipped.clear()
+        result.refused_whole = True
     result.problems.sort(key=lambda problem: problem[0])
     return result
 
@@ -86,7 +87,8 @@ def ingest_transcripts(paths: Sequence[Path], client: Client, store: FactStore, 
         report.records += result.lines
         report.skipped.update(result.skipped)
         report.warnings.update(result.warnings)
-        report.problems.extend(InputProblem(str(path), line, message) for line, message in result.problems)
+        report.problems.extend(InputProblem(str(path), line, message, result.refused_whole)
+                               for line, message in result.problems)
         if result.facts:
             appended = store.append(result.facts)
             report.stored.update(appended.stored)

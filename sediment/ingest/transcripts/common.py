@@ -58,6 +58,8 @@ class TranscriptResult:
     warnings: Counter[str] = field(default_factory=Counter)
     #: ``(line, message)``: the message names the field and what is wrong with it.
     problems: list[tuple[int, str]] = field(default_factory=list)
+    #: the file's one problem refuses it whole (it is another client's transcript)
+    refused_whole: bool = False
 
     def refuse(self, line: int, exc: Exception) -> None:
         self.problems.append((line, str(exc)))
