@@ -50,7 +50,7 @@ def function_tools(tools: Sequence[Mapping[str, Any]], row_id: str, refusal: str
     for index, tool in enumerate(tools):
         if tool.get("type") != "function":
             raise IncompatibleRow(f"{refusal} (row {row_id}, tool {index})")
-    return copy.deepcopy(list(tools))
+    return [copy.deepcopy(dict(tool)) for tool in tools]
 
 
 def check_roles(messages: Sequence[Mapping[str, Any]], row_id: str) -> None:
