@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import random
 import subprocess
 import sys
 from datetime import timedelta
@@ -291,6 +292,34 @@ def test_an_sft_export_keeps_the_declared_tools_and_its_rows_obey_the_native_sch
                                            r"\(row a-c0, tool 2\); nothing was published$"):
         export([session("a", TEXT, message("assistant", "7"), True, built_in)], tmp_path / "refused", "sft",
                sft.PROFILE_ID)
+
+
+def test_an_sft_export_with_tools_is_byte_identical_under_shuffled_and_repeated_evidence(tmp_path: Path) -> None:
+    """The declared tools (two orders of the same two, and none) change nothing of the export's
+    determinism: repeating it, or shuffling the evidence, writes the same bytes."""
+    write = ToolDefinition(name="write_file", description="Write a file.", strict=True,
+                           parameters={"type": "object", "properties": {"path": {"type": "string"}}})
+    run = ToolDefinition(name="run_tests")
+
+    def sessions() -> list[Rollout]:
+        return [session("a", TEXT, message("assistant", "7"), True, (write, run)),
+                session("b", TEXT, message("assistant", ReasoningPart(content="odd"), "11"), True, (run, write)),
+                session("c", [message("user", "name a square")], message("assistant", "9"), True),
+                session("d", TEXT, message("assistant", ToolCallPart(id="t", name="run_tests", arguments={})), True,
+                        (run,))]
+
+    def files(out: Path) -> dict[str, bytes]:
+        return {p.name: p.read_bytes() for p in sorted(out.iterdir()) if p.is_file()}
+
+    first = tmp_path / "first"
+    assert export(sessions(), first, "sft", sft.PROFILE_ID)["rows"] == 4
+    assert sorted(len(json.loads(line)["tools"]) for line in (first / "data.jsonl").read_text().splitlines()) == [
+        0, 1, 2, 2]
+    for seed in (1, 2):
+        shuffled = sessions()
+        random.Random(seed).shuffle(shuffled)
+        export(shuffled, tmp_path / f"again-{seed}", "sft", sft.PROFILE_ID)
+        assert files(tmp_path / f"again-{seed}") == files(first)
 
 
 def test_sft_reasoning_is_kept_and_a_developer_message_refuses(tmp_path: Path) -> None:
