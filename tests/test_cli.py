@@ -153,6 +153,7 @@ def test_profiles_json_lists_builtins_with_their_claims() -> None:
     assert "token ids" in nemo["support"]
     assert json.loads(result.stdout)["retired"] == {"fireworks-dpo-v1": "fireworks-dpo-v3",
                                                    "fireworks-dpo-v2": "fireworks-dpo-v3",
+                                                   "fireworks-sft-v1": "fireworks-sft-v2",
                                                    "hf-trl-dpo-v1": "hf-trl-dpo-v4", "hf-trl-dpo-v2": "hf-trl-dpo-v4",
                                                    "hf-trl-dpo-v3": "hf-trl-dpo-v4",
                                                    "hf-trl-sft-v1": "hf-trl-sft-v3", "hf-trl-sft-v2": "hf-trl-sft-v3",
