@@ -14,12 +14,16 @@ import json
 import random
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from sediment.ingest.calls import ReplayMemo, translate_call
+from sediment.ingest.redaction import secret_patterns
 from sediment.ingest.redaction.content import (
     RedactionTally,
     content_redaction,
@@ -187,6 +191,59 @@ def test_redaction_is_idempotent_and_deterministic_under_repeat_and_shuffle() ->
 def test_a_value_without_a_secret_is_the_very_object() -> None:
     value = {"messages": [{"role": "user", "content": f"commit {COMMIT_SHA}"}], "n": 1}
     assert redact_value(value) is value
+
+
+# Pieces texts are drawn from: vendor prefixes whole and cut short, key characters, separators.
+PIECES = ["gh", "ghp_", "gho_", "ghx_", "github_pat_", "github_", "gl", "glpat-", "glpat", "gldt-", "glsoat-",
+          "glx-", "Q7wErT9yUi3oPa5sDf1gHj8kLz2x", "aB3dE6gH9jK2mN5pQ8sT1", "_", "-", " ", "\n", "token=", ":", "é"]
+
+
+#: Every documented prefix of the GitHub and GitLab tokens, in a token (the anchors must let each through).
+PREFIXED = [f"x {prefix}{'aB3dE6gH9jK2mN5pQ8sT1vW4yZ7' * 2}" for prefix in (
+    "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "gloas-",
+    "glimt-", "glft-", "glsoat-")]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.sampled_from(PREFIXED), st.lists(st.sampled_from(PIECES), max_size=14).map("".join)))
+@example(PREFIXED[4])
+def test_the_anchors_only_skip_texts_no_pattern_matches(text: str) -> None:
+    """A pattern's anchors are only a shortcut: searching with every pattern run whatever the
+    anchors gives the same text and findings (regression: ``gh``/``gl`` narrowed to the
+    tokens' literal prefixes)."""
+    always = tuple(replace(pattern, anchors=("",)) for pattern in secret_patterns._TOKEN_PATTERNS)
+    expected = secret_patterns._redact_searched(text)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(secret_patterns, "_TOKEN_PATTERNS", always)
+        assert secret_patterns._redact_searched(text) == expected
+    assert redact_text(text) == expected
+
+
+@pytest.mark.parametrize("text", PREFIXED)
+def test_every_github_and_gitlab_prefix_is_found(text: str) -> None:
+    redacted, found = redact_text(text)
+    assert "aB3dE6gH9jK2mN5pQ8sT1vW4yZ7" not in redacted and len(found) == 1
+
+
+def test_a_text_seen_again_is_looked_up_and_one_byte_more_is_a_new_text() -> None:
+    seen = secret_patterns._Seen(10_000)
+    text = "the tool printed " + "x" * 300 + "\n"
+    assert seen.redact(text) == (text, ())
+    copy = "".join(list(text))  # equal characters, another object: the very argument comes back
+    assert copy is not text and seen.redact(copy)[0] is copy
+    with_secret = text[:-1] + " " + GITHUB + "\n"  # the replayed text with a secret added
+    redacted, found = seen.redact(with_secret)
+    assert GITHUB not in redacted and found == (("github_token", sha(GITHUB)),)
+    assert seen.redact(with_secret) == (redacted, found) == redact_text(with_secret)
+
+
+def test_the_texts_remembered_stay_within_the_bound() -> None:
+    seen = secret_patterns._Seen(2_000)
+    texts = [f"text {n} " + "y" * 200 + (f" {GITHUB}" if n % 3 == 0 else "") for n in range(50)]
+    results = [seen.redact(text) for text in texts]
+    assert seen._size <= 2_000 and len(seen._texts) < 10
+    assert [seen.redact(text) for text in reversed(texts)] == results[::-1]  # evicted ones scanned again alike
+    assert results == [redact_text(text) for text in texts]
 
 
 def test_json_source_text_keeps_every_byte_but_the_secret_string() -> None:

@@ -155,8 +155,6 @@ def _walk(value: Any, found: list[Finding], cache: ContentCache | None) -> Any:
     """``value`` with every string redacted: the very object when nothing changed, else a copy
     of each container on the way to a change. Keys are kept."""
     if isinstance(value, str):
-        if not might_hold_secret(value):
-            return value
         text, findings = redact_text(value)
         if not findings:
             return value  # the very object: callers tell a redaction by identity

@@ -64,7 +64,9 @@ deterministic per string: the same text always gives the same bytes, which keeps
 context deduplicated (the store's blob hashes) and ids stable.
 
 Cost: a text is first checked for the patterns' literal anchors (:data:`ANCHORS`, plain
-substring tests); only a text holding one is searched with the regular expressions.
+substring tests: a token's whole literal prefix, so ordinary words do not send a text to the
+expressions); only a text holding one is searched with the regular expressions. A text seen
+recently (the same characters) is looked up, not checked again (:func:`redact_text`).
 """
 
 from __future__ import annotations
@@ -72,10 +74,13 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import lru_cache
+from typing import Final
 
 from sediment.ingest.redaction.credentials import TOKEN_PREFIXES, is_credential_name
 from sediment.records import sha256_hex
@@ -136,9 +141,10 @@ _TOKEN_PATTERNS: tuple[SecretPattern, ...] = (
         rf"\bsk-(?!ant-)(?:proj-|svcacct-|admin-)?{_KEY_CHARS}{{20,}}"), _has_digit),
     SecretPattern("google_api_key", ("AIza",), re.compile(rf"\bAIza{_KEY_CHARS}{{35}}(?!{_KEY_CHARS})")),
     SecretPattern("huggingface_token", ("hf_",), re.compile(r"\bhf_[A-Za-z0-9]{30,}")),
-    SecretPattern("github_token", ("gh", "github_pat_"), re.compile(
+    SecretPattern("github_token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), re.compile(
         r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})")),
-    SecretPattern("gitlab_token", ("gl",), re.compile(
+    SecretPattern("gitlab_token", ("glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "gloas-", "glimt-", "glft-",
+                                   "glsoat-"), re.compile(
         rf"\bgl(?:pat|dt|rt|ptt|cbt|oas|imt|ft|soat)-{_KEY_CHARS}{{20,}}")),
     SecretPattern("aws_access_key_id", ("AKIA", "ASIA", "ABIA", "ACCA"), re.compile(
         r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b")),
@@ -284,7 +290,6 @@ def _has_name_word(text: str) -> bool:
     return any(word in lowered for word in _NAME_WORDS)
 
 
-@lru_cache(maxsize=2048)
 def _redact_searched(text: str) -> tuple[str, tuple[Finding, ...]]:
     redactor = _Redactor()
     for pattern in _TOKEN_PATTERNS:
@@ -300,9 +305,9 @@ def _redact_searched(text: str) -> tuple[str, tuple[Finding, ...]]:
     return text, tuple(redactor.found)
 
 
-#: Anchors another anchor contains (``sk-`` finds ``sk-ant-``, ``gh`` finds ``github_pat_``, ``key``
-#: finds ``PRIVATE KEY``, ``://`` finds a Slack webhook's URL).
-_SUBSUMED = frozenset({"sk-ant-", "github_pat_", "PRIVATE KEY", "hooks.slack.com"})
+#: Anchors another anchor contains (``sk-`` finds ``sk-ant-``, ``key`` finds ``PRIVATE KEY``, ``://``
+#: finds a Slack webhook's URL).
+_SUBSUMED = frozenset({"sk-ant-", "PRIVATE KEY", "hooks.slack.com"})
 #: Lower-case substrings one of which a text holds before any pattern can match in it (the
 #: patterns' anchors and the secret-naming words, lower-cased): the cheap first test.
 _PREFILTER: tuple[str, ...] = tuple(dict.fromkeys(
@@ -320,13 +325,50 @@ def might_hold_secret(text: str) -> bool:
     return False
 
 
+class _Seen:
+    """The texts already looked at and what redacting them gave (None: no secret), least
+    recently used first out once they hold more than ``limit`` characters. A text seen again
+    (the same characters, wherever they come from: a message part and the raw record that holds
+    it, a call's output replayed as the next call's input) is looked up, not scanned again."""
+
+    _ENTRY: Final = 64  # what an entry costs besides its characters, counted as characters
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._size = 0
+        self._texts: OrderedDict[str, tuple[str, tuple[Finding, ...]] | None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def redact(self, text: str) -> tuple[str, tuple[Finding, ...]]:
+        with self._lock:
+            if text in self._texts:
+                self._texts.move_to_end(text)
+                hit = self._texts[text]
+                return (text, ()) if hit is None else hit
+        result = _redact_searched(text) if might_hold_secret(text) else (text, ())
+        with self._lock:
+            if text not in self._texts:
+                self._texts[text] = result if result[1] else None
+                self._size += len(text) + self._ENTRY
+                while self._size > self._limit and self._texts:
+                    old, _ = self._texts.popitem(last=False)
+                    self._size -= len(old) + self._ENTRY
+        return result
+
+
+#: How many characters of looked-at text :func:`redact_text` remembers.
+SEEN_CHARS: Final = 32 * 1024 * 1024
+_SEEN = _Seen(SEEN_CHARS)
+
+
 def redact_text(text: str) -> tuple[str, tuple[Finding, ...]]:
     """``text`` with every secret of :data:`PATTERNS` replaced by its :func:`content_marker`,
     and what was found (kind and digest, in order). A text without a secret comes back as the
-    very string, with no finding."""
-    if not might_hold_secret(text):
+    very string, with no finding. Deterministic per string, so a text seen recently is looked
+    up instead of scanned again (:class:`_Seen`)."""
+    if len(text) < 8:
         return text, ()
-    return _redact_searched(text)
+    return _SEEN.redact(text)
 
 
 #: The kinds, in the order they are looked for (docs/operate.md lists them).
