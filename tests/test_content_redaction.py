@@ -337,6 +337,35 @@ def test_a_replayed_message_redacts_to_the_bytes_of_its_first_appearance() -> No
     assert [first, second] == plain  # the identity cache changes nothing
 
 
+def test_a_cached_walk_of_replayed_lists_gives_what_an_uncached_walk_gives() -> None:
+    """Call after call a list replays the previous one's very items, with items rewritten
+    (a secret added, one character more), dropped from the front (compaction) or added; the
+    cached walk (the prefix of very items reused) gives the same values and findings, in the
+    same order, as walking each list from scratch."""
+    from sediment.ingest.redaction.content import ContentCache, redact_found
+
+    pool = [f"plain text {n} " + "z" * 40 for n in range(4)] + [f"key {GITHUB}", f"DB_PASSWORD={PASSWORD}\n",
+                                                                f"near ghp_{'Q' * 29}"]
+    for seed in range(25):
+        rng = random.Random(seed)
+        cache = ContentCache()
+        items: list[Any] = []
+        for _ in range(8):
+            step = rng.choice(["add", "add", "rewrite", "compact", "grow"])
+            if step == "rewrite" and items:
+                items[rng.randrange(len(items))] = {"role": "tool", "content": rng.choice(pool)}
+            elif step == "compact" and items:
+                items = items[rng.randrange(len(items)):]
+            elif step == "grow" and items:
+                index = rng.randrange(len(items))
+                items[index] = {**items[index], "content": items[index]["content"] + "Q"}
+            items.append({"role": rng.choice(["user", "assistant"]), "content": rng.choice(pool)})
+            record = {"request": {"messages": list(items)}, "note": rng.choice(pool)}
+            cached = redact_found(record, cache=cache)
+            cache.turn()
+            assert cached == redact_found(json.loads(json.dumps(record)))
+
+
 # --- end to end, one per path --------------------------------------------------------------
 
 
