@@ -23,7 +23,7 @@ from sediment.model.facts import (
     ToolCallPart,
     ToolDefinition,
 )
-from sediment.records import decode_record, encode_record, plain
+from sediment.records import decode_record, encode_plain_record, encode_record, plain
 from sediment.store import FactStore, PreparedFacts, StoreError, schema
 from sediment.testing import ORG, T0, call, conversation, message, outcome
 
@@ -64,6 +64,32 @@ def test_content_is_lossless(store_url: str) -> None:
     [back] = store.calls_for_session(ORG, "s1")
     assert back.input_messages[0].parts[0].content == "nul\x00 and \ud800"  # type: ignore[union-attr]
     assert encode_record(back) == encode_record(weird_call)
+
+
+def test_a_plain_value_encodes_to_the_same_text_without_the_copy() -> None:
+    """The store encodes interned blobs with encode_plain_record (no second plain() copy): the
+    text is encode_record's, for the edge values too; and plain's exact-type shortcuts give what
+    the general checks give (a str, int or dict subclass still takes the checks)."""
+    from enum import IntEnum
+
+    from sediment.identifiers import render_datetime
+
+    class Level(IntEnum):
+        HIGH = 2
+
+    class Text(str):
+        pass
+
+    values: list[object] = [
+        {"b": [1, 2.5, float("nan"), float("inf"), -0.0, True, None, 2**70], "a": {"z": "\udc80 \x00 \U0001f600"}},
+        [[], {}, "", 0, False], "plain", 1.0,
+    ]
+    for value in values:
+        assert plain(value) == value or value != value
+        assert encode_plain_record(value) == encode_record(value)
+    odd = {"level": Level.HIGH, "text": Text("t"), "tuple": (1, (2,)), "nested": [{"when": T0}]}
+    assert plain(odd) == {"level": 2, "text": "t", "tuple": [1, [2]], "nested": [{"when": render_datetime(T0)}]}
+    assert encode_plain_record(plain(odd)) == encode_record(odd)
 
 
 def test_replayed_context_is_stored_once(store_url: str) -> None:

@@ -25,7 +25,7 @@ from sediment.model.facts import (
     TestCaseResult,
     ToolDefinition,
 )
-from sediment.records import decode_record, encode_record, plain, sha256_hex, sortable_time
+from sediment.records import decode_record, encode_plain_record, encode_record, plain, sha256_hex, sortable_time
 from sediment.store import schema
 from sediment.store.engine import StoreEngine, StoreError
 from sediment.store.interning import intern
@@ -232,7 +232,7 @@ class FactWriter(StoreEngine):
             self._hash_cache.move_to_end(id(value))
             return hit[1]
         strings: dict[str, bytes] = {}
-        record = encode_record(intern(plain(value), strings)).encode("ascii")
+        record = encode_plain_record(intern(plain(value), strings)).encode("ascii")  # intern gives plain values
         digest = sha256_hex(record)
         self._hash_cache[id(value)] = (value, digest)
         if len(self._hash_cache) > HASH_CACHE_SIZE:
