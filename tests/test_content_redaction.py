@@ -225,6 +225,22 @@ def test_every_github_and_gitlab_prefix_is_found(text: str) -> None:
     assert "aB3dE6gH9jK2mN5pQ8sT1vW4yZ7" not in redacted and len(found) == 1
 
 
+ANCHOR_PIECES = [*secret_patterns._PREFILTER, *secret_patterns.ANCHORS, "G", "GL", "gl", "x", "A", "a", "-", "_",
+                 " ", "Key", "TOKEN", "ghp", "xo", "as", "é"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(ANCHOR_PIECES), max_size=8).map("".join))
+def test_the_grouped_anchor_searches_are_the_plain_substring_tests(text: str) -> None:
+    """The prefilter and the patterns' anchor checks scan once per leading character (an
+    expression of the anchors' rests); they answer what one substring test per anchor answers."""
+    lowered = text.lower()
+    assert secret_patterns.might_hold_secret(text) == (
+        len(text) >= 8 and any(anchor in lowered for anchor in secret_patterns._PREFILTER))
+    for pattern in secret_patterns._TOKEN_PATTERNS:
+        assert secret_patterns._anchored(pattern.anchors)(text) == any(anchor in text for anchor in pattern.anchors)
+
+
 def test_a_text_seen_again_is_looked_up_and_one_byte_more_is_a_new_text() -> None:
     seen = secret_patterns._Seen(10_000)
     text = "the tool printed " + "x" * 300 + "\n"

@@ -63,9 +63,10 @@ secret-naming context. Redacting is idempotent (a marker is never redacted again
 deterministic per string: the same text always gives the same bytes, which keeps replayed
 context deduplicated (the store's blob hashes) and ids stable.
 
-Cost: a text is first checked for the patterns' literal anchors (:data:`ANCHORS`, plain
-substring tests: a token's whole literal prefix, so ordinary words do not send a text to the
-expressions); only a text holding one is searched with the regular expressions. A text seen
+Cost: a text is first checked for the patterns' literal anchors (:data:`ANCHORS`: a token's
+whole literal prefix, so ordinary words do not send a text to the expressions), in one scan per
+leading character of the anchors rather than one per anchor; only a text holding one is searched
+with the regular expressions. A text seen
 recently (the same characters) is looked up, not checked again (:func:`redact_text`).
 """
 
@@ -79,7 +80,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Final
 
 from sediment.ingest.redaction.credentials import TOKEN_PREFIXES, is_credential_name
@@ -293,7 +294,7 @@ def _has_name_word(text: str) -> bool:
 def _redact_searched(text: str) -> tuple[str, tuple[Finding, ...]]:
     redactor = _Redactor()
     for pattern in _TOKEN_PATTERNS:
-        if any(anchor in text for anchor in pattern.anchors):
+        if _anchored(pattern.anchors)(text):
             text = redactor.token(pattern, text)
     if "://" in text and "@" in text:
         text = redactor.userinfo(text)
@@ -314,13 +315,45 @@ _PREFILTER: tuple[str, ...] = tuple(dict.fromkeys(
     [anchor.lower() for anchor in ANCHORS if anchor not in _SUBSUMED] + list(_NAME_WORDS)))
 
 
+def _searches(anchors: tuple[str, ...]) -> tuple[Callable[[str], object], ...]:
+    """One test per first character of ``anchors``, each true when the text holds one of the
+    anchors starting with it: ``in`` for a lone anchor, else one expression (the character, then
+    the anchors' rests as alternatives), which the regular expression engine scans for by that
+    leading character in one pass instead of one pass per anchor."""
+    groups: dict[str, list[str]] = {}
+    for anchor in anchors:
+        groups.setdefault(anchor[:1], []).append(anchor)
+    tests: list[Callable[[str], object]] = []
+    for first, group in groups.items():
+        if len(group) == 1 or not first:
+            tests.extend(partial(_holds, anchor) for anchor in group)
+        else:
+            rests = "|".join(re.escape(anchor[1:]) for anchor in group)
+            tests.append(re.compile(f"{re.escape(first)}(?:{rests})").search)
+    return tuple(tests)
+
+
+def _holds(anchor: str, text: str) -> bool:
+    return anchor in text
+
+
+@lru_cache(maxsize=64)
+def _anchored(anchors: tuple[str, ...]) -> Callable[[str], bool]:
+    """Whether a text holds one of a pattern's ``anchors`` (case as written)."""
+    tests = _searches(anchors)
+    return lambda text: any(test(text) for test in tests)
+
+
+_PREFILTER_TESTS = _searches(_PREFILTER)
+
+
 def might_hold_secret(text: str) -> bool:
     """False when ``text`` holds none of the patterns' anchors: it holds no secret."""
     if len(text) < 8:
         return False
     lowered = text.lower()
-    for anchor in _PREFILTER:  # noqa: SIM110 (a plain loop: this runs on every string captured)
-        if anchor in lowered:
+    for test in _PREFILTER_TESTS:  # noqa: SIM110 (a plain loop: this runs on every new string captured)
+        if test(lowered):
             return True
     return False
 
