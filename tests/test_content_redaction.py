@@ -245,6 +245,8 @@ def test_a_text_seen_again_is_looked_up_and_one_byte_more_is_a_new_text() -> Non
     seen = secret_patterns._Seen(10_000)
     text = "the tool printed " + "x" * 300 + "\n"
     assert seen.redact(text) == (text, ())
+    kept = "the key is " + "x" * 300  # searched (it holds an anchor), nothing found: the very string
+    assert seen.redact(kept)[0] is kept and seen.redact("".join(list(kept)))[0] is not kept
     copy = "".join(list(text))  # equal characters, another object: the very argument comes back
     assert copy is not text and seen.redact(copy)[0] is copy
     with_secret = text[:-1] + " " + GITHUB + "\n"  # the replayed text with a secret added

@@ -66,8 +66,8 @@ context deduplicated (the store's blob hashes) and ids stable.
 Cost: a text is first checked for the patterns' literal anchors (:data:`ANCHORS`: a token's
 whole literal prefix, so ordinary words do not send a text to the expressions), in one scan per
 leading character of the anchors rather than one per anchor; only a text holding one is searched
-with the regular expressions. A text seen
-recently (the same characters) is looked up, not checked again (:func:`redact_text`).
+with the regular expressions. A text seen recently (the same characters) is looked up, not
+checked again (:func:`redact_text`).
 """
 
 from __future__ import annotations
@@ -379,6 +379,8 @@ class _Seen:
                 hit = self._texts[text]
                 return (text, ()) if hit is None else hit
         result = _redact_searched(text) if might_hold_secret(text) else (text, ())
+        if not result[1]:
+            result = (text, ())  # the very string, as a hit gives it
         with self._lock:
             if text not in self._texts:
                 self._texts[text] = result if result[1] else None
