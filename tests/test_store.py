@@ -607,3 +607,18 @@ def test_the_store_holds_the_same_bytes_however_the_calls_were_batched(store_url
             bodies = {d for (d, c) in conn.execute(select(schema.blobs.c.blob_hash, schema.blobs.c.content))
                       if "inference_call_id" in zlib.decompress(c).decode()}
         assert bodies == records
+
+
+def test_a_body_blob_shared_by_two_rows_is_filled_in_on_copies_of_its_own() -> None:
+    """Reading a Session hands each call row its decoded body to fill in: the decoded value for
+    the first row with that blob, a deep copy for every later one (no deep copy per row)."""
+    from sediment.store.read import _own
+
+    decoded = {"b1": {"raw": {"request": {"messages": {"base": None}}}}, "b2": {"raw": {}}}
+    taken: set[str] = set()
+    first, second, other = _own(decoded, "b1", taken), _own(decoded, "b1", taken), _own(decoded, "b2", taken)
+    assert first is decoded["b1"] and other is decoded["b2"]
+    assert second == first and second is not first
+    assert second["raw"]["request"] is not first["raw"]["request"]
+    first["raw"]["request"]["messages"] = ["filled"]
+    assert second["raw"]["request"]["messages"] == {"base": None}
