@@ -315,3 +315,22 @@ def test_workers_read_with_their_own_span_reader(tmp_path: Path) -> None:
         assert report.stored["inference_calls"] == 8 and not report.problems
         contents.append(_content(tmp_path, f"w{workers}"))
     assert contents[0] == contents[1]
+
+
+def test_a_list_read_before_is_taken_whole_only_when_its_text_ends_where_an_element_ends() -> None:
+    """A line whose list starts with the whole text of a list read before takes its elements
+    with one comparison; when that text ends inside a longer element (a number: ``1`` before
+    ``123``) the list is read element by element, and every line reads as a plain parse reads it."""
+    head = json.dumps({"role": "user", "content": "x" * 200})
+    pieces = [[head, "12"], [head, "123"], [head, "12", "5"], [head, "12 "], [head, "12", head],
+              [head, "1"], [head, "123", "4"], [head, "12", "5", "true"], [head, "12", "5"]]
+    lines = [_record_line("s", piece, {"role": "assistant", "content": "a"}, call) for call, piece in enumerate(pieces)]
+    reader = SpanReader(min_line=0)
+    for line in lines:
+        assert _typed(reader.parse(line)) == _typed(JsonReader().parse(line))
+    whole = SpanReader(min_line=0)
+    whole.parse(lines[2])
+    parsed = whole.parsed
+    whole.parse(lines[7])  # lines[2]'s list whole, then one element
+    assert whole.parsed == parsed + 1
+    _same_everywhere(lines)
