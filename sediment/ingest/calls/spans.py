@@ -57,7 +57,8 @@ class SpanReader(JsonReader):
     """A :class:`~sediment.ingest.reading.json_text.JsonReader` for call logs: the same values and the
     same refusals, with replayed list elements read once (see the module). One reader serves
     the lines of one ingest run in order; it remembers up to ``memory_chars`` characters of
-    element text, and reads lines shorter than ``min_line`` the plain way."""
+    element text, and as much again of whole lists (the last eight, each at most an eighth of
+    it), and reads lines shorter than ``min_line`` the plain way."""
 
     def __init__(self, *, memory_chars: int = MEMORY_CHARS, min_line: int = MIN_LINE) -> None:
         super().__init__()
