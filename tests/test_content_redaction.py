@@ -255,6 +255,26 @@ def test_a_text_seen_again_is_looked_up_and_one_byte_more_is_a_new_text() -> Non
     assert seen.redact(with_secret) == (redacted, found) == redact_text(with_secret)
 
 
+def test_texts_are_remembered_only_inside_a_batch_and_dropped_after_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Outside :func:`remembering_texts` (the receiver handling one delivery) nothing captured is
+    kept: every text is scanned. Inside it (a batch ingest) a text seen again is looked up, and the
+    memory, which holds text as captured (secrets included), is dropped when the block ends."""
+    scanned: list[str] = []
+    real = secret_patterns._scan
+    monkeypatch.setattr(secret_patterns, "_scan", lambda text: scanned.append(text) or real(text))
+    text = "the tool printed " + "z" * 300 + f" {GITHUB}\n"
+    assert secret_patterns._MEMORY.get() is None
+    assert redact_text(text) == redact_text(text) and len(scanned) == 2
+    with secret_patterns.remembering_texts():
+        memory = secret_patterns._MEMORY.get()
+        assert memory is not None
+        assert redact_text(text) == redact_text(text) and len(scanned) == 3
+        assert text in memory._texts
+    assert secret_patterns._MEMORY.get() is None
+    redact_text(text)
+    assert len(scanned) == 4
+
+
 def test_the_texts_remembered_stay_within_the_bound() -> None:
     seen = secret_patterns._Seen(2_000)
     texts = [f"text {n} " + "y" * 200 + (f" {GITHUB}" if n % 3 == 0 else "") for n in range(50)]

@@ -4,6 +4,7 @@ their text, never parsed again, and the store holds exactly what a plain parse s
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import tempfile
@@ -17,9 +18,9 @@ from hypothesis import strategies as st
 
 from sediment.ingest.calls import ReplayMemo, translate_call
 from sediment.ingest.calls.spans import SpanReader
+from sediment.ingest.reading import files as reading_files
 from sediment.ingest.reading.files import ingest_files
 from sediment.ingest.reading.json_text import JsonReader, RecordProblem
-from sediment.ingest.redaction import secret_patterns
 from sediment.store import FactStore
 
 ORG = "org-spans"
@@ -63,7 +64,7 @@ def _same_everywhere(lines: list[str], call_format: str = "openai-chat") -> tupl
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
         results = {mode: _ingest(path, home, mode, call_format) for mode in ("fast", "plain")}
         with pytest.MonkeyPatch.context() as patch:  # bare: no text remembered, every one scanned
-            patch.setattr(secret_patterns, "_SEEN", secret_patterns._Seen(0))
+            patch.setattr(reading_files, "remembering_texts", contextlib.nullcontext)
             results["bare"] = _ingest(path, home, "bare", call_format)
         problems = {mode: [str(p) for p in report.problems] for mode, (report, _) in results.items()}
         assert problems["fast"] == problems["plain"] == problems["bare"]

@@ -77,7 +77,9 @@ import binascii
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import lru_cache, partial
@@ -378,9 +380,7 @@ class _Seen:
                 self._texts.move_to_end(text)
                 hit = self._texts[text]
                 return (text, ()) if hit is None else hit
-        result = _redact_searched(text) if might_hold_secret(text) else (text, ())
-        if not result[1]:
-            result = (text, ())  # the very string, as a hit gives it
+        result = _scan(text)  # with no finding, the very string, as a hit gives it
         with self._lock:
             if text not in self._texts:
                 self._texts[text] = result if result[1] else None
@@ -391,19 +391,38 @@ class _Seen:
         return result
 
 
-#: How many characters of looked-at text :func:`redact_text` remembers.
+#: How many characters of looked-at text :func:`redact_text` remembers inside :func:`remembering_texts`.
 SEEN_CHARS: Final = 32 * 1024 * 1024
-_SEEN = _Seen(SEEN_CHARS)
+_MEMORY: ContextVar[_Seen | None] = ContextVar("sediment_redaction_memory", default=None)
+
+
+@contextmanager
+def remembering_texts(limit: int = SEEN_CHARS) -> Iterator[None]:
+    """Inside the block, :func:`redact_text` remembers up to ``limit`` characters of the texts it
+    looked at (:class:`_Seen`), so a batch ingest scans a replayed text once. The memory is the
+    block's own and is dropped when it ends: a long-running process (``serve``) keeps no captured
+    text, redacted or not, between its requests, and outside any block every text is scanned."""
+    token = _MEMORY.set(_Seen(limit))
+    try:
+        yield
+    finally:
+        _MEMORY.reset(token)
+
+
+def _scan(text: str) -> tuple[str, tuple[Finding, ...]]:
+    result = _redact_searched(text) if might_hold_secret(text) else (text, ())
+    return result if result[1] else (text, ())
 
 
 def redact_text(text: str) -> tuple[str, tuple[Finding, ...]]:
     """``text`` with every secret of :data:`PATTERNS` replaced by its :func:`content_marker`,
     and what was found (kind and digest, in order). A text without a secret comes back as the
-    very string, with no finding. Deterministic per string, so a text seen recently is looked
-    up instead of scanned again (:class:`_Seen`)."""
+    very string, with no finding. Deterministic per string, so inside :func:`remembering_texts`
+    a text seen recently is looked up instead of scanned again (:class:`_Seen`)."""
     if len(text) < 8:
         return text, ()
-    return _SEEN.redact(text)
+    seen = _MEMORY.get()
+    return _scan(text) if seen is None else seen.redact(text)
 
 
 #: The kinds, in the order they are looked for (docs/operate.md lists them).
