@@ -24,6 +24,13 @@ def plain(value: Any) -> Any:
     Floats and strings are copied as they are (NaN and lone surrogates included), so the
     representation check sees exactly what would be emitted.
     """
+    kind = type(value)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value  # the common leaves first (exact types: a subclass takes the checks below)
+    if kind is dict:
+        return {key: plain(item) for key, item in value.items()}
+    if kind is list:
+        return [plain(item) for item in value]
     if isinstance(value, BaseModel):
         return {name: plain(getattr(value, name)) for name in type(value).model_fields}
     if isinstance(value, datetime):
@@ -56,6 +63,12 @@ def canonical_digest(value: Any, *, allow_nan: bool = False) -> str:
 def encode_record(value: Any) -> str:
     """The canonical record text of a model or plain value (non-finite numbers kept)."""
     return canonical_json(value, allow_nan=True)
+
+
+def encode_plain_record(value: Any) -> str:
+    """:func:`encode_record` of a value :func:`plain` gives back unchanged (dicts, lists,
+    strings, numbers, booleans and None only), without copying it first: the same text."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=True)
 
 
 def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

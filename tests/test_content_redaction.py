@@ -14,12 +14,16 @@ import json
 import random
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from sediment.ingest.calls import ReplayMemo, translate_call
+from sediment.ingest.redaction import secret_patterns
 from sediment.ingest.redaction.content import (
     RedactionTally,
     content_redaction,
@@ -189,6 +193,97 @@ def test_a_value_without_a_secret_is_the_very_object() -> None:
     assert redact_value(value) is value
 
 
+# Pieces texts are drawn from: vendor prefixes whole and cut short, key characters, separators.
+PIECES = ["gh", "ghp_", "gho_", "ghx_", "github_pat_", "github_", "gl", "glpat-", "glpat", "gldt-", "glsoat-",
+          "glx-", "Q7wErT9yUi3oPa5sDf1gHj8kLz2x", "aB3dE6gH9jK2mN5pQ8sT1", "_", "-", " ", "\n", "token=", ":", "é"]
+
+
+#: Every documented prefix of the GitHub and GitLab tokens, in a token (the anchors must let each through).
+PREFIXED = [f"x {prefix}{'aB3dE6gH9jK2mN5pQ8sT1vW4yZ7' * 2}" for prefix in (
+    "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "gloas-",
+    "glimt-", "glft-", "glsoat-")]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(st.sampled_from(PREFIXED), st.lists(st.sampled_from(PIECES), max_size=14).map("".join)))
+@example(PREFIXED[4])
+def test_the_anchors_only_skip_texts_no_pattern_matches(text: str) -> None:
+    """A pattern's anchors are only a shortcut: searching with every pattern run whatever the
+    anchors gives the same text and findings (regression: ``gh``/``gl`` narrowed to the
+    tokens' literal prefixes)."""
+    always = tuple(replace(pattern, anchors=("",)) for pattern in secret_patterns._TOKEN_PATTERNS)
+    expected = secret_patterns._redact_searched(text)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(secret_patterns, "_TOKEN_PATTERNS", always)
+        assert secret_patterns._redact_searched(text) == expected
+    assert redact_text(text) == expected
+
+
+@pytest.mark.parametrize("text", PREFIXED)
+def test_every_github_and_gitlab_prefix_is_found(text: str) -> None:
+    redacted, found = redact_text(text)
+    assert "aB3dE6gH9jK2mN5pQ8sT1vW4yZ7" not in redacted and len(found) == 1
+
+
+ANCHOR_PIECES = [*secret_patterns._PREFILTER, *secret_patterns.ANCHORS, "G", "GL", "gl", "x", "A", "a", "-", "_",
+                 " ", "Key", "TOKEN", "ghp", "xo", "as", "é"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(ANCHOR_PIECES), max_size=8).map("".join))
+def test_the_grouped_anchor_searches_are_the_plain_substring_tests(text: str) -> None:
+    """The prefilter and the patterns' anchor checks scan once per leading character (an
+    expression of the anchors' rests); they answer what one substring test per anchor answers."""
+    lowered = text.lower()
+    assert secret_patterns.might_hold_secret(text) == (
+        len(text) >= 8 and any(anchor in lowered for anchor in secret_patterns._PREFILTER))
+    for pattern in secret_patterns._TOKEN_PATTERNS:
+        assert secret_patterns._anchored(pattern.anchors)(text) == any(anchor in text for anchor in pattern.anchors)
+
+
+def test_a_text_seen_again_is_looked_up_and_one_byte_more_is_a_new_text() -> None:
+    seen = secret_patterns._Seen(10_000)
+    text = "the tool printed " + "x" * 300 + "\n"
+    assert seen.redact(text) == (text, ())
+    kept = "the key is " + "x" * 300  # searched (it holds an anchor), nothing found: the very string
+    assert seen.redact(kept)[0] is kept and seen.redact("".join(list(kept)))[0] is not kept
+    copy = "".join(list(text))  # equal characters, another object: the very argument comes back
+    assert copy is not text and seen.redact(copy)[0] is copy
+    with_secret = text[:-1] + " " + GITHUB + "\n"  # the replayed text with a secret added
+    redacted, found = seen.redact(with_secret)
+    assert GITHUB not in redacted and found == (("github_token", sha(GITHUB)),)
+    assert seen.redact(with_secret) == (redacted, found) == redact_text(with_secret)
+
+
+def test_texts_are_remembered_only_inside_a_batch_and_dropped_after_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Outside :func:`remembering_texts` (the receiver handling one delivery) nothing captured is
+    kept: every text is scanned. Inside it (a batch ingest) a text seen again is looked up, and the
+    memory, which holds text as captured (secrets included), is dropped when the block ends."""
+    scanned: list[str] = []
+    real = secret_patterns._scan
+    monkeypatch.setattr(secret_patterns, "_scan", lambda text: scanned.append(text) or real(text))
+    text = "the tool printed " + "z" * 300 + f" {GITHUB}\n"
+    assert secret_patterns._MEMORY.get() is None
+    assert redact_text(text) == redact_text(text) and len(scanned) == 2
+    with secret_patterns.remembering_texts():
+        memory = secret_patterns._MEMORY.get()
+        assert memory is not None
+        assert redact_text(text) == redact_text(text) and len(scanned) == 3
+        assert text in memory._texts
+    assert secret_patterns._MEMORY.get() is None
+    redact_text(text)
+    assert len(scanned) == 4
+
+
+def test_the_texts_remembered_stay_within_the_bound() -> None:
+    seen = secret_patterns._Seen(2_000)
+    texts = [f"text {n} " + "y" * 200 + (f" {GITHUB}" if n % 3 == 0 else "") for n in range(50)]
+    results = [seen.redact(text) for text in texts]
+    assert seen._size <= 2_000 and len(seen._texts) < 10
+    assert [seen.redact(text) for text in reversed(texts)] == results[::-1]  # evicted ones scanned again alike
+    assert results == [redact_text(text) for text in texts]
+
+
 def test_json_source_text_keeps_every_byte_but_the_secret_string() -> None:
     source = '{"a": "caf\\u00e9",  "cmd": "export GITHUB_TOKEN=' + GITHUB + '\\nls", "sha": "' + COMMIT_SHA + '"}'
     redacted, found = redact_json_source(source)
@@ -278,6 +373,35 @@ def test_a_replayed_message_redacts_to_the_bytes_of_its_first_appearance() -> No
     assert second.input_messages[:3] == first.input_messages
     assert second.raw["request"]["messages"][:3] == first.raw["request"]["messages"]
     assert [first, second] == plain  # the identity cache changes nothing
+
+
+def test_a_cached_walk_of_replayed_lists_gives_what_an_uncached_walk_gives() -> None:
+    """Call after call a list replays the previous one's very items, with items rewritten
+    (a secret added, one character more), dropped from the front (compaction) or added; the
+    cached walk (the prefix of very items reused) gives the same values and findings, in the
+    same order, as walking each list from scratch."""
+    from sediment.ingest.redaction.content import ContentCache, redact_found
+
+    pool = [f"plain text {n} " + "z" * 40 for n in range(4)] + [f"key {GITHUB}", f"DB_PASSWORD={PASSWORD}\n",
+                                                                f"near ghp_{'Q' * 29}"]
+    for seed in range(25):
+        rng = random.Random(seed)
+        cache = ContentCache()
+        items: list[Any] = []
+        for _ in range(8):
+            step = rng.choice(["add", "add", "rewrite", "compact", "grow"])
+            if step == "rewrite" and items:
+                items[rng.randrange(len(items))] = {"role": "tool", "content": rng.choice(pool)}
+            elif step == "compact" and items:
+                items = items[rng.randrange(len(items)):]
+            elif step == "grow" and items:
+                index = rng.randrange(len(items))
+                items[index] = {**items[index], "content": items[index]["content"] + "Q"}
+            items.append({"role": rng.choice(["user", "assistant"]), "content": rng.choice(pool)})
+            record = {"request": {"messages": list(items)}, "note": rng.choice(pool)}
+            cached = redact_found(record, cache=cache)
+            cache.turn()
+            assert cached == redact_found(json.loads(json.dumps(record)))
 
 
 # --- end to end, one per path --------------------------------------------------------------

@@ -4,6 +4,7 @@ their text, never parsed again, and the store holds exactly what a plain parse s
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sqlite3
 import tempfile
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 
 from sediment.ingest.calls import ReplayMemo, translate_call
 from sediment.ingest.calls.spans import SpanReader
+from sediment.ingest.reading import files as reading_files
 from sediment.ingest.reading.files import ingest_files
 from sediment.ingest.reading.json_text import JsonReader, RecordProblem
 from sediment.store import FactStore
@@ -60,7 +62,10 @@ def _same_everywhere(lines: list[str], call_format: str = "openai-chat") -> tupl
         home = Path(folder)
         path = home / "calls.jsonl"
         path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-        results = {mode: _ingest(path, home, mode, call_format) for mode in ("fast", "plain", "bare")}
+        results = {mode: _ingest(path, home, mode, call_format) for mode in ("fast", "plain")}
+        with pytest.MonkeyPatch.context() as patch:  # bare: no text remembered, every one scanned
+            patch.setattr(reading_files, "remembering_texts", contextlib.nullcontext)
+            results["bare"] = _ingest(path, home, "bare", call_format)
         problems = {mode: [str(p) for p in report.problems] for mode, (report, _) in results.items()}
         assert problems["fast"] == problems["plain"] == problems["bare"]
         contents = {mode: _content(home, mode) for mode in results}
@@ -72,6 +77,8 @@ def _same_everywhere(lines: list[str], call_format: str = "openai-chat") -> tupl
         for fast, plain, bare in zip(facts["fast"], facts["plain"], facts["bare"], strict=True):
             for field in fast:  # field by field, so a failure names the field
                 assert fast[field] == plain[field] == bare[field], field
+        stored = json.dumps(facts["fast"], default=str)
+        assert SECRET not in stored and GROWN not in stored  # every secret redacted, however it came
         reader = SpanReader(min_line=0)
         plain_reader = JsonReader()
         for line in lines:
@@ -96,7 +103,12 @@ def _typed(value: Any) -> Any:
 
 # --- the property: replayed, rewritten and compacted histories -----------------------------
 
-TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+#: A (fake) token, and one a character short of one (kept), which one more character makes a token.
+SECRET = "ghp_" + "Q7wErT9yUi3oPa5sDf1gHj8kLz2xCv4bNm6M"
+NEAR = "ghp_" + "Q7wErT9yUi3oPa5sDf1gHj8kLz2xC"
+GROWN = NEAR + "Z"
+TEXT = st.one_of(st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12),
+                 st.sampled_from([f"key {SECRET}", f"near {NEAR}", "x" * 40]))
 NUMBER = st.sampled_from([1, 1.0, 0.0, -0.0, True, 10, 2.5])
 
 
@@ -137,13 +149,21 @@ def _spell(message: dict[str, Any], how: str) -> str:
     if how == "escaped":  # a character as a \\u escape: the same value
         text = json.dumps(message)
         return text.replace('"role"', '"r\\u006fle"', 1)
+    if how == "secret":  # a secret inserted into the replayed message
+        changed = json.loads(json.dumps(message))
+        changed["content"] = f"{changed.get('content') or ''} {SECRET}" if changed["role"] != "tool" else SECRET
+        return json.dumps(changed)
+    if how == "grown":  # one more character: a kept near-token becomes a token
+        text = json.dumps(message)
+        return text.replace(NEAR, GROWN) if NEAR in text else text.replace('"role": "', f'"note": "{GROWN}", "role": "', 1)
     if how == "character":
         text = json.dumps(message)
         return text.replace('"role": "', '"role": "x', 1) if '"role": "tool"' not in text else text[:-1] + ', "x": 1}'
     return json.dumps(message)
 
 
-SPELLINGS = ["plain", "compact", "unicode", "reordered", "spaced", "number", "exponent", "escaped", "character"]
+SPELLINGS = ["plain", "compact", "unicode", "reordered", "spaced", "number", "exponent", "escaped", "character",
+             "secret", "grown"]
 
 
 @st.composite
@@ -296,3 +316,22 @@ def test_workers_read_with_their_own_span_reader(tmp_path: Path) -> None:
         assert report.stored["inference_calls"] == 8 and not report.problems
         contents.append(_content(tmp_path, f"w{workers}"))
     assert contents[0] == contents[1]
+
+
+def test_a_list_read_before_is_taken_whole_only_when_its_text_ends_where_an_element_ends() -> None:
+    """A line whose list starts with the whole text of a list read before takes its elements
+    with one comparison; when that text ends inside a longer element (a number: ``1`` before
+    ``123``) the list is read element by element, and every line reads as a plain parse reads it."""
+    head = json.dumps({"role": "user", "content": "x" * 200})
+    pieces = [[head, "12"], [head, "123"], [head, "12", "5"], [head, "12 "], [head, "12", head],
+              [head, "1"], [head, "123", "4"], [head, "12", "5", "true"], [head, "12", "5"]]
+    lines = [_record_line("s", piece, {"role": "assistant", "content": "a"}, call) for call, piece in enumerate(pieces)]
+    reader = SpanReader(min_line=0)
+    for line in lines:
+        assert _typed(reader.parse(line)) == _typed(JsonReader().parse(line))
+    whole = SpanReader(min_line=0)
+    whole.parse(lines[2])
+    parsed = whole.parsed
+    whole.parse(lines[7])  # lines[2]'s list whole, then one element
+    assert whole.parsed == parsed + 1
+    _same_everywhere(lines)

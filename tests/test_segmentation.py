@@ -599,3 +599,61 @@ def test_canonical_messages_compare_tool_results_and_text_literally() -> None:
     assert canon(tool_result("t", True)) != canon(tool_result("t", 1))
     assert canon(text('{"a":1,"b":2}')) != canon(text('{"b":2,"a":1}'))
     assert canon(text("x")) != canon(reasoning("x"))
+
+
+def test_shared_replayed_messages_segment_as_equal_copies_do() -> None:
+    """Calls read from the store share their replayed messages (the very objects); segmentation
+    reuses the canonical forms of a shared prefix. Sessions whose histories are replayed,
+    rewritten (an equal or a changed copy), compacted or not echoed segment alike whether the
+    messages are shared or every call holds its own copies, and in any input order."""
+    pool = [user("Fix it."), assistant(text("Done.")), assistant(tool_call("t1", path="a.py")),
+            msg("tool", tool_result("t1", {"ok": True, "n": 1})), assistant(text(""))]
+    for seed in range(30):
+        rng = random.Random(seed)
+        history: list[InferenceMessage] = [system(), user("Start.")]
+        calls = []
+        for index in range(10):
+            step = rng.choice(["replay", "replay", "replay", "rewrite", "copy", "compact", "no_echo"])
+            if step == "rewrite":
+                history[rng.randrange(len(history))] = rng.choice(pool)
+            elif step == "copy":  # an equal message, another object
+                position = rng.randrange(len(history))
+                history[position] = history[position].model_copy(deep=True)
+            elif step == "compact":
+                history = [user("Summary."), *history[rng.randrange(len(history)):]]
+            output = [rng.choice(pool)]
+            calls.append(call(f"c{index}", list(history), output, seconds=index))
+            if step != "no_echo":
+                history.extend(output)
+            history.append(rng.choice(pool))
+        shared = segment_calls(calls)
+        copies = segment_calls([c.model_copy(deep=True) for c in calls])
+        shuffled = list(calls)
+        rng.shuffle(shuffled)
+        assert shared == copies == segment_calls(shuffled)
+        assert (turn_ids(shared[0]), shared[1]) == _reference_segments(calls)
+
+
+def _reference_segments(calls: list[InferenceCall]) -> tuple[list[list[str]], Counter[str]]:
+    """The continuity rule read plainly (docs/evidence.md): every call's whole input canonicalized."""
+    ids: list[list[str]] = []
+    fragmented: Counter[str] = Counter()
+    for prev, current in zip([None, *calls], calls, strict=False):
+        reason = None
+        if prev is not None:
+            before, now = canonical_messages(prev.input_messages), canonical_messages(current.input_messages)
+            out = canonical_messages(prev.output_messages)
+            if not any(isinstance(p, ToolCallPart | ToolCallResponsePart) or p.content
+                       for m in prev.output_messages for p in m.parts):
+                reason = "prior_output_absent"
+            elif now[:len(before)] != before:
+                reason = "input_history_changed"
+            elif now[:len(before) + len(out)] != before + out:
+                reason = "prior_output_not_replayed"
+        if prev is None or reason is not None:
+            if reason is not None:
+                fragmented[reason] += 1
+            ids.append([current.inference_call_id])
+        else:
+            ids[-1].append(current.inference_call_id)
+    return ids, fragmented

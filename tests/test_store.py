@@ -23,7 +23,7 @@ from sediment.model.facts import (
     ToolCallPart,
     ToolDefinition,
 )
-from sediment.records import decode_record, encode_record, plain
+from sediment.records import decode_record, encode_plain_record, encode_record, plain
 from sediment.store import FactStore, PreparedFacts, StoreError, schema
 from sediment.testing import ORG, T0, call, conversation, message, outcome
 
@@ -64,6 +64,32 @@ def test_content_is_lossless(store_url: str) -> None:
     [back] = store.calls_for_session(ORG, "s1")
     assert back.input_messages[0].parts[0].content == "nul\x00 and \ud800"  # type: ignore[union-attr]
     assert encode_record(back) == encode_record(weird_call)
+
+
+def test_a_plain_value_encodes_to_the_same_text_without_the_copy() -> None:
+    """The store encodes interned blobs with encode_plain_record (no second plain() copy): the
+    text is encode_record's, for the edge values too; and plain's exact-type shortcuts give what
+    the general checks give (a str, int or dict subclass still takes the checks)."""
+    from enum import IntEnum
+
+    from sediment.identifiers import render_datetime
+
+    class Level(IntEnum):
+        HIGH = 2
+
+    class Text(str):
+        pass
+
+    values: list[object] = [
+        {"b": [1, 2.5, float("nan"), float("inf"), -0.0, True, None, 2**70], "a": {"z": "\udc80 \x00 \U0001f600"}},
+        [[], {}, "", 0, False], "plain", 1.0,
+    ]
+    for value in values:
+        assert plain(value) == value or value != value
+        assert encode_plain_record(value) == encode_record(value)
+    odd = {"level": Level.HIGH, "text": Text("t"), "tuple": (1, (2,)), "nested": [{"when": T0}]}
+    assert plain(odd) == {"level": 2, "text": "t", "tuple": [1, [2]], "nested": [{"when": render_datetime(T0)}]}
+    assert encode_plain_record(plain(odd)) == encode_record(odd)
 
 
 def test_replayed_context_is_stored_once(store_url: str) -> None:
@@ -581,3 +607,18 @@ def test_the_store_holds_the_same_bytes_however_the_calls_were_batched(store_url
             bodies = {d for (d, c) in conn.execute(select(schema.blobs.c.blob_hash, schema.blobs.c.content))
                       if "inference_call_id" in zlib.decompress(c).decode()}
         assert bodies == records
+
+
+def test_a_body_blob_shared_by_two_rows_is_filled_in_on_copies_of_its_own() -> None:
+    """Reading a Session hands each call row its decoded body to fill in: the decoded value for
+    the first row with that blob, a deep copy for every later one (no deep copy per row)."""
+    from sediment.store.read import _own
+
+    decoded = {"b1": {"raw": {"request": {"messages": {"base": None}}}}, "b2": {"raw": {}}}
+    taken: set[str] = set()
+    first, second, other = _own(decoded, "b1", taken), _own(decoded, "b1", taken), _own(decoded, "b2", taken)
+    assert first is decoded["b1"] and other is decoded["b2"]
+    assert second == first and second is not first
+    assert second["raw"]["request"] is not first["raw"]["request"]
+    first["raw"]["request"]["messages"] = ["filled"]
+    assert second["raw"]["request"]["messages"] == {"base": None}

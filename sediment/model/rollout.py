@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from itertools import takewhile
+from operator import is_, truth
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -278,17 +280,28 @@ def _is_substantive(part: Any) -> bool:
     return bool(part.content)
 
 
-def _break_reason(prev: InferenceCall, current: InferenceCall) -> FragmentReason | None:
+def _break_reason(prev: InferenceCall, prev_input: list[tuple[Any, ...]],
+                  current_input: list[tuple[Any, ...]]) -> FragmentReason | None:
+    """Why ``current`` (whose input's canonical messages are ``current_input``) does not continue
+    ``prev`` (``prev_input``), or None when it does."""
     if not any(_is_substantive(p) for m in prev.output_messages for p in m.parts):
         return "prior_output_absent"
-    prev_input = canonical_messages(prev.input_messages)
-    current_input = canonical_messages(current.input_messages)
     if current_input[: len(prev_input)] != prev_input:
         return "input_history_changed"
     prev_output = canonical_messages(prev.output_messages)
     if current_input[: len(prev_input) + len(prev_output)] != prev_input + prev_output:
         return "prior_output_not_replayed"
     return None
+
+
+def _canonical_input(call: InferenceCall, prev: InferenceCall | None,
+                     prev_input: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+    """:func:`canonical_messages` of ``call``'s input: the leading messages that are the very
+    objects of ``prev``'s input (a replayed history read from the store shares them) take
+    ``prev_input``'s forms, the rest are computed."""
+    messages = call.input_messages
+    kept = 0 if prev is None else len(list(takewhile(truth, map(is_, messages, prev.input_messages))))
+    return prev_input[:kept] + canonical_messages(messages[kept:])
 
 
 def call_order_key(call: InferenceCall) -> tuple[Any, str]:
@@ -309,9 +322,12 @@ def segment_calls(
     segments: list[list[Turn]] = []
     fragmented: Counter[str] = Counter()
     prev: InferenceCall | None = None
+    prev_input: list[tuple[Any, ...]] = []
     for call in ordered:
         decisions = decisions_by_call.get(call.inference_call_id, ())
-        reason = None if prev is None else _break_reason(prev, call)
+        current_input = _canonical_input(call, prev, prev_input)
+        reason = None if prev is None else _break_reason(prev, prev_input, current_input)
+        prev_input = current_input
         if prev is None or reason is not None:
             if reason is not None:
                 fragmented[reason] += 1

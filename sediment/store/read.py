@@ -69,8 +69,9 @@ class FactReader(QuarantineLog):
                 return _resolve_deltas(deltas, wanted, f"of Session {session_id!r} (org {org_id!r})")
 
             inputs = resolve({row.fact_id: json.loads(row.input_hashes) for row in every}, visible)
-            bodies = self._read_blobs(conn, {row.fact_id: row.record for row in every}.values())
-            bodies = {row.fact_id: copy.deepcopy(bodies[row.record]) for row in every}
+            decoded = self._read_blobs(conn, {row.fact_id: row.record for row in every}.values())
+            taken: set[str] = set()
+            bodies = {row.fact_id: _own(decoded, row.record, taken) for row in every}
             raw_lists: dict[str, dict[str, list[str]]] = {}
             for path in {tuple(p) for row in every for p in json.loads(row.raw_refs)}:
                 deltas = {}
@@ -305,6 +306,15 @@ def _resolve_deltas(deltas: dict[str, Any], wanted: Iterable[str], scope: str = 
     for fact_id in wanted:
         resolve(fact_id)
     return resolved
+
+
+def _own(decoded: dict[str, Any], digest: str, taken: set[str]) -> Any:
+    """A row's own copy of a decoded blob (filled in afterwards): the decoded value itself for
+    its first row, a deep copy for any later row with the same blob."""
+    if digest in taken:
+        return copy.deepcopy(decoded[digest])
+    taken.add(digest)
+    return decoded[digest]
 
 
 def _at(raw: Any, path: Sequence[str]) -> Any:

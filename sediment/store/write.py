@@ -25,7 +25,7 @@ from sediment.model.facts import (
     TestCaseResult,
     ToolDefinition,
 )
-from sediment.records import decode_record, encode_record, plain, sha256_hex, sortable_time
+from sediment.records import decode_record, encode_plain_record, encode_record, plain, sha256_hex, sortable_time
 from sediment.store import schema
 from sediment.store.engine import StoreEngine, StoreError
 from sediment.store.interning import intern
@@ -143,14 +143,18 @@ class FactWriter(StoreEngine):
         batch: dict[tuple[str, str, str], tuple[str, list[str]]] = {}  # the last call prepared, in this batch
         used: set[str] = set()  # bodies of inserted calls
         dropped: set[str] = set()  # bodies encoded but not needed: a redelivery's, or one rebased
+        statements: dict[str, Any] = {}
         for index, (table_name, values) in enumerate(prepared.rows):
             replay = prepared.replays.get(index) if table_name == "inference_calls" else None
             lists: dict[str, list[str]] = {}
             if replay is not None:
                 values, lists = self._settle(conn, values, replay, batch, blobs, dropped)
-            table = schema.FACT_TABLES[table_name]
-            statement = self._insert(table).values(**values).on_conflict_do_nothing().returning(table.c.fact_id)
-            if conn.execute(statement).first() is None:
+            statement = statements.get(table_name)
+            if statement is None:  # one statement per table, its row given as parameters (compiled once)
+                table = schema.FACT_TABLES[table_name]
+                statement = statements[table_name] = (self._insert(table).on_conflict_do_nothing()
+                                                      .returning(table.c.fact_id))
+            if conn.execute(statement, values).first() is None:
                 result.duplicates[table_name] += 1
                 if replay is not None:  # a redelivery's body is never read (its messages may be)
                     dropped.add(values["record"])
@@ -232,7 +236,7 @@ class FactWriter(StoreEngine):
             self._hash_cache.move_to_end(id(value))
             return hit[1]
         strings: dict[str, bytes] = {}
-        record = encode_record(intern(plain(value), strings)).encode("ascii")
+        record = encode_plain_record(intern(plain(value), strings)).encode("ascii")  # intern gives plain values
         digest = sha256_hex(record)
         self._hash_cache[id(value)] = (value, digest)
         if len(self._hash_cache) > HASH_CACHE_SIZE:

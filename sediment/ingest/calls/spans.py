@@ -5,8 +5,11 @@ In one Session, call *n*'s request replays the messages of call *n−1* byte for
 a LiteLLM payload's ``messages``) element by element straight from the line's text: an element
 whose text starts exactly like a container already read and validated (``{…}`` or ``[…]``) is
 that very parsed object, found by comparing characters, never parsed again; any other element is
-parsed where it stands. The rest of the record (the line with the list cut out) is parsed as
-usual and the list is put back in its place.
+parsed where it stands. Before that, the list's text is compared with the whole text of the
+few lists read last (from the first element's start to the last one's end): when one stands
+there whole, followed by ``,`` or ``]``, its elements are taken at once (a Session's previous
+call replayed: one comparison instead of one per element). The rest of the record (the line
+with the list cut out) is parsed as usual and the list is put back in its place.
 
 Exact by construction: a JSON container's value is decided by its own characters up to its
 closing bracket, so equal text at a value position is an equal value, and the pieces parsed
@@ -36,6 +39,7 @@ MIN_LINE: Final = 4096
 #: How many characters of validated element text are remembered (least recently used go first).
 MEMORY_CHARS: Final = 64 * 1024 * 1024
 _HEAD: Final = 96  # the characters an element's text is first looked up by
+_LISTS: Final = 8  # how many lists read last are remembered whole
 _KEYS: Final = frozenset(key for path in REPLAYED_LISTS for key in path)
 _PREFIXES: Final = frozenset(path[:depth] for path in REPLAYED_LISTS for depth in range(1, len(path)))
 _LONGEST_KEY: Final = 2 + max(len(key) for key in _KEYS)
@@ -53,7 +57,8 @@ class SpanReader(JsonReader):
     """A :class:`~sediment.ingest.reading.json_text.JsonReader` for call logs: the same values and the
     same refusals, with replayed list elements read once (see the module). One reader serves
     the lines of one ingest run in order; it remembers up to ``memory_chars`` characters of
-    element text, and reads lines shorter than ``min_line`` the plain way."""
+    element text, and as much again of whole lists (the last eight, each at most an eighth of
+    it), and reads lines shorter than ``min_line`` the plain way."""
 
     def __init__(self, *, memory_chars: int = MEMORY_CHARS, min_line: int = MIN_LINE) -> None:
         super().__init__()
@@ -62,6 +67,10 @@ class SpanReader(JsonReader):
         self._size = 0
         self._seen: OrderedDict[str, _Element] = OrderedDict()
         self._by_head: dict[str, str] = {}
+        #: The lists read last (newest last): the text from the first element's start to the last
+        #: element's end, the elements' values and the last element's record, so a list that
+        #: starts with one of them whole takes all of its elements with one comparison.
+        self._lists: list[tuple[str, list[Any], _Element | None]] = []
         #: Elements found by text (``reused``) and parsed (``parsed``), for tests and the bench.
         self.reused = 0
         self.parsed = 0
@@ -101,7 +110,20 @@ class SpanReader(JsonReader):
         index = _skip_ws(text, start + 1)
         if text.startswith("]", index):
             return elements, index + 1
+        first = index
         previous: _Element | None = None
+        replayed = self._replayed(text, index)
+        if replayed is not None:  # the whole of a list read before, then "," or "]"
+            whole, values, previous = replayed
+            after = _skip_ws(text, index + len(whole))
+            if text.startswith(",", after) or text.startswith("]", after):
+                elements = list(values)
+                self.reused += len(values)
+                if text.startswith("]", after):  # that very list again (remembered already)
+                    return elements, after + 1
+                index = _skip_ws(text, after + 1)
+            else:
+                previous = None
         while True:
             element, span = self._known(text, index, previous)
             if element is not None and span is not None:
@@ -126,8 +148,25 @@ class SpanReader(JsonReader):
             if not text.startswith(",", index):
                 return None, index
             index = _skip_ws(text, index + 1)
+        self._remember_list(text[first:end], elements, previous)
         self._evict()
         return elements, index + 1
+
+    def _replayed(self, text: str, index: int) -> tuple[str, list[Any], _Element | None] | None:
+        """The newest remembered list whose whole text stands at ``index`` (a Session's previous
+        call, whatever other Sessions' calls came between)."""
+        for position in range(len(self._lists) - 1, -1, -1):
+            listed: tuple[str, list[Any], _Element | None] = self._lists[position]
+            if text.startswith(listed[0], index):
+                return listed
+        return None
+
+    def _remember_list(self, span: str, elements: list[Any], last: _Element | None) -> None:
+        if len(span) > self._limit // _LISTS:
+            return
+        self._lists.append((span, elements, last))
+        if len(self._lists) > _LISTS:
+            del self._lists[0]
 
     def _known(self, text: str, index: int, previous: _Element | None) -> tuple[_Element | None, str | None]:
         """The remembered element whose text stands at ``index``, if any."""

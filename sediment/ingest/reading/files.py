@@ -41,6 +41,7 @@ from sediment.ingest.reading.json_text import parse_line as parse_line
 from sediment.ingest.reading.json_text import too_deep as too_deep
 from sediment.ingest.reading.wrong_format import FormatWatch
 from sediment.ingest.redaction.content import RedactionTally, tallying
+from sediment.ingest.redaction.secret_patterns import remembering_texts
 from sediment.model.facts import FactModel
 from sediment.parallel import engine_name, ordered_chunks, require_shared_store
 from sediment.store import AppendResult, FactStore, PreparedFacts
@@ -357,12 +358,13 @@ def ingest_files(
     if workers <= 1 or len(files) < 2:
         report = IngestReport()
         shared = reader() if reader is not None else None
-        for done, path in enumerate(files):
-            tick = None if progress is None else _ticker(progress, done, len(files), report)
-            _ingest_file(path, translate, lambda facts: _merge(report, store.append(facts)), report, keep_flaws,
-                         shared, tick)
-            if progress is not None:
-                progress(done + 1, len(files), report.records)
+        with remembering_texts():
+            for done, path in enumerate(files):
+                tick = None if progress is None else _ticker(progress, done, len(files), report)
+                _ingest_file(path, translate, lambda facts: _merge(report, store.append(facts)), report,
+                             keep_flaws, shared, tick)
+                if progress is not None:
+                    progress(done + 1, len(files), report.records)
         return report
     spool = Path(tempfile.mkdtemp(prefix="sediment-ingest-"))
     try:
@@ -376,8 +378,9 @@ def ingest_files(
                 batches.append(batch)
 
             shared = reader() if reader is not None else None
-            for index in chunk:
-                _ingest_file(files[index], translate, spill, report, keep_flaws, shared)
+            with remembering_texts():
+                for index in chunk:
+                    _ingest_file(files[index], translate, spill, report, keep_flaws, shared)
             return report, batches, chunk.stop
 
         total = IngestReport()
@@ -405,11 +408,12 @@ def _prepare_files(files: list[str], translate: Callable[[Any], Translation], st
     """A Ray task's share of an ingest: each file's report and its encoded batches."""
     shared = reader() if reader is not None else None
     results = []
-    for index in positions:
-        report, batches = IngestReport(), list[PreparedFacts]()
-        _ingest_file(files[index], translate, functools.partial(_prepare_into, store, batches), report, keep_flaws,
-                     shared)
-        results.append((report, batches))
+    with remembering_texts():
+        for index in positions:
+            report, batches = IngestReport(), list[PreparedFacts]()
+            _ingest_file(files[index], translate, functools.partial(_prepare_into, store, batches), report,
+                         keep_flaws, shared)
+            results.append((report, batches))
     return results
 
 

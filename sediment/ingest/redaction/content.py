@@ -22,8 +22,10 @@ before content redaction existed and the same record ingested now are one Fact.
 Redaction is per string and deterministic: a replayed message redacts to the same bytes as
 its first appearance, so the store's replay deduplication holds. A :class:`ContentCache` (one
 per Session, owned by :class:`~sediment.ingest.calls.toolkit.ReplayMemo`) remembers the
-previous call's redacted messages and raw list items by identity, so replayed context costs
-one lookup, not one scan.
+previous call's redacted messages and raw list items by identity, and each list it walked: a
+list whose leading items are the very items of the previous call's list (the replayed history)
+takes their results with no lookup per item, and only the items after that prefix are looked up
+or walked. Replayed context thus costs one identity comparison per item, not one scan.
 
 The setting: ``SEDIMENT_REDACT_CONTENT=0`` (or ``false``/``no``/``off``) turns content
 redaction off for a process, and ``sediment ingest --no-redact-content`` for one command
@@ -39,10 +41,12 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from itertools import takewhile
+from operator import is_, truth
 from typing import TYPE_CHECKING, Any
 
 from sediment.ingest.redaction.secret_patterns import Finding, might_hold_secret, redact_text
@@ -126,14 +130,23 @@ def _note(findings: list[Finding] | tuple[Finding, ...]) -> None:
 # --- values ----------------------------------------------------------------------------------
 
 
+_Walked = tuple[Any, tuple[Finding, ...]]  # an item's redacted form and what was found in it
+
+
 class ContentCache:
     """The previous walk's redacted containers, by identity: a list item (a replayed message,
     the very object the :class:`~sediment.ingest.calls.toolkit.ReplayMemo` reuses) or an
-    InferenceMessage seen again costs one lookup. Holds only what the last walk saw."""
+    InferenceMessage seen again costs one lookup, and a list whose leading items are the very
+    items of a list walked before (a replayed history) reuses that list's results for them with
+    no lookup per item. Holds only what the last walk saw."""
 
     def __init__(self) -> None:
         self._previous: dict[int, tuple[Any, Any, tuple[Finding, ...]]] = {}
         self._current: dict[int, tuple[Any, Any, tuple[Finding, ...]]] = {}
+        #: Lists walked, by their first item's identity: the items, their redacted forms and
+        #: the (index, findings) of the items that held a secret.
+        self._lists_previous: dict[int, tuple[tuple[Any, ...], list[Any], list[tuple[int, tuple[Finding, ...]]]]] = {}
+        self._lists_current: dict[int, tuple[tuple[Any, ...], list[Any], list[tuple[int, tuple[Finding, ...]]]]] = {}
 
     def get(self, item: Any) -> tuple[Any, tuple[Finding, ...]] | None:
         key = id(item)
@@ -146,17 +159,40 @@ class ContentCache:
     def put(self, item: Any, redacted: Any, findings: tuple[Finding, ...]) -> None:
         self._current[id(item)] = (item, redacted, findings)
 
+    def walk_list(self, items: Sequence[Any], one: Callable[[Any], _Walked], found: list[Finding]) -> list[Any]:
+        """Each item of ``items`` redacted by ``one`` (its findings added to ``found``, in
+        order), but the leading items that are the very items of a list walked before: their
+        results are that list's."""
+        if not items:
+            return []
+        key = id(items[0])
+        known = self._lists_previous.get(key) or self._lists_current.get(key)
+        kept = 0
+        if known is not None and known[0][0] is items[0]:
+            kept = len(list(takewhile(truth, map(is_, items, known[0]))))
+        results: list[Any] = known[1][:kept] if known is not None else []
+        held = [(index, findings) for index, findings in known[2] if index < kept] if known is not None else []
+        for _, findings in held:
+            found.extend(findings)
+        for index in range(kept, len(items)):
+            redacted, findings = one(items[index])
+            results.append(redacted)
+            if findings:
+                held.append((index, findings))
+                found.extend(findings)
+        self._lists_current[key] = (tuple(items), results, held)
+        return results
+
     def turn(self) -> None:
         """End one walk (one call): only what it saw is kept for the next."""
         self._previous, self._current = self._current, {}
+        self._lists_previous, self._lists_current = self._lists_current, {}
 
 
 def _walk(value: Any, found: list[Finding], cache: ContentCache | None) -> Any:
     """``value`` with every string redacted: the very object when nothing changed, else a copy
     of each container on the way to a change. Keys are kept."""
     if isinstance(value, str):
-        if not might_hold_secret(value):
-            return value
         text, findings = redact_text(value)
         if not findings:
             return value  # the very object: callers tell a redaction by identity
@@ -172,12 +208,12 @@ def _walk(value: Any, found: list[Finding], cache: ContentCache | None) -> Any:
                 copied[key] = redacted
         return value if copied is None else copied
     if isinstance(value, list):
+        if cache is not None:
+            results = cache.walk_list(value, lambda item: _item(item, cache), found)
+            return value if all(map(is_, results, value)) else results
         listed: list[Any] | None = None
         for index, item in enumerate(value):
-            if cache is not None and isinstance(item, dict | list):
-                redacted = _cached(item, found, cache)
-            else:
-                redacted = _walk(item, found, cache)
+            redacted = _walk(item, found, cache)
             if redacted is not item:
                 if listed is None:
                     listed = list(value)
@@ -186,16 +222,17 @@ def _walk(value: Any, found: list[Finding], cache: ContentCache | None) -> Any:
     return value
 
 
-def _cached(item: Any, found: list[Finding], cache: ContentCache) -> Any:
+def _item(item: Any, cache: ContentCache) -> _Walked:
+    """A list item redacted: a container through the identity cache, anything else walked."""
+    local: list[Finding] = []
+    if not isinstance(item, dict | list):
+        return _walk(item, local, cache), tuple(local)
     hit = cache.get(item)
     if hit is not None:
-        found.extend(hit[1])
-        return hit[0]
-    local: list[Finding] = []
+        return hit
     redacted = _walk(item, local, None)
-    found.extend(local)
     cache.put(item, redacted, tuple(local))
-    return redacted
+    return redacted, tuple(local)
 
 
 def redact_found(value: Any, *, cache: ContentCache | None = None) -> tuple[Any, tuple[Finding, ...]]:
@@ -244,23 +281,27 @@ def _message(message: InferenceMessage, found: list[Finding]) -> InferenceMessag
 
 def _messages(messages: tuple[InferenceMessage, ...], found: list[Finding],
               cache: ContentCache | None) -> tuple[InferenceMessage, ...]:
+    if cache is not None:
+        results = cache.walk_list(messages, lambda message: _cached_message(message, cache), found)
+        return messages if all(map(is_, results, messages)) else tuple(results)
     redacted: list[InferenceMessage] | None = None
     for index, message in enumerate(messages):
-        hit = cache.get(message) if cache is not None else None
-        if hit is not None:
-            new, findings = hit
-            found.extend(findings)
-        else:
-            local: list[Finding] = []
-            new = _message(message, local)
-            found.extend(local)
-            if cache is not None:
-                cache.put(message, new, tuple(local))
+        new = _message(message, found)
         if new is not message:
             if redacted is None:
                 redacted = list(messages)
             redacted[index] = new
     return messages if redacted is None else tuple(redacted)
+
+
+def _cached_message(message: InferenceMessage, cache: ContentCache) -> _Walked:
+    hit = cache.get(message)
+    if hit is not None:
+        return hit
+    local: list[Finding] = []
+    new = _message(message, local)
+    cache.put(message, new, tuple(local))
+    return new, tuple(local)
 
 
 def _tools(tools: tuple[ToolDefinition, ...] | None, found: list[Finding],

@@ -63,8 +63,11 @@ secret-naming context. Redacting is idempotent (a marker is never redacted again
 deterministic per string: the same text always gives the same bytes, which keeps replayed
 context deduplicated (the store's blob hashes) and ids stable.
 
-Cost: a text is first checked for the patterns' literal anchors (:data:`ANCHORS`, plain
-substring tests); only a text holding one is searched with the regular expressions.
+Cost: a text is first checked for the patterns' literal anchors (:data:`ANCHORS`: a token's
+whole literal prefix, so ordinary words do not send a text to the expressions), in one scan per
+leading character of the anchors rather than one per anchor; only a text holding one is searched
+with the regular expressions. A text seen recently (the same characters) is looked up, not
+checked again (:func:`redact_text`).
 """
 
 from __future__ import annotations
@@ -72,10 +75,15 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Callable
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from functools import lru_cache
+from functools import lru_cache, partial
+from typing import Final
 
 from sediment.ingest.redaction.credentials import TOKEN_PREFIXES, is_credential_name
 from sediment.records import sha256_hex
@@ -136,9 +144,10 @@ _TOKEN_PATTERNS: tuple[SecretPattern, ...] = (
         rf"\bsk-(?!ant-)(?:proj-|svcacct-|admin-)?{_KEY_CHARS}{{20,}}"), _has_digit),
     SecretPattern("google_api_key", ("AIza",), re.compile(rf"\bAIza{_KEY_CHARS}{{35}}(?!{_KEY_CHARS})")),
     SecretPattern("huggingface_token", ("hf_",), re.compile(r"\bhf_[A-Za-z0-9]{30,}")),
-    SecretPattern("github_token", ("gh", "github_pat_"), re.compile(
+    SecretPattern("github_token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"), re.compile(
         r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})")),
-    SecretPattern("gitlab_token", ("gl",), re.compile(
+    SecretPattern("gitlab_token", ("glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "gloas-", "glimt-", "glft-",
+                                   "glsoat-"), re.compile(
         rf"\bgl(?:pat|dt|rt|ptt|cbt|oas|imt|ft|soat)-{_KEY_CHARS}{{20,}}")),
     SecretPattern("aws_access_key_id", ("AKIA", "ASIA", "ABIA", "ACCA"), re.compile(
         r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b")),
@@ -284,11 +293,10 @@ def _has_name_word(text: str) -> bool:
     return any(word in lowered for word in _NAME_WORDS)
 
 
-@lru_cache(maxsize=2048)
 def _redact_searched(text: str) -> tuple[str, tuple[Finding, ...]]:
     redactor = _Redactor()
     for pattern in _TOKEN_PATTERNS:
-        if any(anchor in text for anchor in pattern.anchors):
+        if _anchored(pattern.anchors)(text):
             text = redactor.token(pattern, text)
     if "://" in text and "@" in text:
         text = redactor.userinfo(text)
@@ -300,13 +308,45 @@ def _redact_searched(text: str) -> tuple[str, tuple[Finding, ...]]:
     return text, tuple(redactor.found)
 
 
-#: Anchors another anchor contains (``sk-`` finds ``sk-ant-``, ``gh`` finds ``github_pat_``, ``key``
-#: finds ``PRIVATE KEY``, ``://`` finds a Slack webhook's URL).
-_SUBSUMED = frozenset({"sk-ant-", "github_pat_", "PRIVATE KEY", "hooks.slack.com"})
+#: Anchors another anchor contains (``sk-`` finds ``sk-ant-``, ``key`` finds ``PRIVATE KEY``, ``://``
+#: finds a Slack webhook's URL).
+_SUBSUMED = frozenset({"sk-ant-", "PRIVATE KEY", "hooks.slack.com"})
 #: Lower-case substrings one of which a text holds before any pattern can match in it (the
 #: patterns' anchors and the secret-naming words, lower-cased): the cheap first test.
 _PREFILTER: tuple[str, ...] = tuple(dict.fromkeys(
     [anchor.lower() for anchor in ANCHORS if anchor not in _SUBSUMED] + list(_NAME_WORDS)))
+
+
+def _searches(anchors: tuple[str, ...]) -> tuple[Callable[[str], object], ...]:
+    """One test per first character of ``anchors``, each true when the text holds one of the
+    anchors starting with it: ``in`` for a lone anchor, else one expression (the character, then
+    the anchors' rests as alternatives), which the regular expression engine scans for by that
+    leading character in one pass instead of one pass per anchor."""
+    groups: dict[str, list[str]] = {}
+    for anchor in anchors:
+        groups.setdefault(anchor[:1], []).append(anchor)
+    tests: list[Callable[[str], object]] = []
+    for first, group in groups.items():
+        if len(group) == 1 or not first:
+            tests.extend(partial(_holds, anchor) for anchor in group)
+        else:
+            rests = "|".join(re.escape(anchor[1:]) for anchor in group)
+            tests.append(re.compile(f"{re.escape(first)}(?:{rests})").search)
+    return tuple(tests)
+
+
+def _holds(anchor: str, text: str) -> bool:
+    return anchor in text
+
+
+@lru_cache(maxsize=64)
+def _anchored(anchors: tuple[str, ...]) -> Callable[[str], bool]:
+    """Whether a text holds one of a pattern's ``anchors`` (case as written)."""
+    tests = _searches(anchors)
+    return lambda text: any(test(text) for test in tests)
+
+
+_PREFILTER_TESTS = _searches(_PREFILTER)
 
 
 def might_hold_secret(text: str) -> bool:
@@ -314,19 +354,75 @@ def might_hold_secret(text: str) -> bool:
     if len(text) < 8:
         return False
     lowered = text.lower()
-    for anchor in _PREFILTER:  # noqa: SIM110 (a plain loop: this runs on every string captured)
-        if anchor in lowered:
+    for test in _PREFILTER_TESTS:  # noqa: SIM110 (a plain loop: this runs on every new string captured)
+        if test(lowered):
             return True
     return False
+
+
+class _Seen:
+    """The texts already looked at and what redacting them gave (None: no secret), least
+    recently used first out once they hold more than ``limit`` characters. A text seen again
+    (the same characters, wherever they come from: a message part and the raw record that holds
+    it, a call's output replayed as the next call's input) is looked up, not scanned again."""
+
+    _ENTRY: Final = 64  # what an entry costs besides its characters, counted as characters
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._size = 0
+        self._texts: OrderedDict[str, tuple[str, tuple[Finding, ...]] | None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def redact(self, text: str) -> tuple[str, tuple[Finding, ...]]:
+        with self._lock:
+            if text in self._texts:
+                self._texts.move_to_end(text)
+                hit = self._texts[text]
+                return (text, ()) if hit is None else hit
+        result = _scan(text)  # with no finding, the very string, as a hit gives it
+        with self._lock:
+            if text not in self._texts:
+                self._texts[text] = result if result[1] else None
+                self._size += len(text) + self._ENTRY
+                while self._size > self._limit and self._texts:
+                    old, _ = self._texts.popitem(last=False)
+                    self._size -= len(old) + self._ENTRY
+        return result
+
+
+#: How many characters of looked-at text :func:`redact_text` remembers inside :func:`remembering_texts`.
+SEEN_CHARS: Final = 32 * 1024 * 1024
+_MEMORY: ContextVar[_Seen | None] = ContextVar("sediment_redaction_memory", default=None)
+
+
+@contextmanager
+def remembering_texts(limit: int = SEEN_CHARS) -> Iterator[None]:
+    """Inside the block, :func:`redact_text` remembers up to ``limit`` characters of the texts it
+    looked at (:class:`_Seen`), so a batch ingest scans a replayed text once. The memory is the
+    block's own and is dropped when it ends: a long-running process (``serve``) keeps no captured
+    text, redacted or not, between its requests, and outside any block every text is scanned."""
+    token = _MEMORY.set(_Seen(limit))
+    try:
+        yield
+    finally:
+        _MEMORY.reset(token)
+
+
+def _scan(text: str) -> tuple[str, tuple[Finding, ...]]:
+    result = _redact_searched(text) if might_hold_secret(text) else (text, ())
+    return result if result[1] else (text, ())
 
 
 def redact_text(text: str) -> tuple[str, tuple[Finding, ...]]:
     """``text`` with every secret of :data:`PATTERNS` replaced by its :func:`content_marker`,
     and what was found (kind and digest, in order). A text without a secret comes back as the
-    very string, with no finding."""
-    if not might_hold_secret(text):
+    very string, with no finding. Deterministic per string, so inside :func:`remembering_texts`
+    a text seen recently is looked up instead of scanned again (:class:`_Seen`)."""
+    if len(text) < 8:
         return text, ()
-    return _redact_searched(text)
+    seen = _MEMORY.get()
+    return _scan(text) if seen is None else seen.redact(text)
 
 
 #: The kinds, in the order they are looked for (docs/operate.md lists them).
