@@ -60,6 +60,14 @@ def test_the_root_help_loads_no_store_git_schema_or_plugin_machinery(tmp_path: P
     assert found == sorted(ALWAYS)
 
 
+def test_the_root_help_reads_no_installed_metadata(tmp_path: Path) -> None:
+    """``importlib.metadata`` (the version, entry points) is for ``--version`` and plugin commands."""
+    code, found = loaded(tmp_path, "--help", probed=["importlib.metadata", *ALWAYS])
+    assert code in (0, None)
+    assert found == sorted(ALWAYS)
+    assert loaded(tmp_path, "--version", probed=["importlib.metadata"]) == (0, ["importlib.metadata"])
+
+
 @pytest.mark.parametrize("group", ["ingest", "trajectory", "mirror", "library", "schema", "derive"])
 def test_a_group_help_loads_neither_the_store_nor_git(tmp_path: Path, group: str) -> None:
     code, found = loaded(tmp_path, group, "--help", probed=[*STORE, *GIT, *ENGINES, *SCHEMAS, *ALWAYS])
