@@ -100,7 +100,8 @@ if TYPE_CHECKING:
     from sediment.export.parquet import parquet_json_columns
     from sediment.export.writer import atomic_write_bytes
     from sediment.git.archive import tree_archive
-    from sediment.git.mirror import Mirror, MirrorReadError
+    from sediment.git.mirror import Mirror
+    from sediment.git.read_error import MirrorReadError
     from sediment.identifiers import render_datetime
     from sediment.importing import kit as trajectory_kit
     from sediment.model.facts import (
@@ -294,7 +295,7 @@ _LAZY: dict[str, str] = {
     "parquet_json_columns": "sediment.export.parquet",
     "Mirror": "sediment.git.mirror",
     "tree_archive": "sediment.git.archive",
-    "MirrorReadError": "sediment.git.mirror",
+    "MirrorReadError": "sediment.git.read_error",
     "CallCapture": "sediment.model.facts",
     "CIOutcome": "sediment.model.facts",
     "InferenceMessage": "sediment.model.facts",

@@ -18,11 +18,11 @@ from functools import cache, cached_property
 from importlib.resources import files
 from importlib.resources.abc import Traversable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
-from referencing import Registry, Resource
-from referencing.jsonschema import DRAFT202012
+if TYPE_CHECKING:  # jsonschema is imported by the first validation, not by every command that loads plugins
+    from jsonschema import Draft202012Validator
+    from referencing import Registry
 
 
 @dataclass(frozen=True)
@@ -107,12 +107,17 @@ class SchemaSet:
 
     @cached_property
     def _registry(self) -> Registry:
+        from referencing import Registry, Resource
+        from referencing.jsonschema import DRAFT202012
+
         resources = [(sid, Resource.from_contents(s, default_specification=DRAFT202012))
                      for sid, s in self._schemas.items()]
         return Registry().with_resources(resources)
 
     def _validator(self, schema_id: str) -> Draft202012Validator:
         if schema_id not in self._validators:
+            from jsonschema import Draft202012Validator
+
             self._validators[schema_id] = Draft202012Validator(self._schemas[schema_id], registry=self._registry)
         return self._validators[schema_id]
 

@@ -25,17 +25,20 @@ import heapq
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sediment.plugin import (
     CIOutcome,
     CIResolution,
     CIWorkflowResolution,
     CommitKey,
-    Mirror,
     MirrorReadError,
     finished_time,
     sortable_time,
 )
+
+if TYPE_CHECKING:  # only annotations: a bundle-only export loads no pygit2
+    from sediment.plugin import Mirror
 
 RunKey = tuple[str, str, str, str, str]
 

@@ -30,19 +30,21 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sediment.plugin import (
     CIOutcome,
     CIResolutionResult,
     CIWorkflowResolution,
     CommitKey,
-    Mirror,
     MirrorReadError,
     canonical_digest,
 )
 
 from .run_order import ResolvedRun, commit_ancestry, order_runs, run_key
+
+if TYPE_CHECKING:  # only annotations: a bundle-only export loads no pygit2
+    from sediment.plugin import Mirror
 
 #: The derivation's own skip reasons, in vocabulary order (the registry puts the CI resolver's
 #: reasons in front).

@@ -15,7 +15,6 @@ from types import FrameType
 
 import typer
 
-from sediment import __version__
 from sediment.cli import console, help_text
 from sediment.cli.demo import demo
 from sediment.cli.derive import derive
@@ -70,6 +69,8 @@ help_text.summarize(app)
 
 def _version(value: bool) -> None:
     if value:
+        from sediment import __version__  # read from the installed metadata: only --version pays for it
+
         console.show(f"sediment {__version__}")
         raise typer.Exit()
 

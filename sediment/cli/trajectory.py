@@ -15,7 +15,6 @@ import typer
 from sediment.cli import console, input_files, settings
 from sediment.errors import UsageError
 from sediment.ingest import IngestError
-from sediment.ingest.reading.files import EMPTY
 from sediment.output_paths import writing
 
 trajectory_app = typer.Typer(
@@ -103,6 +102,7 @@ def export_atif(records: Path = typer.Argument(..., help="Canonical records (JSO
                 version: str = typer.Option("ATIF-v1.8", "--version", help="ATIF-v1.8 or ATIF-v1.7.")) -> None:
     """Write each record as an ATIF document, with outcome, verification and every loss in a sidecar."""
     from sediment.ingest.reading.compressed import InputUnreadable, open_input
+    from sediment.ingest.reading.files import EMPTY
     from sediment.trajectory import TrajectoryError, from_json
     from sediment.trajectory.atif import ATIF_VERSIONS, write_atif
 

@@ -33,13 +33,13 @@ from sediment.evidence.attributed_calls import CommitAttributions, commit_attrib
 from sediment.evidence.recipe import Recipe
 from sediment.evidence.rollout import RolloutEvidence
 from sediment.evidence.verifier_commands import VerifierCommands
-from sediment.git.mirror import Mirror
-from sediment.git.mirror_root import MirrorRoot
 from sediment.git.repositories import RepositoryContext
 from sediment.model.facts import CIOutcome
 from sediment.model.rollout import Rollout
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the git layer (pygit2) loads when a mirror is opened, not for a bundle-only export
+    from sediment.git.mirror import Mirror
+    from sediment.git.mirror_root import MirrorRoot
     from sediment.model.policy import DerivationPolicy
     from sediment.settings import SettingsSources
     from sediment.store import FactStore

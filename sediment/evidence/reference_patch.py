@@ -4,11 +4,14 @@ in the verifier repository to the exact verified commit, read from the mirror.""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sediment.ci.resolution import CIResolution, CommitKey, commit_key_of
-from sediment.git.mirror import MirrorReadError
-from sediment.git.mirror_root import MirrorRoot
+from sediment.git.read_error import MirrorReadError
 from sediment.model.rollout import Rollout
+
+if TYPE_CHECKING:  # the git layer (pygit2) loads when a mirror is read, not for a bundle-only export
+    from sediment.git.mirror_root import MirrorRoot
 
 #: The reasons patch resolution can decline with, in vocabulary order.
 PATCH_SKIP_REASONS: tuple[str, ...] = (

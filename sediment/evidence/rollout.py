@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sediment.ci.resolution import (
     DEFAULT_CI_POLICY,
@@ -36,12 +36,14 @@ from sediment.ci.transitions import TestTransitions, TransitionDecline, derive_t
 from sediment.evidence.recipe import Recipe
 from sediment.evidence.reference_patch import ReferencePatch, resolve_reference_patch
 from sediment.evidence.verifier_commands import VerifierCommands
-from sediment.git.mirror_root import MirrorRoot
 from sediment.git.repositories import RepositoryContext, repository_sort_key
 from sediment.model.facts import CIOutcome, TextPart, ToolDefinition
 from sediment.model.repository_evidence import identity_of
 from sediment.model.rollout import Rollout, Turn
 from sediment.records import plain
+
+if TYPE_CHECKING:  # the git layer (pygit2) loads when a mirror is opened, not for a bundle-only export
+    from sediment.git.mirror_root import MirrorRoot
 
 NON_TEXT_MARKER = "[non-text content omitted]"
 REWARD_SOURCES = {"passed": "resolved_ci_pass", "failed": "resolved_ci_fail"}

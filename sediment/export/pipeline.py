@@ -17,7 +17,7 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sediment.ci.resolution import DEFAULT_CI_POLICY, CIResolutionPolicy
 from sediment.errors import ConfigurationError, UsageError
@@ -44,13 +44,15 @@ from sediment.export.writer import (
     claim_directory,
     generation_lock,
 )
-from sediment.git.mirror_root import MirrorRoot
 from sediment.git.repositories import RepositoryContext
 from sediment.host.kinds import Objective
 from sediment.host.registry import PluginRegistry, load_registry
 from sediment.output_paths import writing
 from sediment.parallel import engine_name, ordered_chunks, require_shared_store
 from sediment.settings import PluginSettings, SettingsSources
+
+if TYPE_CHECKING:  # the git layer (pygit2) loads when a mirror is opened, not for a bundle-only export
+    from sediment.git.mirror_root import MirrorRoot
 
 #: The file formats a profile export can write its data files in (`--format`).
 DATA_FORMATS: tuple[str, ...] = ("jsonl", "parquet")

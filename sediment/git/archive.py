@@ -8,15 +8,17 @@ from __future__ import annotations
 import gzip
 import io
 import tarfile
+from typing import TYPE_CHECKING
 
-from sediment.git.mirror import Mirror
+if TYPE_CHECKING:  # a caller holds an open Mirror already: importing this module needs no pygit2
+    from sediment.git.mirror import Mirror
 
 _SYMLINK = 0o120000
 _EXECUTABLE = 0o100755
 
 
 def tree_archive(mirror: Mirror, sha: str) -> bytes:
-    """The tar.gz of ``sha``'s tree; a failed read raises :class:`~sediment.git.mirror.MirrorReadError`."""
+    """The tar.gz of ``sha``'s tree; a failed read raises :class:`~sediment.git.read_error.MirrorReadError`."""
     when = mirror.committer_time(sha)
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.PAX_FORMAT) as tar:

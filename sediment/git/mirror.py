@@ -10,12 +10,10 @@ from dataclasses import dataclass
 
 import pygit2
 
+from sediment.git.read_error import MirrorReadError as MirrorReadError
+
 NOTES_REF = "refs/notes/sediment"
 GIT_AI_NOTES_REF = "refs/notes/ai"  #: git-ai's authorship notes (sediment.git.ai_notes)
-
-
-class MirrorReadError(Exception):
-    """A git read (ancestry, parent, diff) failed inside an existing mirror."""
 
 
 @dataclass(frozen=True)

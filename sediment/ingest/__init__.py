@@ -9,9 +9,12 @@ message naming the offending field; the command layer adds the file and line.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from sediment.errors import ExitCode, SedimentError
-from sediment.model.facts import FactModel
+
+if TYPE_CHECKING:  # only an annotation: importing the Fact models (and sqlalchemy) waits for a translator
+    from sediment.model.facts import FactModel
 
 
 class TranslationError(ValueError):
