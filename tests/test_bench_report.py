@@ -59,3 +59,19 @@ def test_the_cost_curve_axes_take_positive_counts_only() -> None:
     for bad in ("", "10,x", "0,4", "-1"):
         with pytest.raises(argparse.ArgumentTypeError, match="positive integers"):
             _counts(bad)
+
+
+def test_a_one_pass_run_reuses_the_input_a_run_of_the_same_profile_kept(tmp_path: Path) -> None:
+    """bench/once.py: ``--synthesize-only`` writes the input and its manifest; the measured pass
+    of the same profile and compression reads it back (the same files and figures) instead of
+    writing it again, and another profile writes its own."""
+    import once
+
+    profile = Profile("tiny", 3, 3)
+    written, seconds = once.inputs(profile, tmp_path, "zst")
+    assert seconds is not None and written.call_files and all(p.exists() for p in written.call_files)
+    stamp = written.call_files[0].stat().st_mtime_ns
+    found, again = once.inputs(profile, tmp_path, "zst")
+    assert again is None and found == written and found.call_files[0].stat().st_mtime_ns == stamp
+    other, rewritten = once.inputs(Profile("tiny", 4, 3), tmp_path, "zst")
+    assert rewritten is not None and other.calls > written.calls
