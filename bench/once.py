@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -52,15 +53,27 @@ def inputs(profile: Profile, work: Path, compression: str) -> tuple[Synthesis, f
     return data, seconds
 
 
+def _said(run_stage: Callable[..., Any]) -> Callable[..., Any]:
+    """``run_stage`` that also prints each stage's figures on stderr as it ends (a long pass
+    stopped half way still shows what it measured)."""
+    def run(name: str, *args: Any) -> Any:
+        stage = run_stage(name, *args)
+        print(f"{name}: {stage.seconds:.1f} s, peak RSS {stage.peak_rss_mb:,.0f} MB", file=sys.stderr, flush=True)
+        return stage
+    return run
+
+
 def run_once(profile: Profile, work: Path, workers: int, run_stage: Callable[..., Any],
              floors: Callable[[list[Path]], tuple[float, float]], env: dict[str, str],
              compression: str = "zst") -> dict[str, Any]:
+    run_stage = _said(run_stage)
     data, synth_seconds = inputs(profile, work, compression)
     home = work / "home"
     for stale in (home, work / "bundle", work / "out"):
         shutil.rmtree(stale, ignore_errors=True)
     env = dict(env, SEDIMENT_HOME=str(home))
     read, parse = floors(data.call_files + data.webhook_files)
+    print(f"floors: read {read:.1f} s, orjson parse {parse:.1f} s", file=sys.stderr, flush=True)
     w = ["--workers", str(workers)]
     out = work / "out"
     stages = [
