@@ -32,6 +32,7 @@ from sediment.plugin import (
     ToolCallResponsePart,
     ToolDefinition,
 )
+from sediment.plugin import chat_tools as shared_chat_tools
 
 #: The keys of every emitted message, in order.
 MESSAGE_KEYS: tuple[str, ...] = ("role", "content", "tool_calls", "tool_call_id", "name", "reasoning_content")
@@ -183,13 +184,7 @@ def chat_tool(tool: ToolDefinition) -> dict[str, Any]:
     when the request sent them, ``parameters`` as sent (null when it sent none)."""
     if tool.type != "function":
         raise Decline("non_function_tool")
-    function: dict[str, Any] = {"name": tool.name}
-    if tool.description is not None:
-        function["description"] = tool.description
-    function["parameters"] = tool.parameters
-    if tool.strict is not None:
-        function["strict"] = tool.strict
-    return {"type": "function", "function": function}
+    return shared_chat_tools((tool,))[0]  # the shape every trainer row holds (sediment.plugin.chat_tools)
 
 
 def chat_tools(tools: Sequence[ToolDefinition]) -> list[dict[str, Any]]:
