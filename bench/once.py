@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -32,9 +33,8 @@ OBJECTIVES = ("sft", "diff-sft", "dpo")
 
 def inputs(profile: Profile, work: Path, compression: str) -> tuple[Synthesis, float | None]:
     """The profile's synthesized input under ``work/inputs``: read from its manifest when a
-    run of the same profile and compression wrote it, else written (and its seconds)."""
-    import time
-
+    run of the same profile and compression wrote it and its files are all there, else written
+    (and its seconds)."""
     manifest = work / "inputs" / "synthesis.json"
     key = {"profile": asdict(profile), "compression": compression}
     if manifest.exists():
@@ -44,7 +44,8 @@ def inputs(profile: Profile, work: Path, compression: str) -> tuple[Synthesis, f
             for name in ("call_files", "webhook_files", "decision_files"):
                 setattr(data, name, [Path(p) for p in getattr(data, name)])
             data.origin = Path(data.origin)
-            return data, None
+            if all(p.exists() for p in (*data.call_files, *data.webhook_files, *data.decision_files, data.origin)):
+                return data, None
     shutil.rmtree(work / "inputs", ignore_errors=True)
     start = time.perf_counter()
     data = synthesize(profile, work / "inputs", compression=compression)
