@@ -25,6 +25,7 @@ from sediment.model.facts import (
 )
 from sediment.records import decode_record, encode_plain_record, encode_record, plain
 from sediment.store import FactStore, PreparedFacts, StoreError, schema
+from sediment.store.blob_codec import ZSTD_MAGIC, unpack
 from sediment.testing import ORG, T0, call, conversation, message, outcome
 
 
@@ -117,6 +118,28 @@ def test_replayed_context_is_stored_once(store_url: str) -> None:
     assert stored["total"] <= 1.5 * unique_bytes
     assert replayed > 40 * stored["total"]
     assert store.calls_for_session(ORG, "s1") == calls
+
+
+def test_blobs_are_zstandard_frames_and_a_store_of_zlib_blobs_still_reads(store_url: str) -> None:
+    """Blobs are written as Zstandard frames; a store written before (zlib streams) reads back the
+    same calls, and appending to it keeps both kinds readable side by side."""
+    store = FactStore(store_url)
+    calls = conversation("s1", turns=3)
+    store.append(calls)
+    with store.engine.begin() as conn:
+        rows = conn.execute(select(schema.blobs.c.blob_hash, schema.blobs.c.content)).all()
+        assert rows and all(content.startswith(ZSTD_MAGIC) for _, content in rows)
+        for digest, content in rows:  # as a store of an earlier version holds them
+            old = zlib.compress(unpack(content), 1)
+            assert not old.startswith(ZSTD_MAGIC)
+            conn.execute(update(schema.blobs).where(schema.blobs.c.blob_hash == digest).values(content=old))
+    store.close()
+    reopened = FactStore(store_url)
+    assert reopened.calls_for_session(ORG, "s1") == calls
+    more = conversation("s2", turns=2)
+    reopened.append(more)
+    assert reopened.calls_for_session(ORG, "s1") == calls
+    assert reopened.calls_for_session(ORG, "s2") == more
 
 
 def test_quarantine_and_release(store_url: str) -> None:
@@ -213,7 +236,7 @@ def test_version_1_store_migrates_forward(store_url: str) -> None:
     assert migrated.schema_version() == schema.SCHEMA_VERSION == 7
     with migrated.engine.connect() as conn:
         [(content,)] = conn.execute(select(schema.blobs.c.content).where(schema.blobs.c.blob_hash == digest)).all()
-    assert zlib.decompress(content).decode() == record
+    assert content.startswith(ZSTD_MAGIC) and unpack(content).decode() == record  # rewritten by the migration
     migrated.append(conversation("s1", turns=2))
     assert len(migrated.calls_for_session(ORG, "s1")) == 2
     [old_call] = migrated.calls_for_session(ORG, "s0")
@@ -291,9 +314,9 @@ def test_a_sessions_tool_list_is_stored_once(store_url: str, tmp_path_factory: p
     with store.engine.connect() as conn:
         hashes = {h for (h,) in conn.execute(select(schema.inference_calls.c.tools_hash))}
         stored = [c for (c,) in conn.execute(select(schema.blobs.c.content))
-                  if zlib.decompress(c) == tools_record]
+                  if unpack(c) == tools_record]
     assert len(hashes) == 1 and len(stored) == 1
-    assert decode_record(zlib.decompress(stored[0]).decode()) == [plain(t) for t in tool_set()]
+    assert decode_record(unpack(stored[0]).decode()) == [plain(t) for t in tool_set()]
     # In bytes: the same calls without tools cost exactly one blob and 50 hashes less.
     without = FactStore(f"sqlite:///{tmp_path_factory.mktemp('bare') / 'f.db'}")
     without.append(bare)
@@ -327,7 +350,7 @@ def test_a_call_without_tools_stores_the_bytes_it_always_did(store_url: str) -> 
         "a541255ba83f1a60aca6694511e5a9d9711c28557163223a615ebe4ca54863ed",
         "82182df793d513a2048a4ad8ea4922f0f8d8d41f66cbceb82dbeb9159715a711",
     ])
-    assert store.stored_bytes() == {"blobs": 519, "calls": 229, "other_facts": 0, "total": 748}
+    assert store.stored_bytes() == {"blobs": 540, "calls": 229, "other_facts": 0, "total": 769}  # blobs as Zstandard frames
     assert store.calls_for_session("acme", "s1") == [fact]
 
 
@@ -605,7 +628,7 @@ def test_the_store_holds_the_same_bytes_however_the_calls_were_batched(store_url
         with store.engine.connect() as conn:
             records = {r for (r,) in conn.execute(select(schema.inference_calls.c.record))}
             bodies = {d for (d, c) in conn.execute(select(schema.blobs.c.blob_hash, schema.blobs.c.content))
-                      if "inference_call_id" in zlib.decompress(c).decode()}
+                      if "inference_call_id" in unpack(c).decode()}
         assert bodies == records
 
 

@@ -27,6 +27,7 @@ from sediment.model.facts import InferenceCall
 from sediment.model.policy import DerivationPolicy
 from sediment.records import decode_record, encode_record, plain, sha256_hex
 from sediment.store import FactStore, StoreError, schema
+from sediment.store.blob_codec import unpack
 from sediment.store.ids import fact_id, inference_call_id
 from sediment.testing import ORG, call, message
 
@@ -157,7 +158,7 @@ def _body(conn: Any, fact_id_: str) -> tuple[str, dict[str, Any]]:
     calls = schema.inference_calls
     digest = conn.execute(select(calls.c.record).where(calls.c.fact_id == fact_id_)).scalar_one()
     content = conn.execute(select(schema.blobs.c.content).where(schema.blobs.c.blob_hash == digest)).scalar_one()
-    return digest, decode_record(zlib.decompress(content).decode("ascii"))
+    return digest, decode_record(unpack(content).decode("ascii"))
 
 
 def _point_at(conn: Any, row_id: str, base: str) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import zlib
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from typing import Any
@@ -13,6 +12,7 @@ from sqlalchemy import Column, Connection, MetaData, String, Table, Text, bindpa
 from sediment.model.facts import CIOutcome, DeveloperDecision
 from sediment.records import canonical_json, decode_record, encode_record, sha256_hex, sortable_time
 from sediment.store import schema
+from sediment.store.blob_codec import pack, unpack
 from sediment.store.ids import fact_id as derived_id
 from sediment.store.keys import ci_outcome_key, decision_key
 
@@ -27,7 +27,7 @@ def _v1_to_v2(conn: Connection) -> None:
     rows = conn.execute(select(old.c.message_hash, old.c.record)).all()
     for start in range(0, len(rows), 1000):
         conn.execute(schema.blobs.insert(), [
-            {"blob_hash": digest, "content": zlib.compress(record.encode("ascii"), 1)}
+            {"blob_hash": digest, "content": pack(record.encode("ascii"))}
             for digest, record in rows[start:start + 1000]
         ])
     old.drop(conn)
@@ -37,7 +37,7 @@ def _v1_to_v2(conn: Connection) -> None:
         body = record.encode("ascii")
         digest = sha256_hex(body)
         conn.execute(schema.blobs.insert().prefix_with("OR IGNORE") if conn.dialect.name == "sqlite" else
-                     schema.blobs.insert(), [{"blob_hash": digest, "content": zlib.compress(body, 1)}])
+                     schema.blobs.insert(), [{"blob_hash": digest, "content": pack(body)}])
         delta = json.dumps({"base": None, "keep": 0, "add": json.loads(inputs)}, separators=(",", ":"))
         conn.execute(calls.update().where(calls.c.fact_id == fact_id).values(record=digest, input_hashes=delta))
 
@@ -124,7 +124,7 @@ def _rekey_session(conn: Connection, org_id: str, session_id: str) -> None:
             body["inference_call_id"] = renamed.get(row.fact_id, row.fact_id)
             encoded = encode_record(body).encode("ascii")
             record = sha256_hex(encoded)
-            new_bodies[record] = zlib.compress(encoded, 1)
+            new_bodies[record] = pack(encoded)
             replaced.add(row.record)
         updates.append({"old": row.fact_id, "new_id": renamed.get(row.fact_id, row.fact_id), "new_record": record,
                         "new_key": keys.get(row.fact_id, row.natural_key),
@@ -202,7 +202,7 @@ def _blob_contents(conn: Connection, digests: Iterable[str]) -> dict[str, str]:
     for part in _parts(set(digests)):
         query = select(schema.blobs.c.blob_hash, schema.blobs.c.content).where(schema.blobs.c.blob_hash.in_(part))
         for digest, content in conn.execute(query):
-            found[digest] = zlib.decompress(content).decode("ascii")
+            found[digest] = unpack(content).decode("ascii")
     return found
 
 

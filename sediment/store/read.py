@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import json
-import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -27,6 +26,7 @@ from sediment.model.facts import (
 from sediment.model.repository_evidence import EVIDENCE_TABLES, RepositoryEvidence, evidence_of_all
 from sediment.records import decode_record
 from sediment.store import schema
+from sediment.store.blob_codec import unpack
 from sediment.store.engine import StoreError
 from sediment.store.interning import expand, references
 from sediment.store.keys import MODELS
@@ -130,7 +130,7 @@ class FactReader(QuarantineLog):
             query = select(schema.blobs.c.blob_hash, schema.blobs.c.content).where(
                 schema.blobs.c.blob_hash.in_(hashes[start:start + 500]))
             for digest, content in conn.execute(query):
-                found[digest] = decode_record(zlib.decompress(content).decode("ascii"))
+                found[digest] = decode_record(unpack(content).decode("ascii"))
         missing = wanted - set(found)
         if missing:
             raise StoreError(f"fact store is missing {len(missing)} content blob(s), e.g. {min(missing)}")

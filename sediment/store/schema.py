@@ -3,9 +3,9 @@
 Content is stored as canonical record JSON in ``TEXT`` (never JSONB): NaN, infinities, lone
 surrogates and NUL survive because the record escapes them. Typed columns own every query.
 Message content (and the replayed message lists of a call's ``raw`` payload) is stored once,
-content-addressed, in ``blobs``: zlib-compressed canonical record text keyed by the SHA-256 of
-the uncompressed text. So is a call's tool list, one blob per distinct list
-(``inference_calls.tools_hash``; NULL when the call declared none).
+content-addressed, in ``blobs``: compressed canonical record text
+(:mod:`sediment.store.blob_codec`) keyed by the SHA-256 of the uncompressed text.
+So is a call's tool list, one blob per distinct list (``inference_calls.tools_hash``; NULL when the call declared none).
 Per-test results (``test_case_results``) are queried by ``(org_id, repo, commit_sha)`` and carry
 their run attempt (``provider``, ``run_id``, ``run_attempt``) and ``test_id`` as columns too.
 Each Fact table has a ``natural_key`` with a UNIQUE index, so a redelivered Fact collapses

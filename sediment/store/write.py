@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import copy
 import json
-import zlib
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from sediment.model.facts import (
 )
 from sediment.records import decode_record, encode_plain_record, encode_record, plain, sha256_hex, sortable_time
 from sediment.store import schema
+from sediment.store.blob_codec import pack, unpack
 from sediment.store.engine import StoreEngine, StoreError
 from sediment.store.interning import intern
 from sediment.store.keys import fact_org, table_and_key
@@ -210,7 +210,7 @@ class FactWriter(StoreEngine):
             content = conn.execute(select(schema.blobs.c.content).where(schema.blobs.c.blob_hash == digest)).scalar()
         if content is None:
             raise StoreError(f"fact store is missing the body blob {digest} of a call being written")
-        body = decode_record(zlib.decompress(content).decode("ascii"))  # interned: the delta dicts are as written
+        body = decode_record(unpack(content).decode("ascii"))  # interned: the delta dicts are as written
         for kind, delta in changes.items():
             path = kind.removeprefix("raw:").split("/")
             holder = body["raw"]
@@ -221,7 +221,7 @@ class FactWriter(StoreEngine):
         rebased = sha256_hex(record)
         dropped.add(digest)
         if rebased not in self._known_blobs:
-            blobs[rebased] = zlib.compress(record, 1)
+            blobs[rebased] = pack(record)
             self._known_blobs.add(rebased)
         return rebased
 
@@ -278,7 +278,7 @@ class FactWriter(StoreEngine):
 
     def _queue_blob(self, digest: str, record: bytes) -> None:
         if digest not in self._known_blobs:
-            self._pending_blobs[digest] = zlib.compress(record, 1)
+            self._pending_blobs[digest] = pack(record)
             self._known_blobs.add(digest)
             if len(self._known_blobs) > KNOWN_BLOBS_LIMIT:
                 self._known_blobs = set(self._pending_blobs)
