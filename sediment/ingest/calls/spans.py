@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any, Final
 
-from sediment.ingest.reading.json_text import _TOKEN, MAX_DEPTH, JsonReader, RecordProblem, _skip_ws, _utf8, too_deep
+from sediment.ingest.reading.json_text import _TOKEN, MAX_DEPTH, JsonReader, RecordProblem, _skip_ws, _utf8
 
 #: The replayed lists read span by span, as paths of plain keys (the same lists the store keeps
 #: as content blobs).
@@ -130,9 +130,7 @@ class SpanReader(JsonReader):
                 self.reused += 1
                 end = index + len(span)
             else:
-                value, end = self.value_at(text, index)
-                if too_deep(value, MAX_DEPTH - LIST_LEVEL):
-                    return None, index
+                value, end = self.value_at(text, index, MAX_DEPTH - LIST_LEVEL)  # deeper: parsed whole
                 self.parsed += 1
                 span = text[index:end]
                 element = _Element(value) if span[0] in "{[" else None  # a scalar's end needs lookahead

@@ -162,8 +162,9 @@ class JsonReader:
             raise RecordProblem(f"not JSON: Extra data (column {end + 1})", syntax=True)
         return value
 
-    def value_at(self, text: str, index: int) -> tuple[Any, int]:
-        """The JSON value starting at ``index`` and the index after it."""
+    def value_at(self, text: str, index: int, depth: int = MAX_DEPTH) -> tuple[Any, int]:
+        """The JSON value starting at ``index`` and the index after it; nesting beyond ``depth``
+        levels is a RecordProblem (only a value of more than ``2 * depth`` characters can)."""
         self._duplicates.clear()
         try:
             value, end = self._decoder.raw_decode(text, index)
@@ -180,8 +181,8 @@ class JsonReader:
             raise RecordProblem(f"not JSON: {message}") from None
         if self._duplicates:
             raise RecordProblem(f"duplicate key {self._duplicates[0]!r}")
-        if len(text) > 2 * MAX_DEPTH and too_deep(value):
-            raise RecordProblem(f"nested deeper than {MAX_DEPTH} levels")
+        if end - index > 2 * depth and too_deep(value, depth):
+            raise RecordProblem(f"nested deeper than {depth} levels")
         return value, end
 
 
