@@ -64,6 +64,15 @@ def _said(run_stage: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
+def objectives_with_workers(names: tuple[str, ...]) -> set[str]:
+    """Those of ``names`` whose exports take ``--workers`` (objectives that declare their
+    Sessions independent)."""
+    from sediment.host.registry import load_registry
+
+    objectives = load_registry().objectives
+    return {name for name in names if objectives[name].info.sessions_independent}
+
+
 def run_once(profile: Profile, work: Path, workers: int, run_stage: Callable[..., Any],
              floors: Callable[[list[Path]], tuple[float, float]], env: dict[str, str],
              compression: str = "zst") -> dict[str, Any]:
@@ -89,9 +98,11 @@ def run_once(profile: Profile, work: Path, workers: int, run_stage: Callable[...
         stages.append(run_stage(f"export rlvr {target}", ["export", "rlvr", "--target", target, "--from",
                                                           str(work / "bundle"), "--out", str(out / target), *w],
                                 env, data.input_bytes, data.calls))
+    parallel = objectives_with_workers(OBJECTIVES)
     for objective in OBJECTIVES:
         stages.append(run_stage(f"export {objective}", ["export", objective, "--from", str(work / "bundle"), "--out",
-                                                        str(out / objective)], env, data.input_bytes, data.calls))
+                                                        str(out / objective), *(w if objective in parallel else [])],
+                                env, data.input_bytes, data.calls))
     stages.append(run_stage("export recovery (store)", ["export", "recovery", "--out", str(out / "recovery")], env,
                             data.input_bytes, data.calls))
     return {"profile": profile, "workers": workers, "data": data, "synth_seconds": synth_seconds,

@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
+from once import objectives_with_workers
 from synth import COMPRESSIONS, PROFILES, Profile, Synthesis, synthesize
 
 from sediment.ingest.reading.compressed import open_input
@@ -149,6 +150,7 @@ def run_profile(profile: Profile, work: Path, workers: int, repeat: int = 3, com
     by_workers: dict[int, list[Stage]] = {}
     # Worker counts alternate and each stage runs `repeat` times (the fastest counts), so a
     # noisy neighbour on a shared machine skews both sides alike.
+    parallel_objectives = objectives_with_workers(OBJECTIVES_FROM_BUNDLE)
     for attempt in range(repeat):
         for count in sorted({1, workers}):
             bundle = work / f"bundle-w{count}-{attempt}"
@@ -160,11 +162,12 @@ def run_profile(profile: Profile, work: Path, workers: int, repeat: int = 3, com
                                       ["export", "rlvr", "--target", target, "--from", str(bundle), "--out",
                                        str(work / f"out-w{count}-{attempt}" / target), *w], env, call_bytes,
                                       data.calls))
-            # objectives without targets project in one process (no --workers)
+            # an objective without targets takes --workers when it declares its Sessions independent
             for objective in OBJECTIVES_FROM_BUNDLE:
                 runs.append(run_stage(f"export {objective} (workers {count})",
                                       ["export", objective, "--from", str(bundle), "--out",
-                                       str(work / f"out-w{count}-{attempt}" / objective)], env, call_bytes,
+                                       str(work / f"out-w{count}-{attempt}" / objective),
+                                       *(w if objective in parallel_objectives else [])], env, call_bytes,
                                       data.calls))
             best = by_workers.get(count)
             by_workers[count] = runs if best is None else [min(a, b, key=lambda s: s.seconds)

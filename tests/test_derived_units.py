@@ -83,6 +83,9 @@ def test_the_unit_vocabulary_starts_with_the_resolvers_reasons() -> None:
     ({"unit_skip_reasons": ("a", "a")}, "skip reasons must be unique snake_case words"),
     ({"units": "move"}, "units 'move' is also a population's label"),
     ({"populations": {}, "target_populations": {"tasks": "task"}}, "only one without targets derives its own units"),
+    ({"sessions_independent": True}, "sessions_independent is for an objective that projects Sessions"),
+    ({"sessions_independent": True, "unit_skip_reasons": (), "populations": {},
+      "target_populations": {"tasks": "task"}}, "sessions_independent is for an objective that projects Sessions"),
 ])
 def test_malformed_unit_declarations_are_refused(changes: dict[str, Any], message: str) -> None:
     declared: dict[str, Any] = {"title": "T", "unit": "CI transition", "units": "transitions",

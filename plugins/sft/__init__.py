@@ -88,6 +88,7 @@ def describe_objective() -> ObjectiveInfo:
         description=DESCRIPTION,
         remedies=REMEDIES,
         help=HELP,
+        sessions_independent=True,  # one Session's samples read that Session alone
     )
 
 

@@ -295,10 +295,13 @@ def _parameters(objective: Objective) -> list[inspect.Parameter]:
         help="One plugin setting (repeatable); overrides the environment and --config.")))
     params.append(_option("as_json", bool, typer.Option(
         False, "--json", help="Print the summary as one JSON object on stdout.")))
-    if info.has_targets:
+    if info.has_targets or info.sessions_independent:
         params.append(_option("workers", int, typer.Option(
             1, "--workers", "-w", min=1,
-            help="Processes projecting Rollouts in parallel (the files are byte-identical for any count).")))
+            help=("Processes projecting Rollouts in parallel (the files are byte-identical for any count)."
+                  if info.has_targets else "Processes projecting runs of Sessions in parallel (the files are "
+                  "byte-identical for any count; a --profile export adapts its rows in one process)."))))
+    if info.has_targets:
         params.append(_option("engine", str | None, typer.Option(
             None, "--engine", metavar="local|ray", envvar="SEDIMENT_ENGINE", show_envvar=True,
             help=settings.ENGINE_HELP)))

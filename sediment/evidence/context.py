@@ -138,8 +138,12 @@ class ExportContext:
 
     def __init__(self, evidence: Evidence, *, recipe: Recipe, verifier_commands: VerifierCommands | None = None,
                  ci_policy: CIResolutionPolicy = DEFAULT_CI_POLICY, progress: ProgressCallback | None = None,
-                 repositories: RepositoryContext | None = None, settings: SettingsSources | None = None) -> None:
+                 repositories: RepositoryContext | None = None, settings: SettingsSources | None = None,
+                 order: Sequence[int] | None = None) -> None:
         self._evidence = evidence
+        #: The input indexes of the Rollouts read, in export order (default: all of them); a run of
+        #: them is one worker's share of a Sessions-independent objective's export.
+        self._order = order
         #: The repository context CI resolves with (``None``: only legacy outcomes resolve).
         self.repositories = repositories
         self.recipe = recipe
@@ -155,7 +159,11 @@ class ExportContext:
     @property
     def rollout_count(self) -> int:
         """How many Rollouts :meth:`rollouts` yields."""
-        return len(self._evidence.rollouts)
+        return len(self._evidence.rollouts) if self._order is None else len(self._order)
+
+    def _reading_order(self) -> Sequence[int]:
+        """The input indexes of the Rollouts this context reads, in export order."""
+        return export_order(self._evidence.rollouts) if self._order is None else self._order
 
     def rollouts(self) -> Iterator[RolloutEvidence]:
         """Every Rollout of the export, in export order (``(org_id, session_id)``, then input
@@ -163,7 +171,7 @@ class ExportContext:
         the calls' recorded context, computed lazily). One Rollout is resident at a time; asking
         for the next one reports the previous one done."""
         source = self._evidence.rollouts
-        order = export_order(source)
+        order = self._reading_order()
         for position, index in enumerate(order):
             self.read += 1
             yield RolloutEvidence(source[index], mirrors=self.mirrors, verifier_commands=self._verifier_commands,
@@ -197,7 +205,7 @@ class ExportContext:
             raise BundleError("this bundle's Rollouts carry no file attributions (bundle version 3, or the "
                               "upstream layout), which attributed completions come from: derive the bundle again")
         ci_policy = self.label_confidence.ci_resolution
-        order = export_order(source)
+        order = self._reading_order()
         for position, index in enumerate(order):
             completions = derive_attributed_completions(source[index], repositories=self.repositories,
                                                         ci_policy=ci_policy)

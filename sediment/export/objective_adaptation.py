@@ -68,6 +68,7 @@ class ObjectiveProfileProjection(ObjectiveProjection):
                  settings: PluginSettings, schemas: SchemaSet, *, split_enabled: bool,
                  budget: int | None = None) -> None:
         super().__init__(objective, objective_settings)
+        self.parallel_safe = False  # an adapted row carries its position in its file
         self.profile = profile
         self.claim = PROFILE_CLAIM_PREFIX + profile.name
         self.stems = ProfileProjection.stems

@@ -77,6 +77,7 @@ class _ChunkResult:
     counts: dict[Any, int] = field(default_factory=dict)
     bytes: int = 0
     stats: Any = None
+    read: int = 0  # the units an objective's context read
 
 
 def export_objective(
@@ -231,11 +232,10 @@ def _export_into(out: Path, owner: Ownership, projection: Projection | Objective
                              max_stage_bytes=budgets.max_stage_bytes)
         try:
             if isinstance(projection, ObjectiveProjection):
-                context = ExportContext(evidence, recipe=run.recipe, verifier_commands=run.verifier_commands,
-                                        ci_policy=run.ci_policy, progress=run.progress,
-                                        repositories=run.repositories, settings=run.settings)
-                projection.run(context, stage.prepared, tally)
-                units = context.read
+                units = 0
+                for result in _project_chunks(evidence, projection, stage, run):
+                    tally.update(result.tally)
+                    units += result.read
             else:
                 if run.engine == "ray" and projection.parallel_safe and len(evidence.rollouts):
                     from sediment.export.on_ray import project_on_ray
@@ -244,8 +244,7 @@ def _export_into(out: Path, owner: Ownership, projection: Projection | Objective
                                                 run.ci_policy, run.recipe, run.progress, run.workers,
                                                 run.repositories))
                 else:
-                    for result in _project_chunks(evidence, projection, stage, run.verifier_commands, run.ci_policy,
-                                                  run.recipe, run.progress, run.workers, run.repositories):
+                    for result in _project_chunks(evidence, projection, stage, run):
                         tally.update(result.tally)
                 units = len(evidence.rollouts)
             projection.before_publish(tally)
@@ -309,26 +308,37 @@ def export_through_target(
     )
 
 
-def _project_chunks(evidence: Evidence, projection: Projection, stage: StagingStore,
-                    verifier_commands: VerifierCommands, ci_policy: CIResolutionPolicy, recipe: Recipe,
-                    progress: ProgressCallback | None, workers: int,
-                    repositories: RepositoryContext | None) -> Any:
+def _project_chunks(evidence: Evidence, projection: Projection | ObjectiveProjection, stage: StagingStore,
+                    run: ExportRun) -> Any:
     """Project every Rollout in export order, in chunks; yield each chunk's result in order
-    after merging its files into the stage."""
+    after merging its files into the stage.
+
+    A target's projection takes the Rollouts one by one; an objective's reads an
+    :class:`ExportContext` over the chunk's Rollouts (with several workers only when it declares
+    its Sessions independent: ``ObjectiveInfo.sessions_independent``). Either way the chunks are
+    contiguous runs of the export order, so concatenating them gives one process's bytes."""
     rollouts, mirrors = evidence.rollouts, evidence.mirrors
     order = export_order(rollouts)
-    parallel = workers > 1 and len(order) > 1 and projection.parallel_safe
+    parallel = run.workers > 1 and len(order) > 1 and projection.parallel_safe
 
     def project_chunk(chunk: range) -> _ChunkResult:
         files = stage.row_files(f"chunk-{chunk.start:09d}") if parallel else stage.prepared
         result = _ChunkResult(files.directory, Tally(), positions=len(chunk))
-        for position in chunk:
-            unit = RolloutEvidence(rollouts[order[position]], mirrors=mirrors,
-                                   verifier_commands=verifier_commands, ci_policy=ci_policy, recipe=recipe,
-                                   repositories=repositories)
-            projection.project(unit, files, result.tally)
-            if progress is not None and not parallel:
-                progress(position + 1, len(order))
+        progress = None if parallel else run.progress
+        if isinstance(projection, ObjectiveProjection):
+            context = ExportContext(evidence, recipe=run.recipe, verifier_commands=run.verifier_commands,
+                                    ci_policy=run.ci_policy, progress=progress, repositories=run.repositories,
+                                    settings=run.settings, order=order[chunk.start:chunk.stop])
+            projection.run(context, files, result.tally)
+            result.read = context.read
+        else:
+            for position in chunk:
+                unit = RolloutEvidence(rollouts[order[position]], mirrors=mirrors,
+                                       verifier_commands=run.verifier_commands, ci_policy=run.ci_policy,
+                                       recipe=run.recipe, repositories=run.repositories)
+                projection.project(unit, files, result.tally)
+                if progress is not None:
+                    progress(position + 1, len(order))
         if parallel:  # the parent appends these files to its own, then fsyncs those
             files.close()
             take_stats = getattr(rollouts, "take_stats", None)
@@ -338,7 +348,7 @@ def _project_chunks(evidence: Evidence, projection: Projection, stage: StagingSt
 
     done = 0
     after_fork = getattr(rollouts, "after_fork", None)
-    for result in ordered_chunks(project_chunk, len(order), workers if parallel else 1,
+    for result in ordered_chunks(project_chunk, len(order), run.workers if parallel else 1,
                                  on_fork=after_fork if callable(after_fork) else None):
         done += result.positions
         if parallel:  # merged as soon as it and every chunk before it are done
@@ -347,8 +357,8 @@ def _project_chunks(evidence: Evidence, projection: Projection, stage: StagingSt
             merge = getattr(rollouts, "merge_stats", None)
             if result.stats is not None and callable(merge):
                 merge(result.stats)
-            if progress is not None:
-                progress(done, len(order))
+            if run.progress is not None:
+                run.progress(done, len(order))
         yield result
 
 

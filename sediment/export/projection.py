@@ -130,11 +130,11 @@ class ObjectiveProjection:
     from the :class:`~sediment.evidence.context.ExportContext`, the core checks and stages what it
     yields."""
 
-    parallel_safe = False
-
     def __init__(self, objective: Objective, settings: PluginSettings) -> None:
         self.objective = objective
         self.settings = settings
+        #: whether runs of Sessions may be projected in parallel worker processes
+        self.parallel_safe = objective.info.sessions_independent
         self.claim = objective.name
         self.stems: tuple[str, ...] = objective.populations
 

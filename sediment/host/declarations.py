@@ -166,6 +166,12 @@ class ObjectiveInfo:
         ``<name>_bucket_sparsity`` and ``<name>_near_duplicate_buckets`` (``-`` becomes ``_``),
         and a ``--<name>-near-duplicate-threshold`` option; an objective that does not declare
         it and yields a PromptBucket is refused.
+    :param sessions_independent: for an objective with its own populations, its
+        ``project_evidence`` reads one Session at a time (:meth:`~sediment.plugin.ExportContext.rollouts`
+        or :meth:`~sediment.plugin.ExportContext.attributed_completions`, in order) and what it yields for a
+        Session depends on that Session alone: no pairing, counting or budget across Sessions. An
+        export with ``--workers`` N then projects contiguous runs of Sessions in N processes and
+        concatenates their rows in export order, the same bytes as one process. Default off.
     """
 
     title: str
@@ -183,6 +189,7 @@ class ObjectiveInfo:
     unit_skip_reasons: tuple[str, ...] = ()
     remedies: Mapping[str, str] = field(default_factory=dict)
     prompt_buckets: bool = False
+    sessions_independent: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "remedies", _check_remedies(self.remedies, f"objective {self.title}"))
@@ -191,6 +198,9 @@ class ObjectiveInfo:
         object.__setattr__(self, "target_populations", dict(self.target_populations))
         object.__setattr__(self, "unit_skip_reasons", tuple(self.unit_skip_reasons))
         _check_reasons(self.unit_skip_reasons, f"objective {self.title} units")
+        if self.sessions_independent and (self.target_populations or self.unit_skip_reasons):
+            raise ValueError("sessions_independent is for an objective that projects Sessions' Rollouts or attributed "
+                             "completions itself (its own populations, no unit_skip_reasons)")
         if self.unit_skip_reasons and self.target_populations:
             raise ValueError("an objective with targets projects Rollouts; only one without targets derives its "
                              "own units (unit_skip_reasons)")

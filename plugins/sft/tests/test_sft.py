@@ -383,6 +383,34 @@ def test_shuffled_ingest_gives_the_same_bytes(world: World, tmp_path: Path) -> N
     assert any(name.endswith(".jsonl") for name in outputs[0][0])
 
 
+
+def test_workers_project_runs_of_sessions_and_give_one_process_bytes(world: World, tmp_path: Path) -> None:
+    """SFT declares its Sessions independent: with workers, runs of Sessions are projected in
+    separate processes and concatenated in export order; every file (rows and manifests) and
+    the summary are one process's, direct and from a bundle, whatever order the facts came in
+    (tests/test_objective_workers.py holds that the workers really run)."""
+    outputs = []
+    for seed in (None, 3):
+        store, mirrors = load(world, tmp_path, f"w{seed}.db", seed)
+        policy = DerivationPolicy()
+        path, _ = derive_bundle(store, ORG, tmp_path / f"bundle{seed}", policy=policy, mirrors=mirrors)
+        bundle = read_bundle(path)
+        assert len({r.session_id for r in bundle}) >= 3  # several Sessions to share out
+        for workers in (1, 2, 3):
+            rollouts = StoreRollouts(store, ORG, policy=policy, mirrors=mirrors)
+            direct = export_objective(Evidence(rollouts, True, mirrors, rollouts.fragmented_counter),
+                                      tmp_path / f"d{seed}-{workers}", objective="sft", workers=workers)
+            from_bundle = export_objective(Evidence(bundle, bundle.split_enabled, None, bundle.manifest.fragmented),
+                                           tmp_path / f"b{seed}-{workers}", objective="sft", workers=workers)
+            for summary in (direct, from_bundle):
+                summary["written"] = sorted(Path(p).name for p in summary["written"])
+                summary.pop("manifests")
+            outputs.append((snapshot(tmp_path / f"d{seed}-{workers}"), snapshot(tmp_path / f"b{seed}-{workers}"),
+                            direct, from_bundle))
+        store.close()
+    assert all(output == outputs[0] for output in outputs)
+    assert outputs[0][2]["sample_rows"] == 7 and outputs[0][2]["attributed_completions"] == 17
+
 # --- the output directory ------------------------------------------------------------------------
 
 
@@ -465,6 +493,10 @@ def test_cli_direct_and_from_a_bundle(world: World, tmp_path: Path) -> None:
     assert bundled.returncode == 0, bundled.stderr
     assert "wrote" in bundled.stderr and "sample rows" in bundled.stderr
     assert rows_of(tmp_path / "from") == rows_of(tmp_path / "direct")
+    parallel = cli({}, "export", "sft", "--from", str(tmp_path / "bundle"), "--out", str(tmp_path / "w2"),
+                   "--workers", "2")
+    assert parallel.returncode == 0, parallel.stderr
+    assert snapshot(tmp_path / "w2") == snapshot(tmp_path / "from")
     verified = cli({}, "export", "sft", "--recipe", "sft_verified", "--from", str(tmp_path / "bundle"), "--out",
                    str(tmp_path / "verified"), "--json")
     assert json.loads(verified.stdout)["sample_rows"] == 3

@@ -1,0 +1,90 @@
+"""An objective without targets that declares its Sessions independent (SFT) is exported by
+``--workers`` processes, each projecting a run of Sessions, with one process's bytes; one that
+does not (DPO, diff-SFT), and any profile export, is projected in one process."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import sediment.export.pipeline as pipeline
+from sediment.bundle.read import open_bundle
+from sediment.demo import run_demo
+from sediment.evidence.context import Evidence
+from sediment.git.mirror_root import MirrorRoot
+from sediment.host.registry import load_registry
+from sediment.settings import SettingsSources
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("demo") / "demo"
+    run_demo(out)
+    return out
+
+
+def files_of(directory: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def export(demo: Path, out: Path, objective: str, workers: int, *, profile: str | None = None,
+           shuffle: int | None = None) -> dict[str, Any]:
+    bundle = open_bundle(demo / "bundle")
+    rollouts: Any = bundle
+    if shuffle is not None:
+        rollouts = [bundle[i] for i in range(len(bundle))]
+        random.Random(shuffle).shuffle(rollouts)
+    evidence = Evidence(rollouts, bundle.split_enabled, MirrorRoot(demo / "home" / "mirrors"),
+                        bundle.manifest.fragmented, repositories=bundle.repositories)
+    settings = SettingsSources.load(config_file=demo / "inputs" / "settings.toml", environ={})
+    summary = pipeline.export_objective(evidence, out, objective=objective, profile=profile, settings=settings,
+                                        workers=workers)
+    summary["written"] = sorted(Path(p).name for p in summary["written"])
+    summary.pop("manifests")
+    if "compatibility" in summary:
+        summary["compatibility"] = Path(summary["compatibility"]).name
+    return summary
+
+
+@pytest.fixture
+def forked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The worker count every export's chunks were run with."""
+    asked: list[int] = []
+    chunked = pipeline.ordered_chunks
+
+    def counting(job: Any, count: int, workers: int, **options: Any) -> Any:
+        asked.append(workers)
+        return chunked(job, count, workers, **options)
+
+    monkeypatch.setattr(pipeline, "ordered_chunks", counting)
+    return asked
+
+
+def test_only_sft_declares_its_sessions_independent() -> None:
+    objectives = load_registry().objectives
+    assert {name for name, o in objectives.items() if o.info.sessions_independent} == {"sft"}
+
+
+def test_sft_with_workers_gives_one_process_bytes_repeated_and_shuffled(demo: Path, tmp_path: Path,
+                                                                       forked: list[int]) -> None:
+    runs = [(workers, shuffle) for workers in (1, 2, 3) for shuffle in (None, 7)]
+    results = [(files_of(out), summary) for out, summary in (
+        (tmp_path / f"sft-{w}-{s}", export(demo, tmp_path / f"sft-{w}-{s}", "sft", w, shuffle=s)) for w, s in runs)]
+    assert forked == [w for w, _ in runs]  # the workers were really used
+    first_files, first_summary = results[0]
+    assert first_summary["sample_rows"] > 0 and any(name.endswith(".jsonl") for name in first_files)
+    for files, summary in results[1:]:
+        assert files == first_files
+        assert summary == first_summary
+
+
+@pytest.mark.parametrize(("objective", "profile"), [("dpo", None), ("diff-sft", None), ("sft", "hf-trl-sft-v3")])
+def test_the_others_and_profiles_project_in_one_process(demo: Path, tmp_path: Path, forked: list[int],
+                                                        objective: str, profile: str | None) -> None:
+    one = export(demo, tmp_path / "one", objective, 1, profile=profile)
+    two = export(demo, tmp_path / "two", objective, 2, profile=profile)
+    assert forked == [1, 1]
+    assert files_of(tmp_path / "one") == files_of(tmp_path / "two") and one == two
