@@ -78,3 +78,23 @@ def test_a_one_pass_run_reuses_the_input_a_run_of_the_same_profile_kept(tmp_path
     other.call_files[-1].unlink()  # a kept input that lost a file is written again, not read half
     whole, again = once.inputs(Profile("tiny", 4, 3), tmp_path, "zst")
     assert again is not None and whole == other and whole.call_files[-1].exists()
+
+
+def test_the_ingest_phase_table_times_each_phase_of_a_real_ingest(tmp_path: Path) -> None:
+    """bench/ingest_phases.py runs the real ingest of a synthesized input and gives every phase
+    a positive time; the table's rows are the phases, then what no timer covers."""
+    import subprocess
+
+    import once
+
+    written, _ = once.inputs(Profile("tiny", 3, 6), tmp_path, "zst")
+    script = Path(__file__).resolve().parents[1] / "bench" / "ingest_phases.py"
+    done = subprocess.run([sys.executable, str(script), *map(str, written.call_files)], capture_output=True,
+                          text=True, cwd=tmp_path, check=False)
+    assert done.returncode == 0, done.stderr
+    rows = [line.split("|")[1:3] for line in done.stdout.splitlines() if line.startswith("| ") and "---" not in line]
+    names = [name.strip().replace("&nbsp;", "") for name, _ in rows[1:]]
+    assert names == ["parse (span reader)", "translate", "redact content", "store: prepare rows",
+                     "encode, hash, compress blobs", "store: write (SQLite)", "reading and the rest"]
+    assert all(float(seconds) > 0 for _, seconds in rows[1:-1])
+    assert "x the parse floor" in done.stdout.splitlines()[0]
