@@ -122,11 +122,30 @@ class Member:
                 self.completion.sort_key)
 
 
-def prompt_key(messages: Iterable[Any]) -> str:
+#: Each message's text in a prompt key, by the message object's id (the object kept, so an id is
+#: never taken for another object's): a Session's calls share their history's message objects.
+MessageKeys = dict[int, tuple[Any, str]]
+
+
+def _message_key(message: Any) -> str:
+    return json.dumps(message.model_dump(mode="python", exclude_none=True), sort_keys=True, ensure_ascii=False,
+                      allow_nan=True, default=repr)
+
+
+def prompt_key(messages: Iterable[Any], known: MessageKeys | None = None) -> str:
     """The structural prompt: the input messages (null fields left out) as JSON with sorted keys,
-    non-ASCII kept; exact equality of roles, order, parts and scalar types."""
-    dumped = [m.model_dump(mode="python", exclude_none=True) for m in messages]
-    return json.dumps(dumped, sort_keys=True, ensure_ascii=False, allow_nan=True, default=repr)
+    non-ASCII kept; exact equality of roles, order, parts and scalar types. It is the JSON array
+    of each message's own text (``json.dumps`` joins a list's items with ``", "``), so each
+    message is encoded once per ``known`` (one Session's), not once per call that replays it."""
+    texts = []
+    for message in messages:
+        held = None if known is None else known.get(id(message))
+        if held is None or held[0] is not message:
+            held = (message, _message_key(message))
+            if known is not None:
+                known[id(message)] = held
+        texts.append(held[1])
+    return "[" + ", ".join(texts) + "]"
 
 
 def _tools_key(tools: list[dict[str, Any]]) -> str:
@@ -155,9 +174,10 @@ def _label(completions: SessionCompletions, completion: AttributedCompletion, re
     return "rejected", "resolved_ci_fail", None
 
 
-def _admit(completions: SessionCompletions, completion: AttributedCompletion, policy: DPOPolicy
-           ) -> tuple[tuple[str, str, str], Member] | str:
-    """The member's bucket key and itself, or the reason it is not admitted (per AC)."""
+def _admit(completions: SessionCompletions, completion: AttributedCompletion, policy: DPOPolicy,
+           known: MessageKeys | None = None) -> tuple[tuple[str, str, str], Member] | str:
+    """The member's bucket key and itself, or the reason it is not admitted (per AC); ``known``:
+    the Session's message keys so far (:func:`prompt_key`)."""
     call = completions.calls.get(completion.inference_call_id)
     if call is None:
         return "inference_call_not_found"
@@ -184,7 +204,7 @@ def _admit(completions: SessionCompletions, completion: AttributedCompletion, po
         resolver_skipped=Counter(found.skipped),
         capture=None if call.capture is None else capture_row(call.capture),
         tools=chat_tools(call.tools))
-    return (completion.org_id, call.model, prompt_key(call.input_messages)), member
+    return (completion.org_id, call.model, prompt_key(call.input_messages, known)), member
 
 
 def _provenance(member: Member, policy: DPOPolicy) -> Any:
@@ -343,13 +363,16 @@ def spooled_buckets(sessions: Iterable[SessionCompletions], policy: DPOPolicy
             meta: dict[bytes, tuple[str, str, str]] = {}
             seq = 0
             for completions in sessions:
+                known: MessageKeys = {}
                 for completion in completions:
-                    admitted = _admit(completions, completion, policy)
+                    admitted = _admit(completions, completion, policy, known)
                     if isinstance(admitted, str):
                         yield admitted
                         continue
                     (org, model, prompt), member = admitted
-                    digest = hashlib.sha256(json.dumps([org, model, prompt]).encode("ascii")).digest()
+                    # the key's identity: org and model as JSON (no raw newline), a newline, the prompt
+                    digest = hashlib.sha256(json.dumps([org, model]).encode("ascii") + b"\n"
+                                            + prompt.encode("utf-8", "surrogatepass")).digest()
                     if digest not in meta:
                         meta[digest] = (org, model, prompt[:PROMPT_PREFIX])
                         db.execute("INSERT INTO prompt VALUES (?, ?)",

@@ -55,6 +55,7 @@ from pydantic import Field
 
 from sediment.derive.confidence import LabelConfidencePolicy
 from sediment.evidence.representation import REPRESENTATION_REASONS, representation_problem
+from sediment.identifiers import has_unpaired_surrogate
 from sediment.model.facts import (
     InferenceCall,
     InferenceMessage,
@@ -188,11 +189,13 @@ def strict_json(value: Any) -> str:
 
 
 def _result_text(result: Any) -> str:
+    if isinstance(result, str):  # a string's only representation problem is a lone surrogate
+        if has_unpaired_surrogate(result):
+            raise _Declined("unrepresentable_unicode")
+        return result
     problem = representation_problem(result)
     if problem is not None:
         raise _Declined(problem)  # type: ignore[arg-type]  # one of REPRESENTATION_REASONS
-    if isinstance(result, str):
-        return result
     try:
         text = strict_json(result)
     except (TypeError, ValueError):

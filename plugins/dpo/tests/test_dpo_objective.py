@@ -5,6 +5,7 @@ ladder's knobs, schema validation of every row and byte determinism."""
 from __future__ import annotations
 
 import json
+import math
 import random
 from datetime import timedelta
 from pathlib import Path
@@ -505,3 +506,26 @@ def test_buckets_are_visited_in_prompt_order_when_prompts_share_a_long_prefix(
     prompts = [row["prompt"][0]["content"] for row in only_rows(short)]
     assert prompts == sorted(shared + s for s in suffixes)
     assert snapshot(short.out_dir) == snapshot(whole.out_dir)
+
+
+def test_a_prompt_key_is_the_whole_prompts_json_whatever_the_messages_known() -> None:
+    """Each message is encoded once per Session (``known``): the key is still the JSON array of
+    the whole prompt, non-ASCII, NaN and shared message objects included, and a message another
+    object left at a known id is encoded afresh."""
+    from sediment_dpo import pairing
+
+    first, second = message("user", "héllo 🎉"), message("assistant", "x", finish_reason="stop")
+    odd = call("s1", 0, [message("user", "go")], [message("assistant", ToolCallPart(
+        id="t", name="f", arguments={"n": math.nan, "z": 1, "a": [1.5, None]}))]).output_messages[0]
+    prompts = [[], [first], [first, second], [first, second, odd, first], [second]]
+
+    def whole(messages: list[Any]) -> str:  # the key as one json.dumps of the whole prompt
+        return json.dumps([m.model_dump(mode="python", exclude_none=True) for m in messages], sort_keys=True,
+                          ensure_ascii=False, allow_nan=True, default=repr)
+
+    known: dict[int, tuple[Any, str]] = {}
+    assert [pairing.prompt_key(p, known) for p in prompts] == [whole(p) for p in prompts]
+    assert len(known) == 3
+    stale = message("user", "another")
+    known[id(stale)] = (first, "not this message's text")  # an id reused by another object
+    assert pairing.prompt_key([stale], known) == whole([stale])
