@@ -36,6 +36,7 @@ from sediment.plugin import (
     pair_confidence,
     plain,
     put_optional,
+    representable_json_text,
     representation_problem,
     strict_json,
 )
@@ -185,7 +186,14 @@ def _admit(completions: SessionCompletions, completion: AttributedCompletion, po
         return "promptless"
     if call.model is None:
         return "model_absent"
-    mapped = map_conversation(call.input_messages, call.output_messages)
+    try:
+        prompt: str | None = prompt_key(call.input_messages, known)
+    except (TypeError, ValueError):  # keys that cannot be sorted: computed again below, after the mapping
+        prompt = None
+    # a prompt whose key holds no lone surrogate and no non-finite number maps to a representable
+    # prompt (its mapped strings and numbers are the messages'): only the completion is checked
+    representable = prompt is not None and representable_json_text(prompt)
+    mapped = map_conversation(call.input_messages, call.output_messages, prompt_representable=representable)
     conversation: TrainerConversation | None = None
     representation: str | None = None
     if isinstance(mapped, TrainerConversation):
@@ -204,7 +212,8 @@ def _admit(completions: SessionCompletions, completion: AttributedCompletion, po
         resolver_skipped=Counter(found.skipped),
         capture=None if call.capture is None else capture_row(call.capture),
         tools=chat_tools(call.tools))
-    return (completion.org_id, call.model, prompt_key(call.input_messages, known)), member
+    key = prompt if prompt is not None else prompt_key(call.input_messages, known)
+    return (completion.org_id, call.model, key), member
 
 
 def _provenance(member: Member, policy: DPOPolicy) -> Any:
