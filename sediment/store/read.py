@@ -125,7 +125,9 @@ class FactReader(QuarantineLog):
                      .where(table.c.org_id == org_id, table.c.session_id == session_id)
                      .order_by(table.c.observed_at, table.c.fact_id))
             rows = [row for row in conn.execute(query) if row.fact_id not in hidden]
-            bodies = self._read_blobs(conn, {row.record for row in rows})
+            # the bodies alone, their interned long strings unread: an id (at most FACT_ID_MAX_LENGTH
+            # characters) is shorter than any interned string
+            bodies = self._fetch(conn, {row.record for row in rows})
         found = []
         for row in rows:
             body = bodies[row.record]
