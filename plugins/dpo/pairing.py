@@ -367,6 +367,10 @@ def spooled_buckets(sessions: Iterable[SessionCompletions], policy: DPOPolicy
     with tempfile.TemporaryDirectory(prefix="sediment-dpo-") as directory:
         db = sqlite3.connect(Path(directory) / "members.db")
         try:
+            # a scratch file read back by this process only: no rollback journal, no sync, and pages
+            # large enough for a prompt or a member (megabytes each) to take few of them
+            for pragma in ("page_size = 65536", "journal_mode = OFF", "synchronous = OFF"):
+                db.execute(f"PRAGMA {pragma}")
             db.execute("CREATE TABLE prompt (digest BLOB PRIMARY KEY, text BLOB)")
             db.execute("CREATE TABLE member (digest BLOB, seq INTEGER, body BLOB)")
             meta: dict[bytes, tuple[str, str, str]] = {}
