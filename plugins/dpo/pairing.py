@@ -13,6 +13,7 @@ import copy
 import hashlib
 import json
 import pickle
+import re
 import sqlite3
 import tempfile
 from collections import Counter
@@ -128,9 +129,20 @@ class Member:
 MessageKeys = dict[int, tuple[Any, str]]
 
 
+#: An escape of a character at or above U+007F in ``ensure_ascii`` JSON (control characters below
+#: U+0020 are escaped as ``\u00XX`` either way; a literal backslash is ``\\``, which at worst
+#: makes a false alarm).
+_ESCAPED_NON_ASCII = re.compile(r"\\u(?!00[01][0-9a-f])")
+
+
 def _message_key(message: Any) -> str:
-    return json.dumps(message.model_dump(mode="python", exclude_none=True), sort_keys=True, ensure_ascii=False,
-                      allow_nan=True, default=repr)
+    """One message's text in a prompt key (non-ASCII kept). The ASCII encoder is the faster, and
+    gives the same text when no character needed one of its escapes, which is then used."""
+    dumped = message.model_dump(mode="python", exclude_none=True)
+    text = json.dumps(dumped, sort_keys=True, ensure_ascii=True, allow_nan=True, default=repr)
+    if "\\u" in text and _ESCAPED_NON_ASCII.search(text):
+        text = json.dumps(dumped, sort_keys=True, ensure_ascii=False, allow_nan=True, default=repr)
+    return text
 
 
 def prompt_key(messages: Iterable[Any], known: MessageKeys | None = None) -> str:

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sediment_dpo import DPO_SKIP_REASONS, DPOPolicy
 
 from sediment.plugin import CallCapture, Rollout, ToolCallPart, ToolDefinition
@@ -529,3 +531,24 @@ def test_a_prompt_key_is_the_whole_prompts_json_whatever_the_messages_known() ->
     stale = message("user", "another")
     known[id(stale)] = (first, "not this message's text")  # an id reused by another object
     assert pairing.prompt_key([stale], known) == whole([stale])
+
+
+_KEY_TEXT = st.lists(st.characters(codec="utf-8") | st.sampled_from(
+    ["\x00", "\x1b", "\x1f", "\x7f", "\x80", "é", "🎉", "\ud800", "\\", "\\u00e9", "\\u001b", '"', "\n"]),
+    max_size=12).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_KEY_TEXT, key=_KEY_TEXT, number=st.floats(allow_nan=True, allow_infinity=True))
+def test_a_message_key_is_the_non_ascii_json_whichever_encoder_made_it(text: str, key: str, number: float) -> None:
+    """The ASCII encoder's text is taken only when it is the non-ASCII one: control characters,
+    DEL, non-ASCII, lone surrogates and literal backslash-u text included."""
+    from sediment_dpo import pairing
+
+    found = message("user", text) if text else message("user", "x")
+    mixed = call("s1", 0, [found], [message("assistant", ToolCallPart(
+        id="t", name=text or "f", arguments={key: [text, number]}))]).output_messages[0]
+    for value in (found, mixed):
+        assert pairing._message_key(value) == json.dumps(value.model_dump(mode="python", exclude_none=True),
+                                                         sort_keys=True, ensure_ascii=False, allow_nan=True,
+                                                         default=repr)
