@@ -7,6 +7,8 @@ of complete, identity-consistent runs on those commits, its observations, split 
 provenance, and the Session's whole decision and edit-observation populations (for the
 objectives that read them from a bundle). :class:`StoreRollouts` is a lazy sequence: the export pipeline and the bundle
 writer read one Session at a time, so memory does not grow with the number of Sessions.
+:meth:`StoreRollouts.session_commits` derives only a Session's binding to commits (what
+``ExportContext.commit_attributions`` reads), without its message histories.
 
 The org's repository context (:mod:`sediment.git.repositories`) is built once, before the first
 Session: every attributed commit is qualified by it, CI resolution runs with it (outcomes are
