@@ -70,7 +70,11 @@ if TYPE_CHECKING:
     from sediment.evidence.chat_tools import chat_tools, tools_state
     from sediment.evidence.context import ExportContext
     from sediment.evidence.reference_patch import PATCH_SKIP_REASONS, ReferencePatch
-    from sediment.evidence.representation import REPRESENTATION_REASONS, representation_problem
+    from sediment.evidence.representation import (
+        REPRESENTATION_REASONS,
+        representable_json_text,
+        representation_problem,
+    )
     from sediment.evidence.rollout import RolloutEvidence, put_optional, reward_source
     from sediment.evidence.tasks import (
         TASK_REMEDIES,
@@ -210,6 +214,7 @@ __all__ = [
     "plain",
     "put_optional",
     "render_datetime",
+    "representable_json_text",
     "representation_problem",
     "resolve_ci",
     "reward_source",
@@ -266,6 +271,7 @@ _LAZY: dict[str, str] = {
     "PATCH_SKIP_REASONS": "sediment.evidence.reference_patch",
     "ReferencePatch": "sediment.evidence.reference_patch",
     "REPRESENTATION_REASONS": "sediment.evidence.representation",
+    "representable_json_text": "sediment.evidence.representation",
     "representation_problem": "sediment.evidence.representation",
     "RolloutEvidence": "sediment.evidence.rollout",
     "put_optional": "sediment.evidence.rollout",

@@ -13,6 +13,7 @@ import pytest
 
 from sediment import export_rlvr_from_bundle, export_rlvr_from_rollouts
 from sediment.derive.sessions import StoreRollouts, attach_decisions, derive_bundle
+from sediment.evidence.attributed_calls import SessionCommits
 from sediment.evidence.verifier_commands import VerifierCommands
 from sediment.git.mirror_root import MirrorRoot
 from sediment.git.mirror_writer import MirrorWriter
@@ -134,6 +135,25 @@ def test_direct_export_equals_bundle_export(world: dict[str, Any], tmp_path: Pat
     assert names == sorted(p.name for p in (tmp_path / "b").glob("*.jsonl")) and names
     for name in names:
         assert read_rows(tmp_path / "a" / name) == read_rows(tmp_path / "b" / name)
+
+
+def test_session_commits_are_what_each_rollout_binds(world: dict[str, Any], tmp_path: Path) -> None:
+    """The store's light read of a Session's binding to commits (Recovery's, which reads no message
+    history) equals what its fully derived Rollout binds: notes (s1), Jaccard (s3) and none (s2),
+    a quarantined call left out, whatever the ingest order."""
+    found = []
+    for seed in (None, 1, 2):
+        store = load(world, f"sqlite:///{tmp_path / f'f{seed}.db'}", order_seed=seed)
+        store.quarantine(ORG, "inference_calls", "s1-c1", "poisoned payload")
+        rollouts = StoreRollouts(store, ORG, policy=DerivationPolicy(), mirrors=world["mirrors"])
+        light = [rollouts.session_commits(i) for i in range(len(rollouts))]
+        assert light == [SessionCommits.of(r) for r in rollouts]
+        found.append(light)
+    assert found[0] == found[1] == found[2]
+    by_session = {s.session_id: s for s in found[0]}
+    assert by_session["s1"].call_ids == ("s1-c0", "s1-c2") and by_session["s1"].attribution_source == "git_notes"
+    assert [c.commit_sha for c in by_session["s3"].commits] == [world["commits"][3]]
+    assert by_session["s2"].commits == () and by_session["s2"].attribution_source == "jaccard"
 
 
 def test_quarantine_flows_into_provenance(world: dict[str, Any], tmp_path: Path) -> None:

@@ -9,10 +9,12 @@ import random
 import zlib
 from collections import Counter
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 from sqlalchemy import select, text, update
 
+from sediment.identifiers import FACT_ID_MAX_LENGTH
 from sediment.model.facts import (
     DeveloperDecision,
     InferenceCall,
@@ -26,6 +28,7 @@ from sediment.model.facts import (
 from sediment.records import decode_record, encode_plain_record, encode_record, plain
 from sediment.store import FactStore, PreparedFacts, StoreError, schema
 from sediment.store.blob_codec import ZSTD_MAGIC, unpack
+from sediment.store.interning import LONG_STRING
 from sediment.testing import ORG, T0, call, conversation, message, outcome
 
 
@@ -177,6 +180,25 @@ def test_session_scoped_reads(store_url: str) -> None:
     assert store.decisions_for_session(ORG, "s1") == [decision]
     assert store.observations_for_session(ORG, "s2") == []
     assert store.session_ids("other-org") == []
+
+
+def test_a_sessions_call_ids_are_read_without_its_messages(store_url: str, tmp_path: Path) -> None:
+    """call_ids_for_session (what Recovery reads) names the calls calls_for_session gives, in its
+    order, a quarantined call left out, whatever the ingest order; no id is ever an interned string."""
+    assert FACT_ID_MAX_LENGTH < LONG_STRING
+    facts = [*conversation("s1", turns=3), *conversation("s2", "x" * 2000, turns=2)]  # s2: interned text
+    for seed in (1, 2):
+        store = FactStore(store_url if seed == 1 else f"sqlite:///{tmp_path / 'shuffled.db'}")
+        shuffled = list(facts)
+        random.Random(seed).shuffle(shuffled)
+        store.append(shuffled)
+        store.quarantine(ORG, "inference_calls", "s1-c1", "poisoned payload")
+        for session in ("s1", "s2"):
+            assert store.call_ids_for_session(ORG, session) == [
+                c.inference_call_id for c in store.calls_for_session(ORG, session)]
+        assert store.call_ids_for_session(ORG, "s1") == ["s1-c0", "s1-c2"]
+        assert store.call_ids_for_session(ORG, "s2") == ["s2-c0", "s2-c1"]
+        assert store.call_ids_for_session(ORG, "absent") == []
 
 
 def test_order_of_ingest_does_not_matter(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> None:

@@ -22,7 +22,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sediment.evidence.representation import REPRESENTATION_REASONS
+from sediment.evidence.representation import REPRESENTATION_REASONS, representable_json_text
 from sediment.evidence.trainer_messages import (
     TRAINER_MESSAGES_VERSION,
     TRAINER_SKIP_REASONS,
@@ -255,6 +255,34 @@ CASES: list[tuple[str, list[InferenceMessage], list[InferenceMessage], str]] = [
 def test_each_rule_declines_with_its_reason(inputs: list[InferenceMessage], outputs: list[InferenceMessage],
                                             reason: str) -> None:
     assert declined(inputs, outputs) == reason
+
+
+PROMPT_SHAPES = [*CASES, ("a clean call", [GO, message("assistant", tool_call("t1", x=1.5)),
+                                            message("tool", result("t1", "ok"))], [ANSWER], None),
+                 ("a clean prompt, a NaN answer", [GO], [message("assistant", tool_call("t1", x=math.nan))],
+                  "non_finite_number")]
+
+
+@pytest.mark.parametrize(("inputs", "outputs", "reason"), [c[1:] for c in PROMPT_SHAPES],
+                         ids=[c[0] for c in PROMPT_SHAPES])
+def test_a_prompt_found_representable_has_its_completion_checked_alone(
+        inputs: list[InferenceMessage], outputs: list[InferenceMessage], reason: str | None) -> None:
+    """What DPO does: its prompt key (JSON, NaN allowed, non-ASCII kept) found free of non-finite
+    numbers and lone surrogates stands for the mapped prompt's check; the answer is the same."""
+    key = json.dumps([m.model_dump(mode="python", exclude_none=True) for m in inputs], sort_keys=True,
+                     ensure_ascii=False, allow_nan=True, default=repr)
+    representable = representable_json_text(key)
+    whole = map_conversation(inputs, outputs)
+    assert map_conversation(inputs, outputs, prompt_representable=representable) == whole
+    assert (whole.reason if isinstance(whole, TrainerDecline) else None) == reason
+
+
+@pytest.mark.parametrize(("text", "representable"), [
+    ('[{"x": 1.5, "s": "héllo 🎉"}]', True), ('[NaN]', False), ('{"a": -Infinity}', False), ('[Infinity]', False),
+    ('["bad \\ud800"]', True), ('["bad \ud800"]', False), ('["NaN as text"]', False),
+])
+def test_representable_json_text(text: str, representable: bool) -> None:
+    assert representable_json_text(text) is representable
 
 
 def test_every_reason_of_the_vocabulary_is_reachable() -> None:

@@ -13,6 +13,7 @@ import copy
 import hashlib
 import json
 import pickle
+import re
 import sqlite3
 import tempfile
 from collections import Counter
@@ -36,6 +37,7 @@ from sediment.plugin import (
     pair_confidence,
     plain,
     put_optional,
+    representable_json_text,
     representation_problem,
     strict_json,
 )
@@ -122,11 +124,41 @@ class Member:
                 self.completion.sort_key)
 
 
-def prompt_key(messages: Iterable[Any]) -> str:
+#: Each message's text in a prompt key, by the message object's id (the object kept, so an id is
+#: never taken for another object's): a Session's calls share their history's message objects.
+MessageKeys = dict[int, tuple[Any, str]]
+
+
+#: An escape of a character at or above U+007F in ``ensure_ascii`` JSON (control characters below
+#: U+0020 are escaped as ``\u00XX`` either way; a literal backslash is ``\\``, which at worst
+#: makes a false alarm).
+_ESCAPED_NON_ASCII = re.compile(r"\\u(?!00[01][0-9a-f])")
+
+
+def _message_key(message: Any) -> str:
+    """One message's text in a prompt key (non-ASCII kept). The ASCII encoder is the faster, and
+    gives the same text when no character needed one of its escapes, which is then used."""
+    dumped = message.model_dump(mode="python", exclude_none=True)
+    text = json.dumps(dumped, sort_keys=True, ensure_ascii=True, allow_nan=True, default=repr)
+    if "\\u" in text and _ESCAPED_NON_ASCII.search(text):
+        text = json.dumps(dumped, sort_keys=True, ensure_ascii=False, allow_nan=True, default=repr)
+    return text
+
+
+def prompt_key(messages: Iterable[Any], known: MessageKeys | None = None) -> str:
     """The structural prompt: the input messages (null fields left out) as JSON with sorted keys,
-    non-ASCII kept; exact equality of roles, order, parts and scalar types."""
-    dumped = [m.model_dump(mode="python", exclude_none=True) for m in messages]
-    return json.dumps(dumped, sort_keys=True, ensure_ascii=False, allow_nan=True, default=repr)
+    non-ASCII kept; exact equality of roles, order, parts and scalar types. It is the JSON array
+    of each message's own text (``json.dumps`` joins a list's items with ``", "``), so each
+    message is encoded once per ``known`` (one Session's), not once per call that replays it."""
+    texts = []
+    for message in messages:
+        held = None if known is None else known.get(id(message))
+        if held is None or held[0] is not message:
+            held = (message, _message_key(message))
+            if known is not None:
+                known[id(message)] = held
+        texts.append(held[1])
+    return "[" + ", ".join(texts) + "]"
 
 
 def _tools_key(tools: list[dict[str, Any]]) -> str:
@@ -155,9 +187,10 @@ def _label(completions: SessionCompletions, completion: AttributedCompletion, re
     return "rejected", "resolved_ci_fail", None
 
 
-def _admit(completions: SessionCompletions, completion: AttributedCompletion, policy: DPOPolicy
-           ) -> tuple[tuple[str, str, str], Member] | str:
-    """The member's bucket key and itself, or the reason it is not admitted (per AC)."""
+def _admit(completions: SessionCompletions, completion: AttributedCompletion, policy: DPOPolicy,
+           known: MessageKeys | None = None) -> tuple[tuple[str, str, str], Member] | str:
+    """The member's bucket key and itself, or the reason it is not admitted (per AC); ``known``:
+    the Session's message keys so far (:func:`prompt_key`)."""
     call = completions.calls.get(completion.inference_call_id)
     if call is None:
         return "inference_call_not_found"
@@ -165,7 +198,14 @@ def _admit(completions: SessionCompletions, completion: AttributedCompletion, po
         return "promptless"
     if call.model is None:
         return "model_absent"
-    mapped = map_conversation(call.input_messages, call.output_messages)
+    try:
+        prompt: str | None = prompt_key(call.input_messages, known)
+    except (TypeError, ValueError):  # keys that cannot be sorted: computed again below, after the mapping
+        prompt = None
+    # a prompt whose key holds no lone surrogate and no non-finite number maps to a representable
+    # prompt (its mapped strings and numbers are the messages'): only the completion is checked
+    representable = prompt is not None and representable_json_text(prompt)
+    mapped = map_conversation(call.input_messages, call.output_messages, prompt_representable=representable)
     conversation: TrainerConversation | None = None
     representation: str | None = None
     if isinstance(mapped, TrainerConversation):
@@ -184,7 +224,8 @@ def _admit(completions: SessionCompletions, completion: AttributedCompletion, po
         resolver_skipped=Counter(found.skipped),
         capture=None if call.capture is None else capture_row(call.capture),
         tools=chat_tools(call.tools))
-    return (completion.org_id, call.model, prompt_key(call.input_messages)), member
+    key = prompt if prompt is not None else prompt_key(call.input_messages, known)
+    return (completion.org_id, call.model, key), member
 
 
 def _provenance(member: Member, policy: DPOPolicy) -> Any:
@@ -338,18 +379,25 @@ def spooled_buckets(sessions: Iterable[SessionCompletions], policy: DPOPolicy
     with tempfile.TemporaryDirectory(prefix="sediment-dpo-") as directory:
         db = sqlite3.connect(Path(directory) / "members.db")
         try:
+            # a scratch file read back by this process only: no rollback journal, no sync, and pages
+            # large enough for a prompt or a member (megabytes each) to take few of them
+            for pragma in ("page_size = 65536", "journal_mode = OFF", "synchronous = OFF"):
+                db.execute(f"PRAGMA {pragma}")
             db.execute("CREATE TABLE prompt (digest BLOB PRIMARY KEY, text BLOB)")
             db.execute("CREATE TABLE member (digest BLOB, seq INTEGER, body BLOB)")
             meta: dict[bytes, tuple[str, str, str]] = {}
             seq = 0
             for completions in sessions:
+                known: MessageKeys = {}
                 for completion in completions:
-                    admitted = _admit(completions, completion, policy)
+                    admitted = _admit(completions, completion, policy, known)
                     if isinstance(admitted, str):
                         yield admitted
                         continue
                     (org, model, prompt), member = admitted
-                    digest = hashlib.sha256(json.dumps([org, model, prompt]).encode("ascii")).digest()
+                    # the key's identity: org and model as JSON (no raw newline), a newline, the prompt
+                    digest = hashlib.sha256(json.dumps([org, model]).encode("ascii") + b"\n"
+                                            + prompt.encode("utf-8", "surrogatepass")).digest()
                     if digest not in meta:
                         meta[digest] = (org, model, prompt[:PROMPT_PREFIX])
                         db.execute("INSERT INTO prompt VALUES (?, ?)",

@@ -7,6 +7,8 @@ of complete, identity-consistent runs on those commits, its observations, split 
 provenance, and the Session's whole decision and edit-observation populations (for the
 objectives that read them from a bundle). :class:`StoreRollouts` is a lazy sequence: the export pipeline and the bundle
 writer read one Session at a time, so memory does not grow with the number of Sessions.
+:meth:`StoreRollouts.session_commits` derives only a Session's binding to commits (what
+``ExportContext.commit_attributions`` reads), without its message histories.
 
 The org's repository context (:mod:`sediment.git.repositories`) is built once, before the first
 Session: every attributed commit is qualified by it, CI resolution runs with it (outcomes are
@@ -28,9 +30,10 @@ from typing import Any
 
 from sediment.bundle.write import check_destination, encode_line, write_bundle, write_bundle_lines
 from sediment.ci.resolution import commit_key_of, resolve_ci
-from sediment.derive.attribution import CommitIndex, attribute, attribute_files
+from sediment.derive.attribution import Attribution, CommitIndex, attribute, attribute_files
 from sediment.derive.decision_attachment import ATTACHMENT_SKIP_REASONS, CallTarget
 from sediment.derive.decision_attachment import attach_decisions as attach_decisions_to
+from sediment.evidence.attributed_calls import SessionCommits
 from sediment.git.mirror_root import MirrorRoot
 from sediment.git.repositories import RepositoryContext, superseded_observations, visible_observations
 from sediment.model.facts import CIOutcome, DeveloperDecision, InferenceCall, SessionCommitObservation
@@ -85,9 +88,7 @@ def derive_session(
     decisions = sorted(store.decisions_for_session(org_id, session_id), key=lambda d: (d.occurred_at, d.decision_id))
     decisions_by_call, losses = attach_decisions(calls, decisions)
     segments, fragmented = segment_calls(calls, decisions_by_call)
-    found = store.observations_for_session(org_id, session_id)
-    superseded = superseded_observations(found)  # restated under the identity of a re-keyed mirror
-    observations = [o for o in found if o.observation_id not in superseded]
+    observations = session_observations(store, org_id, session_id)
     attribution = attribute(org_id, calls, observations, index, policy.attribution, repositories, noted)
     files = attribute_files(org_id, calls, attribution.commits, attribution.source, index, policy.attribution)
     commit_keys = [commit_key_of(org_id, ref).sort_key for ref in attribution.commits]
@@ -101,11 +102,7 @@ def derive_session(
     bases = {(name, parent) for ref in attribution.commits
              if (parent := index.first_parent(ref)) is not None for name in recorded_names(ref, repositories)}
     test_results = store.test_results_for_commits(org_id, sorted(set(recorded) | bases))
-    attributed = set(commit_keys)
-    kept_observations = sorted(
-        (o for o, ref in attribution.observed if commit_key_of(org_id, ref).sort_key in attributed),
-        key=lambda o: (o.repo, o.commit_sha, o.session_id, o.captured_at, o.observation_id),
-    )
+    kept_observations = attributed_observations(org_id, attribution)
     skipped: Counter[str] = Counter({f"decision.{k}": v for k, v in losses.items()})
     if attribution.unbound is not None:
         skipped[f"attribution.{attribution.unbound}"] += 1
@@ -130,6 +127,52 @@ def derive_session(
         file_attributions=files.attributions,
     )
     return SessionDerivation(rollout, fragmented, skipped)
+
+
+def session_observations(store: FactStore, org_id: str, session_id: str) -> list[SessionCommitObservation]:
+    """The Session's visible commit observations, less those restated under the identity of a
+    re-keyed mirror."""
+    found = store.observations_for_session(org_id, session_id)
+    superseded = superseded_observations(found)
+    return [o for o in found if o.observation_id not in superseded]
+
+
+def attributed_observations(org_id: str, attribution: Attribution) -> tuple[SessionCommitObservation, ...]:
+    """The observations of the commits the Session is attributed to, in Rollout order."""
+    attributed = {commit_key_of(org_id, ref).sort_key for ref in attribution.commits}
+    return tuple(sorted(
+        (o for o, ref in attribution.observed if commit_key_of(org_id, ref).sort_key in attributed),
+        key=lambda o: (o.repo, o.commit_sha, o.session_id, o.captured_at, o.observation_id),
+    ))
+
+
+def derive_session_commits(
+    store: FactStore,
+    org_id: str,
+    session_id: str,
+    *,
+    policy: DerivationPolicy,
+    index: CommitIndex,
+    repositories: RepositoryContext,
+    noted: frozenset[str] = frozenset(),
+) -> SessionCommits | None:
+    """Only what binds the Session to commits, as :func:`derive_session`'s Rollout holds it
+    (``None`` when it has no visible calls). A Session with commit observations is attributed by
+    them alone, so only its call ids are read; one without reads its calls for the Jaccard
+    fallback, which scores their completions."""
+    observations = session_observations(store, org_id, session_id)
+    calls: list[InferenceCall] = []
+    if observations:
+        call_ids = store.call_ids_for_session(org_id, session_id)
+    else:
+        calls = sorted(store.calls_for_session(org_id, session_id), key=call_order_key)
+        call_ids = [call.inference_call_id for call in calls]
+    if not call_ids:
+        return None
+    attribution = attribute(org_id, calls, observations, index, policy.attribution, repositories, noted)
+    return SessionCommits(org_id, session_id, assign_split(session_id, policy.split.eval_fraction),
+                          attribution.source, attribution.commits, attributed_observations(org_id, attribution),
+                          tuple(call_ids))
 
 
 def noted_commits(observations: Iterable[SessionCommitObservation]) -> frozenset[str]:
@@ -175,6 +218,15 @@ class StoreRollouts(Sequence[Rollout]):
     def __iter__(self) -> Iterator[Rollout]:
         for i in range(len(self)):
             yield self[i]
+
+    def session_commits(self, index: int) -> SessionCommits:
+        """Session ``index``'s binding to commits, as its Rollout would hold it, derived alone
+        (:func:`derive_session_commits`; no derivation counts are gathered)."""
+        found = derive_session_commits(self.store, self.org_id, self._sessions[index], policy=self.policy,
+                                       index=self._index, repositories=self.repositories, noted=self._noted)
+        if found is None:
+            raise LookupError(f"session {self._sessions[index]!r} has no visible inference calls")
+        return found
 
     def order_keys(self) -> list[tuple[str, str]]:
         return [(self.org_id, s) for s in self._sessions]

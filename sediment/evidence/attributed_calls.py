@@ -22,7 +22,7 @@ from sediment.ci.resolution import CommitKey, commit_key_of
 from sediment.git.repositories import repository_sort_key
 from sediment.model.facts import SessionCommitObservation
 from sediment.model.repository_evidence import identity_of
-from sediment.model.rollout import AttributionSource, Rollout
+from sediment.model.rollout import AttributionSource, CommitRef, Rollout
 from sediment.split import Split
 
 
@@ -36,6 +36,27 @@ class AttributedCall:
     attribution_source: AttributionSource
     #: sorted ids of the Session's observations of the commit (git notes; none for Jaccard)
     session_commit_observation_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SessionCommits:
+    """What binds one Session's calls to commits: the part of its Rollout read here."""
+
+    org_id: str
+    session_id: str
+    split: Split
+    attribution_source: AttributionSource
+    commits: tuple[CommitRef, ...]
+    session_commit_observations: tuple[SessionCommitObservation, ...]
+    #: every visible call of the Session (the Rollout's Turns), in call order
+    call_ids: tuple[str, ...]
+
+    @classmethod
+    def of(cls, rollout: Rollout) -> SessionCommits:
+        """The binding a derived Rollout holds."""
+        return cls(rollout.org_id, rollout.session_id, rollout.split, rollout.attribution_source, rollout.commits,
+                   rollout.session_commit_observations,
+                   tuple(turn.inference_call_id for segment in rollout.segments for turn in segment))
 
 
 @dataclass(frozen=True)
@@ -67,13 +88,16 @@ def _observation_key(org_id: str, observation: SessionCommitObservation) -> tupl
     return (*repository_sort_key(org_id, observation.repo, identity_of(observation)), observation.commit_sha)
 
 
-def commit_attributions(rollouts: Iterable[Rollout], commits: Iterable[CommitKey]) -> CommitAttributions:
-    """Which calls each of ``commits`` was attributed to, from ``rollouts`` (read once, in order)."""
+def commit_attributions(rollouts: Iterable[Rollout | SessionCommits], commits: Iterable[CommitKey]
+                        ) -> CommitAttributions:
+    """Which calls each of ``commits`` was attributed to, from ``rollouts`` (Rollouts or their
+    :class:`SessionCommits`, read once, in order)."""
     wanted = {c.sort_key for c in commits}
     found: dict[tuple[str, ...], set[AttributedCall]] = defaultdict(set)
     calls_by_id: dict[str, CallRecord] = {}
-    for rollout in rollouts:
-        call_ids = [turn.inference_call_id for segment in rollout.segments for turn in segment]
+    for read in rollouts:
+        rollout = read if isinstance(read, SessionCommits) else SessionCommits.of(read)
+        call_ids = rollout.call_ids
         for call_id in call_ids:
             calls_by_id.setdefault(call_id, CallRecord(rollout.session_id, rollout.split))
         for ref in rollout.commits:

@@ -29,7 +29,7 @@ from sediment.ci.resolution import DEFAULT_CI_POLICY, CIResolutionPolicy, CIReso
 from sediment.derive.attributed_completions import SessionCompletions, derive_attributed_completions
 from sediment.derive.confidence import LabelConfidencePolicy
 from sediment.errors import ConfigurationError
-from sediment.evidence.attributed_calls import CommitAttributions, commit_attributions
+from sediment.evidence.attributed_calls import CommitAttributions, SessionCommits, commit_attributions
 from sediment.evidence.recipe import Recipe
 from sediment.evidence.rollout import RolloutEvidence
 from sediment.evidence.verifier_commands import VerifierCommands
@@ -265,9 +265,12 @@ class ExportContext:
         """The inference calls attributed to each of ``commits`` (every call of a Session whose
         Rollout lists the commit, with its attribution source and observations), and a lookup of
         every visible call's Session and split side; read from the export's Rollouts in one pass
-        (they do not count as units read)."""
+        (they do not count as units read). A source that derives a Session's binding to commits
+        alone (``session_commits(index)``: the store's Rollouts) is asked for that, not the Rollout."""
         source = self._evidence.rollouts
-        return commit_attributions((source[i] for i in export_order(source)), commits)
+        light = getattr(source, "session_commits", None)
+        read: Callable[[int], Rollout | SessionCommits] = light if callable(light) else source.__getitem__
+        return commit_attributions((read(i) for i in export_order(source)), commits)
 
     def derived(self, units: Sequence[_Unit]) -> Iterator[_Unit]:
         """Hand out the units an objective derived itself, in its order: each counts as read

@@ -15,7 +15,7 @@ from typing import Any
 from sediment.identifiers import has_unpaired_surrogate
 from sediment.records import plain
 
-__all__ = ["REPRESENTATION_REASONS", "plain", "representation_problem"]
+__all__ = ["REPRESENTATION_REASONS", "plain", "representable_json_text", "representation_problem"]
 
 REPRESENTATION_REASONS: tuple[str, ...] = ("non_finite_number", "unrepresentable_unicode")
 
@@ -52,3 +52,11 @@ def _first_problem(value: Any) -> str | None:
         elif isinstance(item, Sequence) and not isinstance(item, bytes | bytearray):
             stack.extend(reversed(list(item)))
     return None
+
+
+def representable_json_text(text: str) -> bool:
+    """True when ``text``, JSON written with non-finite numbers allowed (``NaN``, ``Infinity``,
+    ``-Infinity``) and non-ASCII kept, holds neither such a number nor a lone surrogate: then no
+    value it encodes has a representation problem. A string holding ``NaN`` or ``Infinity``
+    also answers False (the safe side: the caller checks the value itself)."""
+    return "NaN" not in text and "Infinity" not in text and not has_unpaired_surrogate(text)

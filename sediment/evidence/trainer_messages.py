@@ -55,6 +55,7 @@ from pydantic import Field
 
 from sediment.derive.confidence import LabelConfidencePolicy
 from sediment.evidence.representation import REPRESENTATION_REASONS, representation_problem
+from sediment.identifiers import has_unpaired_surrogate
 from sediment.model.facts import (
     InferenceCall,
     InferenceMessage,
@@ -188,11 +189,13 @@ def strict_json(value: Any) -> str:
 
 
 def _result_text(result: Any) -> str:
+    if isinstance(result, str):  # a string's only representation problem is a lone surrogate
+        if has_unpaired_surrogate(result):
+            raise _Declined("unrepresentable_unicode")
+        return result
     problem = representation_problem(result)
     if problem is not None:
         raise _Declined(problem)  # type: ignore[arg-type]  # one of REPRESENTATION_REASONS
-    if isinstance(result, str):
-        return result
     try:
         text = strict_json(result)
     except (TypeError, ValueError):
@@ -289,9 +292,14 @@ class _CallMapper:
         return message
 
 
-def map_conversation(prompt: Sequence[InferenceMessage],
-                     completion: Sequence[InferenceMessage]) -> TrainerConversation | TrainerDecline:
-    """Map ``prompt`` then ``completion`` messages of one call (rules in the module docstring)."""
+def map_conversation(prompt: Sequence[InferenceMessage], completion: Sequence[InferenceMessage], *,
+                     prompt_representable: bool = False) -> TrainerConversation | TrainerDecline:
+    """Map ``prompt`` then ``completion`` messages of one call (rules in the module docstring).
+
+    ``prompt_representable``: the caller has found no lone surrogate and no non-finite number in
+    the prompt messages (every string and number of the mapped prompt is one of theirs), so the
+    representation check reads the mapped completion alone: the same answer, since the prompt
+    comes first."""
     mapper = _CallMapper()
     try:
         mapped_prompt = [m for message in prompt for m in mapper.message(message, completion=False)]
@@ -303,7 +311,7 @@ def map_conversation(prompt: Sequence[InferenceMessage],
     if not mapped_completion:
         return TrainerDecline("completionless")
     conversation = TrainerConversation(mapped_prompt, mapped_completion)
-    problem = representation_problem(conversation.as_dict())
+    problem = representation_problem(mapped_completion if prompt_representable else conversation.as_dict())
     if problem is not None:
         return TrainerDecline(problem)  # type: ignore[arg-type]
     return conversation

@@ -115,6 +115,29 @@ class FactReader(QuarantineLog):
             calls.append(InferenceCall.model_validate(body))
         return calls
 
+    def call_ids_for_session(self, org_id: str, session_id: str) -> list[str]:
+        """The ``inference_call_id`` of each of the Session's visible calls, in the order of
+        :meth:`calls_for_session`, from the calls' bodies alone: no message is read."""
+        table = schema.inference_calls
+        with self._reading() as conn:
+            hidden = self._quarantined(conn, org_id, "inference_calls")
+            query = (select(table.c.fact_id, table.c.record)
+                     .where(table.c.org_id == org_id, table.c.session_id == session_id)
+                     .order_by(table.c.observed_at, table.c.fact_id))
+            rows = [row for row in conn.execute(query) if row.fact_id not in hidden]
+            # the bodies alone, their interned long strings unread: an id (at most FACT_ID_MAX_LENGTH
+            # characters) is shorter than any interned string
+            bodies = self._fetch(conn, {row.record for row in rows})
+        found = []
+        for row in rows:
+            body = bodies[row.record]
+            call_id = body.get("inference_call_id") if isinstance(body, dict) else None
+            if not isinstance(call_id, str):
+                raise StoreError(f"inference call {row.fact_id} of Session {session_id!r} (org {org_id!r}) cannot be "
+                                 "read: its body names no inference_call_id")
+            found.append(call_id)
+        return found
+
     @classmethod
     def _read_blobs(cls, conn: Any, wanted: Iterable[str]) -> dict[str, Any]:
         """Decoded blobs by hash, with their interned long strings expanded."""

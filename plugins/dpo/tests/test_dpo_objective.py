@@ -5,12 +5,15 @@ ladder's knobs, schema validation of every row and byte determinism."""
 from __future__ import annotations
 
 import json
+import math
 import random
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sediment_dpo import DPO_SKIP_REASONS, DPOPolicy
 
 from sediment.plugin import CallCapture, Rollout, ToolCallPart, ToolDefinition
@@ -505,3 +508,47 @@ def test_buckets_are_visited_in_prompt_order_when_prompts_share_a_long_prefix(
     prompts = [row["prompt"][0]["content"] for row in only_rows(short)]
     assert prompts == sorted(shared + s for s in suffixes)
     assert snapshot(short.out_dir) == snapshot(whole.out_dir)
+
+
+def test_a_prompt_key_is_the_whole_prompts_json_whatever_the_messages_known() -> None:
+    """Each message is encoded once per Session (``known``): the key is still the JSON array of
+    the whole prompt, non-ASCII, NaN and shared message objects included, and a message another
+    object left at a known id is encoded afresh."""
+    from sediment_dpo import pairing
+
+    first, second = message("user", "héllo 🎉"), message("assistant", "x", finish_reason="stop")
+    odd = call("s1", 0, [message("user", "go")], [message("assistant", ToolCallPart(
+        id="t", name="f", arguments={"n": math.nan, "z": 1, "a": [1.5, None]}))]).output_messages[0]
+    prompts = [[], [first], [first, second], [first, second, odd, first], [second]]
+
+    def whole(messages: list[Any]) -> str:  # the key as one json.dumps of the whole prompt
+        return json.dumps([m.model_dump(mode="python", exclude_none=True) for m in messages], sort_keys=True,
+                          ensure_ascii=False, allow_nan=True, default=repr)
+
+    known: dict[int, tuple[Any, str]] = {}
+    assert [pairing.prompt_key(p, known) for p in prompts] == [whole(p) for p in prompts]
+    assert len(known) == 3
+    stale = message("user", "another")
+    known[id(stale)] = (first, "not this message's text")  # an id reused by another object
+    assert pairing.prompt_key([stale], known) == whole([stale])
+
+
+_KEY_TEXT = st.lists(st.characters(codec="utf-8") | st.sampled_from(
+    ["\x00", "\x1b", "\x1f", "\x7f", "\x80", "é", "🎉", "\ud800", "\\", "\\u00e9", "\\u001b", '"', "\n"]),
+    max_size=12).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=_KEY_TEXT, key=_KEY_TEXT, number=st.floats(allow_nan=True, allow_infinity=True))
+def test_a_message_key_is_the_non_ascii_json_whichever_encoder_made_it(text: str, key: str, number: float) -> None:
+    """The ASCII encoder's text is taken only when it is the non-ASCII one: control characters,
+    DEL, non-ASCII, lone surrogates and literal backslash-u text included."""
+    from sediment_dpo import pairing
+
+    found = message("user", text) if text else message("user", "x")
+    mixed = call("s1", 0, [found], [message("assistant", ToolCallPart(
+        id="t", name=text or "f", arguments={key: [text, number]}))]).output_messages[0]
+    for value in (found, mixed):
+        assert pairing._message_key(value) == json.dumps(value.model_dump(mode="python", exclude_none=True),
+                                                         sort_keys=True, ensure_ascii=False, allow_nan=True,
+                                                         default=repr)
