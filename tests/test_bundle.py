@@ -53,6 +53,37 @@ def test_round_trip_is_lossless(tmp_path: Path) -> None:
         assert list(json.loads(line)) == ["record_json"]
 
 
+def test_a_record_read_back_by_index_is_the_one_the_strict_parser_reads(tmp_path: Path) -> None:
+    """``bundle[i]`` parses and validates the record text in one pass (pydantic's JSON mode);
+    it gives what the strict parser gives (``iter``), non-finite numbers, astral characters,
+    NUL and escapes included, and a record the one pass cannot read (a lone surrogate) takes the
+    strict parser's path."""
+    from sediment.bundle.format import parse_line
+    from sediment.bundle.lines import fast_record_json
+
+    sha = "c" * 40
+    raws = [{"nan": float("nan"), "inf": float("inf"), "big": 10 ** 30, "tiny": 5e-324},
+            {"astral": "\U0001f600 \u00e9", "nul": "a\x00b", "quote": '"\\/\n\t', "nested": [[{}], {"k": []}]},
+            {"lone": "x\ud800"}]
+    original = [rollout(f"s{i}", commits=[sha], outcomes=[outcome(f"o{i}", sha, raw=raw)],
+                        split=assign_split(f"s{i}", 0.1)) for i, raw in enumerate(raws)]
+    path = write(original, tmp_path / "b")
+    bundle = open_bundle(path)
+    strict = list(bundle)
+    lines = (path / "rollouts.jsonl").read_bytes().splitlines(keepends=True)
+    for index, line in enumerate(lines):
+        fast = bundle[index]
+        assert json.dumps(fast.model_dump(mode="json"), sort_keys=True) == \
+            json.dumps(strict[index].model_dump(mode="json"), sort_keys=True)
+        assert fast.terminal_outcomes[0].raw.keys() == strict[index].terminal_outcomes[0].raw.keys()
+        assert fast_record_json(line) is not None
+    nan_raw = bundle[[r.terminal_outcomes[0].raw.get("nan") is not None for r in strict].index(True)]
+    assert math.isnan(nan_raw.terminal_outcomes[0].raw["nan"])
+    assert nan_raw.terminal_outcomes[0].raw["big"] == 10 ** 30 and nan_raw.terminal_outcomes[0].raw["tiny"] == 5e-324
+    lone = [r for r in (bundle[i] for i in range(len(bundle))) if "lone" in r.terminal_outcomes[0].raw]
+    assert lone[0].terminal_outcomes[0].raw["lone"] == "x\ud800"  # the strict parser's reading
+    assert parse_line(lines[1], 2, fast=True).model_dump_json() == bundle[1].model_dump_json()
+
 def test_destination_rules(tmp_path: Path) -> None:
     write([], tmp_path / "b")
     with pytest.raises(BundleError, match="already exists"):

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from sediment.bundle.lines import fast_record, inner_record
+from sediment.bundle.lines import fast_record_json, inner_record
 from sediment.errors import BundleError, validation_message
 from sediment.git.repositories import REPOSITORY_IDENTITY_VERSION, RepositoryContext
 from sediment.model.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy
@@ -124,9 +124,12 @@ def parse_line(line: bytes, number: int, *, fast: bool = False) -> Rollout:
     where = f"{ROLLOUTS} line {number}"
     try:
         if fast:
-            record = fast_record(line)
-            if record is not None:
-                return Rollout.model_validate(record)
+            text = fast_record_json(line)
+            if text is not None:
+                try:  # parsed and validated in one pass, as the standard path gives it
+                    return Rollout.model_validate_json(text)
+                except ValueError:
+                    pass  # the standard path below says what is wrong, in its words
         return Rollout.model_validate(inner_record(line))
     except (UnicodeDecodeError, ValueError) as exc:
         detail = exc.errors()[0] if isinstance(exc, ValidationError) else None
