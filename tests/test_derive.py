@@ -13,13 +13,13 @@ import pytest
 
 from sediment import export_rlvr_from_bundle, export_rlvr_from_rollouts
 from sediment.derive.sessions import StoreRollouts, attach_decisions, derive_bundle
-from sediment.evidence.attributed_calls import SessionCommits
 from sediment.evidence.verifier_commands import VerifierCommands
 from sediment.git.mirror_root import MirrorRoot
 from sediment.git.mirror_writer import MirrorWriter
 from sediment.ingest.git_notes import observe_notes
 from sediment.model.facts import DeveloperDecision, ToolCallPart
 from sediment.model.policy import DerivationPolicy
+from sediment.model.rollout import SessionCommits
 from sediment.store import FactStore
 from sediment.testing import ORG, T0, call, conversation, message, outcome, read_rows, snapshot
 

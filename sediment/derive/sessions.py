@@ -33,12 +33,11 @@ from sediment.ci.resolution import commit_key_of, resolve_ci
 from sediment.derive.attribution import Attribution, CommitIndex, attribute, attribute_files
 from sediment.derive.decision_attachment import ATTACHMENT_SKIP_REASONS, CallTarget
 from sediment.derive.decision_attachment import attach_decisions as attach_decisions_to
-from sediment.evidence.attributed_calls import SessionCommits
 from sediment.git.mirror_root import MirrorRoot
 from sediment.git.repositories import RepositoryContext, superseded_observations, visible_observations
 from sediment.model.facts import CIOutcome, DeveloperDecision, InferenceCall, SessionCommitObservation
 from sediment.model.policy import ROLLOUT_IMPLEMENTATION_VERSION, DerivationPolicy, Provenance
-from sediment.model.rollout import CommitRef, Rollout, call_order_key, segment_calls, tool_sets
+from sediment.model.rollout import CommitRef, Rollout, SessionCommits, call_order_key, segment_calls, tool_sets
 from sediment.parallel import engine_name, ordered_chunks, require_shared_store
 from sediment.split import assign_split
 from sediment.store import FactStore

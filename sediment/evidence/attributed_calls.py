@@ -22,7 +22,7 @@ from sediment.ci.resolution import CommitKey, commit_key_of
 from sediment.git.repositories import repository_sort_key
 from sediment.model.facts import SessionCommitObservation
 from sediment.model.repository_evidence import identity_of
-from sediment.model.rollout import AttributionSource, CommitRef, Rollout
+from sediment.model.rollout import AttributionSource, Rollout, SessionCommits
 from sediment.split import Split
 
 
@@ -36,27 +36,6 @@ class AttributedCall:
     attribution_source: AttributionSource
     #: sorted ids of the Session's observations of the commit (git notes; none for Jaccard)
     session_commit_observation_ids: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class SessionCommits:
-    """What binds one Session's calls to commits: the part of its Rollout read here."""
-
-    org_id: str
-    session_id: str
-    split: Split
-    attribution_source: AttributionSource
-    commits: tuple[CommitRef, ...]
-    session_commit_observations: tuple[SessionCommitObservation, ...]
-    #: every visible call of the Session (the Rollout's Turns), in call order
-    call_ids: tuple[str, ...]
-
-    @classmethod
-    def of(cls, rollout: Rollout) -> SessionCommits:
-        """The binding a derived Rollout holds."""
-        return cls(rollout.org_id, rollout.session_id, rollout.split, rollout.attribution_source, rollout.commits,
-                   rollout.session_commit_observations,
-                   tuple(turn.inference_call_id for segment in rollout.segments for turn in segment))
 
 
 @dataclass(frozen=True)

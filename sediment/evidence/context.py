@@ -29,13 +29,13 @@ from sediment.ci.resolution import DEFAULT_CI_POLICY, CIResolutionPolicy, CIReso
 from sediment.derive.attributed_completions import SessionCompletions, derive_attributed_completions
 from sediment.derive.confidence import LabelConfidencePolicy
 from sediment.errors import ConfigurationError
-from sediment.evidence.attributed_calls import CommitAttributions, SessionCommits, commit_attributions
+from sediment.evidence.attributed_calls import CommitAttributions, commit_attributions
 from sediment.evidence.recipe import Recipe
 from sediment.evidence.rollout import RolloutEvidence
 from sediment.evidence.verifier_commands import VerifierCommands
 from sediment.git.repositories import RepositoryContext
 from sediment.model.facts import CIOutcome
-from sediment.model.rollout import Rollout
+from sediment.model.rollout import Rollout, SessionCommits
 
 if TYPE_CHECKING:  # the git layer (pygit2) loads when a mirror is opened, not for a bundle-only export
     from sediment.git.mirror import Mirror

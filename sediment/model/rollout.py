@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from itertools import takewhile
 from operator import is_, truth
 from typing import Any, Literal
@@ -337,3 +338,25 @@ def segment_calls(
             segments[-1].append(make_turn(call, suffix, decisions))
         prev = call
     return tuple(tuple(s) for s in segments), fragmented
+
+
+@dataclass(frozen=True)
+class SessionCommits:
+    """What binds one Session's calls to commits: the part of its Rollout that Recovery's
+    commit attributions read (:mod:`sediment.evidence.attributed_calls`)."""
+
+    org_id: str
+    session_id: str
+    split: Split
+    attribution_source: AttributionSource
+    commits: tuple[CommitRef, ...]
+    session_commit_observations: tuple[SessionCommitObservation, ...]
+    #: every visible call of the Session (the Rollout's Turns), in call order
+    call_ids: tuple[str, ...]
+
+    @classmethod
+    def of(cls, rollout: Rollout) -> SessionCommits:
+        """The binding a derived Rollout holds."""
+        return cls(rollout.org_id, rollout.session_id, rollout.split, rollout.attribution_source, rollout.commits,
+                   rollout.session_commit_observations,
+                   tuple(turn.inference_call_id for segment in rollout.segments for turn in segment))
