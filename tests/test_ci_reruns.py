@@ -308,7 +308,7 @@ def test_a_version_6_store_rekeys_its_ci_outcomes(store_url: str) -> None:
 
     migrated = FactStore(url)
     try:
-        assert migrated.schema_version() == 7
+        assert migrated.schema_version() == 8
         with migrated.engine.connect() as conn:
             (key,) = conn.execute(select(schema.ci_outcomes.c.natural_key)).scalars()
         assert key == table_and_key(failed)[2]

@@ -339,7 +339,7 @@ def test_version_5_store_migrates_to_version_6(store_url: str) -> None:
     records = make_version_5(store_url, [claude, copilot, codex], quarantined="d-3")
 
     migrated = FactStore(store_url)
-    assert migrated.schema_version() == schema.SCHEMA_VERSION == 7  # through version 6, and on
+    assert migrated.schema_version() == schema.SCHEMA_VERSION == 8  # through version 6, and on
     table = schema.developer_decisions
     with migrated.engine.connect() as conn:
         keys = {row.fact_id: row.natural_key for row in conn.execute(select(table.c.fact_id, table.c.natural_key))}

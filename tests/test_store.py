@@ -124,8 +124,9 @@ def test_replayed_context_is_stored_once(store_url: str) -> None:
 
 
 def test_blobs_are_zstandard_frames_and_a_store_of_zlib_blobs_still_reads(store_url: str) -> None:
-    """Blobs are written as Zstandard frames; a store written before (zlib streams) reads back the
-    same calls, and appending to it keeps both kinds readable side by side."""
+    """Blobs are written as Zstandard frames (schema version 8); a version 7 store (zlib streams)
+    migrates without rewriting a blob, reads back the same calls, and appending to it keeps both
+    kinds readable side by side."""
     store = FactStore(store_url)
     calls = conversation("s1", turns=3)
     store.append(calls)
@@ -136,14 +137,33 @@ def test_blobs_are_zstandard_frames_and_a_store_of_zlib_blobs_still_reads(store_
             old = zlib.compress(unpack(content), 1)
             assert not old.startswith(ZSTD_MAGIC)
             conn.execute(update(schema.blobs).where(schema.blobs.c.blob_hash == digest).values(content=old))
+        conn.execute(update(schema.meta).where(schema.meta.c.key == "schema_version").values(value="7"))
     store.close()
     reopened = FactStore(store_url)
+    assert reopened.schema_version() == schema.SCHEMA_VERSION == 8  # the version moves; no blob is rewritten
+    with reopened.engine.connect() as conn:
+        assert not any(c.startswith(ZSTD_MAGIC) for (c,) in conn.execute(select(schema.blobs.c.content)))
     assert reopened.calls_for_session(ORG, "s1") == calls
     more = conversation("s2", turns=2)
     reopened.append(more)
     assert reopened.calls_for_session(ORG, "s1") == calls
     assert reopened.calls_for_session(ORG, "s2") == more
 
+
+def test_a_store_written_by_a_newer_sediment_is_refused_in_one_line(store_url: str) -> None:
+    """A store at a schema version this Sediment does not know (a newer release wrote it, its blobs
+    perhaps in a form this one cannot read) is refused before anything is read or written."""
+    store = FactStore(store_url)
+    store.append(conversation("s1", turns=1))
+    with store.engine.begin() as conn:
+        conn.execute(update(schema.meta).where(schema.meta.c.key == "schema_version")
+                     .values(value=str(schema.SCHEMA_VERSION + 1)))
+    store.close()
+    with pytest.raises(StoreError) as refused:
+        FactStore(store_url)
+    message = str(refused.value)
+    assert "\n" not in message and f"schema version {schema.SCHEMA_VERSION + 1} is newer than this Sediment" in message
+    assert "upgrade Sediment" in message
 
 def test_quarantine_and_release(store_url: str) -> None:
     store = FactStore(store_url)
@@ -255,7 +275,7 @@ def test_version_1_store_migrates_forward(store_url: str) -> None:
         conn.execute(update(schema.meta).where(schema.meta.c.key == "schema_version").values(value="1"))
     store.close()
     migrated = FactStore(store_url)
-    assert migrated.schema_version() == schema.SCHEMA_VERSION == 7
+    assert migrated.schema_version() == schema.SCHEMA_VERSION == 8
     with migrated.engine.connect() as conn:
         [(content,)] = conn.execute(select(schema.blobs.c.content).where(schema.blobs.c.blob_hash == digest)).all()
     assert content.startswith(ZSTD_MAGIC) and unpack(content).decode() == record  # rewritten by the migration

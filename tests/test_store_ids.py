@@ -221,7 +221,7 @@ def test_version_4_store_migrates_to_session_scoped_call_ids(store_url: str) -> 
     old_bodies = make_version_4(store_url, [*old, named, bare], quarantined=(old[2].inference_call_id,))
 
     migrated = FactStore(store_url)
-    assert migrated.schema_version() == schema.SCHEMA_VERSION == 7
+    assert migrated.schema_version() == schema.SCHEMA_VERSION == 8
     assert migrated.calls_for_session(ORG, "sess-A") == [a1, a2]  # a3 stays quarantined, under its new id
     assert migrated.counts(ORG)["inference_calls"] == {"stored": 5, "quarantined": 1}
     migrated.release(ORG, "inference_calls", a3.inference_call_id, "back")

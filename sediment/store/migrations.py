@@ -265,5 +265,12 @@ def _v6_to_v7(conn: Connection) -> None:
     _rekey(conn, schema.ci_outcomes, lambda record: ci_outcome_key(CIOutcome.model_validate(decode_record(record))))
 
 
+def _v7_to_v8(conn: Connection) -> None:
+    """Version 8 writes content blobs as Zstandard frames (:mod:`sediment.store.blob_codec`); the
+    zlib blobs a version 7 store holds are read as they are, so nothing is rewritten. The version
+    moves so that a Sediment that knows only zlib refuses the store in one line ("newer than this
+    Sediment") instead of failing on a blob it cannot inflate."""
+
+
 MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4, 4: _v4_to_v5,
-                                                       5: _v5_to_v6, 6: _v6_to_v7}
+                                                       5: _v5_to_v6, 6: _v6_to_v7, 7: _v7_to_v8}

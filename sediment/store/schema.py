@@ -23,7 +23,7 @@ from typing import Any
 
 from sqlalchemy import Column, Index, Integer, LargeBinary, MetaData, String, Table, Text
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 metadata = MetaData()
 
 meta = Table(
