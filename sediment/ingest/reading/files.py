@@ -46,7 +46,11 @@ from sediment.model.facts import FactModel
 from sediment.parallel import engine_name, ordered_chunks, require_shared_store
 from sediment.store import AppendResult, FactStore, PreparedFacts
 
-BATCH = 100
+BATCH = 1000
+"""Facts appended per transaction. Content blobs are keyed by their hash, so each batch writes
+into pages all over the store's indexes; larger batches write each page fewer times (at 240
+Sessions of 100 calls, 100 a batch spent 7.3 s writing, 1000 spend 5.8 s), for about 35 MB more
+peak memory."""
 MIB: Final = 1024 * 1024
 MAX_LINE_BYTES: Final = 64 * MIB
 """The longest line (JSON Lines record) read, newline excluded."""
