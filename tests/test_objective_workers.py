@@ -4,19 +4,15 @@ does not (DPO, diff-SFT), and any profile export, is projected in one process.""
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import sediment.export.pipeline as pipeline
-from sediment.bundle.read import open_bundle
 from sediment.demo import run_demo
-from sediment.evidence.context import Evidence
-from sediment.git.mirror_root import MirrorRoot
 from sediment.host.registry import load_registry
-from sediment.settings import SettingsSources
+from sediment.testing.bundles import demo_evidence
 
 
 @pytest.fixture(scope="module")
@@ -32,14 +28,7 @@ def files_of(directory: Path) -> dict[str, bytes]:
 
 def export(demo: Path, out: Path, objective: str, workers: int, *, profile: str | None = None,
            shuffle: int | None = None) -> dict[str, Any]:
-    bundle = open_bundle(demo / "bundle")
-    rollouts: Any = bundle
-    if shuffle is not None:
-        rollouts = [bundle[i] for i in range(len(bundle))]
-        random.Random(shuffle).shuffle(rollouts)
-    evidence = Evidence(rollouts, bundle.split_enabled, MirrorRoot(demo / "home" / "mirrors"),
-                        bundle.manifest.fragmented, repositories=bundle.repositories)
-    settings = SettingsSources.load(config_file=demo / "inputs" / "settings.toml", environ={})
+    evidence, settings = demo_evidence(demo, shuffle=shuffle)
     summary = pipeline.export_objective(evidence, out, objective=objective, profile=profile, settings=settings,
                                         workers=workers)
     summary["written"] = sorted(Path(p).name for p in summary["written"])

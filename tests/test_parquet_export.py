@@ -9,7 +9,6 @@ card, refusals, determinism, modes), and the round trip in the real datasets 5.2
 from __future__ import annotations
 
 import json
-import random
 import stat
 import sys
 from collections.abc import Callable
@@ -18,16 +17,13 @@ from typing import Any
 
 import pytest
 
-from sediment.bundle.read import open_bundle
 from sediment.demo import run_demo
 from sediment.errors import ConfigurationError, ProfileError, UsageError
-from sediment.evidence.context import Evidence
 from sediment.export.parquet import parquet_json_columns, write_parquet
 from sediment.export.pipeline import export_objective
 from sediment.file_modes import published_mode
-from sediment.git.mirror_root import MirrorRoot
-from sediment.settings import SettingsSources
 from sediment.testing import run_consumer
+from sediment.testing.bundles import demo_evidence
 
 pa = pytest.importorskip("pyarrow")  # the parquet extra; ./run installs it, so CI never skips this
 pq = pytest.importorskip("pyarrow.parquet")
@@ -108,14 +104,7 @@ def demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def parquet_export(demo: Path, out: Path, spec: tuple[str, str | None, str], shuffle: int | None = None,
                    data_format: str = "parquet") -> dict[str, Any]:
     objective, target, profile = spec
-    bundle = open_bundle(demo / "bundle")
-    rollouts: Any = bundle
-    if shuffle is not None:
-        rollouts = [bundle[i] for i in range(len(bundle))]
-        random.Random(shuffle).shuffle(rollouts)
-    evidence = Evidence(rollouts, bundle.split_enabled, MirrorRoot(demo / "home" / "mirrors"),
-                        bundle.manifest.fragmented, repositories=bundle.repositories)
-    settings = SettingsSources.load(config_file=demo / "inputs" / "settings.toml", environ={})
+    evidence, settings = demo_evidence(demo, shuffle=shuffle)
     return export_objective(evidence, out, objective=objective, target=target, profile=profile,
                             settings=settings, data_format=data_format)
 

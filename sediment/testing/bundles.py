@@ -1,7 +1,8 @@
 """Bundles for tests: :func:`write_bundle` writes one from Rollouts (the kit's org and policy by
 default), :func:`read_bundle` opens it again (every line checked), and :func:`bundle_evidence`
 is the evidence ``sediment export --bundle`` reads from it, for
-:func:`sediment.testing.exports.export_evidence`."""
+:func:`sediment.testing.exports.export_evidence`; :func:`demo_evidence` that of a demo run's
+output."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from sediment.bundle.format import Bundle
     from sediment.evidence.context import Evidence
     from sediment.git.mirror_root import MirrorRoot
+    from sediment.settings import SettingsSources
 
 
 def write_bundle(rollouts: Iterable[Rollout], destination: Path, *, org_id: str = ORG,
@@ -45,3 +47,23 @@ def bundle_evidence(path: Path, mirrors: MirrorRoot | None = None) -> Evidence:
 
     bundle = read_bundle(path)
     return Evidence(bundle, bundle.split_enabled, mirrors, bundle.manifest.fragmented)
+
+
+def demo_evidence(demo: Path, *, shuffle: int | None = None) -> tuple[Evidence, SettingsSources]:
+    """The evidence and settings of an export from a demo run's output (``run_demo(demo)``): its
+    bundle, mirrors, repository context and settings file. With ``shuffle`` (a seed) the Rollouts
+    are handed over in a shuffled order, as a list."""
+    import random
+
+    from sediment.evidence.context import Evidence
+    from sediment.git.mirror_root import MirrorRoot
+    from sediment.settings import SettingsSources
+
+    bundle = read_bundle(demo / "bundle")
+    rollouts: Any = bundle
+    if shuffle is not None:
+        rollouts = [bundle[i] for i in range(len(bundle))]
+        random.Random(shuffle).shuffle(rollouts)
+    evidence = Evidence(rollouts, bundle.split_enabled, MirrorRoot(demo / "home" / "mirrors"),
+                        bundle.manifest.fragmented, repositories=bundle.repositories)
+    return evidence, SettingsSources.load(config_file=demo / "inputs" / "settings.toml", environ={})
