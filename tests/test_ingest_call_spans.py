@@ -335,3 +335,36 @@ def test_a_list_read_before_is_taken_whole_only_when_its_text_ends_where_an_elem
     whole.parse(lines[7])  # lines[2]'s list whole, then one element
     assert whole.parsed == parsed + 1
     _same_everywhere(lines)
+
+
+def test_a_batch_is_appended_once_its_lines_reach_the_byte_bound(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch is bounded by the bytes of the lines it was read from as well as by its count, and
+    how the Facts are batched changes nothing that is stored."""
+    path = tmp_path / "calls.jsonl"
+    lines = _session(12)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    contents, batches = [], []
+    for mode, bound in (("whole", reading_files.BATCH_BYTES), ("bytes", 3 * max(len(line) for line in lines))):
+        monkeypatch.setattr(reading_files, "BATCH_BYTES", bound)
+        store = FactStore(f"sqlite:///{tmp_path / f'{mode}.db'}")
+        sizes: list[int] = []
+        append = store.append
+        monkeypatch.setattr(store, "append", lambda facts, sizes=sizes, append=append: (sizes.append(len(facts)),
+                                                                                        append(facts))[1])
+        memo = ReplayMemo()
+        report = ingest_files([str(path)], lambda record, memo=memo: translate_call(  # type: ignore[misc]
+            record, format="openai-chat", org_id=ORG, captured_at=CAPTURED, memo=memo), store)
+        assert report.stored["inference_calls"] == 12 and not report.problems
+        batches.append(sizes)
+        contents.append(_content(tmp_path, mode))
+    assert batches[0] == [12]  # under both bounds: one batch
+    expected, held, size = [], 0, 0  # a batch ends at the line that takes its bytes to the bound
+    for line in lines:
+        held, size = held + 1, size + len(line) + 1
+        if size >= 3 * max(len(line) for line in lines):
+            expected.append(held)
+            held = size = 0
+    assert batches[1] == ([*expected, held] if held else expected)
+    assert len(batches[1]) >= 2 and sum(batches[1]) == 12
+    assert contents[0] == contents[1]

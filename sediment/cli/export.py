@@ -1,7 +1,8 @@
 """``sediment export OBJECTIVE``: one subcommand per installed objective, built from the registry.
 
 Each objective's declaration decides its options: ``--recipe`` choices from its recipes,
-``--from`` if it reads bundles, ``--target`` / ``--profile`` / ``--workers`` if it has targets.
+``--from`` if it reads bundles, ``--target`` / ``--profile`` / ``--workers`` if it has targets
+(``--profile`` too if a profile adapts its rows, ``--workers`` if its Sessions are independent).
 Everything else is shared: evidence from a bundle or the fact store, the writer discipline,
 the summary. Help texts of objectives are plugin-supplied, so ``sediment export`` renders its
 help without rich markup: a description is shown as written.
