@@ -8,7 +8,8 @@ with a timer around each phase of the pipeline, and prints one table: seconds an
 the wall time. The phases nest as the pipeline does (redaction runs inside translation, blob
 encoding inside store preparation); "reading and the rest" is what no timer covers: inflating
 the input and cutting it into lines, the command's start, the loop around the phases. The parse
-floor (orjson over every inflated line) is measured first, in the same process, for the ratio.
+floor (orjson over every inflated line, bench/run.py's ``floors``) is measured first, in the same
+process, for the ratio.
 The timers cost about a microsecond a call; the figures are for comparing phases, the bench's
 table for the stage as a whole.
 """
@@ -54,23 +55,12 @@ def _timed(function: Callable[..., Any], label: str, seconds: Counter[str]) -> C
     return wrapper
 
 
-def parse_floor(files: list[str]) -> float:
-    import orjson
-
-    from sediment.ingest.reading.compressed import open_input
-
-    start = time.perf_counter()
-    for path in files:
-        with open_input(path) as handle:
-            for line in handle:
-                orjson.loads(line)
-    return time.perf_counter() - start
-
-
 def main(files: list[str]) -> None:
     import importlib
 
-    floor = parse_floor(files)
+    from run import floors  # the bench's two floors, measured as its report measures them
+
+    _, floor = floors([Path(path) for path in files])
     seconds: Counter[str] = Counter()
     for module_name, owner, name, label, _ in PHASES:
         module = importlib.import_module(module_name)

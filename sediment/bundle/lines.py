@@ -59,9 +59,12 @@ def fast_record_json(line: bytes) -> str | None:
 def fast_record(line: bytes) -> Any:
     """orjson's reading of an already validated line; ``None`` for records it cannot read
     losslessly (non-finite tokens, lone surrogates), which take the standard parser."""
+    text = fast_record_json(line)
+    if text is None:
+        return None
     try:
-        return orjson.loads(orjson.loads(line)["record_json"])
-    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
         return None
 
 
