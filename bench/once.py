@@ -65,12 +65,13 @@ def _said(run_stage: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def objectives_with_workers(names: tuple[str, ...]) -> set[str]:
-    """Those of ``names`` whose exports take ``--workers`` (objectives that declare their
-    Sessions independent)."""
+    """Those of ``names`` whose exports take ``--workers``: objectives that declare their Sessions
+    independent (workers project runs of Sessions) or read bundles (workers check the bundle)."""
     from sediment.host.registry import load_registry
 
     objectives = load_registry().objectives
-    return {name for name in names if objectives[name].info.sessions_independent}
+    return {name for name in names
+            if objectives[name].info.sessions_independent or objectives[name].info.supports_from}
 
 
 def run_once(profile: Profile, work: Path, workers: int, run_stage: Callable[..., Any],

@@ -162,7 +162,7 @@ def run_profile(profile: Profile, work: Path, workers: int, repeat: int = 3, com
                                       ["export", "rlvr", "--target", target, "--from", str(bundle), "--out",
                                        str(work / f"out-w{count}-{attempt}" / target), *w], env, call_bytes,
                                       data.calls))
-            # an objective without targets takes --workers when it declares its Sessions independent
+            # an objective without targets takes --workers when it reads bundles or its Sessions are independent
             for objective in OBJECTIVES_FROM_BUNDLE:
                 runs.append(run_stage(f"export {objective} (workers {count})",
                                       ["export", objective, "--from", str(bundle), "--out",

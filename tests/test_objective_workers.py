@@ -77,3 +77,35 @@ def test_the_others_and_profiles_project_in_one_process(demo: Path, tmp_path: Pa
     two = export(demo, tmp_path / "two", objective, 2, profile=profile)
     assert forked == [1, 1]
     assert files_of(tmp_path / "one") == files_of(tmp_path / "two") and one == two
+
+
+@pytest.mark.parametrize("objective", ["dpo", "diff-sft"])
+def test_their_workers_check_the_bundle_when_opened(demo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   objective: str) -> None:
+    """``--workers`` of an objective whose Sessions are not independent checks the ``--from``
+    bundle in that many processes; the rows, projected in one process, are the same bytes."""
+    from typer.testing import CliRunner
+
+    import sediment.bundle.lines as lines
+    from sediment.cli import app
+
+    asked: list[int] = []
+    scanned = lines.ordered_chunks
+
+    def counting(job: Any, count: int, workers: int, **options: Any) -> Any:
+        asked.append(workers)
+        return scanned(job, count, workers, **options)
+
+    monkeypatch.setattr(lines, "ordered_chunks", counting)
+    env = {"SEDIMENT_HOME": str(tmp_path / "home"), "SEDIMENT_ORG_ID": "unused"}
+    outputs = []
+    for workers in (1, 2, 3):
+        out = tmp_path / f"{objective}-{workers}"
+        result = CliRunner().invoke(app, ["export", objective, "--from", str(demo / "bundle"), "--out", str(out),
+                                          "--mirrors", str(demo / "home" / "mirrors"), "--workers", str(workers)],
+                                    env=env)
+        assert result.exit_code == 0, result.output
+        outputs.append(files_of(out))
+    assert asked == [1, 2, 3]
+    assert outputs[0] and any(name.endswith(".jsonl") for name in outputs[0])
+    assert outputs[1] == outputs[0] and outputs[2] == outputs[0]

@@ -84,12 +84,13 @@ class Bundle:
     with)."""
 
     def __init__(self, path: Path, manifest: BundleManifest, offsets: list[int],
-                 keys: list[tuple[str, str]], repositories: RepositoryContext) -> None:
+                 keys: list[tuple[str, str]], repositories: RepositoryContext, size: int | None = None) -> None:
         self.path = path
         self.manifest = manifest
         self.repositories = repositories
         self._offsets = offsets
         self._keys = keys
+        self._size = size  # of the rollouts file, where its last line ends (None: read up to its newline)
 
     def __len__(self) -> int:
         return len(self._offsets)
@@ -97,9 +98,12 @@ class Bundle:
     def __getitem__(self, index: int) -> Rollout:
         """One Rollout. The file was fully validated when opened (strict parse, sha256), so
         records are read back with the fast parser."""
-        with open(self.path / ROLLOUTS, "rb") as handle:
-            handle.seek(self._offsets[index])
-            return parse_line(handle.readline(), index + 1, fast=True)
+        start = self._offsets[index]
+        end = self._offsets[index + 1] if index + 1 < len(self._offsets) else self._size
+        with open(self.path / ROLLOUTS, "rb") as handle:  # the line read by its length, not searched for
+            handle.seek(start)
+            line = handle.readline() if end is None else handle.read(end - start)
+            return parse_line(line, index + 1, fast=True)
 
     def __iter__(self) -> Any:
         with open(self.path / ROLLOUTS, "rb") as handle:

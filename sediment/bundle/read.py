@@ -162,7 +162,7 @@ def open_bundle(path: str | Path, *, workers: int = 1) -> Bundle:
     for number in range(1, len(keys)):
         if keys[number] <= keys[number - 1]:
             raise BundleError(f"{ROLLOUTS} line {number + 1}: rollouts are not in (org_id, session_id) order")
-    return Bundle(path, manifest, offsets, keys, repositories)
+    return Bundle(path, manifest, offsets, keys, repositories, size)
 
 
 P = TypeVar("P", RepositoryEvidence, RepositoryRename)

@@ -1,8 +1,9 @@
 """``sediment export OBJECTIVE``: one subcommand per installed objective, built from the registry.
 
 Each objective's declaration decides its options: ``--recipe`` choices from its recipes,
-``--from`` if it reads bundles, ``--target`` / ``--profile`` / ``--workers`` if it has targets
-(``--profile`` too if a profile adapts its rows, ``--workers`` if its Sessions are independent).
+``--from`` and ``--workers`` if it reads bundles, ``--target`` / ``--profile`` / ``--workers`` if it
+has targets (``--profile`` too if a profile adapts its rows, ``--workers`` if its Sessions are
+independent: its workers project runs of Sessions; otherwise they check the bundle when it is opened).
 Everything else is shared: evidence from a bundle or the fact store, the writer discipline,
 the summary. Help texts of objectives are plugin-supplied, so ``sediment export`` renders its
 help without rich markup: a description is shown as written.
@@ -296,12 +297,18 @@ def _parameters(objective: Objective) -> list[inspect.Parameter]:
         help="One plugin setting (repeatable); overrides the environment and --config.")))
     params.append(_option("as_json", bool, typer.Option(
         False, "--json", help="Print the summary as one JSON object on stdout.")))
-    if info.has_targets or info.sessions_independent:
+    if info.has_targets or info.sessions_independent or info.supports_from:
+        checking = "checking a --from bundle's records when it is opened"
+        if info.has_targets:
+            projecting = f"Processes projecting Rollouts in parallel, and {checking}"
+        elif info.sessions_independent:
+            projecting = (f"Processes projecting runs of Sessions in parallel (a --profile export adapts its rows in "
+                          f"one process), and {checking}")
+        else:  # its rows draw on several Sessions at once: only the bundle's check runs in parallel
+            projecting = (f"Processes {checking}; the rows are projected in one process, as this objective's "
+                          "Sessions are not independent")
         params.append(_option("workers", int, typer.Option(
-            1, "--workers", "-w", min=1,
-            help=("Processes projecting Rollouts in parallel (the files are byte-identical for any count)."
-                  if info.has_targets else "Processes projecting runs of Sessions in parallel (the files are "
-                  "byte-identical for any count; a --profile export adapts its rows in one process)."))))
+            1, "--workers", "-w", min=1, help=f"{projecting} (the files are byte-identical for any count).")))
     if info.has_targets:
         params.append(_option("engine", str | None, typer.Option(
             None, "--engine", metavar="local|ray", envvar="SEDIMENT_ENGINE", show_envvar=True,
