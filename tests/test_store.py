@@ -8,8 +8,9 @@ import math
 import random
 import zlib
 from collections import Counter
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import select, text, update
@@ -302,6 +303,37 @@ def test_long_strings_are_stored_once_and_reserved_keys_survive(store_url: str) 
     assert store.calls_for_session(ORG, "s2") == [second]
     compressed_once = len(zlib.compress(json.dumps(text_).encode(), 1))
     assert store.stored_bytes()["blobs"] < 2 * compressed_once
+
+
+def test_one_walk_interns_exactly_what_plain_then_intern_give() -> None:
+    """``intern_plain`` (the store's one walk) equals ``intern(plain(...))`` (its definition)
+    on calls, models, tuples, datetimes, subclasses, reserved keys and long strings."""
+    from enum import IntEnum
+
+    from sediment.store.interning import ESCAPED, STRING_REF, intern, intern_plain
+
+    class Level(IntEnum):
+        HIGH = 3
+
+    class Text(str):
+        pass
+
+    rng = random.Random(11)
+    long_text = "\ud800 " + "".join(rng.choice("abc \x00\u00e9") for _ in range(2 * LONG_STRING))
+    values: list[Any] = [
+        call("s1", 0, [message("user", long_text)], [message("assistant", "ok")],
+             raw={"request": {"messages": [{"content": long_text}]}, STRING_REF: 1}),
+        message("tool", long_text),
+        {STRING_REF: "looks like a reference"}, {ESCAPED: {"x": (1, 2.5, None)}},
+        ({"nested": [long_text, (long_text[:LONG_STRING - 1], Text(long_text))]}, Level.HIGH, True),
+        {"at": datetime(2026, 3, 3, 9, 0, tzinfo=UTC), "nan": float("nan"), "big": 2**70, "text": Text("short")},
+        [], {}, (), "", long_text, None,
+    ]
+    for value in values:
+        one: dict[str, bytes] = {}
+        two: dict[str, bytes] = {}
+        assert repr(intern_plain(value, one)) == repr(intern(plain(value), two))
+        assert one == two
 
 
 # --- tool definitions ----------------------------------------------------------------

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sediment.records import canonical_json, sha256_hex
+from pydantic import BaseModel
+
+from sediment.records import canonical_json, plain, sha256_hex
 
 LONG_STRING = 512
 STRING_REF = "\x00sediment-string"
@@ -26,20 +28,44 @@ def intern(value: Any, strings: dict[str, bytes]) -> Any:
     """``value`` with every string of ``LONG_STRING`` characters or more replaced by a reference;
     the referenced strings are added to ``strings`` (hash → stored form)."""
     if isinstance(value, str):
-        if len(value) < LONG_STRING:
-            return value
-        record = string_record(value)
-        digest = sha256_hex(record)
-        strings[digest] = record
-        return {STRING_REF: digest}
+        return value if len(value) < LONG_STRING else _reference(value, strings)
     if isinstance(value, dict):
-        interned = {key: intern(item, strings) for key, item in value.items()}
-        if len(value) == 1 and next(iter(value)) in _RESERVED:
-            return {ESCAPED: interned}
-        return interned
+        return _escaped({key: intern(item, strings) for key, item in value.items()})
     if isinstance(value, list):
         return [intern(item, strings) for item in value]
     return value
+
+
+def intern_plain(value: Any, strings: dict[str, bytes]) -> Any:
+    """``intern(plain(value), strings)`` in one walk instead of two: models, tuples and the
+    rest made JSON-ready (:func:`~sediment.records.plain`) and long strings referenced as they
+    are met."""
+    kind = type(value)
+    if kind is str:
+        return value if len(value) < LONG_STRING else _reference(value, strings)
+    if kind is int or kind is float or kind is bool or value is None:
+        return value
+    if kind is dict:
+        return _escaped({key: intern_plain(item, strings) for key, item in value.items()})
+    if kind is list or kind is tuple:
+        return [intern_plain(item, strings) for item in value]
+    if isinstance(value, BaseModel):
+        return _escaped({name: intern_plain(getattr(value, name), strings) for name in type(value).model_fields})
+    return intern(plain(value), strings)  # datetimes, other mappings and sequences, subclasses: both walks
+
+
+def _reference(text: str, strings: dict[str, bytes]) -> dict[str, str]:
+    record = string_record(text)
+    digest = sha256_hex(record)
+    strings[digest] = record
+    return {STRING_REF: digest}
+
+
+def _escaped(interned: dict[Any, Any]) -> dict[Any, Any]:
+    """An interned dict, escaped when its one key is a reserved one (so it cannot be misread)."""
+    if len(interned) == 1 and next(iter(interned)) in _RESERVED:
+        return {ESCAPED: interned}
+    return interned
 
 
 def references(value: Any, found: set[str]) -> set[str]:

@@ -28,7 +28,7 @@ from sediment.records import decode_record, encode_plain_record, encode_record, 
 from sediment.store import schema
 from sediment.store.blob_codec import pack, unpack
 from sediment.store.engine import StoreEngine, StoreError
-from sediment.store.interning import intern
+from sediment.store.interning import intern_plain
 from sediment.store.keys import fact_org, table_and_key
 
 HASH_CACHE_SIZE = 4096
@@ -236,7 +236,7 @@ class FactWriter(StoreEngine):
             self._hash_cache.move_to_end(id(value))
             return hit[1]
         strings: dict[str, bytes] = {}
-        record = encode_plain_record(intern(plain(value), strings)).encode("ascii")  # intern gives plain values
+        record = encode_plain_record(intern_plain(value, strings)).encode("ascii")  # gives plain values
         digest = sha256_hex(record)
         self._hash_cache[id(value)] = (value, digest)
         if len(self._hash_cache) > HASH_CACHE_SIZE:
