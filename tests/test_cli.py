@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -181,3 +182,44 @@ def test_settings_for_a_plugin_that_is_not_installed(tmp_path: Path, bundle: Pat
                       "--set", "nobody.field=1")
     assert result.returncode == 1
     assert "settings name plugins that are not installed: nobody" in result.stderr
+
+
+def test_a_command_collects_garbage_at_batch_thresholds_and_serve_at_the_interpreters(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``main`` raises the cyclic collector's thresholds for a batch command; ``serve`` puts the
+    interpreter's own back before it starts serving."""
+    import gc
+    import sys
+
+    import uvicorn
+
+    import sediment.cli as cli
+
+    before = gc.get_threshold()
+    seen: list[tuple[int, ...]] = []
+
+    class Server:
+        def __init__(self, config: Any) -> None:
+            seen.append(gc.get_threshold())
+
+        def run(self, sockets: Any = None) -> None:
+            return None
+
+    monkeypatch.setattr(uvicorn, "Server", Server)
+    for name, value in (("SEDIMENT_HOME", str(tmp_path)), ("SEDIMENT_ORG_ID", "org")):
+        monkeypatch.setenv(name, value)
+
+    def run(*args: str) -> None:
+        monkeypatch.setattr(sys, "argv", ["sediment", *args])
+        try:
+            cli.main()
+        except SystemExit as done:
+            assert done.code in (0, None)
+
+    try:
+        run("targets")
+        assert gc.get_threshold() == cli.BATCH_GC_THRESHOLDS != cli.INTERPRETER_GC_THRESHOLDS
+        run("serve", "--port", "0")
+        assert seen == [cli.INTERPRETER_GC_THRESHOLDS]
+    finally:
+        gc.set_threshold(*before)

@@ -8,6 +8,7 @@ printed literally, control characters written visibly (:mod:`sediment.cli.consol
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import signal
@@ -107,12 +108,24 @@ def _on_interrupt(signum: int, frame: FrameType | None) -> None:
     signal.default_int_handler(signum, frame)  # KeyboardInterrupt: staged output is removed as it unwinds
 
 
+#: The cyclic garbage collector's thresholds while a command runs (CPython's default: 700, 10, 10).
+#: A batch command (ingest, derive, export, a report) holds caches of millions of long-lived
+#: objects (replayed histories, message models, hash lists) and makes almost no reference
+#: cycles, so at the default each full collection walks those caches again for nothing: 7-15%
+#: of the time of ingest, derive and the exports on the bench's pilot-tenth. Collections still
+#: run, young ones every 100,000 allocations. ``serve``, which runs for days, keeps the default.
+BATCH_GC_THRESHOLDS = (100_000, 50, 100)
+#: The interpreter's own thresholds, as they were before :func:`main` set the batch ones.
+INTERPRETER_GC_THRESHOLDS = gc.get_threshold()
+
+
 def main() -> None:
     """Console-script entry point with the error boundary. Ctrl-C exits 130 with the one line
     ``interrupted`` on stderr (every writer stages and publishes atomically, so nothing is left
     half-published)."""
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # an ignored SIGINT stays ignored
         signal.signal(signal.SIGINT, _on_interrupt)
+    gc.set_threshold(*BATCH_GC_THRESHOLDS)
     try:
         _main()
     except SystemExit as exc:
