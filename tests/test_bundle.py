@@ -222,6 +222,18 @@ def test_byte_ranges_index_every_line_once(tmp_path: Path, workers: int) -> None
     assert [bundle[i] for i in range(len(bundle))] == rollouts
 
 
+def test_a_rollout_is_read_back_by_its_lines_length_and_a_bundle_cut_short_is_one_line(tmp_path: Path) -> None:
+    path, rollouts = _bundle_of(tmp_path, 5)
+    bundle = open_bundle(path)
+    assert [bundle[i] for i in (4, 0, 3)] == [rollouts[4], rollouts[0], rollouts[3]]  # the last line too
+    data = (path / "rollouts.jsonl").read_bytes()
+    (path / "rollouts.jsonl").write_bytes(data[: len(data) - 10])  # changed after it was opened
+    assert bundle[0] == rollouts[0]
+    with pytest.raises(BundleError, match=r"^rollouts.jsonl line 5 cannot be read back: the file ends before it "
+                                          r"does; the bundle changed after it was opened$"):
+        bundle[4]
+
+
 @pytest.mark.parametrize("bad", [0, 1, 5, 9, 10])
 def test_first_bad_line_is_named_whatever_the_worker_count(tmp_path: Path, bad: int) -> None:
     path, _ = _bundle_of(tmp_path, 11)

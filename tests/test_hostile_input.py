@@ -502,3 +502,17 @@ def test_store_time_columns_sort_as_times_for_early_years() -> None:
     texts = [sortable_time(m) for m in moments]
     assert texts[0] == "0005-01-01T00:00:00.000000Z" and texts == sorted(texts)
     assert {len(t) for t in texts} == {27}
+
+
+def test_a_bad_record_is_kept_without_the_frames_that_read_it(tmp_path: Path) -> None:
+    """A problem yielded as a value holds no traceback or replaced exception: those hold the
+    reading frames (and the line) in a cycle that a batch command's seldom collector would keep."""
+    from sediment.ingest.reading.files import parse_line
+
+    path = tmp_path / "calls.jsonl"
+    path.write_bytes(b'{"ok": 1}\n{"bad": \n{"dup": 1, "dup": 2}\n\xff\n')
+    problems = [value for _, value in records(str(path)) if isinstance(value, Exception)]
+    problems.append(parse_line(b"[1,"))
+    assert len(problems) == 4
+    for problem in problems:
+        assert problem.__traceback__ is None and problem.__context__ is None

@@ -308,7 +308,11 @@ def test_long_strings_are_stored_once_and_reserved_keys_survive(store_url: str) 
 def test_one_walk_interns_exactly_what_plain_then_intern_give() -> None:
     """``intern_plain`` (the store's one walk) equals ``intern(plain(...))`` (its definition)
     on calls, models, tuples, datetimes, subclasses, reserved keys and long strings."""
+    from collections import OrderedDict
     from enum import IntEnum
+    from typing import NamedTuple
+
+    from pydantic import BaseModel, ConfigDict, computed_field
 
     from sediment.store.interning import ESCAPED, STRING_REF, intern, intern_plain
 
@@ -317,6 +321,22 @@ def test_one_walk_interns_exactly_what_plain_then_intern_give() -> None:
 
     class Text(str):
         pass
+
+    class Items(list[Any]):
+        pass
+
+    class Pair(NamedTuple):
+        left: Any
+        right: Any
+
+    class Loose(BaseModel):
+        model_config = ConfigDict(extra="allow")
+        text: str
+
+        @computed_field  # type: ignore[prop-decorator]
+        @property
+        def shout(self) -> str:
+            return self.text.upper()
 
     rng = random.Random(11)
     long_text = "\ud800 " + "".join(rng.choice("abc \x00\u00e9") for _ in range(2 * LONG_STRING))
@@ -328,6 +348,8 @@ def test_one_walk_interns_exactly_what_plain_then_intern_give() -> None:
         ({"nested": [long_text, (long_text[:LONG_STRING - 1], Text(long_text))]}, Level.HIGH, True),
         {"at": datetime(2026, 3, 3, 9, 0, tzinfo=UTC), "nan": float("nan"), "big": 2**70, "text": Text("short")},
         [], {}, (), "", long_text, None,
+        OrderedDict([(STRING_REF, long_text)]), Items([long_text, {ESCAPED: 1}]), Pair(long_text, (1,)),
+        Loose(text=long_text, extra_field=long_text), b"bytes", frozenset({1}),
     ]
     for value in values:
         one: dict[str, bytes] = {}

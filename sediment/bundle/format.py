@@ -103,7 +103,10 @@ class Bundle:
         with open(self.path / ROLLOUTS, "rb") as handle:  # the line read by its length, not searched for
             handle.seek(start)
             line = handle.readline() if end is None else handle.read(end - start)
-            return parse_line(line, index + 1, fast=True)
+        if end is not None and len(line) != end - start:  # the file was cut short
+            raise BundleError(f"{ROLLOUTS} line {index + 1} cannot be read back: the file ends before it does; "
+                              "the bundle changed after it was opened")
+        return parse_line(line, index + 1, fast=True)
 
     def __iter__(self) -> Any:
         with open(self.path / ROLLOUTS, "rb") as handle:

@@ -305,8 +305,8 @@ def _parameters(objective: Objective) -> list[inspect.Parameter]:
             projecting = (f"Processes projecting runs of Sessions in parallel (a --profile export adapts its rows in "
                           f"one process), and {checking}")
         else:  # its rows draw on several Sessions at once: only the bundle's check runs in parallel
-            projecting = (f"Processes {checking}; the rows are projected in one process, as this objective's "
-                          "Sessions are not independent")
+            projecting = (f"Processes {checking} (without --from they change nothing); the rows are projected "
+                          "in one process, as this objective's Sessions are not independent")
         params.append(_option("workers", int, typer.Option(
             1, "--workers", "-w", min=1, help=f"{projecting} (the files are byte-identical for any count).")))
     if info.has_targets:

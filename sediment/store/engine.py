@@ -38,9 +38,6 @@ SQLITE_BUSY_TIMEOUT = 60.0
 #: nearly every commit would also checkpoint (copy and sync); at 10000 (40 MiB) one in ten does,
 #: and a page changed by several batches in between is copied once.
 SQLITE_WAL_PAGES = 10_000
-#: The page cache of a writing connection, in KiB (SQLite's default is 2 MiB): the blob index is
-#: keyed by content hash, so each batch touches pages all over it.
-SQLITE_CACHE_KIB = 64 * 1024
 #: The PostgreSQL advisory lock (per database) that creation and migrations hold.
 SCHEMA_LOCK = 0x5EDD_0005_C4E3_A001
 _WRITE = "sediment_write"  # execution option: this connection's transactions write (SQLite: BEGIN IMMEDIATE)
@@ -155,7 +152,6 @@ class StoreEngine:
             _enable_wal(cursor)
             cursor.execute("PRAGMA synchronous=NORMAL")
             cursor.execute(f"PRAGMA wal_autocheckpoint={SQLITE_WAL_PAGES}")
-            cursor.execute(f"PRAGMA cache_size=-{SQLITE_CACHE_KIB}")
         finally:
             cursor.close()
 

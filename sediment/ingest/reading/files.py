@@ -35,7 +35,15 @@ from pydantic import ValidationError
 from sediment.errors import UsageError, validation_message
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.reading.compressed import InputUnreadable, open_input
-from sediment.ingest.reading.json_text import _NUMBER, _TOKEN, JsonReader, RecordProblem, _skip_ws, _utf8
+from sediment.ingest.reading.json_text import (
+    _NUMBER,
+    _TOKEN,
+    JsonReader,
+    RecordProblem,
+    _skip_ws,
+    _utf8,
+    detached,
+)
 from sediment.ingest.reading.json_text import MAX_DEPTH as MAX_DEPTH
 from sediment.ingest.reading.json_text import parse_line as parse_line
 from sediment.ingest.reading.json_text import too_deep as too_deep
@@ -267,7 +275,7 @@ def _parsed(reader: JsonReader, line: bytes) -> Any | RecordProblem:
     try:
         return reader.parse(line)
     except RecordProblem as exc:
-        return exc
+        return detached(exc)
 
 
 def _document(reader: JsonReader, data: bytes) -> list[tuple[int, Any | Exception]] | None:

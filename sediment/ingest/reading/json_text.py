@@ -206,4 +206,13 @@ def parse_line(line: str | bytes) -> Any | Exception:
     try:
         return JsonReader().parse(line)
     except RecordProblem as exc:
-        return exc
+        return detached(exc)
+
+
+def detached(problem: RecordProblem) -> RecordProblem:
+    """``problem`` kept as a value: without its traceback and the exception it replaced, which
+    hold the frames it was raised in (and the line they read) in a reference cycle that only the
+    cyclic collector, which a batch command runs seldom, would free."""
+    problem.__traceback__ = None
+    problem.__context__ = None
+    return problem
