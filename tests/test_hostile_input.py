@@ -516,3 +516,31 @@ def test_a_bad_record_is_kept_without_the_frames_that_read_it(tmp_path: Path) ->
     assert len(problems) == 4
     for problem in problems:
         assert problem.__traceback__ is None and problem.__context__ is None
+
+
+def test_a_reader_is_freed_as_soon_as_it_is_dropped() -> None:
+    """A JsonReader (and a SpanReader, with everything it remembers) is in no reference cycle:
+    dropping it frees it at once, not at a full collection, which a batch command runs seldom."""
+    import contextlib
+    import gc
+    import weakref
+
+    from sediment.ingest.calls.spans import SpanReader
+    from sediment.ingest.reading.json_text import JsonReader
+
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        for make in (JsonReader, lambda: JsonReader(keep_flaws=True), lambda: SpanReader(min_line=0)):
+            reader = make()
+            reader.parse(b'{"request": {"messages": [{"role": "user", "content": "hi"}]}, "a": 1}')
+            with contextlib.suppress(TranslationError):  # a duplicate key: refused, or kept as a flaw
+                reader.parse(b'{"a": 1, "a": 2}')
+            with pytest.raises(TranslationError):
+                reader.parse(b'{"a": [1, }')
+            gone = weakref.ref(reader)
+            del reader
+            assert gone() is None
+    finally:
+        if enabled:
+            gc.enable()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from collections.abc import Callable
 from typing import Any, Final
 
 from sediment.ingest import TranslationError
@@ -107,6 +108,24 @@ def _checked_int(text: str) -> int:
         raise RecordProblem(f"integer has more than {sys.get_int_max_str_digits()} digits") from None
 
 
+def _object_hook(duplicates: list[str], keep_flaws: bool) -> Callable[[list[tuple[str, Any]]], dict[str, Any]]:
+    """The decoder's object hook: a dict of the pairs; a key given twice is added to
+    ``duplicates``, or with ``keep_flaws`` makes the object a :class:`FlawedObject`."""
+
+    def hook(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        result = dict(pairs)
+        if len(result) != len(pairs):
+            duplicate = _first_duplicate(pairs)
+            if keep_flaws:
+                flawed = FlawedObject(result)
+                flawed.problem = f"duplicate key {duplicate!r}"
+                return flawed
+            duplicates.append(duplicate)
+        return result
+
+    return hook
+
+
 class JsonReader:
     """Parses JSON text exactly with the standard parser (orjson would turn integers beyond 64
     bits into floats and cannot see a key given twice): duplicate keys, numbers that overflow,
@@ -122,22 +141,14 @@ class JsonReader:
     def __init__(self, *, keep_flaws: bool = False) -> None:
         self._duplicates: list[str] = []
         self._keep_flaws = keep_flaws
+        # The hooks are no bound methods of the reader: the decoder holding them would make a
+        # reference cycle of the reader, which only the cyclic collector frees, with whatever
+        # the reader remembers (a SpanReader: up to 64 MiB of replayed elements).
+        hook = _object_hook(self._duplicates, keep_flaws)
         if keep_flaws:
-            self._decoder = json.JSONDecoder(object_pairs_hook=self._object, parse_float=self._float,
-                                             parse_int=self._int)
+            self._decoder = json.JSONDecoder(object_pairs_hook=hook, parse_float=self._float, parse_int=self._int)
         else:
-            self._decoder = json.JSONDecoder(object_pairs_hook=self._object, parse_float=_finite_float)
-
-    def _object(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-        result = dict(pairs)
-        if len(result) != len(pairs):
-            duplicate = _first_duplicate(pairs)
-            if self._keep_flaws:
-                flawed = FlawedObject(result)
-                flawed.problem = f"duplicate key {duplicate!r}"
-                return flawed
-            self._duplicates.append(duplicate)
-        return result
+            self._decoder = json.JSONDecoder(object_pairs_hook=hook, parse_float=_finite_float)
 
     @staticmethod
     def _float(text: str) -> float | Flaw:
