@@ -38,18 +38,23 @@ def export(demo: Path, out: Path, objective: str, workers: int, *, profile: str 
     return summary
 
 
-@pytest.fixture
-def forked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The worker count every export's chunks were run with."""
+def worker_counts(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[int]:
+    """The worker count each of ``module``'s ``ordered_chunks`` calls is made with, from now on."""
     asked: list[int] = []
-    chunked = pipeline.ordered_chunks
+    chunked = module.ordered_chunks
 
     def counting(job: Any, count: int, workers: int, **options: Any) -> Any:
         asked.append(workers)
         return chunked(job, count, workers, **options)
 
-    monkeypatch.setattr(pipeline, "ordered_chunks", counting)
+    monkeypatch.setattr(module, "ordered_chunks", counting)
     return asked
+
+
+@pytest.fixture
+def forked(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The worker count every export's chunks were run with."""
+    return worker_counts(monkeypatch, pipeline)
 
 
 def test_only_sft_declares_its_sessions_independent() -> None:
@@ -89,14 +94,7 @@ def test_their_workers_check_the_bundle_when_opened(demo: Path, tmp_path: Path, 
     import sediment.bundle.lines as lines
     from sediment.cli import app
 
-    asked: list[int] = []
-    scanned = lines.ordered_chunks
-
-    def counting(job: Any, count: int, workers: int, **options: Any) -> Any:
-        asked.append(workers)
-        return scanned(job, count, workers, **options)
-
-    monkeypatch.setattr(lines, "ordered_chunks", counting)
+    asked = worker_counts(monkeypatch, lines)
     env = {"SEDIMENT_HOME": str(tmp_path / "home"), "SEDIMENT_ORG_ID": "unused"}
     outputs = []
     for workers in (1, 2, 3):
