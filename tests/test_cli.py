@@ -194,6 +194,7 @@ def test_a_command_collects_garbage_at_batch_thresholds_and_serve_at_the_interpr
     import uvicorn
 
     import sediment.cli as cli
+    from sediment.cli import collector
 
     before = gc.get_threshold()
     seen: list[tuple[int, ...]] = []
@@ -218,8 +219,8 @@ def test_a_command_collects_garbage_at_batch_thresholds_and_serve_at_the_interpr
 
     try:
         run("targets")
-        assert gc.get_threshold() == cli.BATCH_GC_THRESHOLDS != cli.INTERPRETER_GC_THRESHOLDS
+        assert gc.get_threshold() == collector.BATCH != collector.INTERPRETER
         run("serve", "--port", "0")
-        assert seen == [cli.INTERPRETER_GC_THRESHOLDS]
+        assert seen == [collector.INTERPRETER]
     finally:
         gc.set_threshold(*before)

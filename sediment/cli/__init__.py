@@ -8,7 +8,6 @@ printed literally, control characters written visibly (:mod:`sediment.cli.consol
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 import signal
@@ -16,7 +15,7 @@ from types import FrameType
 
 import typer
 
-from sediment.cli import console, help_text
+from sediment.cli import collector, console, help_text
 from sediment.cli.demo import demo
 from sediment.cli.derive import derive
 from sediment.cli.explain import explain
@@ -108,15 +107,6 @@ def _on_interrupt(signum: int, frame: FrameType | None) -> None:
     signal.default_int_handler(signum, frame)  # KeyboardInterrupt: staged output is removed as it unwinds
 
 
-#: The cyclic garbage collector's thresholds while a command runs (CPython's default: 700, 10, 10).
-#: A batch command (ingest, derive, export, a report) holds caches of millions of long-lived
-#: objects (replayed histories, message models, hash lists) and makes almost no reference
-#: cycles, so at the default each full collection walks those caches again for nothing: 7-15%
-#: of the time of ingest, derive and the exports on the bench's pilot-tenth. Collections still
-#: run, young ones every 100,000 allocations. ``serve``, which runs for days, keeps the default.
-BATCH_GC_THRESHOLDS = (100_000, 50, 100)
-#: The interpreter's own thresholds, as they were before :func:`main` set the batch ones.
-INTERPRETER_GC_THRESHOLDS = gc.get_threshold()
 
 
 def main() -> None:
@@ -125,7 +115,7 @@ def main() -> None:
     half-published)."""
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # an ignored SIGINT stays ignored
         signal.signal(signal.SIGINT, _on_interrupt)
-    gc.set_threshold(*BATCH_GC_THRESHOLDS)
+    collector.for_batch_work()  # see sediment.cli.collector
     try:
         _main()
     except SystemExit as exc:

@@ -42,20 +42,19 @@ def serve(
     org: str | None = typer.Option(None, "--org", help="Org id every delivery is stored for "
                                    "(default: SEDIMENT_ORG_ID; never taken from a request)."),
 ) -> None:
-    import gc
     import logging
     import os
     from pathlib import Path
 
     import uvicorn
 
-    from sediment.cli import INTERPRETER_GC_THRESHOLDS
+    from sediment.cli import collector
     from sediment.home import ensure_home
     from sediment.receiver.app import create_app, route_table
     from sediment.receiver.config import GITLAB_HOST_ENV, from_environment
     from sediment.store import FactStore, database_url
 
-    gc.set_threshold(*INTERPRETER_GC_THRESHOLDS)  # a server running for days collects as the interpreter would
+    collector.as_the_interpreter()  # a server running for days collects as the interpreter would
     org_id = settings.org_id(org)
     url = database_url()
     FactStore(url).close()  # a store that cannot be opened is one line now, not a retry loop later
