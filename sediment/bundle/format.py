@@ -84,13 +84,13 @@ class Bundle:
     with)."""
 
     def __init__(self, path: Path, manifest: BundleManifest, offsets: list[int],
-                 keys: list[tuple[str, str]], repositories: RepositoryContext, size: int | None = None) -> None:
+                 keys: list[tuple[str, str]], repositories: RepositoryContext, size: int) -> None:
         self.path = path
         self.manifest = manifest
         self.repositories = repositories
         self._offsets = offsets
         self._keys = keys
-        self._size = size  # of the rollouts file, where its last line ends (None: read up to its newline)
+        self._size = size  # of the rollouts file (checked when opened): where its last line ends
 
     def __len__(self) -> int:
         return len(self._offsets)
@@ -102,8 +102,8 @@ class Bundle:
         end = self._offsets[index + 1] if index + 1 < len(self._offsets) else self._size
         with open(self.path / ROLLOUTS, "rb") as handle:  # the line read by its length, not searched for
             handle.seek(start)
-            line = handle.readline() if end is None else handle.read(end - start)
-        if end is not None and len(line) != end - start:  # the file was cut short
+            line = handle.read(end - start)
+        if len(line) != end - start:  # the file was cut short
             raise BundleError(f"{ROLLOUTS} line {index + 1} cannot be read back: the file ends before it does; "
                               "the bundle changed after it was opened")
         return parse_line(line, index + 1, fast=True)

@@ -332,7 +332,7 @@ class V4Bundle(Bundle):
 
     def __init__(self, path: Path, manifest: V4BundleManifest, offsets: list[int], keys: list[tuple[str, str]],
                  calls: dict[str, int], repositories: RepositoryContext) -> None:
-        super().__init__(path, manifest, offsets, keys, repositories)
+        super().__init__(path, manifest, offsets, keys, repositories, manifest.files["rollouts"]["bytes"])
         self.manifest: V4BundleManifest = manifest
         self._calls = calls
 

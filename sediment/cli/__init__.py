@@ -107,8 +107,6 @@ def _on_interrupt(signum: int, frame: FrameType | None) -> None:
     signal.default_int_handler(signum, frame)  # KeyboardInterrupt: staged output is removed as it unwinds
 
 
-
-
 def main() -> None:
     """Console-script entry point with the error boundary. Ctrl-C exits 130 with the one line
     ``interrupted`` on stderr (every writer stages and publishes atomically, so nothing is left
