@@ -337,6 +337,27 @@ def test_a_list_read_before_is_taken_whole_only_when_its_text_ends_where_an_elem
     _same_everywhere(lines)
 
 
+def test_a_replayed_list_of_any_characters_is_taken_whole_by_its_bytes() -> None:
+    """A Session's previous list is matched on the line's bytes, before they are decoded: with
+    characters of one to four UTF-8 bytes (spelled raw or escaped) before, inside and after it,
+    each call takes the previous call's list whole and parses only its new element, and every
+    line (given as bytes, as ingest reads it, or as text) reads as a plain parse reads it."""
+    texts = ["plain", "naïve café", "✓ done", "clef 𝄞 here", "\u00e9 escaped"]
+    pieces: list[str] = []
+    lines: list[str] = []
+    for call, text in enumerate(texts * 2):
+        pieces.append(json.dumps({"role": "user", "content": f"{text} {call} " + "é" * call}, ensure_ascii=call % 2 == 0))
+        output = {"role": "assistant", "content": f"réponse {call} 𝄞"}
+        lines.append(_record_line("s-ü", list(pieces), output, call))
+    for given in (lambda line: line.encode("utf-8"), lambda line: line):
+        reader = SpanReader(min_line=0)
+        for call, line in enumerate(lines):
+            parsed, reused = reader.parsed, reader.reused
+            assert _typed(reader.parse(given(line))) == _typed(JsonReader().parse(line))
+            assert (reader.parsed - parsed, reader.reused - reused) == ((1, 0) if call == 0 else (1, call))
+    _same_everywhere(lines)
+
+
 def test_a_batch_is_appended_once_its_lines_reach_the_byte_bound(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """A batch is bounded by the bytes of the lines it was read from as well as by its count, and

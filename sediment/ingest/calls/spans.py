@@ -2,31 +2,35 @@
 
 In one Session, call *n*'s request replays the messages of call *n−1* byte for byte. A
 :class:`SpanReader` reads a record's replayed list (``request.messages``, ``request.input``, or
-a LiteLLM payload's ``messages``) element by element straight from the line's text: an element
+a LiteLLM payload's ``messages``) element by element straight from the line: an element
 whose text starts exactly like a container already read and validated (``{…}`` or ``[…]``) is
 that very parsed object, found by comparing characters, never parsed again; any other element is
-parsed where it stands. Before that, the list's text is compared with the whole text of the
+parsed where it stands. Before that, the list's bytes are compared with the whole bytes of the
 few lists read last (from the first element's start to the last one's end): when one stands
 there whole, followed by ``,`` or ``]``, its elements are taken at once (a Session's previous
-call replayed: one comparison instead of one per element). The rest of the record (the line
-with the list cut out) is parsed as usual and the list is put back in its place.
+call replayed: one comparison of bytes, before any of them is decoded, instead of one per
+element). Only what follows it is decoded. The rest of the record (the line with the list cut
+out) is parsed as usual and the list is put back in its place.
 
 Exact by construction: a JSON container's value is decided by its own characters up to its
-closing bracket, so equal text at a value position is an equal value, and the pieces parsed
-apart compose to the value a whole parse gives. Whenever anything is not plain (the list is not
-found by its plain key spelling, an element fails to parse or nests too deep for its place, the
-separators are not ``,`` and ``]``, the rest fails), the whole line is parsed again the plain
-way, so every refusal (bad UTF-8, a duplicate key, nesting too deep, a bad number) is the one a
-plain parse gives, word for word. Parsed objects are shared between records: nothing downstream
-mutates a parsed record (the translators, redaction and the store copy what they change).
+closing bracket, so equal text at a value position is an equal value (and equal UTF-8 bytes
+are equal text: the line is cut only at ASCII brackets, commas and whitespace), and the pieces
+parsed apart compose to the value a whole parse gives. Whenever anything is not plain (the list
+is not found by its plain key spelling, an element fails to parse or nests too deep for its
+place, the separators are not ``,`` and ``]``, the rest fails, a piece is not UTF-8), the whole
+line is parsed again the plain way, so every refusal (bad UTF-8, a duplicate key, nesting too
+deep, a bad number) is the one a plain parse gives, word for word. Parsed objects are shared
+between records: nothing downstream mutates a parsed record (the translators, redaction and
+the store copy what they change).
 """
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from typing import Any, Final
 
-from sediment.ingest.reading.json_text import _TOKEN, MAX_DEPTH, JsonReader, RecordProblem, _skip_ws, _utf8
+from sediment.ingest.reading.json_text import MAX_DEPTH, JsonReader, RecordProblem, _skip_ws, _utf8
 
 #: The replayed lists read span by span, as paths of plain keys (the same lists the store keeps
 #: as content blobs).
@@ -40,9 +44,14 @@ MIN_LINE: Final = 4096
 MEMORY_CHARS: Final = 64 * 1024 * 1024
 _HEAD: Final = 96  # the characters an element's text is first looked up by
 _LISTS: Final = 8  # how many lists read last are remembered whole
-_KEYS: Final = frozenset(key for path in REPLAYED_LISTS for key in path)
-_PREFIXES: Final = frozenset(path[:depth] for path in REPLAYED_LISTS for depth in range(1, len(path)))
+_KEYS: Final = frozenset(key.encode("ascii") for path in REPLAYED_LISTS for key in path)
+_PATHS: Final = frozenset(tuple(key.encode("ascii") for key in path) for path in REPLAYED_LISTS)
+_PREFIXES: Final = frozenset(path[:depth] for path in _PATHS for depth in range(1, len(path)))
 _LONGEST_KEY: Final = 2 + max(len(key) for key in _KEYS)
+#: A string or a bracket, in a line's bytes (:data:`~sediment.ingest.reading.json_text._TOKEN`'s
+#: shape: every byte of a multi-byte UTF-8 character is above ASCII, so it never ends a string).
+_TOKEN: Final = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[][{}]', re.DOTALL)
+_WHITESPACE: Final = re.compile(rb"[ \t\n\r]*")
 
 
 class _Element:
@@ -57,8 +66,8 @@ class SpanReader(JsonReader):
     """A :class:`~sediment.ingest.reading.json_text.JsonReader` for call logs: the same values and the
     same refusals, with replayed list elements read once (see the module). One reader serves
     the lines of one ingest run in order; it remembers up to ``memory_chars`` characters of
-    element text, and as much again of whole lists (the last eight, each at most an eighth of
-    it), and reads lines shorter than ``min_line`` the plain way."""
+    element text, and as many bytes again of whole lists (the last eight, each at most an
+    eighth of it), and reads lines shorter than ``min_line`` the plain way."""
 
     def __init__(self, *, memory_chars: int = MEMORY_CHARS, min_line: int = MIN_LINE) -> None:
         super().__init__()
@@ -67,33 +76,36 @@ class SpanReader(JsonReader):
         self._size = 0
         self._seen: OrderedDict[str, _Element] = OrderedDict()
         self._by_head: dict[str, str] = {}
-        #: The lists read last (newest last): the text from the first element's start to the last
-        #: element's end, the elements' values and the last element's record, so a list that
-        #: starts with one of them whole takes all of its elements with one comparison.
-        self._lists: list[tuple[str, list[Any], _Element | None]] = []
+        #: The lists read last (newest last): the bytes from the first element's start to the
+        #: last element's end (a view of the line they were read from, when that line is at most
+        #: a list's share of the memory, else a copy), the elements' values and the last
+        #: element's record, so a list that starts with one of them whole takes all of its
+        #: elements with one comparison.
+        self._lists: list[tuple[memoryview | bytes, list[Any], _Element | None]] = []
         #: Elements found by text (``reused``) and parsed (``parsed``), for tests and the bench.
         self.reused = 0
         self.parsed = 0
 
     def parse(self, data: bytes | str) -> Any:
         if len(data) >= self._min_line:
+            line = data if isinstance(data, bytes) else _encoded(data)
             try:
-                value = self._spliced(_utf8(data))
+                value = None if line is None else self._spliced(line)
             except RecordProblem:
                 value = None
             if value is not None:
                 return value
         return super().parse(data)
 
-    def _spliced(self, text: str) -> dict[str, Any] | None:
-        found = _find_list(text)
+    def _spliced(self, line: bytes) -> dict[str, Any] | None:
+        found = _find_list(line)
         if found is None:
             return None
         path, start = found
-        elements, end = self._elements(text, start)
+        elements, end = self._elements(line, start)
         if elements is None:
             return None
-        value = super().parse(text[:start] + "[]" + text[end:])
+        value = super().parse(line[:start] + b"[]" + line[end:])
         if type(value) is not dict:
             return None  # pragma: no cover - _find_list found the record's object
         holder: Any = value
@@ -104,35 +116,38 @@ class SpanReader(JsonReader):
         holder[path[-1]] = elements
         return value
 
-    def _elements(self, text: str, start: int) -> tuple[list[Any] | None, int]:
-        """The elements of the array at ``start`` and the index after it (None: not plain)."""
+    def _elements(self, line: bytes, start: int) -> tuple[list[Any] | None, int]:
+        """The elements of the array at byte ``start`` and the byte after it (None: not plain)."""
         elements: list[Any] = []
-        index = _skip_ws(text, start + 1)
-        if text.startswith("]", index):
+        index = _skip(line, start + 1)
+        if line.startswith(b"]", index):
             return elements, index + 1
         first = index
         previous: _Element | None = None
-        replayed = self._replayed(text, index)
+        replayed = self._replayed(line, index)
         if replayed is not None:  # the whole of a list read before, then "," or "]"
-            whole, values, previous = replayed
-            after = _skip_ws(text, index + len(whole))
-            if text.startswith(",", after) or text.startswith("]", after):
+            whole, values, last = replayed
+            after = _skip(line, index + len(whole))
+            if line.startswith(b"]", after):  # that very list again (remembered already)
+                self.reused += len(values)
+                return list(values), after + 1
+            if line.startswith(b",", after):
                 elements = list(values)
                 self.reused += len(values)
-                if text.startswith("]", after):  # that very list again (remembered already)
-                    return elements, after + 1
-                index = _skip_ws(text, after + 1)
-            else:
-                previous = None
+                previous = last
+                index = _skip(line, after + 1)
+        # What follows is decoded from here (the replayed list before it never is).
+        text = _utf8(line[index:])
+        position = 0
         while True:
-            element, span = self._known(text, index, previous)
+            element, span = self._known(text, position, previous)
             if element is not None and span is not None:
                 self.reused += 1
-                end = index + len(span)
+                end = position + len(span)
             else:
-                value, end = self.value_at(text, index, MAX_DEPTH - LIST_LEVEL)  # deeper: parsed whole
+                value, end = self.value_at(text, position, MAX_DEPTH - LIST_LEVEL)  # deeper: parsed whole
                 self.parsed += 1
-                span = text[index:end]
+                span = text[position:end]
                 element = _Element(value) if span[0] in "{[" else None  # a scalar's end needs lookahead
             if element is None:
                 elements.append(value)
@@ -140,28 +155,30 @@ class SpanReader(JsonReader):
                 elements.append(element.value)
                 self._remember(span, element, previous)
             previous = element
-            index = _skip_ws(text, end)
-            if text.startswith("]", index):
+            position = _skip_ws(text, end)
+            if text.startswith("]", position):
                 break
-            if not text.startswith(",", index):
-                return None, index
-            index = _skip_ws(text, index + 1)
-        self._remember_list(text[first:end], elements, previous)
+            if not text.startswith(",", position):
+                return None, 0
+            position = _skip_ws(text, position + 1)
+        self._remember_list(line, first, index + _byte_length(text, end), elements, previous)
         self._evict()
-        return elements, index + 1
+        return elements, index + _byte_length(text, position) + 1
 
-    def _replayed(self, text: str, index: int) -> tuple[str, list[Any], _Element | None] | None:
-        """The newest remembered list whose whole text stands at ``index`` (a Session's previous
+    def _replayed(self, line: bytes, index: int) -> tuple[memoryview | bytes, list[Any], _Element | None] | None:
+        """The newest remembered list whose whole bytes stand at ``index`` (a Session's previous
         call, whatever other Sessions' calls came between)."""
         for position in range(len(self._lists) - 1, -1, -1):
-            listed: tuple[str, list[Any], _Element | None] = self._lists[position]
-            if text.startswith(listed[0], index):
+            listed = self._lists[position]
+            if line.startswith(listed[0], index):
                 return listed
         return None
 
-    def _remember_list(self, span: str, elements: list[Any], last: _Element | None) -> None:
-        if len(span) > self._limit // _LISTS:
+    def _remember_list(self, line: bytes, first: int, end: int, elements: list[Any], last: _Element | None) -> None:
+        share = self._limit // _LISTS
+        if end - first > share:
             return
+        span = memoryview(line)[first:end] if len(line) <= share else line[first:end]
         self._lists.append((span, elements, last))
         if len(self._lists) > _LISTS:
             del self._lists[0]
@@ -194,36 +211,56 @@ class SpanReader(JsonReader):
                 del self._by_head[span[:_HEAD]]
 
 
-def _find_list(text: str) -> tuple[tuple[str, ...], int] | None:
-    """The path and start index of the first replayed list of the record in ``text``, found by
+def _encoded(text: str) -> bytes | None:
+    """``text`` as UTF-8 (None when it holds a lone surrogate: a plain parse reads it)."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
+
+
+def _skip(line: bytes, index: int) -> int:
+    """The index of the first byte at or after ``index`` that is not JSON whitespace."""
+    match = _WHITESPACE.match(line, index)
+    assert match is not None  # the pattern matches the empty string
+    return match.end()
+
+
+def _byte_length(text: str, characters: int) -> int:
+    """How many UTF-8 bytes the first ``characters`` characters of ``text`` take."""
+    return characters if text.isascii() else len(text[:characters].encode("utf-8"))
+
+
+def _find_list(line: bytes) -> tuple[tuple[str, ...], int] | None:
+    """The path and start index of the first replayed list of the record in ``line``, found by
     its keys' plain spellings; None when the record is not an object or holds none. Only the
     containers on a listed path are entered; any other is skipped whole."""
-    position = _skip_ws(text, 0)
-    if not text.startswith("{", position):
+    position = _skip(line, 0)
+    if not line.startswith(b"{", position):
         return None
     position += 1
-    path: list[str | None] = []  # the keys of the open containers below the record
-    key: str | None = None
+    path: list[bytes | None] = []  # the keys of the open containers below the record
+    key: bytes | None = None
     while True:
-        match = _TOKEN.search(text, position)
+        match = _TOKEN.search(line, position)
         if match is None:
             return None
         at, position = match.span()
-        char = text[at]
-        if char == '"':
-            if text.startswith(":", _skip_ws(text, position)):  # a key, not a value
-                name = text[at + 1:position - 1] if position - at <= _LONGEST_KEY else None
+        char = line[at:at + 1]
+        if char == b'"':
+            if line.startswith(b":", _skip(line, position)):  # a key, not a value
+                name = line[at + 1:position - 1] if position - at <= _LONGEST_KEY else None
                 key = name if name in _KEYS else None
             continue
-        if char in "[{":
+        if char in (b"[", b"{"):
             here = (*path, key)
-            if char == "[" and here in REPLAYED_LISTS:
-                return tuple(name for name in here if name is not None), at
-            if char == "{" and here in _PREFIXES:
+            if char == b"[" and here in _PATHS:
+                return tuple(name.decode("ascii") for name in here if name is not None), at
+            if char == b"{" and here in _PREFIXES:
                 path.append(key)
                 key = None
                 continue
-            end = _skip_container(text, at)
+            end = _skip_container(line, at)
             if end is None:
                 return None
             position, key = end, None
@@ -234,13 +271,13 @@ def _find_list(text: str) -> tuple[tuple[str, ...], int] | None:
         key = None
 
 
-def _skip_container(text: str, index: int) -> int | None:
+def _skip_container(line: bytes, index: int) -> int | None:
     depth = 0
-    for match in _TOKEN.finditer(text, index):
-        char = text[match.start()]
-        if char == '"':
+    for match in _TOKEN.finditer(line, index):
+        char = line[match.start()]
+        if char == 0x22:  # a string
             continue
-        depth += 1 if char in "[{" else -1
+        depth += 1 if char in (0x5B, 0x7B) else -1  # "[", "{"
         if depth == 0:
             return match.end()
     return None
