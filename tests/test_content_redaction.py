@@ -241,6 +241,34 @@ def test_the_grouped_anchor_searches_are_the_plain_substring_tests(text: str) ->
         assert secret_patterns._anchored(pattern.anchors)(text) == any(anchor in text for anchor in pattern.anchors)
 
 
+SECRETS_AND_PIECES = [text for _, text, _ in POSITIVE] + [text for _, text in NEGATIVE] + ANCHOR_PIECES + PIECES
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(SECRETS_AND_PIECES), max_size=6).map(" ".join))
+def test_the_patterns_the_prefilter_rules_out_are_skipped_with_the_same_result(text: str) -> None:
+    """A scan searches only with the token patterns whose anchors' prefilter tests fired (and
+    every pattern once a replacement changed the text): it finds what searching with every
+    pattern finds, secrets of several kinds in one text included. The tests that fired are the
+    leading characters of the prefilter anchors the text holds."""
+    lowered = text.lower()
+    assert secret_patterns._fired(text) == (frozenset(
+        anchor[:1] for anchor in secret_patterns._PREFILTER if anchor in lowered) if len(text) >= 8 else frozenset())
+    every = secret_patterns._redact_searched(text)
+    assert secret_patterns._scan(text) == (every if every[1] else (text, ()))
+
+
+def test_every_token_pattern_is_ruled_out_only_by_tests_its_anchors_fire() -> None:
+    """Each token pattern is skipped only when none of the prefilter tests its anchors fire
+    fired; a pattern whose anchor no prefilter anchor lies inside is always searched."""
+    for pattern in secret_patterns._TOKEN_PATTERNS:
+        firsts = secret_patterns._PREFILTER_FIRSTS[pattern.kind]
+        for own in pattern.anchors:
+            fired = secret_patterns._fired(f"text {own} text")
+            assert firsts is None or not fired.isdisjoint(firsts), (pattern.kind, own)
+    assert secret_patterns._PREFILTER_FIRSTS["slack_webhook"] is None
+
+
 def test_a_text_seen_again_is_looked_up_and_one_byte_more_is_a_new_text() -> None:
     seen = secret_patterns._Seen(10_000)
     text = "the tool printed " + "x" * 300 + "\n"

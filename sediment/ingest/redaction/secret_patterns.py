@@ -293,9 +293,17 @@ def _has_name_word(text: str) -> bool:
     return any(word in lowered for word in _NAME_WORDS)
 
 
-def _redact_searched(text: str) -> tuple[str, tuple[Finding, ...]]:
+def _redact_searched(text: str, fired: frozenset[str] | None = None) -> tuple[str, tuple[Finding, ...]]:
+    """``text`` searched with every expression; ``fired`` (the leading characters whose
+    prefilter test found an anchor in ``text``, :func:`_fired`) skips each token pattern none of
+    whose anchors' prefilter tests fired, while nothing has been replaced yet (then the text is
+    the one the tests saw, and a pattern whose anchor it held would have fired one)."""
     redactor = _Redactor()
+    original = text
     for pattern in _TOKEN_PATTERNS:
+        firsts = _PREFILTER_FIRSTS[pattern.kind]
+        if fired is not None and firsts is not None and text is original and fired.isdisjoint(firsts):
+            continue
         if _anchored(pattern.anchors)(text):
             text = redactor.token(pattern, text)
     if "://" in text and "@" in text:
@@ -347,6 +355,28 @@ def _anchored(anchors: tuple[str, ...]) -> Callable[[str], bool]:
 
 
 _PREFILTER_TESTS = _searches(_PREFILTER)
+#: The prefilter's tests with the leading character of the anchors each looks for.
+_PREFILTER_GROUPS: tuple[tuple[str, Callable[[str], object]], ...] = tuple(
+    zip(dict.fromkeys(anchor[:1] for anchor in _PREFILTER), _PREFILTER_TESTS, strict=True))
+
+
+def _prefilter_firsts(pattern: SecretPattern) -> frozenset[str] | None:
+    """The leading characters of the prefilter tests one of which fires on every text that holds
+    one of ``pattern``'s anchors: those of the prefilter anchors inside each of its anchors
+    (lower-cased). None (always searched) when an anchor holds none (the Slack webhook's is
+    found through ``://``, which the expression needs but the anchor does not spell)."""
+    firsts: set[str] = set()
+    for own in pattern.anchors:
+        inside = [anchor[:1] for anchor in _PREFILTER if anchor in own.lower()]
+        if not inside:
+            return None
+        firsts.update(inside)
+    return frozenset(firsts)
+
+
+#: Per token pattern (by kind), :func:`_prefilter_firsts`.
+_PREFILTER_FIRSTS: dict[str, frozenset[str] | None] = {
+    pattern.kind: _prefilter_firsts(pattern) for pattern in _TOKEN_PATTERNS}
 
 
 def might_hold_secret(text: str) -> bool:
@@ -358,6 +388,15 @@ def might_hold_secret(text: str) -> bool:
         if test(lowered):
             return True
     return False
+
+
+def _fired(text: str) -> frozenset[str]:
+    """The leading characters of the prefilter anchors ``text`` holds (lower-cased), found by
+    :func:`might_hold_secret`'s tests, stopping at none: empty when it holds no secret."""
+    if len(text) < 8:
+        return frozenset()
+    lowered = text.lower()
+    return frozenset(first for first, test in _PREFILTER_GROUPS if test(lowered))
 
 
 class _Seen:
@@ -410,7 +449,8 @@ def remembering_texts(limit: int = SEEN_CHARS) -> Iterator[None]:
 
 
 def _scan(text: str) -> tuple[str, tuple[Finding, ...]]:
-    result = _redact_searched(text) if might_hold_secret(text) else (text, ())
+    fired = _fired(text)
+    result = _redact_searched(text, fired) if fired else (text, ())
     return result if result[1] else (text, ())
 
 
