@@ -349,11 +349,11 @@ def test_a_replayed_list_of_any_characters_is_taken_whole_by_its_bytes() -> None
         pieces.append(json.dumps({"role": "user", "content": f"{text} {call} " + "é" * call}, ensure_ascii=call % 2 == 0))
         output = {"role": "assistant", "content": f"réponse {call} 𝄞"}
         lines.append(_record_line("s-ü", list(pieces), output, call))
-    for given in (lambda line: line.encode("utf-8"), lambda line: line):
+    for form in (lambda line: line.encode("utf-8"), lambda line: line):
         reader = SpanReader(min_line=0)
         for call, line in enumerate(lines):
             parsed, reused = reader.parsed, reader.reused
-            assert _typed(reader.parse(given(line))) == _typed(JsonReader().parse(line))
+            assert _typed(reader.parse(form(line))) == _typed(JsonReader().parse(line))
             assert (reader.parsed - parsed, reader.reused - reused) == ((1, 0) if call == 0 else (1, call))
     _same_everywhere(lines)
 

@@ -29,7 +29,7 @@ from sediment.model.facts import (
 from sediment.records import decode_record, encode_plain_record, encode_record, plain
 from sediment.store import FactStore, PreparedFacts, StoreError, schema
 from sediment.store.blob_codec import ZSTD_MAGIC, unpack
-from sediment.store.interning import LONG_STRING
+from sediment.store.interning import LONG_STRING, StringDigests, stored_form
 from sediment.testing import ORG, T0, call, conversation, message, outcome
 
 
@@ -351,11 +351,33 @@ def test_one_walk_interns_exactly_what_plain_then_intern_give() -> None:
         OrderedDict([(STRING_REF, long_text)]), Items([long_text, {ESCAPED: 1}]), Pair(long_text, (1,)),
         Loose(text=long_text, extra_field=long_text), b"bytes", frozenset({1}),
     ]
-    for value in values:
+    known = StringDigests()
+    for value in values + values:  # the second time round, every long string is remembered
         one: dict[str, bytes] = {}
         two: dict[str, bytes] = {}
+        three: dict[str, bytes | str] = {}
         assert repr(intern_plain(value, one)) == repr(intern(plain(value), two))
-        assert one == two
+        assert repr(intern_plain(value, three, known)) == repr(intern(plain(value), {}))
+        assert one == two == {digest: stored_form(string) for digest, string in three.items()}
+    assert known.get(long_text) is not None
+
+
+def test_long_strings_remembered_across_a_failed_write_are_still_stored(store_url: str) -> None:
+    """A long string's digest is remembered from one blob to the next; when a write fails (the
+    store forgets which blobs it holds), a string met again is still written with its blob."""
+    store = FactStore(store_url)
+    rng = random.Random(9)
+    text_ = "".join(rng.choice("abcdefghij klmnop") for _ in range(4 * LONG_STRING))
+    first = call("s1", 0, [message("user", text_)], [message("assistant", "ok")])
+    prepared = store.prepare([first])
+    broken = PreparedFacts({}, [("no_such_table", {})])
+    with pytest.raises(Exception):  # noqa: B017 - any failure rolls the write back
+        store.write(broken)
+    second = call("s2", 0, [message("user", text_)], [message("assistant", "ok")])
+    store.write(store.prepare([second]))
+    assert store.calls_for_session(ORG, "s2") == [second]
+    store.write(prepared)
+    assert store.calls_for_session(ORG, "s1") == [first]
 
 
 # --- tool definitions ----------------------------------------------------------------

@@ -7,7 +7,8 @@ reversible: a dict that happens to use a reserved key is escaped, so nothing can
 
 from __future__ import annotations
 
-from typing import Any
+from collections import OrderedDict
+from typing import Any, Final
 
 from pydantic import BaseModel
 
@@ -17,6 +18,41 @@ LONG_STRING = 512
 STRING_REF = "\x00sediment-string"
 ESCAPED = "\x00sediment-escaped"
 _RESERVED = (STRING_REF, ESCAPED)
+#: How many characters of long strings :class:`StringDigests` remembers by default.
+DIGESTS_CHARS: Final = 16 * 1024 * 1024
+
+
+class StringDigests:
+    """Long strings referenced recently and their digests (least recently used first out past
+    ``limit`` characters), so a text met again (a tool result in the typed message and in the
+    raw one, a replayed message in a new form) is not encoded and hashed again. A string met
+    again is given to ``strings`` as its text, not its stored form: the writer encodes it only
+    when the blob is not known to be stored (:func:`stored_form`)."""
+
+    def __init__(self, limit: int = DIGESTS_CHARS) -> None:
+        self._limit = limit
+        self._size = 0
+        self._digests: OrderedDict[str, str] = OrderedDict()
+
+    def get(self, text: str) -> str | None:
+        digest = self._digests.get(text)
+        if digest is not None:
+            self._digests.move_to_end(text)
+        return digest
+
+    def put(self, text: str, digest: str) -> None:
+        if len(text) > self._limit or text in self._digests:
+            return
+        self._digests[text] = digest
+        self._size += len(text)
+        while self._size > self._limit:
+            old, _ = self._digests.popitem(last=False)
+            self._size -= len(old)
+
+
+def stored_form(string: bytes | str) -> bytes:
+    """A string blob's stored form, from what :func:`intern_plain` put in ``strings``."""
+    return string if isinstance(string, bytes) else string_record(string)
 
 
 def string_record(text: str) -> bytes:
@@ -24,7 +60,7 @@ def string_record(text: str) -> bytes:
     return canonical_json(text).encode("ascii")
 
 
-def intern(value: Any, strings: dict[str, bytes]) -> Any:
+def intern(value: Any, strings: dict[str, bytes] | dict[str, bytes | str]) -> Any:
     """``value`` with every string of ``LONG_STRING`` characters or more replaced by a reference;
     the referenced strings are added to ``strings`` (hash → stored form)."""
     if isinstance(value, str):
@@ -36,25 +72,36 @@ def intern(value: Any, strings: dict[str, bytes]) -> Any:
     return value
 
 
-def intern_plain(value: Any, strings: dict[str, bytes]) -> Any:
+def intern_plain(value: Any, strings: dict[str, bytes | str], known: StringDigests | None = None) -> Any:
     """``intern(plain(value), strings)`` in one walk instead of two: models, tuples and the
     rest made JSON-ready (:func:`~sediment.records.plain`) and long strings referenced as they
-    are met."""
+    are met. With ``known``, a string it remembers is referenced by the digest it remembers and
+    given to ``strings`` as its text (:func:`stored_form` makes its stored form)."""
     kind = type(value)
     if kind is str:
-        return value if len(value) < LONG_STRING else _reference(value, strings)
+        if len(value) < LONG_STRING:
+            return value
+        digest = known.get(value) if known is not None else None
+        if digest is None:
+            reference = _reference(value, strings)
+            if known is not None:
+                known.put(value, reference[STRING_REF])
+            return reference
+        strings.setdefault(digest, value)
+        return {STRING_REF: digest}
     if kind is int or kind is float or kind is bool or value is None:
         return value
     if kind is dict:
-        return _escaped({key: intern_plain(item, strings) for key, item in value.items()})
+        return _escaped({key: intern_plain(item, strings, known) for key, item in value.items()})
     if kind is list or kind is tuple:
-        return [intern_plain(item, strings) for item in value]
+        return [intern_plain(item, strings, known) for item in value]
     if isinstance(value, BaseModel):
-        return _escaped({name: intern_plain(getattr(value, name), strings) for name in type(value).model_fields})
+        return _escaped({name: intern_plain(getattr(value, name), strings, known)
+                         for name in type(value).model_fields})
     return intern(plain(value), strings)  # datetimes, other mappings and sequences, subclasses: both walks
 
 
-def _reference(text: str, strings: dict[str, bytes]) -> dict[str, str]:
+def _reference(text: str, strings: dict[str, bytes] | dict[str, bytes | str]) -> dict[str, str]:
     record = string_record(text)
     digest = sha256_hex(record)
     strings[digest] = record

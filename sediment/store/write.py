@@ -28,7 +28,7 @@ from sediment.records import decode_record, encode_plain_record, encode_record, 
 from sediment.store import schema
 from sediment.store.blob_codec import pack, unpack
 from sediment.store.engine import StoreEngine, StoreError
-from sediment.store.interning import intern_plain
+from sediment.store.interning import StringDigests, intern_plain, stored_form
 from sediment.store.keys import fact_org, table_and_key
 
 HASH_CACHE_SIZE = 4096
@@ -73,6 +73,7 @@ class FactWriter(StoreEngine):
         self._hash_cache: OrderedDict[int, tuple[Any, str]] = OrderedDict()
         self._tool_lists: OrderedDict[tuple[int, ...], tuple[tuple[ToolDefinition, ...], str]] = OrderedDict()
         self._known_blobs: set[str] = set()
+        self._string_digests = StringDigests()
         #: Per (org, Session, list kind): the last call's values and their hashes, so a replayed
         #: prefix (the very objects again) costs no lookup per element.
         self._last_values: OrderedDict[tuple[str, str, str], tuple[tuple[Any, ...], list[str]]] = OrderedDict()
@@ -235,14 +236,15 @@ class FactWriter(StoreEngine):
         if hit is not None and hit[0] is value:
             self._hash_cache.move_to_end(id(value))
             return hit[1]
-        strings: dict[str, bytes] = {}
-        record = encode_plain_record(intern_plain(value, strings)).encode("ascii")  # gives plain values
+        strings: dict[str, bytes | str] = {}
+        record = encode_plain_record(intern_plain(value, strings, self._string_digests)).encode("ascii")
         digest = sha256_hex(record)
         self._hash_cache[id(value)] = (value, digest)
         if len(self._hash_cache) > HASH_CACHE_SIZE:
             self._hash_cache.popitem(last=False)
         for string_digest, string in strings.items():
-            self._queue_blob(string_digest, string)
+            if string_digest not in self._known_blobs:
+                self._queue_blob(string_digest, stored_form(string))
         self._queue_blob(digest, record)
         return digest
 
