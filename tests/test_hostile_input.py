@@ -9,18 +9,23 @@ bits, duplicate keys, nesting, out-of-range times, over-long lines, and bugs rep
 
 from __future__ import annotations
 
+import functools
 import io
+import itertools
 import json
 import os
 import resource
 import subprocess
 import sys
-from collections.abc import Callable
+import tracemalloc
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.calls import ReplayMemo, translate_call
@@ -357,15 +362,34 @@ def test_the_extreme_times_that_exist_in_utc_are_kept(tmp_path: Path) -> None:
 # --- 6. line length ----------------------------------------------------------------------
 
 
-class _Recording(io.BytesIO):
-    """Remembers the largest read it was asked for."""
+def _pieces(content: bytes, cuts: list[int]) -> Iterator[bytes]:
+    """``content`` cut at ``cuts`` (positions, in any order), as a reader's pieces."""
+    edges = sorted({0, len(content), *(cut % (len(content) + 1) for cut in cuts)})
+    return iter([content[a:b] for a, b in itertools.pairwise(edges)])
 
-    largest = 0
 
-    def readline(self, size: int | None = -1, /) -> bytes:
-        assert size is not None and size > 0, "an unbounded readline holds a whole line in memory"
-        self.largest = max(self.largest, size)
-        return super().readline(size)
+def _expected_lines(content: bytes, limit: int) -> list[tuple[int, bytes | None]]:
+    """The lines a reader must give: split after each newline (a BOM at the start dropped), one
+    whose bytes before its newline exceed ``limit`` given as None."""
+    content = content.removeprefix(b"\xef\xbb\xbf")
+    found = []
+    while content:
+        head, newline, content = content.partition(b"\n")
+        found.append(head + newline)
+    return [(number, None if len(line.removesuffix(b"\n")) > limit else line) for number, line in enumerate(found, 1)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([b"\n", b"x", b"yy", b"z" * 7, b"\xef\xbb\xbf", b"\xef", b"\r", b" "]), max_size=30).map(b"".join),
+       st.lists(st.integers(min_value=0, max_value=200), max_size=8), st.integers(min_value=0, max_value=9))
+@example(b"\xef\xbb\xbfx\n", [1], 5)
+@example(b"\xef\xbb\xbfx\n", [2], 5)
+@example(b"\xef\xbb\xbfxyz\nab", [1, 2, 3], 2)
+def test_lines_are_split_alike_however_the_pieces_cut_them(content: bytes, cuts: list[int], limit: int) -> None:
+    """Lines come out the same whatever pieces the content arrives in: numbered from 1, each
+    with its newline, the last one without, a BOM dropped at the start only, and a line longer
+    than the limit as None (its neighbours intact)."""
+    assert list(_lines(_pieces(content, cuts), limit)) == _expected_lines(content, limit)
 
 
 def test_a_line_over_the_limit_is_one_problem_and_the_next_lines_are_read(tmp_path: Path) -> None:
@@ -378,10 +402,16 @@ def test_a_line_over_the_limit_is_one_problem_and_the_next_lines_are_read(tmp_pa
     assert [r["run_id"] for _, r in (found[0], found[2])] == ["b-1", "b-3"]
 
 
-def test_an_over_long_line_is_read_past_in_bounded_chunks() -> None:
-    stream = _Recording(b'{"a": 1}\n' + b"0" * 10_000_000 + b'\n{"b": 2}\n')
-    assert [(n, line) for n, line in _lines(stream, 1024)] == [(1, b'{"a": 1}\n'), (2, None), (3, b'{"b": 2}\n')]
-    assert stream.largest <= 1024 * 1024  # never the whole 10 MB line
+def test_an_over_long_line_is_read_past_without_being_held() -> None:
+    stream = io.BytesIO(b'{"a": 1}\n' + b"0" * 10_000_000 + b'\n{"b": 2}\n')
+    tracemalloc.start()
+    try:
+        found = [(n, line) for n, line in _lines(iter(functools.partial(stream.read, 1 << 20), b""), 1024)]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert found == [(1, b'{"a": 1}\n'), (2, None), (3, b'{"b": 2}\n')]
+    assert peak < 4 * 1024 * 1024  # a piece or two at a time, never the whole 10 MB line
 
 
 def test_a_document_over_the_limit_is_read_as_lines(tmp_path: Path) -> None:

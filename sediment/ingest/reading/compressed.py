@@ -16,12 +16,14 @@ records read before it are kept by the reader.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import io
 import sys
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO, Final
 
@@ -96,6 +98,20 @@ def open_input(path: str | Path, *, max_inflation: int | None = None,
         return source
     bound = MAX_INFLATION[kind] if max_inflation is None else max_inflation
     return io.BufferedReader(_Inflating(source, kind, bound, floor), READ_BUFFER)
+
+
+@contextmanager
+def open_pieces(path: str | Path, size: int = READ_BUFFER) -> Iterator[Iterator[bytes]]:
+    """The content of ``path`` (``-``: stdin) as :func:`open_input` reads it, in pieces of at
+    most ``size`` bytes, for a reader that splits it itself: an inflated input's pieces are the
+    decoder's own (not copied into a buffer first), any other's are its reads. A compressed
+    input's errors are raised by the piece that meets them, as :func:`open_input`'s reads raise them."""
+    with open_input(path) as handle:
+        raw = getattr(handle, "raw", None)
+        if isinstance(raw, _Inflating):  # nothing was read through the buffer: the raw stream stands at the start
+            yield iter(functools.partial(raw.piece, size), b"")
+        else:
+            yield iter(functools.partial(handle.read1, size), b"")  # type: ignore[attr-defined]
 
 
 def is_compressed(path: str | Path) -> bool:
@@ -180,11 +196,18 @@ class _Inflating(io.RawIOBase):
         return True
 
     def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        data = self.piece(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+    def piece(self, size: int) -> bytes:
+        """The next at most ``size`` inflated bytes, as the decoder gave them (empty at the end);
+        a reader that takes them whole (:func:`open_pieces`) saves :meth:`readinto`'s copy."""
         if self._bomb:
             raise InputUnreadable(f"{self.kind} data inflates to more than {self.max_inflation} times its "
                                   "compressed size (a decompression bomb); the rest of the file is not read")
         try:
-            data = self._gzip_read(len(buffer)) if self._gzip is not None else self._zstd_read(len(buffer))
+            data = self._gzip_read(size) if self._gzip is not None else self._zstd_read(size)
         except InputUnreadable:
             raise
         except EOFError:
@@ -197,10 +220,9 @@ class _Inflating(io.RawIOBase):
         if len(data) > allowed:  # what is within the bound is still read; the next read refuses
             data, self._bomb = data[:max(allowed, 0)], True
             if not data:
-                return self.readinto(buffer)
+                return self.piece(size)
         self.inflated += len(data)
-        buffer[: len(data)] = data
-        return len(data)
+        return data
 
     def _gzip_read(self, size: int) -> bytes:
         assert self._gzip is not None

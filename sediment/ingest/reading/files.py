@@ -12,7 +12,7 @@ is an error (``duplicate key 'conclusion'``) instead of keeping the last value. 
 the reader goes on with the next line without holding it in memory), a document spanning
 several lines at most :data:`MAX_DOCUMENT_BYTES`, and values nest at most :data:`MAX_DEPTH`
 levels deep. A gzip or Zstandard file is read the same, inflated as it streams
-(:func:`~sediment.ingest.reading.compressed.open_input`); one that is corrupt, truncated or a
+(:func:`~sediment.ingest.reading.compressed.open_pieces`); one that is corrupt, truncated or a
 decompression bomb is one problem naming the line reached, and the records before it are kept.
 """
 
@@ -28,13 +28,13 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import Any, Final
 
 from pydantic import ValidationError
 
 from sediment.errors import UsageError, validation_message
 from sediment.ingest import Translation, TranslationError
-from sediment.ingest.reading.compressed import InputUnreadable, open_input
+from sediment.ingest.reading.compressed import InputUnreadable, open_pieces
 from sediment.ingest.reading.json_text import (
     _NUMBER,
     _TOKEN,
@@ -67,7 +67,6 @@ MAX_LINE_BYTES: Final = 64 * MIB
 """The longest line (JSON Lines record) read, newline excluded."""
 MAX_DOCUMENT_BYTES: Final = 64 * MIB
 """The largest JSON document spanning several lines (it is read whole); larger input must be JSON Lines."""
-SKIP_CHUNK: Final = MIB  # how much of an over-long line is read at a time while skipping it
 _BOM: Final = b"\xef\xbb\xbf"
 EMPTY: Final = "empty file: no records"
 """The problem of a file that holds nothing but whitespace (docs/cli.md: input that failed, exit 8)."""
@@ -145,34 +144,58 @@ Line = tuple[int, bytes | None]
 """A line's number and its bytes (None: longer than the limit, skipped unread)."""
 
 
-def _lines(handle: IO[bytes], limit: int, failure: list[InputUnreadable] | None = None) -> Iterator[Line]:
-    """Numbered lines of at most ``limit`` bytes; a longer line is read past in chunks. Input
-    that cannot be read on (a corrupt, truncated or bomb compressed file) ends the lines: its
-    error, with the line reached, goes to ``failure`` (without one, it is raised)."""
+def _lines(pieces: Iterator[bytes], limit: int, failure: list[InputUnreadable] | None = None) -> Iterator[Line]:
+    """Numbered lines of at most ``limit`` bytes (newline excluded), split from the content's
+    ``pieces`` (:func:`~sediment.ingest.reading.compressed.open_pieces`); a longer line is read
+    past without being held. A byte order mark at the start is dropped. Input that cannot be
+    read on (a corrupt, truncated or bomb compressed file) ends the lines: its error, with the
+    line reached, goes to ``failure`` (without one, it is raised)."""
     number = 0
-    reading = 1  # the line a failing read was in
     try:
-        while True:
-            reading = number + 1
-            line = handle.readline(limit + 1)
-            if not line:
-                return
+        held: list[bytes] = []  # the pieces of the line being read, before the current one
+        size = 0  # their bytes
+        skipping = False  # the line being read is longer than the limit: its bytes are dropped
+        for piece in _without_bom(pieces):
+            start = 0
+            while start < len(piece):
+                end = piece.find(b"\n", start)
+                if end < 0:  # the line goes on in the next piece
+                    if not skipping:
+                        if size + len(piece) - start > limit:
+                            held, size, skipping = [], 0, True
+                        else:
+                            held.append(piece[start:] if start else piece)
+                            size += len(piece) - start
+                    break
+                number += 1
+                if skipping or size + end - start > limit:
+                    held, size, skipping = [], 0, False
+                    yield number, None
+                else:
+                    tail = piece[start:end + 1]
+                    line = b"".join((*held, tail)) if held else tail
+                    held, size = [], 0
+                    yield number, line
+                start = end + 1
+        if skipping or held:  # the last line, without a newline
             number += 1
-            if number == 1 and line.startswith(_BOM):
-                line = line[len(_BOM):]
-            if len(line) > limit and not line.endswith(b"\n"):
-                while True:
-                    chunk = handle.readline(SKIP_CHUNK)
-                    if not chunk or chunk.endswith(b"\n"):
-                        break
-                yield number, None
-                continue
-            yield number, line
+            yield number, None if skipping else b"".join(held)
     except InputUnreadable as exc:
-        exc.line = reading if exc.line is None else exc.line
+        exc.line = number + 1 if exc.line is None else exc.line  # the line being read
         if failure is None:
             raise
         failure.append(exc)
+
+
+def _without_bom(pieces: Iterator[bytes]) -> Iterator[bytes]:
+    """``pieces`` without a UTF-8 byte order mark at the start (however the pieces cut it)."""
+    head = b""
+    for piece in pieces:
+        head += piece
+        if len(head) >= len(_BOM):
+            break
+    yield head[len(_BOM):] if head.startswith(_BOM) else head
+    yield from pieces
 
 
 _BLANK: Final = re.compile(rb"[ \t\n\r]*")
@@ -205,8 +228,8 @@ def records(path: str, *, max_line: int = MAX_LINE_BYTES, max_document: int = MA
     ``watch`` is shown the lines as they are read (:mod:`~sediment.ingest.reading.wrong_format`).
     """
     failure: list[InputUnreadable] = []
-    with open_input(path) as handle:
-        lines = _lines(handle, max_line, failure)
+    with open_pieces(path) as pieces:
+        lines = _lines(pieces, max_line, failure)
         yield from _records(lines if watch is None else watch.lines(lines), max_line, max_document,
                             reader or JsonReader(keep_flaws=keep_flaws))
     if failure:
