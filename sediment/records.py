@@ -42,10 +42,16 @@ def plain(value: Any) -> Any:
     return value
 
 
+#: The canonical encoders, without and with non-finite numbers (made once: ``json.dumps`` with
+#: these settings would make one per call).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=False)
+_CANONICAL_NAN = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=True)
+
+
 def canonical_json(value: Any, *, allow_nan: bool = False) -> str:
     """Sorted keys at every level, compact separators, ASCII escapes: the text digests and
     manifests are computed over. ``NaN`` / ``Infinity`` tokens only with ``allow_nan``."""
-    return json.dumps(plain(value), sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=allow_nan)
+    return (_CANONICAL_NAN if allow_nan else _CANONICAL).encode(plain(value))
 
 
 def sha256_hex(data: str | bytes) -> str:
@@ -68,7 +74,7 @@ def encode_record(value: Any) -> str:
 def encode_plain_record(value: Any) -> str:
     """:func:`encode_record` of a value :func:`plain` gives back unchanged (dicts, lists,
     strings, numbers, booleans and None only), without copying it first: the same text."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True, allow_nan=True)
+    return _CANONICAL_NAN.encode(value)
 
 
 def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

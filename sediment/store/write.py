@@ -35,6 +35,7 @@ HASH_CACHE_SIZE = 4096
 TOOL_LISTS_CACHE_SIZE = 256
 KNOWN_BLOBS_LIMIT = 2_000_000
 LAST_INPUTS_SESSIONS = 256
+_COMPACT = json.JSONEncoder(separators=(",", ":"))  # a hash list's delta, as json.dumps with them writes it
 #: Lists of a call's ``raw`` payload that replay earlier turns; stored as content blobs.
 REPLAYED_RAW_LISTS: tuple[tuple[str, ...], ...] = (("request", "messages"), ("request", "input"), ("messages",))
 
@@ -196,7 +197,7 @@ class FactWriter(StoreEngine):
             if settled == encoded:
                 continue
             if kind == "input":
-                values = {**values, "input_hashes": json.dumps(settled, separators=(",", ":"))}
+                values = {**values, "input_hashes": _COMPACT.encode(settled)}
             else:
                 raw_changes[kind] = settled
         if raw_changes:
@@ -299,7 +300,7 @@ class FactWriter(StoreEngine):
         return {
             "session_id": fact.session_id,
             "observed_at": sortable_time(fact.observed_at),
-            "input_hashes": json.dumps(delta, separators=(",", ":")),
+            "input_hashes": _COMPACT.encode(delta),
             "output_hashes": json.dumps([self._blob(m) for m in fact.output_messages]),
             "raw_refs": json.dumps(refs),
             "tools_hash": None if fact.tools is None else self._tools_blob(fact.tools),
@@ -373,6 +374,8 @@ def _delta_against(previous: tuple[str, list[str]] | None, hashes: list[str]) ->
     if previous is not None:
         earlier = previous[1]
         limit = min(len(earlier), len(hashes))
+        if earlier[:limit] == hashes[:limit]:  # the usual case, a replay: compared at C speed
+            keep = limit
         while keep < limit and earlier[keep] == hashes[keep]:
             keep += 1
     if previous is None or keep == 0:
