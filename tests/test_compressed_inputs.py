@@ -203,6 +203,20 @@ def test_a_truncated_file_is_one_line_naming_file_and_line_and_earlier_records_a
     assert "\n" not in str(raised.value) and "truncated" in str(raised.value)
 
 
+@pytest.mark.parametrize("content", [b"1\n", b"\n", b"{}\n", b"\xef\xbb\xbf1\n", b"\xef"])
+def test_a_file_cut_after_its_first_few_bytes_keeps_the_lines_before_the_cut(tmp_path: Path, content: bytes) -> None:
+    """A gzip file cut short after a first line of a byte or two (its first piece, too short to
+    tell a byte order mark by) keeps that line, and the error names the line after it."""
+    path = tmp_path / "cut.gz"
+    path.write_bytes(gzip.compress(content)[:-8])  # the trailer gone: truncated after the data
+    got: list[Any] = []
+    with pytest.raises(InputUnreadable) as raised:
+        got.extend(records(str(path)))
+    complete = content.removeprefix(b"\xef\xbb\xbf").count(b"\n")
+    assert raised.value.line == complete + 1
+    assert [number for number, _ in got] == ([1] if content.strip(b"\n") and complete else [])
+
+
 @pytest.mark.parametrize("kind", ["gz", "zst"])
 def test_truncated_and_corrupt_files_are_one_refusal_through_the_cli(tmp_path: Path, kind: str) -> None:
     demo = demo_inputs(tmp_path)

@@ -342,7 +342,7 @@ def test_a_replayed_list_of_any_characters_is_taken_whole_by_its_bytes() -> None
     characters of one to four UTF-8 bytes (spelled raw or escaped) before, inside and after it,
     each call takes the previous call's list whole and parses only its new element, and every
     line (given as bytes, as ingest reads it, or as text) reads as a plain parse reads it."""
-    texts = ["plain", "naïve café", "✓ done", "clef 𝄞 here", "\u00e9 escaped"]
+    texts = ["plain", "naïve café", "✓ done", "clef 𝄞 here", "é again"]  # odd calls spell them raw
     pieces: list[str] = []
     lines: list[str] = []
     for call, text in enumerate(texts * 2):
@@ -356,6 +356,19 @@ def test_a_replayed_list_of_any_characters_is_taken_whole_by_its_bytes() -> None
             assert _typed(reader.parse(form(line))) == _typed(JsonReader().parse(line))
             assert (reader.parsed - parsed, reader.reused - reused) == ((1, 0) if call == 0 else (1, call))
     _same_everywhere(lines)
+
+
+def test_text_that_is_not_utf8_encodable_is_read_the_plain_way() -> None:
+    """A line given as text holding a lone surrogate (no UTF-8 spelling) is read as the plain
+    reader reads it, and a line given as a bytearray as a bytes line is."""
+    pieces = [json.dumps({"role": "user", "content": "x" * 40})]
+    line = _record_line("s", pieces, {"role": "assistant", "content": "a"}, 0).replace('"m"', '"\ud800"', 1)
+    reader = SpanReader(min_line=0)
+    assert _typed(reader.parse(line)) == _typed(JsonReader().parse(line))
+    assert reader.parsed == 0  # not read by span: parsed whole
+    plain = _record_line("s", pieces, {"role": "assistant", "content": "a"}, 1)
+    assert _typed(reader.parse(bytearray(plain.encode()))) == _typed(JsonReader().parse(plain))
+    assert reader.parsed == 1
 
 
 def test_a_batch_is_appended_once_its_lines_reach_the_byte_bound(tmp_path: Path,

@@ -25,7 +25,7 @@ DIGESTS_CHARS: Final = 16 * 1024 * 1024
 class StringDigests:
     """Long strings referenced recently and their digests (least recently used first out past
     ``limit`` characters), so a text met again (a tool result in the typed message and in the
-    raw one, a replayed message in a new form) is not encoded and hashed again. A string met
+    raw one) is not encoded and hashed again. A string met
     again is given to ``strings`` as its text, not its stored form: the writer encodes it only
     when the blob is not known to be stored (:func:`stored_form`)."""
 

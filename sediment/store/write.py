@@ -103,16 +103,21 @@ class FactWriter(StoreEngine):
         rows: list[tuple[str, dict[str, Any]]] = []
         replays: dict[int, dict[str, Replay]] = {}
         batch: set[tuple[str, str, str]] = set()
-        for fact in facts:
-            table_name, fact_id, natural_key = table_and_key(fact)
-            values: dict[str, Any] = {"fact_id": fact_id, "org_id": fact_org(fact), "natural_key": natural_key}
-            if isinstance(fact, InferenceCall):
-                replay: dict[str, Replay] = {}
-                values |= self._call_columns(fact, replay, batch, portable)
-                replays[len(rows)] = replay
-            else:
-                values |= self._columns(fact)
-            rows.append((table_name, values))
+        try:
+            for fact in facts:
+                table_name, fact_id, natural_key = table_and_key(fact)
+                values: dict[str, Any] = {"fact_id": fact_id, "org_id": fact_org(fact), "natural_key": natural_key}
+                if isinstance(fact, InferenceCall):
+                    replay: dict[str, Replay] = {}
+                    values |= self._call_columns(fact, replay, batch, portable)
+                    replays[len(rows)] = replay
+                else:
+                    values |= self._columns(fact)
+                rows.append((table_name, values))
+        finally:
+            # Long strings' digests are remembered for one batch (the typed and the raw form of a
+            # call's new message meet in it): no content outlives the batch (``serve``).
+            self._string_digests = StringDigests()
         blobs, self._pending_blobs = self._pending_blobs, {}
         return PreparedFacts(blobs, rows, replays)
 

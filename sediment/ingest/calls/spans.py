@@ -88,7 +88,7 @@ class SpanReader(JsonReader):
 
     def parse(self, data: bytes | str) -> Any:
         if len(data) >= self._min_line:
-            line = data if isinstance(data, bytes) else _encoded(data)
+            line = _encoded(data) if isinstance(data, str) else bytes(data)  # bytes(bytes) is no copy
             try:
                 value = None if line is None else self._spliced(line)
             except RecordProblem:

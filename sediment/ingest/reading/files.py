@@ -188,11 +188,13 @@ def _lines(pieces: Iterator[bytes], limit: int, failure: list[InputUnreadable] |
 
 
 def _without_bom(pieces: Iterator[bytes]) -> Iterator[bytes]:
-    """``pieces`` without a UTF-8 byte order mark at the start (however the pieces cut it)."""
+    """``pieces`` without a UTF-8 byte order mark at the start (however the pieces cut it). Only
+    the start of a mark is held back to be joined with what follows (a piece that cannot begin
+    one is passed on at once, so a failing read after it loses none of its lines)."""
     head = b""
     for piece in pieces:
         head += piece
-        if len(head) >= len(_BOM):
+        if len(head) >= len(_BOM) or not _BOM.startswith(head):
             break
     yield head[len(_BOM):] if head.startswith(_BOM) else head
     yield from pieces
