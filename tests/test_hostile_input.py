@@ -34,6 +34,7 @@ from sediment.ingest.ci.github import translate_github
 from sediment.ingest.ci.neutral import translate_ci
 from sediment.ingest.facts_jsonl import translate_fact
 from sediment.ingest.reading.files import MAX_DEPTH, IngestReport, _lines, ingest_files, records
+from sediment.ingest.reading.json_text import JsonReader, RecordProblem
 from sediment.model.facts import CIOutcome, DeveloperDecision, FactModel, InferenceCall, PullRequestMerge, Push
 from sediment.store import FactStore
 
@@ -360,6 +361,33 @@ def test_the_extreme_times_that_exist_in_utc_are_kept(tmp_path: Path) -> None:
 
 
 # --- 6. line length ----------------------------------------------------------------------
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max((_depth(item) for item in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_depth(item) for item in value), default=0)
+    return 0
+
+
+NESTED = st.recursive(st.one_of(st.integers(), st.sampled_from(["[[[", "{", "]]", "x"])),
+                      lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                              st.dictionaries(st.sampled_from(["a", "[b", "{"]), inner, max_size=3)),
+                      max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(NESTED, st.integers(min_value=0, max_value=4))
+def test_a_value_is_refused_for_its_nesting_exactly_whatever_brackets_its_strings_hold(value: Any, depth: int) -> None:
+    """Nesting beyond the limit is refused exactly when the value nests deeper than it; brackets
+    inside strings count for nothing (they only make the reader look closer)."""
+    text = json.dumps(value)
+    if _depth(value) > depth:
+        with pytest.raises(RecordProblem, match=f"^nested deeper than {depth} levels$"):
+            JsonReader().value_at(text, 0, depth)
+    else:
+        assert JsonReader().value_at(text, 0, depth) == (value, len(text))
 
 
 def _pieces(content: bytes, cuts: list[int]) -> Iterator[bytes]:
