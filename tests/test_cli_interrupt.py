@@ -5,6 +5,7 @@ progress bars stay quiet when stderr is not a terminal."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -81,6 +82,57 @@ def test_an_interrupted_export_exits_130_and_publishes_nothing(home: Path, tmp_p
     left = sorted(p.name for p in out.parent.rglob("*"))
     # at most the directory and its claim marker (which lets the same export run there again)
     assert set(left) <= {"export", ".sediment-rlvr-target"}, left
+
+
+#: An interrupt that lands in a finalizer (as one can in SQLAlchemy's, when an engine or a
+#: connection is freed): the handler runs inside ``__del__``, where an exception is only reported
+#: and dropped; the work after it must still be interrupted.
+LOST_IN_A_FINALIZER = r"""
+import signal, sys, time
+from sediment.cli import interrupt
+interrupt.install()
+
+class Finalized:
+    def __del__(self):
+        signal.raise_signal(signal.SIGINT)
+        for _ in range(1000):  # the handler runs at the loop's next turn, inside the finalizer
+            pass
+
+try:
+    Finalized()
+    for _ in range(5000):
+        time.sleep(0.001)
+    print("finished")
+except KeyboardInterrupt:
+    print("interrupted")
+"""
+
+
+@pytest.mark.parametrize("install", [True, False])
+def test_an_interrupt_lost_in_a_finalizer_is_delivered_again(install: bool) -> None:
+    """Without the redelivery the interrupt is dropped with a report on stderr and the work runs
+    to its end; with it, the work is interrupted and nothing else is printed."""
+    script = LOST_IN_A_FINALIZER if install else LOST_IN_A_FINALIZER.replace("interrupt.install()", "")
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
+    if install:
+        assert (result.stdout, result.stderr) == ("interrupted\n", "")
+    else:
+        assert result.stdout == "finished\n" and "Exception ignored" in result.stderr
+
+
+def test_a_library_log_of_the_interrupt_is_not_shown() -> None:
+    """The interrupt is reported once, as ``interrupted``: a library's error log carrying it (as
+    SQLAlchemy's pool logs one landing in a connection's reset) is filtered out, others are not."""
+    from sediment.cli.interrupt import not_an_interrupt
+
+    def record(error: BaseException | None) -> logging.LogRecord:
+        info = (type(error), error, None) if error is not None else None
+        return logging.LogRecord("sqlalchemy.pool.impl.QueuePool", logging.ERROR, __file__, 1,
+                                 "Exception during reset or similar", None, info)
+
+    assert not not_an_interrupt(record(KeyboardInterrupt()))
+    assert not_an_interrupt(record(RuntimeError("boom")))
+    assert not_an_interrupt(record(None))
 
 
 def on_a_terminal(home: Path, *args: str) -> tuple[int, str]:

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
-from types import FrameType
 
 import typer
 
-from sediment.cli import collector, console, help_text
+from sediment.cli import collector, console, help_text, interrupt
 from sediment.cli.demo import demo
 from sediment.cli.derive import derive
 from sediment.cli.explain import explain
@@ -95,29 +93,20 @@ def _root(
 ) -> None:
     handler = logging.StreamHandler()
     handler.setFormatter(_OneLineFormatter("%(levelname)s %(name)s: %(message)s"))
+    handler.addFilter(interrupt.not_an_interrupt)
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, handlers=[handler])
-
-
-_interrupted: list[bool] = []
-"""Set once Ctrl-C (SIGINT) arrived: typer reports it as a bare exit code 130."""
-
-
-def _on_interrupt(signum: int, frame: FrameType | None) -> None:
-    _interrupted.append(True)
-    signal.default_int_handler(signum, frame)  # KeyboardInterrupt: staged output is removed as it unwinds
 
 
 def main() -> None:
     """Console-script entry point with the error boundary. Ctrl-C exits 130 with the one line
     ``interrupted`` on stderr (every writer stages and publishes atomically, so nothing is left
-    half-published)."""
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # an ignored SIGINT stays ignored
-        signal.signal(signal.SIGINT, _on_interrupt)
+    half-published; :mod:`sediment.cli.interrupt`)."""
+    interrupt.install()  # an ignored SIGINT stays ignored
     collector.for_batch_work()  # see sediment.cli.collector
     try:
         _main()
     except SystemExit as exc:
-        if _interrupted and exc.code == 130:
+        if interrupt.interrupted() and exc.code == 130:  # typer reports Ctrl-C as a bare exit code 130
             console.say("interrupted")
         raise
 
@@ -135,7 +124,7 @@ def _main() -> None:
     except typer.Exit as exc:
         raise SystemExit(exc.exit_code) from None
     except KeyboardInterrupt:  # Ctrl-C outside the command (typer turns one inside it into exit code 130)
-        _interrupted.append(True)
+        interrupt.note()
         raise SystemExit(130) from None
     except typer.Abort:
         console.error("aborted")
