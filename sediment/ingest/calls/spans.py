@@ -102,10 +102,10 @@ class SpanReader(JsonReader):
         if found is None:
             return None
         path, start = found
-        elements, end = self._elements(line, start)
+        elements, rest = self._elements(line, start)
         if elements is None:
             return None
-        value = super().parse(line[:start] + b"[]" + line[end:])
+        value = super().parse(_utf8(line[:start]) + "[]" + rest)
         if type(value) is not dict:
             return None  # pragma: no cover - _find_list found the record's object
         holder: Any = value
@@ -116,12 +116,13 @@ class SpanReader(JsonReader):
         holder[path[-1]] = elements
         return value
 
-    def _elements(self, line: bytes, start: int) -> tuple[list[Any] | None, int]:
-        """The elements of the array at byte ``start`` and the byte after it (None: not plain)."""
+    def _elements(self, line: bytes, start: int) -> tuple[list[Any] | None, str]:
+        """The elements of the array at byte ``start`` (None: not plain) and the text after it
+        (decoded once: the rest of the record is parsed from it)."""
         elements: list[Any] = []
         index = _skip(line, start + 1)
         if line.startswith(b"]", index):
-            return elements, index + 1
+            return elements, _utf8(line[index + 1:])
         first = index
         previous: _Element | None = None
         replayed = self._replayed(line, index)
@@ -130,7 +131,7 @@ class SpanReader(JsonReader):
             after = _skip(line, index + len(whole))
             if line.startswith(b"]", after):  # that very list again (remembered already)
                 self.reused += len(values)
-                return list(values), after + 1
+                return list(values), _utf8(line[after + 1:])
             if line.startswith(b",", after):
                 elements = list(values)
                 self.reused += len(values)
@@ -159,11 +160,11 @@ class SpanReader(JsonReader):
             if text.startswith("]", position):
                 break
             if not text.startswith(",", position):
-                return None, 0
+                return None, ""
             position = _skip_ws(text, position + 1)
         self._remember_list(line, first, index + _byte_length(text, end), elements, previous)
         self._evict()
-        return elements, index + _byte_length(text, position) + 1
+        return elements, text[position + 1:]
 
     def _replayed(self, line: bytes, index: int) -> tuple[memoryview | bytes, list[Any], _Element | None] | None:
         """The newest remembered list whose whole bytes stand at ``index`` (a Session's previous

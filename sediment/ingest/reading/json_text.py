@@ -140,7 +140,6 @@ class JsonReader:
 
     def __init__(self, *, keep_flaws: bool = False) -> None:
         self._duplicates: list[str] = []
-        self._keep_flaws = keep_flaws
         # The hooks are no bound methods of the reader: the decoder holding them would make a
         # reference cycle of the reader, which only the cyclic collector frees, with whatever
         # the reader remembers (a SpanReader: up to 64 MiB of replayed elements).

@@ -325,21 +325,21 @@ _PREFILTER: tuple[str, ...] = tuple(dict.fromkeys(
     [anchor.lower() for anchor in ANCHORS if anchor not in _SUBSUMED] + list(_NAME_WORDS)))
 
 
-def _searches(anchors: tuple[str, ...]) -> tuple[Callable[[str], object], ...]:
-    """One test per first character of ``anchors``, each true when the text holds one of the
-    anchors starting with it: ``in`` for a lone anchor, else one expression (the character, then
-    the anchors' rests as alternatives), which the regular expression engine scans for by that
-    leading character in one pass instead of one pass per anchor."""
+def _searches(anchors: tuple[str, ...]) -> tuple[tuple[str, Callable[[str], object]], ...]:
+    """One test per first character of ``anchors``, with that character, each true when the text
+    holds one of the anchors starting with it: ``in`` for a lone anchor, else one expression (the
+    character, then the anchors' rests as alternatives), which the regular expression engine
+    scans for by that leading character in one pass instead of one pass per anchor."""
     groups: dict[str, list[str]] = {}
     for anchor in anchors:
         groups.setdefault(anchor[:1], []).append(anchor)
-    tests: list[Callable[[str], object]] = []
+    tests: list[tuple[str, Callable[[str], object]]] = []
     for first, group in groups.items():
         if len(group) == 1 or not first:
-            tests.extend(partial(_holds, anchor) for anchor in group)
+            tests.extend((first, partial(_holds, anchor)) for anchor in group)
         else:
             rests = "|".join(re.escape(anchor[1:]) for anchor in group)
-            tests.append(re.compile(f"{re.escape(first)}(?:{rests})").search)
+            tests.append((first, re.compile(f"{re.escape(first)}(?:{rests})").search))
     return tuple(tests)
 
 
@@ -350,14 +350,12 @@ def _holds(anchor: str, text: str) -> bool:
 @lru_cache(maxsize=64)
 def _anchored(anchors: tuple[str, ...]) -> Callable[[str], bool]:
     """Whether a text holds one of a pattern's ``anchors`` (case as written)."""
-    tests = _searches(anchors)
+    tests = tuple(test for _, test in _searches(anchors))
     return lambda text: any(test(text) for test in tests)
 
 
-_PREFILTER_TESTS = _searches(_PREFILTER)
-#: The prefilter's tests with the leading character of the anchors each looks for.
-_PREFILTER_GROUPS: tuple[tuple[str, Callable[[str], object]], ...] = tuple(
-    zip(dict.fromkeys(anchor[:1] for anchor in _PREFILTER), _PREFILTER_TESTS, strict=True))
+#: The prefilter's tests, each with the leading character of the anchors it looks for.
+_PREFILTER_GROUPS = _searches(_PREFILTER)
 
 
 def _prefilter_firsts(pattern: SecretPattern) -> frozenset[str] | None:
@@ -384,7 +382,7 @@ def might_hold_secret(text: str) -> bool:
     if len(text) < 8:
         return False
     lowered = text.lower()
-    for test in _PREFILTER_TESTS:  # noqa: SIM110 (a plain loop: this runs on every new string captured)
+    for _, test in _PREFILTER_GROUPS:  # noqa: SIM110 (a plain loop: this runs on every new string captured)
         if test(lowered):
             return True
     return False
