@@ -27,6 +27,7 @@ from sediment.model.repository_evidence import EVIDENCE_TABLES, RepositoryEviden
 from sediment.records import decode_record
 from sediment.store import schema
 from sediment.store.blob_codec import unpack
+from sediment.store.driver import fetch_blobs
 from sediment.store.engine import StoreError
 from sediment.store.interning import expand, references
 from sediment.store.keys import MODELS
@@ -149,11 +150,8 @@ class FactReader(QuarantineLog):
     def _fetch(conn: Any, wanted: set[str]) -> dict[str, Any]:
         found: dict[str, Any] = {}
         hashes = sorted(wanted)
-        for start in range(0, len(hashes), 500):
-            query = select(schema.blobs.c.blob_hash, schema.blobs.c.content).where(
-                schema.blobs.c.blob_hash.in_(hashes[start:start + 500]))
-            for digest, content in conn.execute(query):
-                found[digest] = decode_record(unpack(content).decode("ascii"))
+        for digest, content in fetch_blobs(conn, hashes):
+            found[digest] = decode_record(unpack(content).decode("ascii"))
         missing = wanted - set(found)
         if missing:
             raise StoreError(f"fact store is missing {len(missing)} content blob(s), e.g. {min(missing)}")

@@ -28,6 +28,7 @@ from sediment.model.facts import (
 from sediment.records import decode_record, encode_plain_record, encode_record, plain, sha256_hex, sortable_time
 from sediment.store import schema
 from sediment.store.blob_codec import pack, unpack
+from sediment.store.driver import Inserts
 from sediment.store.engine import StoreEngine, StoreError
 from sediment.store.interning import StringDigests, intern_plain, stored_form
 from sediment.store.keys import fact_org, table_and_key
@@ -148,10 +149,10 @@ class FactWriter(StoreEngine):
 
     def _write_rows(self, conn: Connection, prepared: PreparedFacts, result: AppendResult) -> None:
         blobs = dict(prepared.blobs)
-        with closing(_Inserts(conn, self._insert)) as inserts:
+        with closing(Inserts(conn, self._insert)) as inserts:
             self._insert_rows(conn, prepared, result, inserts, blobs)
 
-    def _insert_rows(self, conn: Connection, prepared: PreparedFacts, result: AppendResult, inserts: _Inserts,
+    def _insert_rows(self, conn: Connection, prepared: PreparedFacts, result: AppendResult, inserts: Inserts,
                      blobs: dict[str, bytes]) -> None:
         batch: dict[tuple[str, str, str], tuple[str, list[str]]] = {}  # the last call prepared, in this batch
         used: set[str] = set()  # bodies of inserted calls
@@ -386,60 +387,3 @@ def _delta_against(previous: tuple[str, list[str]] | None, hashes: list[str]) ->
         return {"base": None, "keep": 0, "add": hashes}
     return {"base": previous[0], "keep": keep, "add": hashes[keep:]}
 
-
-class _Inserts:
-    """Rows inserted through the driver's own cursor, each table's statement compiled once for
-    the connection's dialect (``INSERT … ON CONFLICT DO NOTHING``): a row whose key exists is
-    skipped, and the cursor's row count tells a stored row from a duplicate. SQLAlchemy's
-    per-execution work (a cache lookup, parameter processing, a result object) cost about a
-    third of the writing; the statements and their transaction are the connection's own, and a
-    driver error is raised as SQLAlchemy raises it (:class:`~sqlalchemy.exc.DBAPIError`)."""
-
-    def __init__(self, conn: Connection, insert: Any) -> None:
-        self._conn = conn
-        self._insert = insert
-        self._cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
-        self._statements: dict[tuple[str, tuple[str, ...]], tuple[str, tuple[str, ...] | None]] = {}
-
-    def _statement(self, table: Any, keys: tuple[str, ...]) -> tuple[str, tuple[str, ...] | None]:
-        found = self._statements.get((table.name, keys))
-        if found is None:
-            compiled = self._insert(table).on_conflict_do_nothing().compile(
-                dialect=self._conn.dialect, column_keys=list(keys))
-            order = tuple(compiled.positiontup) if compiled.positional and compiled.positiontup else None
-            found = self._statements[(table.name, keys)] = (str(compiled), order)
-        return found
-
-    def row(self, table: Any, values: dict[str, Any]) -> bool:
-        """Insert one row; False when its key exists (nothing is written)."""
-        sql, order = self._statement(table, tuple(values))
-        parameters = values if order is None else tuple(values[key] for key in order)
-        try:
-            self._cursor.execute(sql, parameters)
-        except self._conn.dialect.loaded_dbapi.Error as exc:
-            raise self._wrapped(sql, parameters, exc) from exc
-        return bool(self._cursor.rowcount == 1)
-
-    def rows(self, table: Any, keys: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
-        """Insert many rows given as tuples in ``keys``'s order (existing keys are skipped)."""
-        sql, order = self._statement(table, keys)
-        parameters: list[Any]
-        if order == keys:
-            parameters = rows
-        elif order is None:
-            parameters = [dict(zip(keys, row, strict=True)) for row in rows]
-        else:
-            parameters = [tuple(dict(zip(keys, row, strict=True))[key] for key in order) for row in rows]
-        try:
-            self._cursor.executemany(sql, parameters)
-        except self._conn.dialect.loaded_dbapi.Error as exc:
-            raise self._wrapped(sql, parameters, exc) from exc
-
-    def close(self) -> None:
-        self._cursor.close()
-
-    def _wrapped(self, sql: str, parameters: Any, exc: Exception) -> Exception:
-        from sqlalchemy.exc import DBAPIError
-
-        return DBAPIError.instance(sql, parameters, exc, self._conn.dialect.loaded_dbapi.Error,
-                                   hide_parameters=True, dialect=self._conn.dialect)
