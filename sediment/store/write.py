@@ -162,7 +162,7 @@ class FactWriter(StoreEngine):
             lists: dict[str, list[str]] = {}
             if replay is not None:
                 values, lists = self._settle(conn, values, replay, batch, blobs, dropped)
-            if not inserts.row(schema.FACT_TABLES[table_name], values):
+            if not inserts.insert_row(schema.FACT_TABLES[table_name], values):
                 result.duplicates[table_name] += 1
                 if replay is not None:  # a redelivery's body is never read (its messages may be)
                     dropped.add(values["record"])
@@ -177,7 +177,7 @@ class FactWriter(StoreEngine):
             if blobs.pop(digest, None) is not None:
                 self._known_blobs.discard(digest)
         if blobs:
-            inserts.rows(schema.blobs, ("blob_hash", "content"), list(blobs.items()))
+            inserts.insert_many(schema.blobs, ("blob_hash", "content"), list(blobs.items()))
 
     def _settle(self, conn: Connection, values: dict[str, Any], replay: dict[str, Replay],
                 batch: dict[tuple[str, str, str], tuple[str, list[str]]], blobs: dict[str, bytes],
@@ -386,4 +386,3 @@ def _delta_against(previous: tuple[str, list[str]] | None, hashes: list[str]) ->
     if previous is None or keep == 0:
         return {"base": None, "keep": 0, "add": hashes}
     return {"base": previous[0], "keep": keep, "add": hashes[keep:]}
-
