@@ -108,13 +108,11 @@ class Inserts:
     def insert_many(self, table: Table, keys: tuple[str, ...], rows: list[tuple[Any, ...]]) -> None:
         """Insert rows given as tuples in ``keys``'s order (existing keys are skipped)."""
         sql, order = self._statement(table, keys)
-        if order == keys:
-            self._cursor.executemany(sql, rows)
-        elif order is None:
+        if order is None:  # named parameters (psycopg)
             self._cursor.executemany(sql, [dict(zip(keys, row, strict=True)) for row in rows])
-        else:
-            positions = [keys.index(key) for key in order]
-            self._cursor.executemany(sql, [tuple(row[i] for i in positions) for row in rows])
+        else:  # positional, compiled in the order of ``keys`` (sqlite3)
+            assert order == keys, (order, keys)
+            self._cursor.executemany(sql, rows)
 
 
 def fetch_blobs(conn: Connection, hashes: Sequence[str], batch: int = 500) -> list[tuple[str, bytes]]:

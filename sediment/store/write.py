@@ -15,7 +15,7 @@ from itertools import takewhile
 from operator import is_, truth
 from typing import Any
 
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection
 
 from sediment.model.facts import (
     CIOutcome,
@@ -28,7 +28,7 @@ from sediment.model.facts import (
 from sediment.records import decode_record, encode_plain_record, encode_record, plain, sha256_hex, sortable_time
 from sediment.store import schema
 from sediment.store.blob_codec import pack, unpack
-from sediment.store.driver import Inserts
+from sediment.store.driver import Inserts, fetch_blobs
 from sediment.store.engine import StoreEngine, StoreError
 from sediment.store.interning import StringDigests, intern_plain, stored_form
 from sediment.store.keys import fact_org, table_and_key
@@ -214,7 +214,7 @@ class FactWriter(StoreEngine):
         """The hash of a call body whose replayed raw lists carry ``changes`` (a new blob)."""
         content = blobs.get(digest)
         if content is None:
-            content = conn.execute(select(schema.blobs.c.content).where(schema.blobs.c.blob_hash == digest)).scalar()
+            content = dict(fetch_blobs(conn, [digest])).get(digest)
         if content is None:
             raise StoreError(f"fact store is missing the body blob {digest} of a call being written")
         body = decode_record(unpack(content).decode("ascii"))  # interned: the delta dicts are as written
