@@ -41,7 +41,7 @@ from sediment.ingest.calls.fields import (
 from sediment.ingest.calls.streams import event_payloads
 from sediment.ingest.calls.tool_definitions import builtin_tool, function_tool, tool_definitions, tool_kind
 from sediment.ingest.calls.toolkit import CallContent, Notes, call_content, content_parts, message, role_of
-from sediment.ingest.reading.json_text import JsonReader, RecordProblem
+from sediment.ingest.reading.json_text import RecordProblem, read_json
 from sediment.model.facts import InferenceMessage, TextPart, ToolDefinition
 
 _UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
@@ -62,7 +62,7 @@ def claude_code_session(identity: Any) -> str | None:
     if match:
         return match.group(1)
     try:
-        parsed = JsonReader().parse(identity)
+        parsed = read_json(identity)
     except RecordProblem:
         return None
     session = parsed.get("session_id") if isinstance(parsed, dict) else None
@@ -146,7 +146,7 @@ def _finish_input(block: dict[str, Any], partial: str) -> None:
     if not partial.strip():
         return
     try:
-        block["input"] = JsonReader().parse(partial)
+        block["input"] = read_json(partial)
     except RecordProblem:
         block["input"] = partial
 

@@ -8,7 +8,7 @@ import math
 from typing import Any, NoReturn
 
 from sediment.ingest import TranslationError
-from sediment.ingest.reading.json_text import JsonReader, RecordProblem
+from sediment.ingest.reading.json_text import RecordProblem, read_json
 
 
 def fail(path: str, problem: str) -> NoReturn:
@@ -72,7 +72,7 @@ def body_object(value: Any, path: str) -> dict[str, Any]:
     """A body that is an object, or the JSON text of one."""
     if isinstance(value, str) and value.lstrip().startswith("{"):
         try:
-            value = JsonReader().parse(value)
+            value = read_json(value)
         except RecordProblem as exc:
             fail(path, "invalid JSON" if exc.syntax else str(exc))
     return as_object(value, path)

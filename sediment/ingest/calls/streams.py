@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from sediment.ingest.calls.fields import as_object, fail
-from sediment.ingest.reading.json_text import JsonReader, RecordProblem
+from sediment.ingest.reading.json_text import RecordProblem, read_json
 
 
 def is_event_stream(text: str) -> bool:
@@ -44,7 +44,7 @@ def event_payloads(text: str) -> list[tuple[str | None, dict[str, Any]]]:
         if data.strip() == "[DONE]":
             break
         try:
-            payload = JsonReader().parse(data)
+            payload = read_json(data)
         except RecordProblem as exc:
             fail(f"response(event {position})", "invalid JSON in SSE data" if exc.syntax else str(exc))
         payloads.append((name, as_object(payload, f"response(event {position})")))

@@ -44,7 +44,7 @@ from sediment.ingest.calls.fields import (
     required,
 )
 from sediment.ingest.calls.streams import is_event_stream
-from sediment.ingest.reading.json_text import JsonReader, RecordProblem
+from sediment.ingest.reading.json_text import RecordProblem, read_json
 from sediment.ingest.redaction.content import ContentCache, redact_call
 from sediment.ingest.redaction.credentials import redact_record
 from sediment.model.facts import (
@@ -237,7 +237,7 @@ def parse_arguments(value: Any, notes: Notes) -> dict[str, Any]:
     """Tool-call arguments as an object; malformed JSON or a non-object gives ``{}`` and a warning."""
     if isinstance(value, str):
         try:
-            value = JsonReader().parse(value)
+            value = read_json(value)
         except RecordProblem:  # not JSON, a key given twice, nested too deep: not one argument object
             value = None
     if isinstance(value, dict):
@@ -376,7 +376,7 @@ def codex_session(turn_metadata: str | None) -> str | None:
     if turn_metadata is None:
         return None
     try:
-        parsed = JsonReader().parse(turn_metadata)
+        parsed = read_json(turn_metadata)
     except RecordProblem:
         return None
     value = parsed.get("session_id") if isinstance(parsed, dict) else None

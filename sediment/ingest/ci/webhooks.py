@@ -38,7 +38,7 @@ from sediment.errors import validation_message
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.ci.providers import PROVIDERS as PROVIDER_TABLE
 from sediment.ingest.ci.providers import provider as provider_row
-from sediment.ingest.reading.json_text import JsonReader, RecordProblem
+from sediment.ingest.reading.json_text import RecordProblem, read_json
 
 
 class WebhookRefusal(TranslationError):
@@ -56,7 +56,7 @@ def event_header(provider: str) -> str | None:
 def parse_body(body: bytes) -> dict[str, Any]:
     """The delivery body as one exact JSON object, or a refusal naming what is wrong."""
     try:
-        value = JsonReader().parse(body)
+        value = read_json(body)
     except RecordProblem as exc:
         raise WebhookRefusal(f"body: {exc}") from None
     if not isinstance(value, dict):

@@ -32,7 +32,7 @@ from typing import Any, Final
 from sediment.ingest.otlp.batch import Batch, Emitted, Skip, build, occurred, session_of, user_of
 from sediment.ingest.otlp.envelope import LogRecord, Refused
 from sediment.ingest.otlp.provenance import provenance
-from sediment.ingest.reading.json_text import JsonReader, RecordProblem
+from sediment.ingest.reading.json_text import RecordProblem, read_json
 from sediment.model.facts import DeveloperDecision
 
 DECISION: Final = "claude_code.tool_decision"
@@ -78,7 +78,7 @@ def _file_path(result: LogRecord, warnings: list[str]) -> str:
         warnings.append("claude_code_tool_input_absent")
         return ""
     try:
-        parsed = JsonReader().parse(tool_input)
+        parsed = read_json(tool_input)
     except RecordProblem:
         warnings.append("claude_code_tool_input_unreadable")
         return ""

@@ -29,7 +29,7 @@ from typing import Any, Final
 from sediment.ingest.otlp.batch import Batch, Emitted, Skip, build, occurred, session_of, user_of
 from sediment.ingest.otlp.envelope import LogRecord, Refused
 from sediment.ingest.otlp.provenance import provenance
-from sediment.ingest.reading.json_text import JsonReader, RecordProblem
+from sediment.ingest.reading.json_text import RecordProblem, read_json
 from sediment.model.facts import DeveloperDecision
 
 DECISION: Final = "codex.tool_decision"
@@ -90,7 +90,7 @@ def shell_patch(arguments: str | None) -> str | None:
     if arguments is None:
         return None
     try:
-        parsed = JsonReader().parse(arguments)
+        parsed = read_json(arguments)
     except RecordProblem:
         return None
     command = parsed.get("cmd") if isinstance(parsed, dict) else None

@@ -48,6 +48,9 @@ COMPRESSED_SUFFIXES: Final = (".gz", ".zst", ".zstd")
 #: Compressed bytes handed to the Zstandard decoder at a time: one call's output is at most
 #: about 32 thousand times its input, so this bounds what a hostile frame inflates to at once.
 _ZSTD_STEP: Final = 4096
+#: The Zstandard decoder's output buffer: a step's output (about a call's replayed history) comes
+#: in a few pieces joined once, rather than in many of the decoder's default 128 KiB.
+_ZSTD_OUT: Final = MIB
 
 
 class InputUnreadable(OSError):
@@ -187,7 +190,7 @@ class _Inflating(io.RawIOBase):
         self.inflated = 0
         self._gzip = gzip.GzipFile(fileobj=self.source, mode="rb") if kind == "gzip" else None
         self._zstd = zstandard.ZstdDecompressor()
-        self._frame = self._zstd.decompressobj()
+        self._frame = self._zstd.decompressobj(write_size=_ZSTD_OUT)
         self._in_frame = False  # bytes of the current Zstandard frame have been read
         self._pending = b""
         self._bomb = False  # the bound was reached: the next read refuses the rest
@@ -232,7 +235,7 @@ class _Inflating(io.RawIOBase):
         while not self._pending:
             if self._frame.eof:  # a frame ended: what followed it starts the next one
                 rest = self._frame.unused_data
-                self._frame, self._in_frame = self._zstd.decompressobj(), False
+                self._frame, self._in_frame = self._zstd.decompressobj(write_size=_ZSTD_OUT), False
                 if rest:
                     self._in_frame = True
                     self._pending = self._frame.decompress(rest)

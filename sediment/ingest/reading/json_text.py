@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -221,10 +222,23 @@ def _utf8(data: bytes | str) -> str:
         raise RecordProblem(f"not UTF-8: invalid byte at column {exc.start + 1}", syntax=True) from None
 
 
+_readers = threading.local()  # one plain reader per thread (a reader is not thread-safe)
+
+
+def read_json(data: bytes | str) -> Any:
+    """One JSON value read exactly by this thread's plain :class:`JsonReader` (made once, not
+    once per value: a call log holds a JSON text in every tool call); a RecordProblem names
+    what is wrong."""
+    reader = getattr(_readers, "plain", None)
+    if reader is None:
+        reader = _readers.plain = JsonReader()
+    return reader.parse(data)
+
+
 def parse_line(line: str | bytes) -> Any | Exception:
     """One JSON value read exactly (see :class:`JsonReader`), or the problem with it."""
     try:
-        return JsonReader().parse(line)
+        return read_json(line)
     except RecordProblem as exc:
         return detached(exc)
 
