@@ -258,6 +258,37 @@ def test_the_patterns_the_prefilter_rules_out_are_skipped_with_the_same_result(t
     assert secret_patterns._scan(text) == (every if every[1] else (text, ()))
 
 
+@pytest.mark.parametrize("window", [16, 40])
+def test_a_long_text_is_searched_window_by_window_and_no_anchor_across_a_window_edge_is_missed(
+        monkeypatch: pytest.MonkeyPatch, window: int) -> None:
+    """A text longer than a window is searched in overlapping windows: each anchor, placed at
+    every offset around the windows' edges (alone, or overlapping another anchor), is found as
+    the substring tests find it, in ASCII text (the automaton) and in text that is not."""
+    monkeypatch.setattr(secret_patterns, "_WINDOW", max(window, 2 * secret_patterns._OVERLAP + 2))
+    size = secret_patterns._WINDOW
+    step = size - secret_patterns._OVERLAP
+    for anchor in (*secret_patterns._PREFILTER, "keyj", "tokenkey"):
+        # every position from just before a window's successor starts to just past its own end
+        for offset in sorted({*range(step - len(anchor) - 1, size + 2), *range(2 * step - len(anchor) - 1, step + size + 2)}):
+            for filler in ("x", "é"):
+                text = filler * offset + anchor + filler * (2 * size)
+                assert secret_patterns._fired(text) == frozenset(
+                    lead[:1] for lead in secret_patterns._PREFILTER if lead in text.lower()), (anchor, offset, filler)
+    tail = "x" * (3 * size) + "token"  # an anchor at the very end
+    assert secret_patterns._fired(tail) == frozenset("t")
+
+
+def test_the_windows_of_the_real_size_cover_their_edges() -> None:
+    """At the real window size, anchors straddling the ends of the first two windows are found."""
+    size = secret_patterns._WINDOW
+    step = size - secret_patterns._OVERLAP
+    text = "x" * (size - 2) + "token" + "x" * (step - 6) + "ghp_" + "x" * size + "credential"
+    assert text.index("token") < size < text.index("token") + 5
+    assert text.index("ghp_") < step + size < text.index("ghp_") + 4
+    assert len(text) > 2 * size
+    assert secret_patterns._fired(text) == frozenset("tgc")
+
+
 def test_every_token_pattern_is_ruled_out_only_by_tests_its_anchors_fire() -> None:
     """Each token pattern is skipped only when none of the prefilter tests its anchors fire
     fired; a pattern whose anchor no prefilter anchor lies inside is always searched."""

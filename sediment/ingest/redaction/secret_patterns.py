@@ -85,6 +85,8 @@ from fnmatch import fnmatchcase
 from functools import lru_cache, partial
 from typing import Final
 
+import ahocorasick_rs
+
 from sediment.ingest.redaction.credentials import TOKEN_PREFIXES, is_credential_name
 from sediment.records import sha256_hex
 
@@ -377,24 +379,44 @@ _PREFILTER_FIRSTS: dict[str, frozenset[str] | None] = {
     pattern.kind: _prefilter_firsts(pattern) for pattern in _TOKEN_PATTERNS}
 
 
+#: Every prefilter anchor at once (Aho-Corasick, in one pass over a text instead of one per test):
+#: its matches overlap, so an anchor inside or across another's match is still found.
+_PREFILTER_AUTOMATON: Final = ahocorasick_rs.AhoCorasick(list(_PREFILTER), matchkind=ahocorasick_rs.MatchKind.Standard)
+_PREFILTER_LEADS: Final = tuple(anchor[:1] for anchor in _PREFILTER)
+#: The characters of a long text searched at a time (what a window's matches take stays bounded:
+#: a text of nothing but anchors has about one a character); windows overlap by an anchor less one.
+_WINDOW: Final = 1 << 16
+_OVERLAP: Final = max(len(anchor) for anchor in _PREFILTER) - 1
+
+
+def _leads(lowered: str) -> frozenset[str]:
+    """The leading characters of the prefilter anchors ``lowered`` holds. An ASCII text is
+    searched by the automaton, window by window; any other by one substring test per leading
+    character (the automaton reads UTF-8, which a lone surrogate has none of)."""
+    if not lowered.isascii():
+        return frozenset(first for first, test in _PREFILTER_GROUPS if test(lowered))
+    if len(lowered) <= _WINDOW:
+        return frozenset(_PREFILTER_LEADS[match[0]]
+                         for match in _PREFILTER_AUTOMATON.find_matches_as_indexes(lowered, overlapping=True))
+    leads: set[str] = set()
+    for start in range(0, len(lowered) - _OVERLAP, _WINDOW - _OVERLAP):
+        window = lowered[start:start + _WINDOW]
+        leads.update(_PREFILTER_LEADS[match[0]]
+                     for match in _PREFILTER_AUTOMATON.find_matches_as_indexes(window, overlapping=True))
+    return frozenset(leads)
+
+
 def might_hold_secret(text: str) -> bool:
     """False when ``text`` holds none of the patterns' anchors: it holds no secret."""
-    if len(text) < 8:
-        return False
-    lowered = text.lower()
-    for _, test in _PREFILTER_GROUPS:  # noqa: SIM110 (a plain loop: this runs on every new string captured)
-        if test(lowered):
-            return True
-    return False
+    return bool(_fired(text))
 
 
 def _fired(text: str) -> frozenset[str]:
-    """The leading characters of the prefilter anchors ``text`` holds (lower-cased), found by
-    :func:`might_hold_secret`'s tests, stopping at none: empty when it holds no secret."""
+    """The leading characters of the prefilter anchors ``text`` holds (lower-cased): empty when
+    it holds no secret."""
     if len(text) < 8:
         return frozenset()
-    lowered = text.lower()
-    return frozenset(first for first, test in _PREFILTER_GROUPS if test(lowered))
+    return _leads(text.lower())
 
 
 class _Seen:
