@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
 from pydantic import BaseModel
 
 from sediment.identifiers import render_datetime
@@ -69,6 +70,25 @@ def canonical_digest(value: Any, *, allow_nan: bool = False) -> str:
 def encode_record(value: Any) -> str:
     """The canonical record text of a model or plain value (non-finite numbers kept)."""
     return canonical_json(value, allow_nan=True)
+
+
+def canonical_record_bytes(value: Any, *, inexact: bool = True) -> bytes:
+    """:func:`encode_plain_record`'s text as ASCII bytes. When the caller walked ``value`` and
+    met only the exact JSON types and no float (``inexact`` False), orjson encodes it first, and
+    its text is taken when every byte is ASCII below DEL: the two encoders then write the same
+    text (sorted keys, compact separators, the same escapes). Anything else is written by the
+    standard encoder: a float (the two spell some differently, and orjson writes NaN as null),
+    other characters (the canonical text escapes them), an integer beyond 64 bits, a lone
+    surrogate, nesting deeper than orjson goes."""
+    if not inexact:
+        try:
+            data = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        except TypeError:  # orjson.JSONEncodeError included
+            pass
+        else:
+            if data.isascii() and b"\x7f" not in data:
+                return data
+    return _CANONICAL_NAN.encode(value).encode("ascii")
 
 
 def encode_plain_record(value: Any) -> str:

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlalchemy import select, text, update
 
 from sediment.identifiers import FACT_ID_MAX_LENGTH
@@ -26,7 +28,7 @@ from sediment.model.facts import (
     ToolCallPart,
     ToolDefinition,
 )
-from sediment.records import decode_record, encode_plain_record, encode_record, plain
+from sediment.records import canonical_record_bytes, decode_record, encode_plain_record, encode_record, plain
 from sediment.store import FactStore, PreparedFacts, StoreError, schema
 from sediment.store.blob_codec import ZSTD_MAGIC, unpack
 from sediment.store.interning import LONG_STRING, StringDigests, stored_form
@@ -95,6 +97,45 @@ def test_a_plain_value_encodes_to_the_same_text_without_the_copy() -> None:
     odd = {"level": Level.HIGH, "text": Text("t"), "tuple": (1, (2,)), "nested": [{"when": T0}]}
     assert plain(odd) == {"level": 2, "text": "t", "tuple": [1, [2]], "nested": [{"when": render_datetime(T0)}]}
     assert encode_plain_record(plain(odd)) == encode_record(odd)
+
+
+_JSON_TEXT = st.text(st.characters(codec=None, exclude_categories=()), max_size=12) | st.sampled_from(
+    ["\x7f", "a\x7fb", "\x00", "\x1f\u2028", "\ud800", "\U0001f600", "/\\\"", "\x00sediment-string"])
+_JSON_INTS = st.integers() | st.sampled_from([2**63 - 1, 2**63, 2**64 - 1, 2**64, -(2**63), -(2**63) - 1, 2**200])
+_EXACT_JSON = st.recursive(
+    st.none() | st.booleans() | _JSON_INTS | _JSON_TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_JSON_TEXT, inner, max_size=4), max_leaves=24)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_EXACT_JSON)
+def test_a_record_without_floats_is_the_standard_encoders_text_whichever_encoder_writes_it(value: object) -> None:
+    """Without floats or other types, orjson may write a blob's record: the bytes are the
+    canonical text's for every value (control characters, DEL, other characters, lone
+    surrogates, integers at and beyond 64 bits, reserved keys), so a record's hash never depends
+    on which encoder wrote it."""
+    assert canonical_record_bytes(value, inexact=False) == encode_record(value).encode("ascii")
+    assert canonical_record_bytes(value) == encode_record(value).encode("ascii")
+
+
+def test_floats_and_other_types_are_marked_inexact_and_written_by_the_standard_encoder() -> None:
+    """The walk that interns a blob's strings marks a float anywhere (NaN, which orjson writes as
+    null, and exponents it spells otherwise) and any value that is not an exact JSON type; deep
+    nesting beyond orjson's limit falls back to the standard encoder too."""
+    from sediment.store.interning import intern_plain
+
+    for value in ({"a": [1, {"b": float("nan")}]}, [1e16], {"x": 1e-05}, {"when": T0}, (1, 2.5)):
+        inexact: list[bool] = []
+        interned = intern_plain(value, {}, None, inexact)
+        assert inexact
+        assert canonical_record_bytes(interned, inexact=True) == encode_record(value).encode("ascii")
+    exact: list[bool] = []
+    intern_plain({"a": [1, True, None, "s" * 600], "b": (2, 3)}, {}, None, exact)
+    assert not exact
+    deep: object = 1
+    for _ in range(300):
+        deep = [deep]
+    assert canonical_record_bytes(deep, inexact=False) == encode_record(deep).encode("ascii")
 
 
 def test_replayed_context_is_stored_once(store_url: str) -> None:

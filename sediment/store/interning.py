@@ -72,11 +72,14 @@ def intern(value: Any, strings: dict[str, bytes] | dict[str, bytes | str]) -> An
     return value
 
 
-def intern_plain(value: Any, strings: dict[str, bytes | str], known: StringDigests | None = None) -> Any:
+def intern_plain(value: Any, strings: dict[str, bytes | str], known: StringDigests | None = None,
+                 inexact: list[bool] | None = None) -> Any:
     """``intern(plain(value), strings)`` in one walk instead of two: models, tuples and the
     rest made JSON-ready (:func:`~sediment.records.plain`) and long strings referenced as they
     are met. With ``known``, a string it remembers is referenced by the digest it remembers and
-    given to ``strings`` as its text (:func:`stored_form` makes its stored form)."""
+    given to ``strings`` as its text (:func:`stored_form` makes its stored form). ``inexact``
+    is appended to when a float is met, or a value of any type but the exact JSON ones (its
+    record is then written by the standard encoder: :func:`~sediment.records.canonical_record_bytes`)."""
     kind = type(value)
     if kind is str:
         if len(value) < LONG_STRING:
@@ -89,15 +92,19 @@ def intern_plain(value: Any, strings: dict[str, bytes | str], known: StringDiges
             return reference
         strings.setdefault(digest, value)
         return {STRING_REF: digest}
-    if kind is int or kind is float or kind is bool or value is None:
+    if kind is int or kind is bool or value is None:
         return value
     if kind is dict:
-        return _escaped({key: intern_plain(item, strings, known) for key, item in value.items()})
+        return _escaped({key: intern_plain(item, strings, known, inexact) for key, item in value.items()})
     if kind is list or kind is tuple:
-        return [intern_plain(item, strings, known) for item in value]
-    if isinstance(value, BaseModel):
-        return _escaped({name: intern_plain(getattr(value, name), strings, known)
+        return [intern_plain(item, strings, known, inexact) for item in value]
+    if kind is not float and isinstance(value, BaseModel):
+        return _escaped({name: intern_plain(getattr(value, name), strings, known, inexact)
                          for name in type(value).model_fields})
+    if inexact is not None:
+        inexact.append(True)
+    if kind is float:
+        return value
     return intern(plain(value), strings)  # datetimes, other mappings and sequences, subclasses: both walks
 
 

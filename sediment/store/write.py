@@ -25,7 +25,7 @@ from sediment.model.facts import (
     TestCaseResult,
     ToolDefinition,
 )
-from sediment.records import decode_record, encode_plain_record, encode_record, plain, sha256_hex, sortable_time
+from sediment.records import canonical_record_bytes, decode_record, encode_record, plain, sha256_hex, sortable_time
 from sediment.store import schema
 from sediment.store.blob_codec import pack, unpack
 from sediment.store.driver import Inserts, fetch_blobs
@@ -243,7 +243,9 @@ class FactWriter(StoreEngine):
             self._hash_cache.move_to_end(id(value))
             return hit[1]
         strings: dict[str, bytes | str] = {}
-        record = encode_plain_record(intern_plain(value, strings, self._string_digests)).encode("ascii")
+        inexact: list[bool] = []
+        interned = intern_plain(value, strings, self._string_digests, inexact)
+        record = canonical_record_bytes(interned, inexact=bool(inexact))
         digest = sha256_hex(record)
         self._hash_cache[id(value)] = (value, digest)
         if len(self._hash_cache) > HASH_CACHE_SIZE:
