@@ -153,7 +153,7 @@ def _lines(pieces: Iterator[bytes], limit: int, failure: list[InputUnreadable] |
     line reached, goes to ``failure`` (without one, it is raised)."""
     number = 0
     try:
-        held: list[bytes] = []  # the pieces of the line being read, before the current one
+        held: list[bytes | memoryview] = []  # the pieces of the line being read, before the current one
         size = 0  # their bytes
         skipping = False  # the line being read is longer than the limit: its bytes are dropped
         for piece in _without_bom(pieces):
@@ -164,8 +164,8 @@ def _lines(pieces: Iterator[bytes], limit: int, failure: list[InputUnreadable] |
                     if not skipping:
                         if size + len(piece) - start > limit:
                             held, size, skipping = [], 0, True
-                        else:
-                            held.append(piece[start:] if start else piece)
+                        else:  # a view, not a copy: the line is copied once, when it is joined
+                            held.append(memoryview(piece)[start:] if start else piece)
                             size += len(piece) - start
                     break
                 number += 1
@@ -173,8 +173,7 @@ def _lines(pieces: Iterator[bytes], limit: int, failure: list[InputUnreadable] |
                     held, size, skipping = [], 0, False
                     yield number, None
                 else:
-                    tail = piece[start:end + 1]
-                    line = b"".join((*held, tail)) if held else tail
+                    line = b"".join((*held, memoryview(piece)[start:end + 1])) if held else piece[start:end + 1]
                     held, size = [], 0
                     yield number, line
                 start = end + 1
