@@ -16,8 +16,9 @@ and ingested as it is; the report gives its size on disk and the replayed (infla
 
 Every stage runs as its own ``sediment`` process on the embedded SQLite store; wall time
 and that process's peak RSS are measured. Two floors are measured in the same run: reading
-the input files, and parsing them with orjson (a profile's, the fastest of three runs each; ``--once``
-and ``--curve`` run them once, as their stages). Stages are reported as ratios to the parse floor. Both floors read the input as ingest does, inflating it (sediment.ingest.reading.compressed).
+the input files, and parsing them with orjson (a profile's, the fastest of three runs each;
+``--once`` and ``--curve`` run them once, as their stages). Stages are reported as ratios to the
+parse floor. Both floors read the input as ingest does, inflating it (sediment.ingest.reading.compressed).
 ``--leakage N`` also times ``report leakage`` over every export at N, 2N and 4N Sessions
 (bench/leakage.py). ``--curve`` measures the cost curve instead of a profile: ingest, derive and
 export as calls per Session and Sessions grow, against the replayed and the unique bytes
