@@ -371,63 +371,34 @@ def test_text_that_is_not_utf8_encodable_is_read_the_plain_way() -> None:
     assert reader.parsed == 1
 
 
-def _replayed_bytes(line: str) -> int:
-    """The bytes of ``line``'s message list up to its last two elements: the previous call's list,
-    which a Session's next call replays whole (``_session``'s calls add two messages each)."""
-    messages = json.loads(line)["request"]["messages"]
-    return len(", ".join(json.dumps(message) for message in messages[:-2]).encode("utf-8"))
-
-
-def test_a_reader_counts_the_input_it_decodes_and_not_the_replayed_history() -> None:
-    """The plain reader counts every byte it parses; the span reader only what it did not take
-    from memory: a Session's first call whole, each later call without the list it replays."""
-    lines = _session(8)
-    plain, spans = JsonReader(), SpanReader(min_line=0)
-    for call, line in enumerate(lines):
-        data = (line + "\n").encode("utf-8")
-        before = (plain.decoded, spans.decoded)
-        assert _typed(spans.parse(data)) == _typed(plain.parse(data))
-        assert plain.decoded - before[0] == len(data)
-        assert spans.decoded - before[1] == len(data) - (_replayed_bytes(line) if call else 0)
-    surrogate = lines[1].replace('"m"', '"\ud800"', 1)  # no UTF-8 spelling: read the plain way, all counted
-    before = spans.decoded
-    spans.parse(surrogate)
-    assert spans.decoded - before == len(surrogate)
-
-
-def test_a_batch_is_appended_once_the_input_it_decoded_reaches_the_byte_bound(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A batch is bounded by the bytes its records were decoded from as well as by its count: the
-    plain reader's every byte, the span reader's without the history each call replays (so a
-    replaying Session's batches hold more calls), and how the Facts are batched changes nothing
-    that is stored."""
+def test_a_batch_is_appended_once_its_lines_reach_the_byte_bound(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch is bounded by the bytes of the lines it was read from as well as by its count, and
+    how the Facts are batched changes nothing that is stored."""
     path = tmp_path / "calls.jsonl"
     lines = _session(12)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    bound = max(len(line) for line in lines) // 2
-    contents, batches, default = [], {}, reading_files.BATCH_BYTES
-    for mode in ("plain", "fast"):
-        for run, limit in (("whole", default), ("bytes", bound)):
-            monkeypatch.setattr(reading_files, "BATCH_BYTES", limit)
-            store = FactStore(f"sqlite:///{tmp_path / f'{mode}-{run}.db'}")
-            sizes: list[int] = []
-            append = store.append
-            monkeypatch.setattr(store, "append", lambda facts, sizes=sizes, append=append: (
-                sizes.append(len(facts)), append(facts))[1])
-            memo = ReplayMemo()
-            report = ingest_files([str(path)], lambda record, memo=memo: translate_call(  # type: ignore[misc]
-                record, format="openai-chat", org_id=ORG, captured_at=CAPTURED, memo=memo), store,
-                reader=(lambda: SpanReader(min_line=0)) if mode == "fast" else None)
-            assert report.stored["inference_calls"] == 12 and not report.problems
-            batches[mode, run] = sizes
-            contents.append(_content(tmp_path, f"{mode}-{run}"))
-        assert batches[mode, "whole"] == [12]  # under the default bound: one batch
-        expected, held, size = [], 0, 0  # a batch ends at the line that takes its decoded bytes to the bound
-        for call, line in enumerate(lines):
-            held, size = held + 1, size + len(line) + 1 - (_replayed_bytes(line) if mode == "fast" and call else 0)
-            if size >= bound:
-                expected.append(held)
-                held = size = 0
-        assert batches[mode, "bytes"] == ([*expected, held] if held else expected)
-    assert 2 <= len(batches["fast", "bytes"]) < len(batches["plain", "bytes"])
-    assert all(content == contents[0] for content in contents)
+    contents, batches = [], []
+    for mode, bound in (("whole", reading_files.BATCH_BYTES), ("bytes", 3 * max(len(line) for line in lines))):
+        monkeypatch.setattr(reading_files, "BATCH_BYTES", bound)
+        store = FactStore(f"sqlite:///{tmp_path / f'{mode}.db'}")
+        sizes: list[int] = []
+        append = store.append
+        monkeypatch.setattr(store, "append", lambda facts, sizes=sizes, append=append: (sizes.append(len(facts)),
+                                                                                        append(facts))[1])
+        memo = ReplayMemo()
+        report = ingest_files([str(path)], lambda record, memo=memo: translate_call(  # type: ignore[misc]
+            record, format="openai-chat", org_id=ORG, captured_at=CAPTURED, memo=memo), store)
+        assert report.stored["inference_calls"] == 12 and not report.problems
+        batches.append(sizes)
+        contents.append(_content(tmp_path, mode))
+    assert batches[0] == [12]  # under both bounds: one batch
+    expected, held, size = [], 0, 0  # a batch ends at the line that takes its bytes to the bound
+    for line in lines:
+        held, size = held + 1, size + len(line) + 1
+        if size >= 3 * max(len(line) for line in lines):
+            expected.append(held)
+            held = size = 0
+    assert batches[1] == ([*expected, held] if held else expected)
+    assert len(batches[1]) >= 2 and sum(batches[1]) == 12
+    assert contents[0] == contents[1]

@@ -85,19 +85,14 @@ class SpanReader(JsonReader):
         #: Elements found by text (``reused``) and parsed (``parsed``), for tests and the bench.
         self.reused = 0
         self.parsed = 0
-        self._taken = 0  # the bytes of the line being read that were taken from memory
 
     def parse(self, data: bytes | str) -> Any:
         if len(data) >= self._min_line:
             line = _encoded(data) if isinstance(data, str) else bytes(data)  # bytes(bytes) is no copy
-            decoded, self._taken = self.decoded, 0
             try:
                 value = None if line is None else self._spliced(line)
             except RecordProblem:
                 value = None
-            # Only what was not taken from memory is new (a reused element's characters are
-            # counted for its bytes: at most as many, so the count errs on the side of more).
-            self.decoded = decoded + (len(line) - self._taken if line is not None and value is not None else 0)
             if value is not None:
                 return value
         return super().parse(data)
@@ -133,7 +128,6 @@ class SpanReader(JsonReader):
         replayed = self._replayed(line, index)
         if replayed is not None:  # the whole of a list read before, then "," or "]"
             whole, values, last = replayed
-            self._taken += len(whole)
             after = _skip(line, index + len(whole))
             if line.startswith(b"]", after):  # that very list again (remembered already)
                 self.reused += len(values)
@@ -150,7 +144,6 @@ class SpanReader(JsonReader):
             element, span = self._known(text, position, previous)
             if element is not None and span is not None:
                 self.reused += 1
-                self._taken += len(span)
                 end = position + len(span)
             else:
                 value, end = self.value_at(text, position, MAX_DEPTH - LIST_LEVEL)  # deeper: parsed whole

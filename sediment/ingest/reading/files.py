@@ -59,10 +59,9 @@ BATCH = 1000
 writes into pages all over the store's indexes; larger batches write each page fewer times (at
 240 Sessions of 100 calls, 100 a batch spent 7.3 s writing, 1000 spend 5.8 s)."""
 BATCH_BYTES = 128 * 1024 * 1024
-"""A batch is appended once the input its records were decoded from reaches this many bytes,
-whatever its count: what a batch holds stays bounded by its input, however large its records.
-Replayed history taken from the reader's memory is not counted (:attr:`JsonReader.decoded`):
-a replaying Session's Facts share those messages, so only what each call adds is held."""
+"""A batch is appended once the lines it was read from reach this many bytes, whatever its
+count: what a batch holds stays bounded by its input, however large its records (a replayed
+history's Facts share their replayed messages, so they hold far less than their lines)."""
 MIB: Final = 1024 * 1024
 MAX_LINE_BYTES: Final = 64 * MIB
 """The longest line (JSON Lines record) read, newline excluded."""
@@ -485,11 +484,10 @@ def _ingest_file(path: str, translate: Callable[[Any], Translation], sink: Calla
     pending: list[FactModel] = []
     read, problems = report.records, len(report.problems)
     watch = FormatWatch()
-    reader = reader or JsonReader(keep_flaws=keep_flaws)
     try:
         with tallying(report.redacted):
-            _ingest_stream(path, records(path, reader=reader, watch=watch), translate, sink,
-                           report, pending, tick, watch, reader)
+            _ingest_stream(path, records(path, keep_flaws=keep_flaws, reader=reader, watch=watch), translate, sink,
+                           report, pending, tick, watch)
     except InputUnreadable as exc:  # the records before it are kept
         report.problems.append(InputProblem(path, exc.line or 0, str(exc)))
     except OSError as exc:
@@ -508,14 +506,13 @@ def _ingest_file(path: str, translate: Callable[[Any], Translation], sink: Calla
 
 def _ingest_stream(path: str, stream: Iterable[tuple[int, Any]], translate: Callable[[Any], Translation],
                    sink: Callable[[list[FactModel]], None], report: IngestReport, pending: list[FactModel],
-                   tick: Callable[[], None] | None = None, watch: FormatWatch | None = None,
-                   reader: JsonReader | None = None) -> None:
+                   tick: Callable[[], None] | None = None, watch: FormatWatch | None = None) -> None:
     """Translate each record; only the input's faults are problems. A translator's
     TranslationError (or a model's ValidationError) names the input field; any other exception
     is a bug in Sediment and propagates with its traceback. ``tick`` runs after each record is
-    read; ``watch`` is told whether each record's text was JSON; ``reader`` counts the input it
-    decoded, which bounds a batch with :data:`BATCH_BYTES`."""
-    mark = 0 if reader is None else reader.decoded
+    read; ``watch`` is told whether each record's text was JSON (and counts the bytes read, which
+    bound a batch with :data:`BATCH_BYTES`)."""
+    mark = 0 if watch is None else watch.bytes
     for number, record in stream:
         report.records += 1
         if watch is not None:
@@ -538,7 +535,7 @@ def _ingest_stream(path: str, stream: Iterable[tuple[int, Any]], translate: Call
         report.elements += translation.elements
         report.problems.extend(InputProblem(path, number, problem) for problem in translation.problems)
         pending.extend(translation.facts)
-        if len(pending) >= BATCH or (reader is not None and reader.decoded - mark >= BATCH_BYTES):
+        if len(pending) >= BATCH or (watch is not None and watch.bytes - mark >= BATCH_BYTES):
             sink(list(pending))
             pending.clear()
-            mark = 0 if reader is None else reader.decoded
+            mark = 0 if watch is None else watch.bytes

@@ -149,9 +149,6 @@ class JsonReader:
             self._decoder = json.JSONDecoder(object_pairs_hook=hook, parse_float=self._float, parse_int=self._int)
         else:
             self._decoder = json.JSONDecoder(object_pairs_hook=hook, parse_float=_finite_float)
-        #: How much input :meth:`parse` has turned into new values (bytes, or characters of text
-        #: given as text): what the records read so far hold at most, which bounds an ingest's batch.
-        self.decoded = 0
 
     @staticmethod
     def _float(text: str) -> float | Flaw:
@@ -169,7 +166,6 @@ class JsonReader:
 
     def parse(self, data: bytes | str) -> Any:
         """One JSON value (surrounding whitespace allowed); a RecordProblem names what is wrong."""
-        self.decoded += len(data)
         text = _utf8(data)
         value, end = self.value_at(text, _skip_ws(text, 0))
         end = _skip_ws(text, end)

@@ -56,20 +56,19 @@ class FormatWatch:
     def __init__(self) -> None:
         self.head: bytes | None = None  # the first non-blank line's start (b"{" when too long to read)
         self.json_seen = False
+        self.bytes = 0  # the bytes of the lines read so far
 
     def lines(self, lines: Iterable[tuple[int, bytes | None]]) -> Iterator[tuple[int, bytes | None]]:
-        """``lines`` unchanged, each shown to :meth:`line` until the first non-blank one is kept."""
-        lines = iter(lines)
+        """``lines`` unchanged, each shown to :meth:`line`."""
         for number, line in lines:
             self.line(line)
             yield number, line
-            if self.head is not None:
-                break
-        yield from lines  # the rest passed on as they are
 
     def line(self, line: bytes | None) -> None:
         """A line read; the first non-blank one is kept (a line over the length limit, None,
         is never judged: the file is not called wrong for it)."""
+        if line is not None:
+            self.bytes += len(line)
         if self.head is None:
             if line is None:
                 self.head = b"{"
