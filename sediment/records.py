@@ -73,13 +73,15 @@ def encode_record(value: Any) -> str:
 
 
 def canonical_record_bytes(value: Any, *, inexact: bool = True) -> bytes:
-    """:func:`encode_plain_record`'s text as ASCII bytes. When the caller walked ``value`` and
-    met only the exact JSON types and no float (``inexact`` False), orjson encodes it first, and
-    its text is taken when every byte is ASCII below DEL: the two encoders then write the same
-    text (sorted keys, compact separators, the same escapes). Anything else is written by the
-    standard encoder: a float (the two spell some differently, and orjson writes NaN as null),
-    other characters (the canonical text escapes them), an integer beyond 64 bits, a lone
-    surrogate, nesting deeper than orjson goes."""
+    """:func:`encode_record`'s text, as ASCII bytes, of a value :func:`plain` gives back
+    unchanged (dicts, lists, strings, numbers, booleans and None only), without copying it first.
+
+    When the caller walked ``value`` and met only the exact JSON types and no float (``inexact``
+    False), orjson encodes it first, and its text is taken when every byte is ASCII below DEL:
+    the two encoders then write the same text (sorted keys, compact separators, the same
+    escapes). Anything else is written by the standard encoder: a float (the two spell some
+    differently, and orjson writes NaN as null), other characters (the canonical text escapes
+    them), an integer beyond 64 bits, a lone surrogate, nesting deeper than orjson goes."""
     if not inexact:
         try:
             data = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
@@ -89,12 +91,6 @@ def canonical_record_bytes(value: Any, *, inexact: bool = True) -> bytes:
             if data.isascii() and b"\x7f" not in data:
                 return data
     return _CANONICAL_NAN.encode(value).encode("ascii")
-
-
-def encode_plain_record(value: Any) -> str:
-    """:func:`encode_record` of a value :func:`plain` gives back unchanged (dicts, lists,
-    strings, numbers, booleans and None only), without copying it first: the same text."""
-    return _CANONICAL_NAN.encode(value)
 
 
 def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

@@ -276,6 +276,8 @@ def test_a_long_text_is_searched_window_by_window_and_no_anchor_across_a_window_
                     lead[:1] for lead in secret_patterns._PREFILTER if lead in text.lower()), (anchor, offset, filler)
     tail = "x" * (3 * size) + "token"  # an anchor at the very end
     assert secret_patterns._fired(tail) == frozenset("t")
+    short = "xx://xxx"  # shorter than the overlap: one window, the text itself
+    assert len(short) <= secret_patterns._OVERLAP and secret_patterns._fired(short) == frozenset(":")
 
 
 def test_the_windows_of_the_real_size_cover_their_edges() -> None:

@@ -395,11 +395,8 @@ def _leads(lowered: str) -> frozenset[str]:
     character (the automaton reads UTF-8, which a lone surrogate has none of)."""
     if not lowered.isascii():
         return frozenset(first for first, test in _PREFILTER_GROUPS if test(lowered))
-    if len(lowered) <= _WINDOW:
-        return frozenset(_PREFILTER_LEADS[match[0]]
-                         for match in _PREFILTER_AUTOMATON.find_matches_as_indexes(lowered, overlapping=True))
     leads: set[str] = set()
-    for start in range(0, len(lowered) - _OVERLAP, _WINDOW - _OVERLAP):
+    for start in range(0, max(len(lowered) - _OVERLAP, 1), _WINDOW - _OVERLAP):  # a short text: one window, itself
         window = lowered[start:start + _WINDOW]
         leads.update(_PREFILTER_LEADS[match[0]]
                      for match in _PREFILTER_AUTOMATON.find_matches_as_indexes(window, overlapping=True))
