@@ -138,7 +138,8 @@ def register_schemas() -> Sequence[dict[str, Any]]:
 def project_evidence(context: ExportContext, settings: DPOSettings) -> Iterator[ProjectedRow | Declined]:
     policy = DPOPolicy(label_confidence=context.label_confidence, max_pairs_per_bucket=settings.max_pairs_per_bucket,
                        recipe_id=context.recipe.name, label_confidence_formula=settings.label_confidence)
-    for item in project_pairs(context.attributed_completions(), policy):
+    # admission is per Session: the context spreads runs of Sessions over the export's workers
+    for item in project_pairs(context.session_runs, policy):
         if isinstance(item, str):
             yield Declined(item)
         else:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import os
 import pickle
 import re
 import sqlite3
@@ -355,10 +356,27 @@ def _bucket_order(meta: dict[bytes, tuple[str, str, str]], full_text: Callable[[
     return sorted(meta, key=cmp_to_key(compare))
 
 
-def project_pairs(sessions: Iterable[SessionCompletions], policy: DPOPolicy) -> Iterator[dict[str, Any] | str]:
+#: Runs of Sessions handed to a job, the job's result per run, in Session order
+#: (:meth:`~sediment.plugin.ExportContext.session_runs`, which spreads the runs over workers).
+SessionRuns = Callable[[Callable[[Iterator[SessionCompletions]], "AdmittedRun"]], Iterator["AdmittedRun"]]
+
+
+def _runs(sessions: Iterable[SessionCompletions] | SessionRuns) -> SessionRuns:
+    """``sessions`` as runs: a ``session_runs`` as it is, Sessions as one run admitted here."""
+    if callable(sessions):
+        return sessions
+    def runs(job: Callable[[Iterator[SessionCompletions]], AdmittedRun]) -> Iterator[AdmittedRun]:
+        yield job(iter(sessions))
+    return runs
+
+
+def project_pairs(sessions: Iterable[SessionCompletions] | SessionRuns, policy: DPOPolicy
+                  ) -> Iterator[dict[str, Any] | str]:
     """Every pair row and skip reason of ``sessions`` under ``policy``, in output order:
     admission counts (per AC, Sessions in the order given), then per bucket in ascending key
-    order its dedupe, CI-resolver and labelling counts, pairs and cap count."""
+    order its dedupe, CI-resolver and labelling counts, pairs and cap count. ``sessions`` is the
+    Sessions' completions, or an export's ``ExportContext.session_runs`` (which admits runs of
+    them in worker processes)."""
     for item in spooled_buckets(sessions, policy):
         if isinstance(item, str):
             yield item
@@ -366,55 +384,112 @@ def project_pairs(sessions: Iterable[SessionCompletions], policy: DPOPolicy) -> 
             yield from _bucket(item[1], policy)
 
 
-def spooled_buckets(sessions: Iterable[SessionCompletions], policy: DPOPolicy
+#: The spool's tables: each bucket's whole prompt, and each admitted member (pickled) by bucket.
+_SCHEMA = ("CREATE TABLE prompt (digest BLOB PRIMARY KEY, text BLOB)",
+           "CREATE TABLE member (digest BLOB, seq INTEGER, body BLOB)")
+
+
+def _spool(path: Path) -> sqlite3.Connection:
+    """A scratch SQLite file read back by one process: no rollback journal, no sync, and pages
+    large enough for a prompt or a member (megabytes each) to take few of them."""
+    db = sqlite3.connect(path)
+    for pragma in ("page_size = 65536", "journal_mode = OFF", "synchronous = OFF"):
+        db.execute(f"PRAGMA {pragma}")
+    for statement in _SCHEMA:
+        db.execute(statement)
+    return db
+
+
+@dataclass
+class AdmittedRun:
+    """One run of Sessions admitted: its admission skip reasons in order, the spool file holding
+    its members (``seq`` from 0) and the prompts of the buckets it opened, with each such
+    bucket's ``(org, model, prompt prefix)``."""
+
+    reasons: list[str]
+    path: str
+    buckets: dict[bytes, tuple[str, str, str]]
+    members: int
+
+
+def admit_run(sessions: Iterator[SessionCompletions], policy: DPOPolicy, directory: str) -> AdmittedRun:
+    """Admit each completion of ``sessions`` into a new spool file in ``directory``."""
+    handle, path = tempfile.mkstemp(suffix=".db", dir=directory)
+    os.close(handle)
+    os.unlink(path)  # SQLite makes it; an empty file would be taken for a database without a header
+    run = AdmittedRun([], path, {}, 0)
+    db = _spool(Path(path))
+    try:
+        for completions in sessions:
+            known: MessageKeys = {}
+            for completion in completions:
+                admitted = _admit(completions, completion, policy, known)
+                if isinstance(admitted, str):
+                    run.reasons.append(admitted)
+                    continue
+                (org, model, prompt), member = admitted
+                # the key's identity: org and model as JSON (no raw newline), a newline, the prompt
+                digest = hashlib.sha256(json.dumps([org, model]).encode("ascii") + b"\n"
+                                        + prompt.encode("utf-8", "surrogatepass")).digest()
+                if digest not in run.buckets:
+                    run.buckets[digest] = (org, model, prompt[:PROMPT_PREFIX])
+                    db.execute("INSERT INTO prompt VALUES (?, ?)", (digest, prompt.encode("utf-8", "surrogatepass")))
+                db.execute("INSERT INTO member VALUES (?, ?, ?)",
+                           (digest, run.members, pickle.dumps(member, protocol=pickle.HIGHEST_PROTOCOL)))
+                run.members += 1
+        db.commit()
+    finally:
+        db.close()
+    return run
+
+
+def spooled_buckets(sessions: Iterable[SessionCompletions] | SessionRuns, policy: DPOPolicy
                     ) -> Iterator[str | tuple[tuple[str, str], list[Member]]]:
     """Each admission skip reason (per AC, Sessions in the order given), then each bucket in
     ascending ``(org, model, prompt)`` order as ``((org, model), its members)``, the members
     ordered by call id and completion.
 
     Memory stays flat as Sessions grow: a bucket key holds the whole prompt and a member its
-    mapped conversation, so admitted members and their prompts wait in a temporary SQLite file;
+    mapped conversation, so admitted members and their prompts wait in temporary SQLite files;
     only each bucket's digest and a prompt prefix stay in memory, and one bucket is resident at
-    a time."""
+    a time. Admission is per Session, so runs of Sessions may be admitted apart (``sessions``
+    given as runs), each into its own file; their members join one file in Session order, as one run's would."""
     with tempfile.TemporaryDirectory(prefix="sediment-dpo-") as directory:
-        db = sqlite3.connect(Path(directory) / "members.db")
+        meta: dict[bytes, tuple[str, str, str]] = {}
+        db: sqlite3.Connection | None = None
         try:
-            # a scratch file read back by this process only: no rollback journal, no sync, and pages
-            # large enough for a prompt or a member (megabytes each) to take few of them
-            for pragma in ("page_size = 65536", "journal_mode = OFF", "synchronous = OFF"):
-                db.execute(f"PRAGMA {pragma}")
-            db.execute("CREATE TABLE prompt (digest BLOB PRIMARY KEY, text BLOB)")
-            db.execute("CREATE TABLE member (digest BLOB, seq INTEGER, body BLOB)")
-            meta: dict[bytes, tuple[str, str, str]] = {}
             seq = 0
-            for completions in sessions:
-                known: MessageKeys = {}
-                for completion in completions:
-                    admitted = _admit(completions, completion, policy, known)
-                    if isinstance(admitted, str):
-                        yield admitted
-                        continue
-                    (org, model, prompt), member = admitted
-                    # the key's identity: org and model as JSON (no raw newline), a newline, the prompt
-                    digest = hashlib.sha256(json.dumps([org, model]).encode("ascii") + b"\n"
-                                            + prompt.encode("utf-8", "surrogatepass")).digest()
-                    if digest not in meta:
-                        meta[digest] = (org, model, prompt[:PROMPT_PREFIX])
-                        db.execute("INSERT INTO prompt VALUES (?, ?)",
-                                   (digest, prompt.encode("utf-8", "surrogatepass")))
-                    db.execute("INSERT INTO member VALUES (?, ?, ?)",
-                               (digest, seq, pickle.dumps(member, protocol=pickle.HIGHEST_PROTOCOL)))
-                    seq += 1
+            for run in _runs(sessions)(lambda part: admit_run(part, policy, directory)):
+                yield from run.reasons
+                if db is None:  # the first run's file is the spool the others join
+                    db, seq = sqlite3.connect(run.path), run.members
+                    for pragma in ("journal_mode = OFF", "synchronous = OFF"):
+                        db.execute(f"PRAGMA {pragma}")
+                    meta.update(run.buckets)
+                    continue
+                db.execute("ATTACH DATABASE ? AS run", (run.path,))
+                db.execute("INSERT OR IGNORE INTO prompt SELECT digest, text FROM run.prompt")
+                db.execute("INSERT INTO member SELECT digest, seq + ?, body FROM run.member", (seq,))
+                db.commit()
+                db.execute("DETACH DATABASE run")
+                os.unlink(run.path)
+                for digest, values in run.buckets.items():
+                    meta.setdefault(digest, values)
+                seq += run.members
+            if db is None:
+                return
             db.execute("CREATE INDEX member_bucket ON member (digest, seq)")
+            spool = db
 
             def full_text(digest: bytes) -> str:
-                [(text,)] = db.execute("SELECT text FROM prompt WHERE digest = ?", (digest,)).fetchall()
+                [(text,)] = spool.execute("SELECT text FROM prompt WHERE digest = ?", (digest,)).fetchall()
                 return bytes(text).decode("utf-8", "surrogatepass")
 
             for digest in _bucket_order(meta, full_text):
-                members = [pickle.loads(body) for (body,) in db.execute(
+                members = [pickle.loads(body) for (body,) in spool.execute(
                     "SELECT body FROM member WHERE digest = ? ORDER BY seq", (digest,))]
                 org, model, _ = meta[digest]
                 yield (org, model), sorted(members, key=lambda m: (m.call_id, m.completion.sort_key))
         finally:
-            db.close()
+            if db is not None:
+                db.close()

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from sediment.ci.resolution import DEFAULT_CI_POLICY, CIResolutionPolicy, CIResolutionResult, CommitKey, resolve_ci
 from sediment.derive.attributed_completions import SessionCompletions, derive_attributed_completions
@@ -36,6 +36,7 @@ from sediment.evidence.verifier_commands import VerifierCommands
 from sediment.git.repositories import RepositoryContext
 from sediment.model.facts import CIOutcome
 from sediment.model.rollout import Rollout, SessionCommits
+from sediment.parallel import ordered_chunks
 
 if TYPE_CHECKING:  # the git layer (pygit2) loads when a mirror is opened, not for a bundle-only export
     from sediment.git.mirror import Mirror
@@ -46,6 +47,7 @@ if TYPE_CHECKING:  # the git layer (pygit2) loads when a mirror is opened, not f
 
 ProgressCallback = Callable[[int, int], None]
 _Unit = TypeVar("_Unit")
+_Result = TypeVar("_Result")
 
 
 class OrderedRollouts(Protocol):
@@ -139,8 +141,10 @@ class ExportContext:
     def __init__(self, evidence: Evidence, *, recipe: Recipe, verifier_commands: VerifierCommands | None = None,
                  ci_policy: CIResolutionPolicy = DEFAULT_CI_POLICY, progress: ProgressCallback | None = None,
                  repositories: RepositoryContext | None = None, settings: SettingsSources | None = None,
-                 order: Sequence[int] | None = None) -> None:
+                 order: Sequence[int] | None = None, workers: int = 1) -> None:
         self._evidence = evidence
+        #: How many worker processes :meth:`session_runs` may fork (1: it runs in this process).
+        self._workers = max(1, workers)
         #: The input indexes of the Rollouts read, in export order (default: all of them); a run of
         #: them is one worker's share of a Sessions-independent objective's export.
         self._order = order
@@ -213,6 +217,45 @@ class ExportContext:
             yield completions
             if self._progress is not None:
                 self._progress(position + 1, len(order))
+
+    def session_runs(self, job: Callable[[Iterator[SessionCompletions]], _Result]) -> Iterator[_Result]:
+        """``job`` over contiguous runs of the Sessions' attributed completions, each run's
+        result yielded in export order: the per-Session part of an objective whose rows need
+        every Session (DPO's buckets), spread over the export's workers.
+
+        With one worker ``job`` runs once here over :meth:`attributed_completions`. With more,
+        the Sessions are cut into contiguous runs that forked worker processes take (``job`` and
+        what it closes over are inherited, not pickled; only its result travels back, so it
+        should be small: spill large results to files the parent reads). Chaining the results
+        in the order yielded sees the Sessions in export order, as one process would;
+        :attr:`read` and progress count each run once its result is back."""
+        order = self._reading_order()
+        if self._workers <= 1 or len(order) < 2:
+            yield job(self.attributed_completions())
+            return
+        source = self._evidence.rollouts
+
+        def run(chunk: range) -> tuple[_Result, int, Any, int]:
+            part = ExportContext(self._evidence, recipe=self.recipe, verifier_commands=self._verifier_commands,
+                                 ci_policy=self._ci_policy, repositories=self.repositories,
+                                 settings=self._settings, order=order[chunk.start:chunk.stop])
+            result = job(part.attributed_completions())
+            take_stats = getattr(source, "take_stats", None)
+            return result, part.read, take_stats() if callable(take_stats) else None, len(chunk)
+
+        after_fork = getattr(source, "after_fork", None)
+        merge_stats = getattr(source, "merge_stats", None)
+        self.label_confidence  # noqa: B018 (a settings error stops the export here, not in a worker)
+        done = 0
+        for result, read, stats, positions in ordered_chunks(
+                run, len(order), self._workers, on_fork=after_fork if callable(after_fork) else None):
+            self.read += read
+            if stats is not None and callable(merge_stats):
+                merge_stats(stats)
+            done += positions
+            if self._progress is not None:
+                self._progress(done, len(order))
+            yield result
 
     # --- what a direct export offers an objective that derives its own units ----------------
 

@@ -315,8 +315,9 @@ def _project_chunks(evidence: Evidence, projection: Projection | ObjectiveProjec
 
     A target's projection takes the Rollouts one by one; an objective's reads an
     :class:`ExportContext` over the chunk's Rollouts (with several workers only when it declares
-    its Sessions independent: ``ObjectiveInfo.sessions_independent``). Either way the chunks are
-    contiguous runs of the export order, so concatenating them gives one process's bytes."""
+    its Sessions independent: ``ObjectiveInfo.sessions_independent``; otherwise its context may
+    spread a per-Session part over them: ``ExportContext.session_runs``). Either way the chunks
+    are contiguous runs of the export order, so concatenating them gives one process's bytes."""
     rollouts, mirrors = evidence.rollouts, evidence.mirrors
     order = export_order(rollouts)
     parallel = run.workers > 1 and len(order) > 1 and projection.parallel_safe
@@ -328,7 +329,8 @@ def _project_chunks(evidence: Evidence, projection: Projection | ObjectiveProjec
         if isinstance(projection, ObjectiveProjection):
             context = ExportContext(evidence, recipe=run.recipe, verifier_commands=run.verifier_commands,
                                     ci_policy=run.ci_policy, progress=progress, repositories=run.repositories,
-                                    settings=run.settings, order=order[chunk.start:chunk.stop])
+                                    settings=run.settings, order=order[chunk.start:chunk.stop],
+                                    workers=1 if parallel else run.workers)
             projection.run(context, files, result.tally)
             result.read = context.read
         else:

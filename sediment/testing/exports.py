@@ -146,28 +146,31 @@ def run_export(rollouts: Sequence[Rollout], out_dir: Path, *, target: str, profi
 
 def run_objective(rollouts: Sequence[Rollout], out_dir: Path, *, objective: str, recipe: str | None = None,
                   registry: PluginRegistry | None = None, mirrors: MirrorRoot | None = None,
-                  split_enabled: bool = False, settings: dict[str, dict[str, Any]] | None = None) -> ExportResult:
+                  split_enabled: bool = False, settings: dict[str, dict[str, Any]] | None = None,
+                  workers: int = 1) -> ExportResult:
     """Export ``rollouts`` as ``objective`` (one without targets) into ``out_dir`` and read back
     every published JSONL file, validating each row against the schema it names.
 
     :param settings: plugin settings, ``{plugin name: {field: value}}``.
+    :param workers: worker processes, as ``--workers`` (an objective's rows must not depend on it).
     """
     from sediment.evidence.context import Evidence
 
     return export_evidence(Evidence(list(rollouts), split_enabled, mirrors), out_dir, objective=objective,
-                           recipe=recipe, registry=registry, settings=settings)
+                           recipe=recipe, registry=registry, settings=settings, workers=workers)
 
 
 def export_evidence(evidence: Evidence, out_dir: Path, *, objective: str, target: str | None = None,
                     profile: str | None = None, recipe: str | None = None, registry: PluginRegistry | None = None,
                     settings: dict[str, dict[str, Any]] | None = None,
-                    repositories: RepositoryContext | None = None) -> ExportResult:
+                    repositories: RepositoryContext | None = None, workers: int = 1) -> ExportResult:
     """Export ``evidence`` (Rollouts, a bundle's or a store's) as ``objective``, through
     ``target`` and ``profile`` when given, as ``sediment export`` runs it without operator
     configuration (no verifier commands); every published JSONL file read back, each row that
     names a schema validated.
 
     :param settings: plugin settings, ``{plugin name: {field: value}}``.
+    :param workers: worker processes, as ``--workers``.
     """
     from sediment.evidence.verifier_commands import VerifierCommands
     from sediment.export.pipeline import export_objective
@@ -176,7 +179,8 @@ def export_evidence(evidence: Evidence, out_dir: Path, *, objective: str, target
     registry = registry or load_registry()
     summary = export_objective(evidence, out_dir, objective=objective, target=target, profile=profile, recipe=recipe,
                                registry=registry, settings=settings_sources(settings),
-                               verifier_commands=VerifierCommands.empty(), repositories=repositories)
+                               verifier_commands=VerifierCommands.empty(), repositories=repositories,
+                               workers=workers)
     return _result(summary, out_dir, registry, profile)
 
 

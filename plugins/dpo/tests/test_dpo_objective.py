@@ -391,6 +391,8 @@ def population() -> list[Rollout]:
 
 @pytest.mark.parametrize("recipe", ["dpo_human", "dpo_outcome"])
 def test_repeated_and_shuffled_evidence_give_identical_bytes(tmp_path: Path, recipe: str) -> None:
+    """Repeated, shuffled, and admitted by several workers (runs of Sessions apart, their
+    members joined): the same bytes and counts."""
     evidence = population()
     first = export(tmp_path, evidence, "first", recipe=recipe, split_enabled=True)
     assert first.summary["pair_rows"] > 0
@@ -398,7 +400,14 @@ def test_repeated_and_shuffled_evidence_give_identical_bytes(tmp_path: Path, rec
     shuffled = list(evidence)
     random.Random(7).shuffle(shuffled)
     mixed = export(tmp_path, shuffled, "mixed", recipe=recipe, split_enabled=True)
+    spread = [export(tmp_path, shuffled, f"workers-{w}", recipe=recipe, split_enabled=True, workers=w) for w in (2, 3)]
     assert snapshot(first.out_dir) == snapshot(again.out_dir) == snapshot(mixed.out_dir)
+    def counts(summary: dict[str, Any]) -> dict[str, Any]:
+        return {key: value for key, value in summary.items() if key not in ("written", "manifests")}
+
+    for result in spread:
+        assert snapshot(result.out_dir) == snapshot(first.out_dir)
+        assert counts(result.summary) == counts(first.summary)
     assert first.summary["pair_skipped"] == mixed.summary["pair_skipped"]
     # dpo_human's pairs exercise the tools: a row with them, one without, a pair declined for them
     if recipe == "dpo_human":
