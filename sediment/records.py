@@ -103,8 +103,35 @@ def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def decode_record(text: str) -> Any:
-    """Parse record text; duplicate keys and trailing data are errors."""
+    """Parse record text; duplicate keys and trailing data are errors.
+
+    Canonical text (:func:`encode_record`'s, as the store and bundles hold it) is read by orjson
+    when its value, written again by orjson with sorted keys, gives the very same text: that
+    text then holds no duplicate key, no trailing data, no escape orjson would not write, no
+    number it would spell otherwise (a float is then the double the standard parser gives, its
+    shortest spelling being unique), so the value is the standard parser's. Any other text
+    (non-ASCII characters, a non-finite number, a lone surrogate, an integer past 64 bits, an
+    error) is parsed by the standard parser, as it always was."""
+    if text.isascii():
+        data = text.encode("ascii")
+        try:
+            value = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            pass
+        else:
+            if orjson.dumps(value, option=orjson.OPT_SORT_KEYS) == data:
+                return value
     return json.loads(text, object_pairs_hook=no_duplicate_keys)
+
+
+def json_string_ascii(text: str) -> bytes:
+    """``text`` as a JSON string literal with ASCII escapes, as the canonical encoder writes it
+    (``canonical_json(text)``, as bytes). orjson writes the same literal for ASCII text without
+    DEL (the one character it leaves raw and the canonical encoder escapes); any other text is
+    written by the standard encoder."""
+    if text.isascii() and "\x7f" not in text:
+        return orjson.dumps(text)
+    return _CANONICAL.encode(text).encode("ascii")
 
 
 def sortable_time(value: datetime) -> str:

@@ -118,6 +118,60 @@ def test_a_record_without_floats_is_the_standard_encoders_text_whichever_encoder
     assert canonical_record_bytes(value) == encode_record(value).encode("ascii")
 
 
+def _standard(text: str) -> str:
+    """What the standard parser makes of ``text``, typed (an int is not a float, -0.0 not 0),
+    or the kind of error it raises."""
+    import json
+
+    from sediment.records import no_duplicate_keys
+
+    try:
+        return repr(json.loads(text, object_pairs_hook=no_duplicate_keys))
+    except (ValueError, RecursionError) as exc:
+        return f"error {type(exc).__name__}"
+
+
+def _decoded(text: str) -> str:
+    try:
+        return repr(decode_record(text))
+    except (ValueError, RecursionError) as exc:
+        return f"error {type(exc).__name__}"
+
+
+_FLOATS = st.floats() | st.sampled_from([1e16, 1e-05, 1e-07, 0.1, -0.0, 1.5e300, 5e-324, float("nan"), float("-inf")])
+_ANY_JSON = st.recursive(
+    st.none() | st.booleans() | _JSON_INTS | _JSON_TEXT | _FLOATS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_JSON_TEXT, inner, max_size=4), max_leaves=24)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_ANY_JSON)
+def test_a_record_reads_back_as_the_standard_parser_reads_it(value: object) -> None:
+    """decode_record reads canonical text by orjson only when orjson writes the same text back:
+    the value is then the standard parser's, types and all (floats, -0.0, integers past 64 bits,
+    NaN, escapes and lone surrogates included)."""
+    text = encode_record(value)
+    assert _decoded(text) == _standard(text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(st.sampled_from('{}[]",:0123456789.-+eE aNIfinity\\u/tnrulsx\x7f\x00é'), max_size=40)
+       | st.sampled_from(['{"a":1,"a":2}', '{"a":1,"b":2,"a":3}', '{"b":1,"a":2}', "1 ", " 1", "-0", "1E5",
+                          "18446744073709551616", '"\\ud800"', '"\\u0041"', '"\\/"', "[1,2]x", "NaN", "1e400"]))
+def test_any_text_decodes_as_the_standard_parser_decodes_it(text: str) -> None:
+    """Hostile or non-canonical text (duplicate keys, unsorted keys, trailing data, escapes orjson
+    would not write, numbers spelled otherwise) gives the standard parser's value or error."""
+    assert _decoded(text) == _standard(text)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_JSON_TEXT | st.text(max_size=40))
+def test_a_string_literal_is_the_canonical_encoders_whichever_encoder_writes_it(text: str) -> None:
+    from sediment.records import canonical_json, json_string_ascii
+
+    assert json_string_ascii(text) == canonical_json(text).encode("ascii")
+
+
 def test_floats_and_other_types_are_marked_inexact_and_written_by_the_standard_encoder() -> None:
     """The walk that interns a blob's strings marks a float anywhere (NaN, which orjson writes as
     null, and exponents it spells otherwise) and any value that is not an exact JSON type; deep

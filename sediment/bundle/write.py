@@ -29,7 +29,7 @@ from sediment.model.facts import RepositoryRename
 from sediment.model.policy import DerivationPolicy
 from sediment.model.repository_evidence import RepositoryEvidence, evidence_of_all
 from sediment.model.rollout import FRAGMENT_REASONS, Rollout
-from sediment.records import encode_record
+from sediment.records import encode_record, json_string_ascii
 
 Counts = Mapping[str, int] | Callable[[], Mapping[str, int]]
 
@@ -116,7 +116,9 @@ def _write_lines(path: Path, lines: Iterable[bytes]) -> dict[str, Any]:
 
 
 def _record_line(record: Any) -> bytes:
-    return (strict_json({"record_json": encode_record(record)}) + "\n").encode("ascii")
+    # the canonical text is ASCII with every control character and DEL escaped: its literal is
+    # json_string_ascii's, as strict_json({"record_json": text}) would write it
+    return b'{"record_json":' + json_string_ascii(encode_record(record)) + b'}\n'
 
 
 def write_bundle_lines(

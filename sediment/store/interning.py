@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel
 
-from sediment.records import canonical_json, plain, sha256_hex
+from sediment.records import json_string_ascii, plain, sha256_hex
 
 LONG_STRING = 512
 STRING_REF = "\x00sediment-string"
@@ -57,7 +57,7 @@ def stored_form(string: bytes | str) -> bytes:
 
 def string_record(text: str) -> bytes:
     """The stored form of a string blob: its JSON literal (ASCII, lone surrogates escaped)."""
-    return canonical_json(text).encode("ascii")
+    return json_string_ascii(text)
 
 
 def intern(value: Any, strings: dict[str, bytes] | dict[str, bytes | str]) -> Any:
