@@ -150,6 +150,7 @@ def test_session_runs_see_every_session_in_export_order_whatever_the_workers(dem
 
     one, read, ticks = sessions_of(1)
     assert len(one) == len(evidence.rollouts) > 1 and read == sum(n for _, n in one) > 0
+    assert ticks == [(done, len(one)) for done in range(1, len(one) + 1)]  # one tick a Session
     assert [session for session, _ in one] == sorted(session for session, _ in one)  # export order
     for workers in (2, 3):
         many, many_read, many_ticks = sessions_of(workers)
