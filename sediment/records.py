@@ -93,6 +93,36 @@ def canonical_record_bytes(value: Any, *, inexact: bool = True) -> bytes:
     return _CANONICAL_NAN.encode(value).encode("ascii")
 
 
+def record_bytes(value: Any) -> bytes:
+    """:func:`encode_record`'s text of any value (models and datetimes included), as ASCII bytes:
+    made JSON-ready in one walk that marks what orjson would write otherwise (a float it spells
+    otherwise than the canonical text, NaN and the infinities among them; any type but the exact
+    JSON ones), then written by :func:`canonical_record_bytes`."""
+    odd: list[bool] = []
+    return canonical_record_bytes(_plain_marked(value, odd), inexact=bool(odd))
+
+
+def _plain_marked(value: Any, odd: list[bool]) -> Any:
+    """:func:`plain`'s value; ``odd`` is appended to as :func:`record_bytes` says."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is float:
+        if orjson.dumps(value) != repr(value).encode("ascii"):  # 1e-05, 1e+16, nan, inf
+            odd.append(True)
+        return value
+    if kind is dict:
+        return {key: _plain_marked(item, odd) for key, item in value.items()}
+    if kind is list or kind is tuple:
+        return [_plain_marked(item, odd) for item in value]
+    if isinstance(value, BaseModel):
+        return {name: _plain_marked(getattr(value, name), odd) for name in type(value).model_fields}
+    if kind is datetime:
+        return render_datetime(value)
+    odd.append(True)
+    return plain(value)
+
+
 def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for key, value in pairs:

@@ -165,6 +165,30 @@ def test_any_text_decodes_as_the_standard_parser_decodes_it(text: str) -> None:
 
 
 @settings(max_examples=400, deadline=None)
+@given(_ANY_JSON)
+def test_any_value_is_the_canonical_text_whichever_encoder_writes_it(value: object) -> None:
+    """record_bytes (bundle lines) writes encode_record's text for any value: floats orjson
+    spells otherwise (exponents, NaN, the infinities) mark the value for the standard encoder."""
+    from sediment.records import record_bytes
+
+    assert record_bytes(value) == encode_record(value).encode("ascii")
+
+
+def test_models_datetimes_and_other_types_are_the_canonical_text_too() -> None:
+    from enum import IntEnum
+
+    from sediment.records import record_bytes
+
+    class Level(IntEnum):
+        HIGH = 2
+
+    made = call("s1", 0, [message("user", "caf\u00e9 \ud800")], [message("assistant", "ok")])
+    for value in (made, {"when": T0, "calls": (made, made)}, {"level": Level.HIGH}, {1: "a", 10: "b", 2: "c"}, [1e-05, 0.5],
+                  {"score": 1e16, "x": float("nan")}, (1, (2, 3.25))):
+        assert record_bytes(value) == encode_record(value).encode("ascii")
+
+
+@settings(max_examples=400, deadline=None)
 @given(_JSON_TEXT | st.text(max_size=40))
 def test_a_string_literal_is_the_canonical_encoders_whichever_encoder_writes_it(text: str) -> None:
     from sediment.records import canonical_json, json_string_ascii

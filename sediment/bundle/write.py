@@ -29,7 +29,7 @@ from sediment.model.facts import RepositoryRename
 from sediment.model.policy import DerivationPolicy
 from sediment.model.repository_evidence import RepositoryEvidence, evidence_of_all
 from sediment.model.rollout import FRAGMENT_REASONS, Rollout
-from sediment.records import encode_record, json_string_ascii
+from sediment.records import json_string_ascii, record_bytes
 
 Counts = Mapping[str, int] | Callable[[], Mapping[str, int]]
 
@@ -100,13 +100,14 @@ def encode_line(rollout: Rollout) -> bytes:
 
 
 def _write_lines(path: Path, lines: Iterable[bytes]) -> dict[str, Any]:
-    """Write one private (0600) JSONL file, fsynced; its manifest entry."""
+    """Write one private (0600) JSONL file, fsynced; its manifest entry. Each piece of
+    ``lines`` is one or more whole lines (each ends with its newline, the only one it holds)."""
     digest = hashlib.sha256()
     size = count = 0
     with open(path, "xb") as handle:
         os.chmod(path, 0o600)
         for line in lines:
-            count += 1
+            count += line.count(b"\n")
             handle.write(line)
             digest.update(line)
             size += len(line)
@@ -118,7 +119,7 @@ def _write_lines(path: Path, lines: Iterable[bytes]) -> dict[str, Any]:
 def _record_line(record: Any) -> bytes:
     # the canonical text is ASCII with every control character and DEL escaped: its literal is
     # json_string_ascii's, as strict_json({"record_json": text}) would write it
-    return b'{"record_json":' + json_string_ascii(encode_record(record)) + b'}\n'
+    return b'{"record_json":' + json_string_ascii(record_bytes(record).decode("ascii")) + b'}\n'
 
 
 def write_bundle_lines(

@@ -43,6 +43,8 @@ from sediment.split import assign_split
 from sediment.store import FactStore
 
 DECISION_LOSSES = ATTACHMENT_SKIP_REASONS
+#: How much of a worker's part the parent copies into the bundle at a time (then to the next line end).
+BLOCK = 1 << 20
 
 
 def attach_decisions(
@@ -345,8 +347,9 @@ def derive_bundle(store: FactStore, org_id: str, out: Path, *, policy: Derivatio
                 rollouts.merge_stats(stats)
                 if progress is not None:
                     progress(done, total)
-                with path.open("rb") as handle:
-                    yield from handle
+                with path.open("rb") as handle:  # whole lines, in blocks of about a mebibyte
+                    while block := handle.read(BLOCK) + handle.readline():
+                        yield block
                 path.unlink()
 
         written = write_bundle_lines(lines(), out, org_id=org_id, policy=policy,
