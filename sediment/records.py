@@ -76,12 +76,14 @@ def canonical_record_bytes(value: Any, *, inexact: bool = True) -> bytes:
     """:func:`encode_record`'s text, as ASCII bytes, of a value :func:`plain` gives back
     unchanged (dicts, lists, strings, numbers, booleans and None only), without copying it first.
 
-    When the caller walked ``value`` and met only the exact JSON types and no float (``inexact``
-    False), orjson encodes it first, and its text is taken when every byte is ASCII below DEL:
-    the two encoders then write the same text (sorted keys, compact separators, the same
-    escapes). Anything else is written by the standard encoder: a float (the two spell some
-    differently, and orjson writes NaN as null), other characters (the canonical text escapes
-    them), an integer beyond 64 bits, a lone surrogate, nesting deeper than orjson goes."""
+    When the caller walked ``value`` and met only the exact JSON types and floats orjson spells
+    as the canonical text does (``inexact`` False: :func:`record_bytes`' walk checks each float;
+    the store's walk marks every float), orjson encodes it first, and its text is taken when
+    every byte is ASCII below DEL: the two encoders then write the same text (sorted keys,
+    compact separators, the same escapes). Anything else is written by the standard encoder: a
+    float spelled otherwise (orjson writes NaN as null, ``1e-5`` for ``1e-05``), other characters
+    (the canonical text escapes them), an integer beyond 64 bits, a lone surrogate, nesting
+    deeper than orjson goes."""
     if not inexact:
         try:
             data = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
@@ -144,13 +146,11 @@ def decode_record(text: str) -> Any:
     error) is parsed by the standard parser, as it always was."""
     if text.isascii():
         data = text.encode("ascii")
-        try:
-            value = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            pass
-        else:
-            if orjson.dumps(value, option=orjson.OPT_SORT_KEYS) == data:
+        try:  # orjson reads deeper nesting than it writes: a value it cannot write back is not taken
+            if orjson.dumps(value := orjson.loads(data), option=orjson.OPT_SORT_KEYS) == data:
                 return value
+        except (orjson.JSONDecodeError, TypeError):
+            pass
     return json.loads(text, object_pairs_hook=no_duplicate_keys)
 
 

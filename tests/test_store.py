@@ -164,6 +164,22 @@ def test_any_text_decodes_as_the_standard_parser_decodes_it(text: str) -> None:
     assert _decoded(text) == _standard(text)
 
 
+@pytest.mark.parametrize("depth", [254, 255, 256, 320, 600, 1023, 1100])
+def test_nesting_orjson_reads_but_cannot_write_back_takes_the_standard_parser(depth: int) -> None:
+    """orjson reads 1024 levels but writes 254: a deeper record (the canonical encoder writes
+    them, sources may nest 256 levels) is read by the standard parser, not refused; past the
+    interpreter's recursion limit both give its error, as before."""
+    for source in ("[" * depth + "]" * depth, '{"a":' * depth + "1" + "}" * depth):
+        assert _decoded(source) == _standard(source)
+        assert depth > 320 or not _decoded(source).startswith("error")
+    if depth > 320:
+        return
+    nested: object = 1
+    for _ in range(depth):
+        nested = [nested]
+    assert decode_record(encode_record({"args": nested})) == {"args": nested}
+
+
 @settings(max_examples=400, deadline=None)
 @given(_ANY_JSON)
 def test_any_value_is_the_canonical_text_whichever_encoder_writes_it(value: object) -> None:

@@ -3,7 +3,8 @@
 Each objective's declaration decides its options: ``--recipe`` choices from its recipes,
 ``--from`` and ``--workers`` if it reads bundles, ``--target`` / ``--profile`` / ``--workers`` if it
 has targets (``--profile`` too if a profile adapts its rows, ``--workers`` if its Sessions are
-independent: its workers project runs of Sessions; otherwise they check the bundle when it is opened).
+independent: its workers project runs of Sessions; otherwise they check the bundle when it is opened
+and run the part the objective does per Session, ``ExportContext.session_runs``).
 Everything else is shared: evidence from a bundle or the fact store, the writer discipline,
 the summary. Help texts of objectives are plugin-supplied, so ``sediment export`` renders its
 help without rich markup: a description is shown as written.
@@ -304,9 +305,9 @@ def _parameters(objective: Objective) -> list[inspect.Parameter]:
         elif info.sessions_independent:
             projecting = (f"Processes projecting runs of Sessions in parallel (a --profile export adapts its rows in "
                           f"one process), and {checking}")
-        else:  # its rows draw on several Sessions at once: only the bundle's check runs in parallel
-            projecting = (f"Processes {checking} (without --from they change nothing); the rows are projected "
-                          "in one process, as this objective's Sessions are not independent")
+        else:  # its rows draw on several Sessions at once: the bundle's check and a per-Session part run in parallel
+            projecting = (f"Processes {checking}, and running the part of the projection this objective does per "
+                          "Session, if it has one; the rows, which draw on several Sessions, are made in one process")
         params.append(_option("workers", int, typer.Option(
             1, "--workers", "-w", min=1, help=f"{projecting} (the files are byte-identical for any count).")))
     if info.has_targets:

@@ -92,8 +92,9 @@ def ordered_chunks(
         futures = [pool.submit(_run, chunk) for chunk in chunks(count, workers * max(1, per_worker))]
         if meanwhile is not None:
             meanwhile()
-        for future in futures:
-            yield future.result()
+        futures.reverse()
+        while futures:  # a result handed out is not held here any more
+            yield futures.pop().result()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         _JOB, _ON_FORK = None, None
