@@ -19,27 +19,36 @@ from pydantic import BaseModel
 from sediment.identifiers import render_datetime
 
 
-def plain(value: Any) -> Any:
+def plain(value: Any, odd: list[bool] | None = None) -> Any:
     """A JSON-ready copy of ``value``: models as dicts in field order, datetimes as UTC text.
 
     Floats and strings are copied as they are (NaN and lone surrogates included), so the
-    representation check sees exactly what would be emitted.
+    representation check sees exactly what would be emitted. ``odd``, when given, is appended
+    to for what orjson would write otherwise than the canonical text (:func:`record_bytes`): a
+    float it spells otherwise (``1e-05``, ``1e+16``, NaN, the infinities) and a value of a type
+    this leaves as it is (a str or int subclass, an enum, anything unknown).
     """
     kind = type(value)
-    if kind is str or kind is int or kind is float or kind is bool or value is None:
+    if kind is str or kind is int or kind is bool or value is None:
         return value  # the common leaves first (exact types: a subclass takes the checks below)
+    if kind is float:
+        if odd is not None and orjson.dumps(value) != repr(value).encode("ascii"):
+            odd.append(True)
+        return value
     if kind is dict:
-        return {key: plain(item) for key, item in value.items()}
-    if kind is list:
-        return [plain(item) for item in value]
+        return {key: plain(item, odd) for key, item in value.items()}
+    if kind is list or kind is tuple:
+        return [plain(item, odd) for item in value]
     if isinstance(value, BaseModel):
-        return {name: plain(getattr(value, name)) for name in type(value).model_fields}
+        return {name: plain(getattr(value, name), odd) for name in type(value).model_fields}
     if isinstance(value, datetime):
         return render_datetime(value)
     if isinstance(value, Mapping):
-        return {key: plain(item) for key, item in value.items()}
+        return {key: plain(item, odd) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [plain(item) for item in value]
+        return [plain(item, odd) for item in value]
+    if odd is not None:
+        odd.append(True)
     return value
 
 
@@ -97,32 +106,10 @@ def canonical_record_bytes(value: Any, *, inexact: bool = True) -> bytes:
 
 def record_bytes(value: Any) -> bytes:
     """:func:`encode_record`'s text of any value (models and datetimes included), as ASCII bytes:
-    made JSON-ready in one walk that marks what orjson would write otherwise (a float it spells
-    otherwise than the canonical text, NaN and the infinities among them; any type but the exact
-    JSON ones), then written by :func:`canonical_record_bytes`."""
+    made JSON-ready by :func:`plain`, which marks what orjson would write otherwise, then
+    written by :func:`canonical_record_bytes`."""
     odd: list[bool] = []
-    return canonical_record_bytes(_plain_marked(value, odd), inexact=bool(odd))
-
-
-def _plain_marked(value: Any, odd: list[bool]) -> Any:
-    """:func:`plain`'s value; ``odd`` is appended to as :func:`record_bytes` says."""
-    kind = type(value)
-    if kind is str or kind is int or kind is bool or value is None:
-        return value
-    if kind is float:
-        if orjson.dumps(value) != repr(value).encode("ascii"):  # 1e-05, 1e+16, nan, inf
-            odd.append(True)
-        return value
-    if kind is dict:
-        return {key: _plain_marked(item, odd) for key, item in value.items()}
-    if kind is list or kind is tuple:
-        return [_plain_marked(item, odd) for item in value]
-    if isinstance(value, BaseModel):
-        return {name: _plain_marked(getattr(value, name), odd) for name in type(value).model_fields}
-    if kind is datetime:
-        return render_datetime(value)
-    odd.append(True)
-    return plain(value)
+    return canonical_record_bytes(plain(value, odd), inexact=bool(odd))
 
 
 def no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

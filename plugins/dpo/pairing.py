@@ -389,14 +389,12 @@ _SCHEMA = ("CREATE TABLE prompt (digest BLOB PRIMARY KEY, text BLOB)",
            "CREATE TABLE member (digest BLOB, seq INTEGER, body BLOB)")
 
 
-def _spool(path: Path) -> sqlite3.Connection:
+def _scratch(path: str) -> sqlite3.Connection:
     """A scratch SQLite file read back by one process: no rollback journal, no sync, and pages
-    large enough for a prompt or a member (megabytes each) to take few of them."""
+    large enough for a prompt or a member (megabytes each) to take few of them (a new file's)."""
     db = sqlite3.connect(path)
     for pragma in ("page_size = 65536", "journal_mode = OFF", "synchronous = OFF"):
         db.execute(f"PRAGMA {pragma}")
-    for statement in _SCHEMA:
-        db.execute(statement)
     return db
 
 
@@ -414,12 +412,12 @@ class AdmittedRun:
 
 def admit_run(sessions: Iterator[SessionCompletions], policy: DPOPolicy, directory: str) -> AdmittedRun:
     """Admit each completion of ``sessions`` into a new spool file in ``directory``."""
-    handle, path = tempfile.mkstemp(suffix=".db", dir=directory)
-    os.close(handle)
-    os.unlink(path)  # SQLite makes it; an empty file would be taken for a database without a header
+    path = str(Path(tempfile.mkdtemp(dir=directory)) / "members.db")  # a name no other worker's run takes
     run = AdmittedRun([], path, {}, 0)
-    db = _spool(Path(path))
+    db = _scratch(path)
     try:
+        for statement in _SCHEMA:
+            db.execute(statement)
         for completions in sessions:
             known: MessageKeys = {}
             for completion in completions:
@@ -462,9 +460,7 @@ def spooled_buckets(sessions: Iterable[SessionCompletions] | SessionRuns, policy
             for run in _runs(sessions)(lambda part: admit_run(part, policy, directory)):
                 yield from run.reasons
                 if db is None:  # the first run's file is the spool the others join
-                    db, seq = sqlite3.connect(run.path), run.members
-                    for pragma in ("journal_mode = OFF", "synchronous = OFF"):
-                        db.execute(f"PRAGMA {pragma}")
+                    db, seq = _scratch(run.path), run.members
                     meta.update(run.buckets)
                     continue
                 db.execute("ATTACH DATABASE ? AS run", (run.path,))
