@@ -383,9 +383,9 @@ def test_a_batch_is_appended_once_its_lines_reach_the_byte_bound(tmp_path: Path,
         monkeypatch.setattr(reading_files, "BATCH_BYTES", bound)
         store = FactStore(f"sqlite:///{tmp_path / f'{mode}.db'}")
         sizes: list[int] = []
-        append = store.append
-        monkeypatch.setattr(store, "append", lambda facts, sizes=sizes, append=append: (sizes.append(len(facts)),
-                                                                                        append(facts))[1])
+        prepare = store.prepare
+        monkeypatch.setattr(store, "prepare", lambda facts, sizes=sizes, prepare=prepare: (sizes.append(len(facts)),
+                                                                                           prepare(facts))[1])
         memo = ReplayMemo()
         report = ingest_files([str(path)], lambda record, memo=memo: translate_call(  # type: ignore[misc]
             record, format="openai-chat", org_id=ORG, captured_at=CAPTURED, memo=memo), store)

@@ -47,6 +47,7 @@ from sediment.ingest.reading.json_text import (
 from sediment.ingest.reading.json_text import MAX_DEPTH as MAX_DEPTH
 from sediment.ingest.reading.json_text import parse_line as parse_line
 from sediment.ingest.reading.json_text import too_deep as too_deep
+from sediment.ingest.reading.write_groups import WriteGroups
 from sediment.ingest.reading.wrong_format import FormatWatch
 from sediment.ingest.redaction.content import RedactionTally, tallying
 from sediment.ingest.redaction.secret_patterns import remembering_texts
@@ -55,9 +56,8 @@ from sediment.parallel import engine_name, ordered_chunks, require_shared_store
 from sediment.store import AppendResult, FactStore, PreparedFacts
 
 BATCH = 1000
-"""Facts appended per transaction at most. Content blobs are keyed by their hash, so each batch
-writes into pages all over the store's indexes; larger batches write each page fewer times (at
-240 Sessions of 100 calls, 100 a batch spent 7.3 s writing, 1000 spend 5.8 s)."""
+"""Facts encoded together at most (a batch); batches are committed a group at a time
+(:mod:`~sediment.ingest.reading.write_groups`)."""
 BATCH_BYTES = 128 * 1024 * 1024
 """A batch is appended once the lines it was read from reach this many bytes, whatever its
 count: what a batch holds stays bounded by its input, however large its records (a replayed
@@ -374,7 +374,8 @@ def ingest_files(
     progress: Callable[[int, int, int], None] | None = None,
     engine: str = "local",
 ) -> IngestReport:
-    """Translate every record of every file and append the Facts in batches.
+    """Translate every record of every file and append the Facts in batches, committed a group
+    of batches at a time (:class:`~sediment.ingest.reading.write_groups.WriteGroups`).
 
     With ``workers`` > 1, contiguous chunks of files are parsed, translated and encoded in
     forked processes; the parent writes their batches in file order (each chunk as soon as it
@@ -396,14 +397,16 @@ def ingest_files(
             return _ingest_on_ray(files, translate, store, workers, keep_flaws, reader)
     if workers <= 1 or len(files) < 2:
         report = IngestReport()
+        groups = WriteGroups(store, functools.partial(_merge, report))
         shared = reader() if reader is not None else None
         with remembering_texts():
             for done, path in enumerate(files):
                 tick = None if progress is None else _ticker(progress, done, len(files), report)
-                _ingest_file(path, translate, lambda facts: _merge(report, store.append(facts)), report,
+                _ingest_file(path, translate, lambda facts: groups.add(store.prepare(facts)), report,
                              keep_flaws, shared, tick)
                 if progress is not None:
                     progress(done + 1, len(files), report.records)
+        groups.close()
         return report
     spool = Path(tempfile.mkdtemp(prefix="sediment-ingest-"))
     try:
@@ -423,14 +426,16 @@ def ingest_files(
             return report, batches, chunk.stop
 
         total = IngestReport()
+        groups = WriteGroups(store, functools.partial(_merge, total))
         for report, batches, done in ordered_chunks(chunk_job, len(files), workers):
             total.absorb(report)
             for batch in batches:
                 with batch.open("rb") as handle:
-                    _merge(total, store.write(pickle.load(handle)))
+                    groups.add(pickle.load(handle))
                 batch.unlink()
             if progress is not None:
                 progress(done, len(files), total.records)
+        groups.close()
         return total
     finally:
         shutil.rmtree(spool, ignore_errors=True)
@@ -465,11 +470,13 @@ def _ingest_on_ray(files: list[str], translate: Callable[[Any], Translation], st
     from sediment.parallel.cluster import ordered_partitions
 
     total = IngestReport()
+    groups = WriteGroups(store, functools.partial(_merge, total))
     job = functools.partial(_prepare_files, files, translate, store, keep_flaws, reader)
     for report, batches in ordered_partitions(job, [os.path.abspath(f) for f in files], workers):
         total.absorb(report)
         for batch in batches:
-            _merge(total, store.write(batch))
+            groups.add(batch)
+    groups.close()
     return total
 
 

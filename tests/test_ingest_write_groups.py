@@ -1,0 +1,150 @@
+"""An ingest commits its batches a group at a time (sediment.ingest.reading.write_groups): how
+the batches are grouped, and with how many workers, changes nothing that is stored; a group
+that fails stores nothing of itself and keeps the groups before it; running the ingest again
+stores the rest."""
+
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sediment.ingest.calls import ReplayMemo, translate_call
+from sediment.ingest.calls.spans import SpanReader
+from sediment.ingest.reading import files as reading_files
+from sediment.ingest.reading import write_groups
+from sediment.ingest.reading.files import ingest_files
+from sediment.store import FactStore, StoreError
+from sediment.store.write import FactWriter
+
+ORG = "org-groups"
+CAPTURED = datetime(2026, 7, 1, tzinfo=UTC)
+
+
+def _lines(session: str, turns: int) -> list[str]:
+    """One Session's calls, each replaying the whole history before it."""
+    history: list[dict[str, Any]] = []
+    lines = []
+    for call in range(turns):
+        history.append({"role": "user", "content": f"{session} turn {call} " + "x" * 200})
+        output = {"role": "assistant", "content": f"{session} answer {call}"}
+        response = {"id": f"resp-{session}-{call}", "model": "m",
+                    "choices": [{"index": 0, "message": output, "finish_reason": "stop"}]}
+        lines.append(json.dumps({"session_id": session, "request": {"model": "m", "messages": list(history)},
+                                 "response": response}))
+        history.append(output)
+    return lines
+
+
+def _files(folder: Path, shuffle: int | None = None) -> list[str]:
+    """Three files of interleaved Sessions (in a shuffled order when ``shuffle`` seeds one)."""
+    paths = []
+    for index in range(3):
+        lines = [line for turn in zip(*(_lines(f"s{index}-{n}", 5) for n in range(3)), strict=True) for line in turn]
+        if shuffle is not None:
+            random.Random(shuffle + index).shuffle(lines)
+        path = folder / f"calls-{index}.jsonl"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        paths.append(str(path))
+    return paths
+
+
+def _ingest(paths: list[str], store: FactStore, workers: int = 1) -> Any:
+    memo = ReplayMemo()
+    return ingest_files(paths, lambda record: translate_call(  # type: ignore[misc]
+        record, format="openai-chat", org_id=ORG, captured_at=CAPTURED, memo=memo), store, workers=workers,
+        reader=lambda: SpanReader(min_line=0))
+
+
+def _content(path: Path) -> list[Any]:
+    with sqlite3.connect(path) as db:
+        calls = db.execute("SELECT fact_id, natural_key, session_id, record, input_hashes, output_hashes, raw_refs, "
+                           "tools_hash FROM inference_calls ORDER BY fact_id").fetchall()
+        blobs = db.execute("SELECT blob_hash, content FROM blobs ORDER BY blob_hash").fetchall()
+    return [*calls, *blobs]
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of batches of each transaction ``write_many`` runs, in order (this process's)."""
+    groups: list[int] = []
+    write_many = FactWriter.write_many
+
+    def counted(self: FactWriter, batches: Any) -> Any:
+        groups.append(len(batches))
+        return write_many(self, batches)
+
+    monkeypatch.setattr(FactWriter, "write_many", counted)
+    return groups
+
+
+@pytest.mark.parametrize("shuffle", [None, 7])
+def test_grouping_and_workers_change_nothing_that_is_stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             shuffle: int | None) -> None:
+    paths = _files(tmp_path, shuffle)
+    monkeypatch.setattr(reading_files, "BATCH", 4)  # 45 calls: 12 batches of at most 4
+    groups = _counting(monkeypatch)
+    contents, seen = [], []
+    for name, rows, workers in (("one", 10**9, 1), ("each", 1, 1), ("threes", 10, 1), ("workers", 10, 2),
+                                ("workers-each", 1, 3)):
+        monkeypatch.setattr(write_groups, "GROUP_ROWS", rows)
+        groups.clear()
+        report = _ingest(paths, FactStore(f"sqlite:///{tmp_path / name}.db"), workers)
+        assert report.stored["inference_calls"] == 45 and not report.problems
+        contents.append(_content(tmp_path / f"{name}.db"))
+        seen.append(list(groups))
+    assert all(content == contents[0] for content in contents)
+    assert seen[0] == [12]  # every batch in one transaction
+    assert seen[1] == [1] * 12  # a group per batch
+    assert sum(seen[2]) == 12 and all(count >= 3 for count in seen[2])  # a group ends at the batch taking it to 10
+    assert sum(seen[3]) == 12 and len(seen[3]) < 12  # the workers' batches are grouped in the parent too
+    assert seen[4] == [1] * 12
+
+
+def test_a_group_is_committed_once_its_blobs_reach_the_byte_bound(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = _files(tmp_path)
+    monkeypatch.setattr(reading_files, "BATCH", 4)
+    monkeypatch.setattr(write_groups, "GROUP_BYTES", 1)  # every batch has new blobs: each one its group
+    groups = _counting(monkeypatch)
+    _ingest(paths, FactStore(f"sqlite:///{tmp_path / 'bytes.db'}"))
+    assert groups == [1] * 12
+
+
+def test_a_failed_group_stores_nothing_of_itself_and_a_rerun_stores_the_rest(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    paths = _files(tmp_path)
+    monkeypatch.setattr(reading_files, "BATCH", 4)
+    monkeypatch.setattr(write_groups, "GROUP_ROWS", 8)  # groups of two batches
+    clean = FactStore(f"sqlite:///{tmp_path / 'clean.db'}")
+    _ingest(paths, clean)
+
+    written = FactWriter._write_rows
+    calls = {"n": 0}
+
+    def failing(self: FactWriter, conn: Any, prepared: Any, result: Any) -> None:
+        calls["n"] += 1
+        written(self, conn, prepared, result)  # the batch's rows are in the transaction ...
+        if calls["n"] == 4:  # ... when the second group's second batch fails
+            raise StoreError("store write failed: database or disk is full (test)")
+
+    store = FactStore(f"sqlite:///{tmp_path / 'failed.db'}")
+    with monkeypatch.context() as patch:
+        patch.setattr(FactWriter, "_write_rows", failing)
+        with pytest.raises(StoreError, match="disk is full"):
+            _ingest(paths, store)
+    kept = store.session_ids(ORG)
+    stored = sum(len(store.calls_for_session(ORG, session)) for session in kept)
+    assert stored == 8  # the first group (two batches of four), nothing of the second
+    again = _ingest(paths, FactStore(f"sqlite:///{tmp_path / 'failed.db'}"))
+    assert again.stored["inference_calls"] == 45 - 8 and again.duplicates["inference_calls"] == 8
+    # the same Facts (a new process encodes its first call of a Session whole, not as a delta)
+    assert _facts(FactStore(f"sqlite:///{tmp_path / 'failed.db'}")) == _facts(clean)
+
+
+def _facts(store: FactStore) -> list[Any]:
+    return [call.model_dump() for session in store.session_ids(ORG) for call in store.calls_for_session(ORG, session)]
