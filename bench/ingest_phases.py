@@ -33,7 +33,7 @@ PHASES: tuple[tuple[str, str | None, str, str, int], ...] = (
     ("sediment.ingest.calls.toolkit", None, "redact_call", "redact content", 1),
     ("sediment.store.write", "FactWriter", "_prepare", "store: prepare rows", 0),
     ("sediment.store.write", "FactWriter", "_blob", "encode, hash, compress blobs", 1),
-    ("sediment.store.write", "FactWriter", "write", "store: write (SQLite)", 0),
+    ("sediment.store.write", "FactWriter", "write_many", "store: write (SQLite)", 0),
 )
 
 
