@@ -123,18 +123,18 @@ def test_a_failed_group_stores_nothing_of_itself_and_a_rerun_stores_the_rest(tmp
     clean = FactStore(f"sqlite:///{tmp_path / 'clean.db'}")
     _ingest(paths, clean)
 
-    written = FactWriter._write_rows
+    written = FactWriter._insert_rows
     calls = {"n": 0}
 
-    def failing(self: FactWriter, conn: Any, prepared: Any, result: Any) -> None:
+    def failing(self: FactWriter, conn: Any, prepared: Any, result: Any, inserts: Any, group: Any) -> None:
         calls["n"] += 1
-        written(self, conn, prepared, result)  # the batch's rows are in the transaction ...
+        written(self, conn, prepared, result, inserts, group)  # the batch's rows are in the transaction ...
         if calls["n"] == 4:  # ... when the second group's second batch fails
             raise StoreError("store write failed: database or disk is full (test)")
 
     store = FactStore(f"sqlite:///{tmp_path / 'failed.db'}")
     with monkeypatch.context() as patch:
-        patch.setattr(FactWriter, "_write_rows", failing)
+        patch.setattr(FactWriter, "_insert_rows", failing)
         with pytest.raises(StoreError, match="disk is full"):
             _ingest(paths, store)
     kept = store.session_ids(ORG)
@@ -148,3 +148,59 @@ def test_a_failed_group_stores_nothing_of_itself_and_a_rerun_stores_the_rest(tmp
 
 def _facts(store: FactStore) -> list[Any]:
     return [call.model_dump() for session in store.session_ids(ORG) for call in store.calls_for_session(ORG, session)]
+
+
+def _redelivered(folder: Path, name: str, files: list[list[int]]) -> tuple[list[str], list[str]]:
+    """Files of the calls of two Sessions (0-3: r1's four, 4-6: r2's three) by index, redeliveries
+    included, and the file of each call once, in order."""
+    calls = [*_lines("r1", 4), *_lines("r2", 3)]
+    paths = []
+    for number, picks in enumerate(files):
+        path = folder / f"{name}-{number}.jsonl"
+        path.write_text("\n".join(calls[index] for index in picks) + "\n", encoding="utf-8")
+        paths.append(str(path))
+    clean = folder / f"{name}-clean.jsonl"
+    clean.write_text("\n".join(calls) + "\n", encoding="utf-8")
+    return paths, [str(clean)]
+
+
+def _shuffled(seed: int) -> list[list[int]]:
+    """Every call once, six more redelivered, mostly in order, cut into four files."""
+    rng = random.Random(seed)
+    picks = [*range(7), *(rng.randrange(7) for _ in range(6))]
+    picks.sort(key=lambda index: index + rng.uniform(-1.5, 2.5))
+    cuts = sorted(rng.sample(range(1, len(picks)), 3))
+    return [picks[start:end] for start, end in zip([0, *cuts], [*cuts, len(picks)], strict=True)]
+
+
+#: An earlier call redelivered after a later one, then both again in the next file (review: in one
+#: process a group prepared ahead named a rebased body it never wrote, and needed a body an earlier
+#: batch of it had dropped); and a worker's batch that meets a call again after the parent rebased
+#: it (its body, as the worker encoded it, is then stored nowhere).
+REVIEWED = [[[0, 1, 0, 2, 3, 4, 5, 6], [1, 2]], [[0, 1, 0, 2, 3, 4, 5, 6], [0, 2]],
+            [[4, 5, 4, 6, 0, 1, 2, 3], [5, 6], [1, 0, 3]],
+            # a worker's batch redelivers a call the parent rebased and whose body it then dropped
+            [[0, 2, 3, 4, 5, 6], [0, 1, 0, 1]]]
+
+
+@pytest.mark.parametrize(("files", "batch"), [*((files, 1000) for files in REVIEWED), *((files, 2) for files in REVIEWED),
+                                              *((_shuffled(seed), batch) for seed in range(4) for batch in (1, 3, 1000))])
+def test_redeliveries_across_batches_and_groups_store_every_call_readable(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch,
+                                                                        files: list[list[int]], batch: int) -> None:
+    """A redelivered call collapses whatever batch, group or worker meets it, and every body a
+    stored call names is stored: the same Facts as each call ingested once."""
+    paths, clean = _redelivered(tmp_path, "calls", files)
+    reference = FactStore(f"sqlite:///{tmp_path / 'reference.db'}")
+    _ingest(clean, reference)
+    expected = _facts(reference)
+    assert len(expected) == 7
+    monkeypatch.setattr(reading_files, "BATCH", batch)
+    for name, rows, workers in (("one-group", 10**9, 1), ("group-per-batch", 1, 1), ("pairs", 4, 1),
+                                ("workers", 1, 2), ("workers-grouped", 10**9, 2), ("three", 1, 3)):
+        monkeypatch.setattr(write_groups, "GROUP_ROWS", rows)
+        store = FactStore(f"sqlite:///{tmp_path / name}.db")
+        report = _ingest(paths, store, workers)
+        assert not report.problems, name
+        assert report.stored["inference_calls"] == 7, name
+        assert _facts(FactStore(f"sqlite:///{tmp_path / name}.db")) == expected, name

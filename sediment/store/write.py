@@ -15,7 +15,7 @@ from itertools import takewhile
 from operator import is_, truth
 from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, or_, select
 
 from sediment.model.facts import (
     CIOutcome,
@@ -66,6 +66,17 @@ class PreparedFacts:
     blobs: dict[str, bytes]
     rows: list[tuple[str, dict[str, Any]]]
     replays: dict[int, dict[str, Replay]] = field(default_factory=dict)
+
+
+@dataclass
+class _Group:
+    """What one transaction of :meth:`FactWriter.write_many` writes besides its rows: the
+    batches' new blobs, and the call bodies its rows name (``used``) and do not (``dropped``: a
+    redelivery's, or one rebased), pruned once every batch is in."""
+
+    blobs: dict[str, bytes] = field(default_factory=dict)
+    used: set[str] = field(default_factory=set)
+    dropped: set[str] = field(default_factory=set)
 
 
 class FactWriter(StoreEngine):
@@ -139,9 +150,18 @@ class FactWriter(StoreEngine):
         rows touched (about a page per new blob) and SQLite's checkpoints wait for the disk."""
         result = AppendResult()
         try:
-            with self._writing() as conn:
+            with self._writing() as conn, closing(Inserts(conn, self._insert)) as inserts:
+                group = _Group()
                 for prepared in batches:
-                    self._write_rows(conn, prepared, result)
+                    group.blobs.update(prepared.blobs)
+                    self._insert_rows(conn, prepared, result, inserts, group)
+                # Only now: a body one batch dropped may be the very body a later batch stores,
+                # and an earlier batch's row may name a body a later batch queued.
+                for digest in group.dropped - group.used:
+                    if group.blobs.pop(digest, None) is not None:
+                        self._known_blobs.discard(digest)
+                if group.blobs:  # in key order: each index page is visited once, in a row, not at random
+                    inserts.insert_many(schema.blobs, ("blob_hash", "content"), sorted(group.blobs.items()))
         except BaseException:
             # The transaction rolled back: forget what it claimed to store, and the hashes whose
             # cache hits would skip queueing their blobs again.
@@ -154,41 +174,29 @@ class FactWriter(StoreEngine):
             raise
         return result
 
-    def _write_rows(self, conn: Connection, prepared: PreparedFacts, result: AppendResult) -> None:
-        blobs = dict(prepared.blobs)
-        with closing(Inserts(conn, self._insert)) as inserts:
-            self._insert_rows(conn, prepared, result, inserts, blobs)
-
     def _insert_rows(self, conn: Connection, prepared: PreparedFacts, result: AppendResult, inserts: Inserts,
-                     blobs: dict[str, bytes]) -> None:
+                     group: _Group) -> None:
         batch: dict[tuple[str, str, str], tuple[str, list[str]]] = {}  # the last call prepared, in this batch
-        used: set[str] = set()  # bodies of inserted calls
-        dropped: set[str] = set()  # bodies encoded but not needed: a redelivery's, or one rebased
         for index, (table_name, values) in enumerate(prepared.rows):
             replay = prepared.replays.get(index) if table_name == "inference_calls" else None
             lists: dict[str, list[str]] = {}
             if replay is not None:
-                values, lists = self._settle(conn, values, replay, batch, blobs, dropped)
+                values, lists = self._settle(conn, values, replay, batch, group)
             if not inserts.insert_row(schema.FACT_TABLES[table_name], values):
                 result.duplicates[table_name] += 1
                 if replay is not None:  # a redelivery's body is never read (its messages may be)
-                    dropped.add(values["record"])
+                    group.dropped.add(values["record"])
                 continue
             result.stored[table_name] += 1
             if replay is not None:
-                used.add(values["record"])
+                group.used.add(values["record"])
                 for kind, hashes in lists.items():
                     _remember(self._stored_lists, (values["org_id"], values["session_id"], kind),
                               (values["fact_id"], hashes))
-        for digest in dropped - used:
-            if blobs.pop(digest, None) is not None:
-                self._known_blobs.discard(digest)
-        if blobs:  # in key order: each index page is visited once, in a row, not at random
-            inserts.insert_many(schema.blobs, ("blob_hash", "content"), sorted(blobs.items()))
 
     def _settle(self, conn: Connection, values: dict[str, Any], replay: dict[str, Replay],
-                batch: dict[tuple[str, str, str], tuple[str, list[str]]], blobs: dict[str, bytes],
-                dropped: set[str]) -> tuple[dict[str, Any], dict[str, list[str]]]:
+                batch: dict[tuple[str, str, str], tuple[str, list[str]]],
+                group: _Group) -> tuple[dict[str, Any], dict[str, list[str]]]:
         """A call's row with every replay delta based on the last call this store inserted."""
         lists: dict[str, list[str]] = {}
         raw_changes: dict[str, dict[str, Any]] = {}
@@ -213,16 +221,23 @@ class FactWriter(StoreEngine):
             else:
                 raw_changes[kind] = settled
         if raw_changes:
-            values = {**values, "record": self._rebase_body(conn, values["record"], raw_changes, blobs, dropped)}
+            values = {**values, "record": self._rebase_body(conn, values, raw_changes, group)}
         return values, lists
 
-    def _rebase_body(self, conn: Connection, digest: str, changes: dict[str, dict[str, Any]],
-                     blobs: dict[str, bytes], dropped: set[str]) -> str:
-        """The hash of a call body whose replayed raw lists carry ``changes`` (a new blob)."""
-        content = blobs.get(digest)
+    def _rebase_body(self, conn: Connection, values: dict[str, Any], changes: dict[str, dict[str, Any]],
+                     group: _Group) -> str:
+        """The hash of a call body whose replayed raw lists carry ``changes`` (a new blob).
+
+        A body neither this group nor the store holds was dropped by an earlier group, while its
+        batch was prepared elsewhere (a worker) as if it were stored: it is only ever a
+        redelivery's, so a call the store holds already keeps it (its row collapses unread)."""
+        digest: str = values["record"]
+        content = group.blobs.get(digest)
         if content is None:
             content = dict(fetch_blobs(conn, [digest])).get(digest)
         if content is None:
+            if _stored_call(conn, values):
+                return digest
             raise StoreError(f"fact store is missing the body blob {digest} of a call being written")
         body = decode_record(unpack(content).decode("ascii"))  # interned: the delta dicts are as written
         for kind, delta in changes.items():
@@ -233,9 +248,9 @@ class FactWriter(StoreEngine):
             holder[path[-1]] = delta
         record = encode_record(body).encode("ascii")
         rebased = sha256_hex(record)
-        dropped.add(digest)
+        group.dropped.add(digest)
         if rebased not in self._known_blobs:
-            blobs[rebased] = pack(record)
+            group.blobs[rebased] = pack(record)
             self._known_blobs.add(rebased)
         return rebased
 
@@ -395,3 +410,11 @@ def _delta_against(previous: tuple[str, list[str]] | None, hashes: list[str]) ->
     if previous is None or keep == 0:
         return {"base": None, "keep": 0, "add": hashes}
     return {"base": previous[0], "keep": keep, "add": hashes[keep:]}
+
+
+def _stored_call(conn: Connection, values: dict[str, Any]) -> bool:
+    """Whether the store holds the inference call of ``values`` (by its id or natural key)."""
+    table = schema.inference_calls
+    query = select(table.c.fact_id).where(or_(table.c.fact_id == values["fact_id"],
+                                              table.c.natural_key == values["natural_key"])).limit(1)
+    return conn.execute(query).first() is not None

@@ -1,13 +1,14 @@
 """An ingest's prepared batches, committed to the store a group at a time.
 
 A batch (:data:`~sediment.ingest.reading.files.BATCH` Facts at most) bounds what translation
-holds in memory; a group bounds how much one transaction writes. Content blobs are keyed by
+holds in memory; a group bounds what waits for one transaction (it ends with the batch that
+takes it past a bound, so it may pass it by that batch). Content blobs are keyed by
 their hash, so every commit rewrites index pages all over the store (about one page per new
 blob), and SQLite's checkpoints then wait for the disk to take them: on the bench's
 ``pilot-tenth``, 76 commits of about 2 MiB of blobs each took 5.2 s to insert the blobs alone,
-19 commits 3.6 s. A group is committed once its blobs reach :data:`GROUP_BYTES` or its rows
-:data:`GROUP_ROWS`, and at the end of the ingest; a run stopped in between loses the groups
-not yet committed, and running it again stores them (the Facts already stored collapse as
+19 commits 3.6 s. A group is committed once its new content reaches :data:`GROUP_BYTES` or its
+rows :data:`GROUP_ROWS`, and at the end of the ingest; a run stopped in between loses the group
+not yet committed, and running it again stores it (the Facts already stored collapse as
 redeliveries).
 """
 
@@ -19,7 +20,8 @@ from typing import Final
 from sediment.store import AppendResult, FactStore, PreparedFacts
 
 GROUP_BYTES: Final = 32 * 1024 * 1024
-"""A group is committed once its batches' new content blobs (as stored, compressed) reach this size."""
+"""A group is committed once its batches' new content (blobs as stored, compressed, and the
+record text of the Facts stored inline) reaches this size."""
 GROUP_ROWS: Final = 20_000
 """… or once it holds this many Facts."""
 
@@ -42,6 +44,7 @@ class WriteGroups:
     def add(self, prepared: PreparedFacts) -> None:
         self._pending.append(prepared)
         self._bytes += sum(map(len, prepared.blobs.values()))
+        self._bytes += sum(len(values["record"]) for _, values in prepared.rows)  # inline, or a body's hash
         self._rows += len(prepared.rows)
         if self._bytes >= self._group_bytes or self._rows >= self._group_rows:
             self.close()
