@@ -204,3 +204,35 @@ def test_redeliveries_across_batches_and_groups_store_every_call_readable(tmp_pa
         assert not report.problems, name
         assert report.stored["inference_calls"] == 7, name
         assert _facts(FactStore(f"sqlite:///{tmp_path / name}.db")) == expected, name
+
+
+def test_batches_prepared_out_of_order_carry_every_blob_they_name(tmp_path: Path) -> None:
+    """A Ray worker process may prepare a later partition before an earlier one (partitions go by
+    hash) and the parent writes them in file order: each partition's batches must carry every
+    blob they name (review: the earlier file's batch named blobs only the later one carried)."""
+    from sediment.ingest.reading.files import _prepare_files
+
+    lines = _lines("ray", 4)
+    paths = []
+    for name in ("first", "second"):  # the same calls twice: the second file only redelivers
+        path = tmp_path / f"{name}.jsonl"
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        paths.append(str(path))
+    memo = ReplayMemo()
+
+    def translate(record: Any) -> Any:
+        return translate_call(record, format="openai-chat", org_id=ORG, captured_at=CAPTURED, memo=memo)
+
+    preparer = FactStore(f"sqlite:///{tmp_path / 'preparer.db'}")  # a worker's own writer: it never writes
+    later = _prepare_files(paths, translate, preparer, False, None, [1])
+    earlier = _prepare_files(paths, translate, preparer, False, None, [0])
+    store = FactStore(f"sqlite:///{tmp_path / 'store.db'}")
+    for _, batches in earlier:  # the parent writes the first file first, in a group of its own
+        store.write_many(batches)
+    assert len(_facts(store)) == 4  # every call readable: no blob left for the second file to bring
+    for _, batches in later:
+        result = store.write_many(batches)
+        assert result.duplicates["inference_calls"] == 4
+    reference = FactStore(f"sqlite:///{tmp_path / 'reference.db'}")
+    _ingest(paths[:1], reference)
+    assert _facts(store) == _facts(reference)

@@ -165,14 +165,21 @@ class FactWriter(StoreEngine):
         except BaseException:
             # The transaction rolled back: forget what it claimed to store, and the hashes whose
             # cache hits would skip queueing their blobs again.
-            self._known_blobs.clear()
-            self._hash_cache.clear()
-            self._last_values.clear()
-            self._tool_lists.clear()
-            self._last_inputs.clear()
+            self.forget_prepared()
             self._stored_lists.clear()
             raise
         return result
+
+    def forget_prepared(self) -> None:
+        """Forget the blobs and lists prepared so far: what :meth:`prepare` gives next carries
+        every blob it names that this writer has not stored itself. For a process that prepares
+        batches out of the order they are written in (a Ray worker given partitions in hash order),
+        before each run of batches that are written in order."""
+        self._known_blobs.clear()
+        self._hash_cache.clear()
+        self._last_values.clear()
+        self._tool_lists.clear()
+        self._last_inputs.clear()
 
     def _insert_rows(self, conn: Connection, prepared: PreparedFacts, result: AppendResult, inserts: Inserts,
                      group: _Group) -> None:

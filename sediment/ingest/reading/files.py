@@ -449,7 +449,10 @@ def _ticker(progress: Callable[[int, int, int], None], done: int, files: int,
 def _prepare_files(files: list[str], translate: Callable[[Any], Translation], store: FactStore, keep_flaws: bool,
                    reader: Callable[[], JsonReader] | None, positions: Sequence[int]
                    ) -> list[tuple[IngestReport, list[PreparedFacts]]]:
-    """A Ray task's share of an ingest: each file's report and its encoded batches."""
+    """A Ray task's share of an ingest: each file's report and its encoded batches. A Ray worker
+    process may be given a later partition before an earlier one, so the writer forgets what it
+    prepared before: each partition's batches carry every blob they name."""
+    store.forget_prepared()
     shared = reader() if reader is not None else None
     results = []
     with remembering_texts():
