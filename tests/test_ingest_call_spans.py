@@ -296,7 +296,7 @@ def test_the_other_formats_replayed_lists_are_read_by_span(call_format: str, key
 
 def test_spans_are_forgotten_beyond_the_memory_and_still_read_exactly() -> None:
     lines = _session(6)
-    reader = SpanReader(min_line=0, memory_chars=400)
+    reader = SpanReader(min_line=0, memory_bytes=400)
     for line in lines:
         assert _typed(reader.parse(line)) == _typed(JsonReader().parse(line))
 

@@ -7,6 +7,7 @@ reversible: a dict that happens to use a reserved key is escaped, so nothing can
 
 from __future__ import annotations
 
+import sys
 from collections import OrderedDict
 from typing import Any, Final
 
@@ -18,18 +19,18 @@ LONG_STRING = 512
 STRING_REF = "\x00sediment-string"
 ESCAPED = "\x00sediment-escaped"
 _RESERVED = (STRING_REF, ESCAPED)
-#: How many characters of long strings :class:`StringDigests` remembers by default.
-DIGESTS_CHARS: Final = 16 * 1024 * 1024
+#: How many bytes of long strings :class:`StringDigests` remembers by default (``sys.getsizeof``).
+DIGESTS_BYTES: Final = 16 * 1024 * 1024
 
 
 class StringDigests:
     """Long strings referenced recently and their digests (least recently used first out past
-    ``limit`` characters), so a text met again (a tool result in the typed message and in the
-    raw one) is not encoded and hashed again. A string met
-    again is given to ``strings`` as its text, not its stored form: the writer encodes it only
+    ``limit`` bytes, as the strings take them in memory), so a text met again (a tool result in
+    the typed message and in the raw one) is not encoded and hashed again. A string met again is
+    given to ``strings`` as its text, not its stored form: the writer encodes it only
     when the blob is not known to be stored (:func:`stored_form`)."""
 
-    def __init__(self, limit: int = DIGESTS_CHARS) -> None:
+    def __init__(self, limit: int = DIGESTS_BYTES) -> None:
         self._limit = limit
         self._size = 0
         self._digests: OrderedDict[str, str] = OrderedDict()
@@ -41,13 +42,14 @@ class StringDigests:
         return digest
 
     def put(self, text: str, digest: str) -> None:
-        if len(text) > self._limit or text in self._digests:
+        size = sys.getsizeof(text)
+        if size > self._limit or text in self._digests:
             return
         self._digests[text] = digest
-        self._size += len(text)
+        self._size += size
         while self._size > self._limit:
             old, _ = self._digests.popitem(last=False)
-            self._size -= len(old)
+            self._size -= sys.getsizeof(old)
 
 
 def stored_form(string: bytes | str) -> bytes:

@@ -27,6 +27,7 @@ the store copy what they change).
 from __future__ import annotations
 
 import re
+import sys
 from collections import OrderedDict
 from typing import Any, Final
 
@@ -40,8 +41,10 @@ REPLAYED_LISTS: Final[tuple[tuple[str, ...], ...]] = (("request", "messages"), (
 LIST_LEVEL: Final = 3
 #: A shorter line is parsed whole (it cannot hold much replayed history).
 MIN_LINE: Final = 4096
-#: How many characters of validated element text are remembered (least recently used go first).
-MEMORY_CHARS: Final = 64 * 1024 * 1024
+#: How many bytes of validated element text are remembered (least recently used go first), as the
+#: strings take them in memory (``sys.getsizeof``: one to four bytes a character, whichever the
+#: text's widest character needs).
+MEMORY_BYTES: Final = 64 * 1024 * 1024
 _HEAD: Final = 96  # the characters an element's text is first looked up by
 _LISTS: Final = 8  # how many lists read last are remembered whole
 _KEYS: Final = frozenset(key.encode("ascii") for path in REPLAYED_LISTS for key in path)
@@ -65,13 +68,13 @@ class _Element:
 class SpanReader(JsonReader):
     """A :class:`~sediment.ingest.reading.json_text.JsonReader` for call logs: the same values and the
     same refusals, with replayed list elements read once (see the module). One reader serves
-    the lines of one ingest run in order; it remembers up to ``memory_chars`` characters of
+    the lines of one ingest run in order; it remembers up to ``memory_bytes`` bytes of
     element text, and as many bytes again of whole lists (the last eight, each at most an
     eighth of it), and reads lines shorter than ``min_line`` the plain way."""
 
-    def __init__(self, *, memory_chars: int = MEMORY_CHARS, min_line: int = MIN_LINE) -> None:
+    def __init__(self, *, memory_bytes: int = MEMORY_BYTES, min_line: int = MIN_LINE) -> None:
         super().__init__()
-        self._limit = memory_chars
+        self._limit = memory_bytes
         self._min_line = min_line
         self._size = 0
         self._seen: OrderedDict[str, _Element] = OrderedDict()
@@ -199,7 +202,7 @@ class SpanReader(JsonReader):
             self._seen.move_to_end(span)
         else:
             self._seen[span] = element
-            self._size += len(span)
+            self._size += sys.getsizeof(span)
         self._by_head[span[:_HEAD]] = span
         if previous is not None:
             previous.following = span
@@ -207,7 +210,7 @@ class SpanReader(JsonReader):
     def _evict(self) -> None:
         while self._size > self._limit and self._seen:
             span, _ = self._seen.popitem(last=False)
-            self._size -= len(span)
+            self._size -= sys.getsizeof(span)
             if self._by_head.get(span[:_HEAD]) == span:
                 del self._by_head[span[:_HEAD]]
 

@@ -75,6 +75,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
@@ -418,11 +419,12 @@ def _fired(text: str) -> frozenset[str]:
 
 class _Seen:
     """The texts already looked at and what redacting them gave (None: no secret), least
-    recently used first out once they hold more than ``limit`` characters. A text seen again
+    recently used first out once they take more than ``limit`` bytes (``sys.getsizeof``: one to four
+    bytes a character). A text seen again
     (the same characters, wherever they come from: a message part and the raw record that holds
     it, a call's output replayed as the next call's input) is looked up, not scanned again."""
 
-    _ENTRY: Final = 64  # what an entry costs besides its characters, counted as characters
+    _ENTRY: Final = 64  # what an entry costs besides its string, in bytes
 
     def __init__(self, limit: int) -> None:
         self._limit = limit
@@ -440,24 +442,25 @@ class _Seen:
         with self._lock:
             if text not in self._texts:
                 self._texts[text] = result if result[1] else None
-                self._size += len(text) + self._ENTRY
+                self._size += sys.getsizeof(text) + self._ENTRY
                 while self._size > self._limit and self._texts:
                     old, _ = self._texts.popitem(last=False)
-                    self._size -= len(old) + self._ENTRY
+                    self._size -= sys.getsizeof(old) + self._ENTRY
         return result
 
 
-#: How many characters of looked-at text :func:`redact_text` remembers inside :func:`remembering_texts`.
-SEEN_CHARS: Final = 32 * 1024 * 1024
+#: How many bytes of looked-at text :func:`redact_text` remembers inside :func:`remembering_texts`.
+SEEN_BYTES: Final = 32 * 1024 * 1024
 _MEMORY: ContextVar[_Seen | None] = ContextVar("sediment_redaction_memory", default=None)
 
 
 @contextmanager
-def remembering_texts(limit: int = SEEN_CHARS) -> Iterator[None]:
-    """Inside the block, :func:`redact_text` remembers up to ``limit`` characters of the texts it
-    looked at (:class:`_Seen`), so a batch ingest scans a replayed text once. The memory is the
-    block's own and is dropped when it ends: a long-running process (``serve``) keeps no captured
-    text, redacted or not, between its requests, and outside any block every text is scanned."""
+def remembering_texts(limit: int = SEEN_BYTES) -> Iterator[None]:
+    """Inside the block, :func:`redact_text` remembers up to ``limit`` bytes (as the strings take
+    them in memory) of the texts it looked at (:class:`_Seen`), so a batch ingest scans a
+    replayed text once. The memory is the block's own and is dropped when it ends: a
+    long-running process (``serve``) keeps no captured text, redacted or not, between its
+    requests, and outside any block every text is scanned."""
     token = _MEMORY.set(_Seen(limit))
     try:
         yield
