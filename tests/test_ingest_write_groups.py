@@ -236,3 +236,27 @@ def test_batches_prepared_out_of_order_carry_every_blob_they_name(tmp_path: Path
     reference = FactStore(f"sqlite:///{tmp_path / 'reference.db'}")
     _ingest(paths[:1], reference)
     assert _facts(store) == _facts(reference)
+
+
+def test_an_error_before_the_group_is_written_stores_nothing_of_it(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bug that escapes translation (not an input's fault: it propagates) ends the run, and the
+    group being gathered is not written after it; the groups committed before it stay."""
+    paths = _files(tmp_path)
+    monkeypatch.setattr(reading_files, "BATCH", 4)
+    monkeypatch.setattr(write_groups, "GROUP_ROWS", 8)
+    memo = ReplayMemo()
+    seen = {"n": 0}
+
+    def translate(record: Any) -> Any:
+        seen["n"] += 1
+        if seen["n"] == 30:
+            raise RuntimeError("a bug in a translator (test)")
+        return translate_call(record, format="openai-chat", org_id=ORG, captured_at=CAPTURED, memo=memo)
+
+    store = FactStore(f"sqlite:///{tmp_path / 'bug.db'}")
+    with pytest.raises(RuntimeError, match="a bug in a translator"):
+        ingest_files(paths, translate, store, reader=lambda: SpanReader(min_line=0))
+    # a file ends its last batch (15 calls: 4, 4, 4, 3), so the groups of 8 or more are calls 1-8,
+    # 9-19 and 20-27; calls 28 and 29 were gathering in the fourth when call 30 failed
+    assert len(_facts(store)) == 27

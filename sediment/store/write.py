@@ -146,8 +146,8 @@ class FactWriter(StoreEngine):
 
     def write_many(self, batches: Sequence[PreparedFacts]) -> AppendResult:
         """:meth:`write` each of ``batches`` in turn, all in one transaction: all are stored or
-        none. A bulk ingest groups its batches so, as each commit rewrites the index pages its
-        rows touched (about a page per new blob) and SQLite's checkpoints wait for the disk."""
+        none. A bulk ingest groups its batches so because each commit rewrites the index pages
+        its rows touched (about a page per new blob), and SQLite's checkpoints wait for the disk."""
         result = AppendResult()
         try:
             with self._writing() as conn, closing(Inserts(conn, self._insert)) as inserts:

@@ -397,16 +397,14 @@ def ingest_files(
             return _ingest_on_ray(files, translate, store, workers, keep_flaws, reader)
     if workers <= 1 or len(files) < 2:
         report = IngestReport()
-        groups = WriteGroups(store, functools.partial(_merge, report))
         shared = reader() if reader is not None else None
-        with remembering_texts():
+        with remembering_texts(), WriteGroups(store, functools.partial(_merge, report)) as groups:
             for done, path in enumerate(files):
                 tick = None if progress is None else _ticker(progress, done, len(files), report)
                 _ingest_file(path, translate, lambda facts: groups.add(store.prepare(facts)), report,
                              keep_flaws, shared, tick)
                 if progress is not None:
                     progress(done + 1, len(files), report.records)
-        groups.close()
         return report
     spool = Path(tempfile.mkdtemp(prefix="sediment-ingest-"))
     try:
@@ -426,16 +424,15 @@ def ingest_files(
             return report, batches, chunk.stop
 
         total = IngestReport()
-        groups = WriteGroups(store, functools.partial(_merge, total))
-        for report, batches, done in ordered_chunks(chunk_job, len(files), workers):
-            total.absorb(report)
-            for batch in batches:
-                with batch.open("rb") as handle:
-                    groups.add(pickle.load(handle))
-                batch.unlink()
-            if progress is not None:
-                progress(done, len(files), total.records)
-        groups.close()
+        with WriteGroups(store, functools.partial(_merge, total)) as groups:
+            for report, batches, done in ordered_chunks(chunk_job, len(files), workers):
+                total.absorb(report)
+                for batch in batches:
+                    with batch.open("rb") as handle:
+                        groups.add(pickle.load(handle))
+                    batch.unlink()
+                if progress is not None:
+                    progress(done, len(files), total.records)
         return total
     finally:
         shutil.rmtree(spool, ignore_errors=True)
@@ -473,13 +470,12 @@ def _ingest_on_ray(files: list[str], translate: Callable[[Any], Translation], st
     from sediment.parallel.cluster import ordered_partitions
 
     total = IngestReport()
-    groups = WriteGroups(store, functools.partial(_merge, total))
     job = functools.partial(_prepare_files, files, translate, store, keep_flaws, reader)
-    for report, batches in ordered_partitions(job, [os.path.abspath(f) for f in files], workers):
-        total.absorb(report)
-        for batch in batches:
-            groups.add(batch)
-    groups.close()
+    with WriteGroups(store, functools.partial(_merge, total)) as groups:
+        for report, batches in ordered_partitions(job, [os.path.abspath(f) for f in files], workers):
+            total.absorb(report)
+            for batch in batches:
+                groups.add(batch)
     return total
 
 

@@ -27,10 +27,10 @@ GROUP_ROWS: Final = 20_000
 
 
 class WriteGroups:
-    """Prepared batches, written in the order added, in transactions of a group each.
-
-    ``written`` is told what each group stored; :meth:`close` writes the last one.
-    """
+    """Prepared batches, written in the order added, in transactions of a group each; used as a
+    context manager. ``written`` is told what each group stored. The last group is written when
+    the block ends without an error; after an error the group being gathered is not written
+    (the error goes on: the run loses that group, as a crash would)."""
 
     def __init__(self, store: FactStore, written: Callable[[AppendResult], None]) -> None:
         self._store = store
@@ -47,9 +47,16 @@ class WriteGroups:
         self._bytes += sum(len(values["record"]) for _, values in prepared.rows)  # inline, or a body's hash
         self._rows += len(prepared.rows)
         if self._bytes >= self._group_bytes or self._rows >= self._group_rows:
-            self.close()
+            self._commit()
 
-    def close(self) -> None:
+    def __enter__(self) -> WriteGroups:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        if kind is None:
+            self._commit()
+
+    def _commit(self) -> None:
         """Write the batches added since the last group (nothing when there are none)."""
         if not self._pending:
             return
