@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import sys
 from collections import OrderedDict
+from datetime import datetime
 from typing import Any, Final
 
 from pydantic import BaseModel
 
+from sediment.identifiers import render_datetime
 from sediment.records import json_string_ascii, plain, sha256_hex
 
 LONG_STRING = 512
@@ -96,6 +98,8 @@ def intern_plain(value: Any, strings: dict[str, bytes | str], known: StringDiges
         return {STRING_REF: digest}
     if kind is int or kind is bool or value is None:
         return value
+    if kind is datetime:  # as plain() renders it: an exact, short string
+        return render_datetime(value)
     if kind is dict:
         return _escaped({key: intern_plain(item, strings, known, inexact) for key, item in value.items()})
     if kind is list or kind is tuple:

@@ -25,7 +25,7 @@ from sediment.model.facts import (
     TestCaseResult,
     ToolDefinition,
 )
-from sediment.records import canonical_record_bytes, decode_record, encode_record, plain, sha256_hex, sortable_time
+from sediment.records import canonical_record_bytes, decode_record, encode_record, sha256_hex, sortable_time
 from sediment.store import schema
 from sediment.store.blob_codec import pack, unpack
 from sediment.store.driver import Inserts, fetch_blobs
@@ -274,11 +274,15 @@ class FactWriter(StoreEngine):
         strings: dict[str, bytes | str] = {}
         inexact: list[bool] = []
         interned = intern_plain(value, strings, self._string_digests, inexact)
-        record = canonical_record_bytes(interned, inexact=bool(inexact))
-        digest = sha256_hex(record)
+        digest = self._queue_record(canonical_record_bytes(interned, inexact=bool(inexact)), strings)
         self._hash_cache[id(value)] = (value, digest)
         if len(self._hash_cache) > HASH_CACHE_SIZE:
             self._hash_cache.popitem(last=False)
+        return digest
+
+    def _queue_record(self, record: bytes, strings: dict[str, bytes | str]) -> str:
+        """``record``'s hash; it and the string blobs it references are queued if new."""
+        digest = sha256_hex(record)
         for string_digest, string in strings.items():
             if string_digest not in self._known_blobs:
                 self._queue_blob(string_digest, stored_form(string))
@@ -325,12 +329,6 @@ class FactWriter(StoreEngine):
     def _call_columns(self, fact: InferenceCall, replay: dict[str, Replay], batch: set[tuple[str, str, str]],
                       portable: bool) -> dict[str, Any]:
         raw, refs = self._externalize_raw(fact, replay, batch, portable)
-        # The tool list is a blob of its own, and the body never spells the field: a call
-        # without tools stores exactly the bytes it did before InferenceCall had one.
-        body = plain(fact.model_copy(update={"input_messages": (), "output_messages": (), "raw": raw}))
-        del body["tools"]
-        if fact.capture is None:  # likewise a wire call's body never spells its (absent) capture
-            del body["capture"]
         inputs = self._hashes((fact.org_id, fact.session_id, "input"), fact.input_messages)
         delta = self._delta(fact, "input", inputs, replay, batch, portable)
         return {
@@ -340,8 +338,23 @@ class FactWriter(StoreEngine):
             "output_hashes": json.dumps([self._blob(m) for m in fact.output_messages]),
             "raw_refs": json.dumps(refs),
             "tools_hash": None if fact.tools is None else self._tools_blob(fact.tools),
-            "record": self._blob(body),  # the call body is stored compressed, by its hash
+            "record": self._body_blob(fact, raw),  # the call body is stored compressed, by its hash
         }
+
+    def _body_blob(self, fact: InferenceCall, raw: dict[str, Any]) -> str:
+        """The content hash of a call's body (queued for storage if new): the call without its
+        messages, with ``raw``'s replayed lists as deltas. The tool list is a blob of its own, and
+        the body never spells the field: a call without tools stores exactly the bytes it did
+        before InferenceCall had one; likewise a wire call's body never spells its (absent)
+        capture. Interned straight from the model, in one walk (a body is never met again)."""
+        strings: dict[str, bytes | str] = {}
+        inexact: list[bool] = []
+        update = {"input_messages": (), "output_messages": (), "raw": raw, "tools": None}
+        body = intern_plain(fact.model_copy(update=update), strings, self._string_digests, inexact)
+        del body["tools"]
+        if fact.capture is None:
+            del body["capture"]
+        return self._queue_record(canonical_record_bytes(body, inexact=bool(inexact)), strings)
 
     def _columns(self, fact: FactModel) -> dict[str, Any]:
         columns: dict[str, Any] = {"record": encode_record(fact)}

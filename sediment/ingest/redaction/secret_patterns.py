@@ -84,6 +84,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import lru_cache, partial
+from operator import itemgetter
 from typing import Final
 
 import ahocorasick_rs
@@ -382,8 +383,12 @@ _PREFILTER_FIRSTS: dict[str, frozenset[str] | None] = {
 
 #: Every prefilter anchor at once (Aho-Corasick, in one pass over a text instead of one per test):
 #: its matches overlap, so an anchor inside or across another's match is still found.
-_PREFILTER_AUTOMATON: Final = ahocorasick_rs.AhoCorasick(list(_PREFILTER), matchkind=ahocorasick_rs.MatchKind.Standard)
+#: Built as a DFA: it scans about a third faster than the default automaton, and 36 short anchors
+#: keep its tables small.
+_PREFILTER_AUTOMATON: Final = ahocorasick_rs.AhoCorasick(list(_PREFILTER), matchkind=ahocorasick_rs.MatchKind.Standard,
+                                                         implementation=ahocorasick_rs.Implementation.DFA)
 _PREFILTER_LEADS: Final = tuple(anchor[:1] for anchor in _PREFILTER)
+_ANCHOR_INDEX: Final = itemgetter(0)  # a match's anchor, by its index in _PREFILTER
 #: The characters of a long text searched at a time (what a window's matches take stays bounded:
 #: a text of nothing but anchors has about one a character); windows overlap by an anchor less one.
 _WINDOW: Final = 1 << 16
@@ -396,12 +401,11 @@ def _leads(lowered: str) -> frozenset[str]:
     character (the automaton reads UTF-8, which a lone surrogate has none of)."""
     if not lowered.isascii():
         return frozenset(first for first, test in _PREFILTER_GROUPS if test(lowered))
-    leads: set[str] = set()
+    found: set[int] = set()  # the anchors met (gathered at C speed: a text may hold many)
     for start in range(0, max(len(lowered) - _OVERLAP, 1), _WINDOW - _OVERLAP):  # a short text: one window, itself
         window = lowered[start:start + _WINDOW]
-        leads.update(_PREFILTER_LEADS[match[0]]
-                     for match in _PREFILTER_AUTOMATON.find_matches_as_indexes(window, overlapping=True))
-    return frozenset(leads)
+        found.update(map(_ANCHOR_INDEX, _PREFILTER_AUTOMATON.find_matches_as_indexes(window, overlapping=True)))
+    return frozenset(_PREFILTER_LEADS[anchor] for anchor in found)
 
 
 def might_hold_secret(text: str) -> bool:
