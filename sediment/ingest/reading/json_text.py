@@ -192,12 +192,15 @@ class JsonReader:
             raise RecordProblem(f"not JSON: {message}") from None
         if self._duplicates:
             raise RecordProblem(f"duplicate key {self._duplicates[0]!r}")
-        # Only a text of more than two characters a level can nest too deep. Its nodes are walked,
-        # not its characters counted: the walk visits each container the parse just built (a
-        # message of long strings is a few), where counting brackets reads every character.
-        if end - index > 2 * depth and too_deep(value, depth):
+        if end - index > 2 * depth and _brackets(text, index, end) > depth and too_deep(value, depth):
             raise RecordProblem(f"nested deeper than {depth} levels")
         return value, end
+
+
+def _brackets(text: str, start: int, end: int) -> int:
+    """How many opening brackets ``text[start:end]`` holds (strings included): a value nests at
+    most that many levels, so one with no more than the limit needs no walk of its nodes."""
+    return text.count("[", start, end) + text.count("{", start, end)
 
 
 def _skip_ws(text: str, index: int) -> int:
