@@ -105,6 +105,33 @@ def test_grouping_and_workers_change_nothing_that_is_stored(tmp_path: Path, monk
     assert seen[4] == [1] * 12
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_progress_counts_every_file_done_only_once_its_last_group_is_stored(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch,
+                                                                              workers: int) -> None:
+    """The last file is reported done after the last group commits, not before it (a large last
+    group would otherwise show a finished bar while it is still being written)."""
+    paths = _files(tmp_path)
+    monkeypatch.setattr(reading_files, "BATCH", 4)
+    monkeypatch.setattr(write_groups, "GROUP_ROWS", 10**9)  # one group: committed when the ingest ends
+    store = FactStore(f"sqlite:///{tmp_path / 'progress.db'}")
+    seen: list[tuple[int, int, int, int]] = []
+
+    def progress(done: int, total: int, records: int) -> None:
+        with sqlite3.connect(tmp_path / "progress.db") as db:
+            stored = db.execute("SELECT count(*) FROM inference_calls").fetchone()[0]
+        seen.append((done, total, records, stored))
+
+    memo = ReplayMemo()
+    ingest_files(paths, lambda record: translate_call(  # type: ignore[misc]
+        record, format="openai-chat", org_id=ORG, captured_at=CAPTURED, memo=memo), store, workers=workers,
+        reader=lambda: SpanReader(min_line=0), progress=progress)
+    finished = [entry for entry in seen if entry[0] == entry[1]]
+    assert finished == [(3, 3, 45, 45)]  # reported once, with every call stored
+    assert seen[-1] == (3, 3, 45, 45)
+    assert all(stored == 0 for done, _, _, stored in seen if done < 3)  # the one group waits for the end
+
+
 def test_a_group_is_committed_once_its_blobs_reach_the_byte_bound(tmp_path: Path,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     paths = _files(tmp_path)

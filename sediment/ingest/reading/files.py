@@ -383,7 +383,8 @@ def ingest_files(
     duplicate) is the same as with one worker. ``keep_flaws`` reads records as :func:`records` says;
     ``reader`` makes the reader of each worker's files (one per worker, used in file order).
     ``progress(files_done, files_total, records_read)`` is called as records are read (after
-    each record with one worker, after each chunk of files with several).
+    each record with one worker, after each chunk of files with several); every file is counted
+    done only once what it gave is stored (the last group of batches committed).
     With ``engine="ray"`` the files are parsed, translated and encoded by tasks on a Ray cluster,
     partitioned by the hash of each file's name (:mod:`sediment.parallel.cluster`; every node reads
     the files at the same paths, and the store must be PostgreSQL), and written here in file order.
@@ -403,8 +404,10 @@ def ingest_files(
                 tick = None if progress is None else _ticker(progress, done, len(files), report)
                 _ingest_file(path, translate, lambda facts: groups.add(store.prepare(facts)), report,
                              keep_flaws, shared, tick)
-                if progress is not None:
+                if progress is not None and done + 1 < len(files):
                     progress(done + 1, len(files), report.records)
+        if progress is not None and files:  # every file done only once its last group is stored
+            progress(len(files), len(files), report.records)
         return report
     spool = Path(tempfile.mkdtemp(prefix="sediment-ingest-"))
     try:
@@ -431,8 +434,10 @@ def ingest_files(
                     with batch.open("rb") as handle:
                         groups.add(pickle.load(handle))
                     batch.unlink()
-                if progress is not None:
+                if progress is not None and done < len(files):
                     progress(done, len(files), total.records)
+        if progress is not None:  # every file done only once its last group is stored
+            progress(len(files), len(files), total.records)
         return total
     finally:
         shutil.rmtree(spool, ignore_errors=True)
