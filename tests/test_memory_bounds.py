@@ -5,10 +5,12 @@ on the bench's input with one letter turned into an emoji: 1.14 GB peak instead 
 
 from __future__ import annotations
 
+import gc
 import json
 import sys
+import tracemalloc
 
-from sediment.ingest.calls.spans import SpanReader
+from sediment.ingest.calls.spans import SpanReader, value_size
 from sediment.ingest.reading.json_text import JsonReader
 from sediment.ingest.redaction import secret_patterns
 from sediment.store.interning import StringDigests
@@ -55,4 +57,41 @@ def test_the_span_readers_memory_counts_bytes_and_reads_exactly() -> None:
     for line in lines:
         assert reader.parse(line) == JsonReader().parse(line)
         assert reader._size <= 4_000
-        assert sum(sys.getsizeof(span) for span in reader._seen) == reader._size
+        assert sum(sys.getsizeof(span) + value_size(element.value) for span, element in reader._seen.items()) \
+            == reader._size
+
+
+def test_value_size_counts_every_container_and_scalar() -> None:
+    assert value_size({}) == sys.getsizeof({})
+    assert value_size([1.5, "ab"]) == sys.getsizeof([1.5, "ab"]) + sys.getsizeof(1.5) + sys.getsizeof("ab")
+    nested = {"a": [{}, {}]}
+    assert value_size(nested) == (sys.getsizeof(nested) + sys.getsizeof("a") + sys.getsizeof(nested["a"])
+                                  + 2 * sys.getsizeof({}))
+
+
+def test_the_span_readers_memory_counts_the_values_of_dense_elements() -> None:
+    """A dense element text (``{"content": [{}, {}, …]}``) parses to some twenty times its size: the
+    reader's bound counts the parsed values with the texts, so what it keeps stays within its
+    bound for elements (and as much again for whole lists), where counting only the texts kept
+    some twenty times that."""
+    limit = 200_000
+    lines = []
+    for call in range(40):
+        dense = {"role": "user", "content": [{} for _ in range(2_000)], "turn": call}  # 8 KB of text
+        messages = [dense, {"role": "user", "content": f"turn {call} " + "x" * 300}]
+        lines.append(json.dumps({"session_id": f"s{call}", "request": {"model": "m", "messages": messages},
+                                 "response": {"id": f"r{call}"}}))
+    gc.collect()
+    tracemalloc.start()
+    try:
+        reader = SpanReader(min_line=0, memory_bytes=limit)
+        before = tracemalloc.get_traced_memory()[0]
+        for line in lines:
+            assert reader.parse(line) == JsonReader().parse(line)
+            assert reader._size <= limit and reader._lists_size <= limit
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert reader._seen and reader._lists  # it still remembers what fits
+    assert held <= 2 * limit, f"the reader keeps {held:,} bytes for a bound of {limit:,}"

@@ -27,8 +27,8 @@ the store copy what they change).
 from __future__ import annotations
 
 import re
-import sys
 from collections import OrderedDict
+from sys import getsizeof
 from typing import Any, Final
 
 from sediment.ingest.reading.json_text import MAX_DEPTH, JsonReader, RecordProblem, _skip_ws, _utf8
@@ -41,9 +41,11 @@ REPLAYED_LISTS: Final[tuple[tuple[str, ...], ...]] = (("request", "messages"), (
 LIST_LEVEL: Final = 3
 #: A shorter line is parsed whole (it cannot hold much replayed history).
 MIN_LINE: Final = 4096
-#: How many bytes of validated element text are remembered (least recently used go first), as the
-#: strings take them in memory (``sys.getsizeof``: one to four bytes a character, whichever the
-#: text's widest character needs).
+#: How many bytes the remembered elements take (least recently used go first): each element's
+#: text as the string takes it in memory (``sys.getsizeof``: one to four bytes a character,
+#: whichever the text's widest character needs) and its parsed value, every container and scalar
+#: of it (a dense text such as ``[{},{},…]`` parses to some twenty times its size). The whole
+#: lists remembered take as many bytes again.
 MEMORY_BYTES: Final = 64 * 1024 * 1024
 _HEAD: Final = 96  # the characters an element's text is first looked up by
 _LISTS: Final = 8  # how many lists read last are remembered whole
@@ -58,19 +60,53 @@ _WHITESPACE: Final = re.compile(rb"[ \t\n\r]*")
 
 
 class _Element:
-    __slots__ = ("following", "value")
+    __slots__ = ("following", "size", "value")
 
     def __init__(self, value: Any) -> None:
         self.value = value
+        self.size = value_size(value)  # the bytes the parsed value takes in memory
         self.following: str | None = None  # the element text that followed it when last seen
+
+
+def value_size(value: Any) -> int:
+    """The bytes a parsed JSON value takes in memory: every container and scalar in it, each
+    counted where it is held (a key shared by several objects is counted for each, so this
+    never counts less than the value takes)."""
+    total = 0
+    stack = [value]
+    pop, extend = stack.pop, stack.extend
+    while stack:
+        node = pop()
+        total += getsizeof(node)
+        kind = type(node)
+        if kind is dict:
+            extend(node.keys())
+            extend(node.values())
+        elif kind is list:
+            extend(node)
+    return total
+
+
+class _List:
+    """A list read before: the bytes from its first element's start to its last element's end (a
+    view of the line it was read from, when the list is most of that line, else a copy), its
+    elements' values, its last element's record, the bytes the values take, and the bytes all of
+    it keeps in memory."""
+
+    __slots__ = ("last", "size", "text", "values", "values_size")
+
+    def __init__(self, text: memoryview | bytes, values: list[Any], last: _Element | None, values_size: int,
+                 size: int) -> None:
+        self.text, self.values, self.last, self.values_size, self.size = text, values, last, values_size, size
 
 
 class SpanReader(JsonReader):
     """A :class:`~sediment.ingest.reading.json_text.JsonReader` for call logs: the same values and the
     same refusals, with replayed list elements read once (see the module). One reader serves
     the lines of one ingest run in order; it remembers up to ``memory_bytes`` bytes of
-    element text, and as many bytes again of whole lists (the last eight, each at most an
-    eighth of it), and reads lines shorter than ``min_line`` the plain way."""
+    element texts and their parsed values, and as many bytes again of whole lists (the last
+    eight at most: their bytes, and their values again, though most are the elements'), and
+    reads lines shorter than ``min_line`` the plain way."""
 
     def __init__(self, *, memory_bytes: int = MEMORY_BYTES, min_line: int = MIN_LINE) -> None:
         super().__init__()
@@ -79,12 +115,10 @@ class SpanReader(JsonReader):
         self._size = 0
         self._seen: OrderedDict[str, _Element] = OrderedDict()
         self._by_head: dict[str, str] = {}
-        #: The lists read last (newest last): the bytes from the first element's start to the
-        #: last element's end (a view of the line they were read from, when that line is at most
-        #: a list's share of the memory, else a copy), the elements' values and the last
-        #: element's record, so a list that starts with one of them whole takes all of its
-        #: elements with one comparison.
-        self._lists: list[tuple[memoryview | bytes, list[Any], _Element | None]] = []
+        #: The lists read last (newest last), so a list that starts with one of them whole takes
+        #: all of its elements with one comparison, and the bytes they keep in memory.
+        self._lists: list[_List] = []
+        self._lists_size = 0
         #: Elements found by text (``reused``) and parsed (``parsed``), for tests and the bench.
         self.reused = 0
         self.parsed = 0
@@ -128,17 +162,18 @@ class SpanReader(JsonReader):
             return elements, _utf8(line[index + 1:])
         first = index
         previous: _Element | None = None
+        values_size = 0  # the bytes the elements' values take
         replayed = self._replayed(line, index)
         if replayed is not None:  # the whole of a list read before, then "," or "]"
-            whole, values, last = replayed
-            after = _skip(line, index + len(whole))
+            after = _skip(line, index + len(replayed.text))
             if line.startswith(b"]", after):  # that very list again (remembered already)
-                self.reused += len(values)
-                return list(values), _utf8(line[after + 1:])
+                self.reused += len(replayed.values)
+                return list(replayed.values), _utf8(line[after + 1:])
             if line.startswith(b",", after):
-                elements = list(values)
-                self.reused += len(values)
-                previous = last
+                elements = list(replayed.values)
+                self.reused += len(elements)
+                previous = replayed.last
+                values_size = replayed.values_size
                 index = _skip(line, after + 1)
         # What follows is decoded from here (the replayed list before it never is).
         text = _utf8(line[index:])
@@ -155,8 +190,10 @@ class SpanReader(JsonReader):
                 element = _Element(value) if span[0] in "{[" else None  # a scalar's end needs lookahead
             if element is None:
                 elements.append(value)
+                values_size += getsizeof(value)
             else:
                 elements.append(element.value)
+                values_size += element.size
                 self._remember(span, element, previous)
             previous = element
             position = _skip_ws(text, end)
@@ -165,27 +202,31 @@ class SpanReader(JsonReader):
             if not text.startswith(",", position):
                 return None, ""
             position = _skip_ws(text, position + 1)
-        self._remember_list(line, first, index + _byte_length(text, end), elements, previous)
+        self._remember_list(line, first, index + _byte_length(text, end), elements, previous, values_size)
         self._evict()
         return elements, text[position + 1:]
 
-    def _replayed(self, line: bytes, index: int) -> tuple[memoryview | bytes, list[Any], _Element | None] | None:
+    def _replayed(self, line: bytes, index: int) -> _List | None:
         """The newest remembered list whose whole bytes stand at ``index`` (a Session's previous
         call, whatever other Sessions' calls came between)."""
         for position in range(len(self._lists) - 1, -1, -1):
             listed = self._lists[position]
-            if line.startswith(listed[0], index):
+            if line.startswith(listed.text, index):
                 return listed
         return None
 
-    def _remember_list(self, line: bytes, first: int, end: int, elements: list[Any], last: _Element | None) -> None:
-        share = self._limit // _LISTS
-        if end - first > share:
+    def _remember_list(self, line: bytes, first: int, end: int, elements: list[Any], last: _Element | None,
+                       values_size: int) -> None:
+        whole = 2 * (end - first) >= len(line)  # a view keeps the whole line
+        held = len(line) if whole else end - first
+        size = held + getsizeof(elements) + values_size
+        if size > self._limit:
             return
-        span = memoryview(line)[first:end] if len(line) <= share else line[first:end]
-        self._lists.append((span, elements, last))
-        if len(self._lists) > _LISTS:
-            del self._lists[0]
+        span = memoryview(line)[first:end] if whole else line[first:end]
+        self._lists.append(_List(span, elements, last, values_size, size))
+        self._lists_size += size
+        while self._lists_size > self._limit or len(self._lists) > _LISTS:
+            self._lists_size -= self._lists.pop(0).size
 
     def _known(self, text: str, index: int, previous: _Element | None) -> tuple[_Element | None, str | None]:
         """The remembered element whose text stands at ``index``, if any."""
@@ -202,15 +243,15 @@ class SpanReader(JsonReader):
             self._seen.move_to_end(span)
         else:
             self._seen[span] = element
-            self._size += sys.getsizeof(span)
+            self._size += getsizeof(span) + element.size
         self._by_head[span[:_HEAD]] = span
         if previous is not None:
             previous.following = span
 
     def _evict(self) -> None:
         while self._size > self._limit and self._seen:
-            span, _ = self._seen.popitem(last=False)
-            self._size -= sys.getsizeof(span)
+            span, element = self._seen.popitem(last=False)
+            self._size -= getsizeof(span) + element.size
             if self._by_head.get(span[:_HEAD]) == span:
                 del self._by_head[span[:_HEAD]]
 
