@@ -43,6 +43,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert result.returncode == 0, result.stderr
     # piped stderr: the summary only, no progress bar (nor its control sequences)
     assert result.stderr == f"{SESSIONS} record(s) read; stored inference_calls: {SESSIONS}\n"
+    (root / "home" / "mirrors").mkdir()  # a mirror root set up, empty: an export needs one, whatever ran before
     return root / "home"
 
 

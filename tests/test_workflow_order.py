@@ -332,3 +332,46 @@ def test_the_reference_order_exports_rows(scratch: Path) -> None:
     published = [name for name in out if name.endswith(".outcome") and out[name] == b"published"]
     assert len(published) >= 10
     assert any(name.startswith("recovery/") and name.endswith(".jsonl") and out[name] for name in out)
+
+
+def test_a_derive_before_the_mirrors_are_set_up_changes_no_later_command(tmp_path: Path) -> None:
+    """``derive`` before any mirror root exists derives without one, says so in one line, and makes
+    none: an export run after it refuses for want of mirrors exactly as one run before it (it
+    found the empty root that derive had made and wrote rows), and the bundle is the one an empty
+    mirror root gives."""
+    inputs = build(tmp_path / "inputs", Scenario(git_ai_note=False, rename=False, second_workflow=None))
+    operator = Operator(tmp_path / "home", live=False)
+    operator.run("ingest", "calls", "--format", "openai-chat", str(inputs.calls))
+    export = ("export", "rlvr", "--target", "sediment", "--out", str(tmp_path / "out"))
+    refused = operator.run(*export, expect=(1,))
+    assert refused == "error: SEDIMENT_MIRROR_PATH is not set; the export needs mirrors (or pass --mirrors)\n"
+    derived = operator.run("derive", "--out", str(tmp_path / "bundle"))
+    assert "warning: no mirrors (SEDIMENT_MIRROR_PATH is not set and $SEDIMENT_HOME/mirrors does not exist): no " \
+           "Session can be bound to a commit; add them with: sediment mirror add OWNER/REPO URL\n" in derived
+    assert not (tmp_path / "home" / "mirrors").exists()
+    assert operator.run(*export, expect=(1,)) == refused
+    assert not (tmp_path / "out").exists()
+    imported = ("trajectory", "import", "sediment-rollouts", "--from-store", "--out")
+    assert "warning: no mirrors (" in operator.run(*imported, str(tmp_path / "records.jsonl"))  # as derive does
+    (tmp_path / "home" / "mirrors").mkdir()  # set up, still empty: the same Sessions, no commit to bind
+    assert "no mirrors" not in operator.run("derive", "--out", str(tmp_path / "bundle-empty-root"))
+    assert snapshot(tmp_path / "bundle") == snapshot(tmp_path / "bundle-empty-root")
+    assert "no mirrors" not in operator.run(*imported, str(tmp_path / "records-empty-root.jsonl"))
+    records = (tmp_path / "records.jsonl").read_bytes()
+    assert records.count(b"\n") == 14 and records == (tmp_path / "records-empty-root.jsonl").read_bytes()
+
+
+def test_a_failed_first_mirror_add_leaves_no_mirror_root(tmp_path: Path) -> None:
+    """The first ``mirror add`` creates the mirror root; when it fails, the root goes with it, so
+    an export after it still refuses for want of mirrors (it found the empty root and wrote rows)."""
+    inputs = build(tmp_path / "inputs", Scenario(git_ai_note=False, rename=False, second_workflow=None))
+    operator = Operator(tmp_path / "home", live=False)
+    operator.run("ingest", "calls", "--format", "openai-chat", str(inputs.calls))
+    export = ("export", "rlvr", "--target", "sediment", "--out", str(tmp_path / "out"))
+    refused = operator.run(*export, expect=(1,))
+    failed = operator.run("mirror", "add", REPO, str(tmp_path / "no-such-repository"), expect=(1,))
+    assert failed.startswith("error: ") and failed.count("\n") == 1, failed
+    assert not (tmp_path / "home" / "mirrors").exists()
+    assert operator.run(*export, expect=(1,)) == refused
+    operator.run("mirror", "add", REPO, str(inputs.origin))  # a mirror added after all: the export runs
+    assert "wrote " in operator.run(*export)

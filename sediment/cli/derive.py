@@ -41,8 +41,9 @@ def derive(
         raise UsageError("--explain-attribution writes no bundle: drop --out")
     chosen_engine = settings.engine(engine)
     org_id = settings.org_id(org)
-    mirrors = settings.mirror_root(create=True)
-    settings.settle_mirrors(org_id, root=mirrors)  # Facts that arrived elsewhere (a receiver) may name one now
+    mirrors = settings.mirrors_if_any()  # with none, one warning line
+    if mirrors is not None:
+        settings.settle_mirrors(org_id, root=mirrors)  # Facts that arrived elsewhere (a receiver) may name one now
     if explain is not None:
         from sediment.cli.attribution_explain import show
         from sediment.derive.explain import explain_session

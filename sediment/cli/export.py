@@ -101,8 +101,8 @@ _TICK = ("✓", "green")
 
 
 def _counts(counts: dict[str, int]) -> Any:
-    """Skip or fragment counts as one cell; the reasons are plugin-supplied text."""
-    return console.cell(", ".join(f"{k}: {v}" for k, v in counts.items()) or "-")
+    """Skip or fragment counts as one cell (:func:`console.counts`); the reasons are plugin-supplied text."""
+    return console.cell(console.counts(counts) or "-")
 
 
 def _render_files(summary: dict[str, Any]) -> None:

@@ -111,9 +111,9 @@ def add(
     org_id = settings.org_id(org)
     slug = _slug(repo)
     chosen = _identity(repository_id)
-    mirrors = settings.mirror_root(create=True)
-    identity = mirror_identity(_context(org_id), slug, chosen)
-    path = mirrors.add(org_id, slug, source, identity)
+    with settings.mirror_root_to_add() as mirrors:
+        identity = mirror_identity(_context(org_id), slug, chosen)
+        path = mirrors.add(org_id, slug, source, identity)
     if not as_json:
         console.say(f"mirrored {slug} into {path}")
     report = _report(MirrorLocation(slug, identity, path), mirrors, org_id, as_json)

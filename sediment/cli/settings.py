@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+import shutil
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -49,6 +51,41 @@ def mirror_root(create: bool = False) -> MirrorRoot:
     if create:
         ensure_directory(path, MIRROR_ENV)
     return MirrorRoot(path)
+
+
+@contextmanager
+def mirror_root_to_add() -> Iterator[MirrorRoot]:
+    """The mirror root ``mirror add`` adds to, created when missing; when the add fails and the
+    root it created holds no file, the root goes too: a failed add leaves nothing, not an empty
+    root that a later export would take for mirrors set up."""
+    path = _mirror_path()
+    existed = path.is_dir()
+    root = mirror_root(create=True)
+    try:
+        yield root
+    except BaseException:
+        if not existed and not any(entry.is_file() or entry.is_symlink() for entry in path.rglob("*")):
+            shutil.rmtree(path, ignore_errors=True)
+        raise
+
+
+def mirrors_if_any() -> MirrorRoot | None:
+    """The mirror root of a command that derives without mirrors too (``derive``, an import from
+    the store): ``SEDIMENT_MIRROR_PATH`` (created when it names no directory yet), else
+    ``$SEDIMENT_HOME/mirrors`` when it exists. With neither, one warning line says that no Session
+    can be bound to a commit, and None. The default directory is never created here: an empty one
+    would make a later export, which needs mirrors, write rows where it refused before."""
+    from sediment.cli import console
+    from sediment.git.mirror_root import MirrorRoot
+
+    if os.environ.get(MIRROR_ENV, "").strip():
+        return mirror_root(create=True)
+    path = _mirror_path()
+    if path.is_dir():
+        return MirrorRoot(path)
+    console.warning(f"no mirrors ({MIRROR_ENV} is not set and $SEDIMENT_HOME/mirrors does not exist): no Session "
+                    "can be bound to a commit; add them with: sediment mirror add OWNER/REPO URL")
+    return None
 
 
 def _mirror_path() -> Path:
@@ -147,7 +184,7 @@ def store_rollouts(org: str | None) -> StoreSource:
     from sediment.trajectory.store_source import store_source
 
     org_id_ = org_id(org)
-    return store_source(store(), org_id_, mirror_root())
+    return store_source(store(), org_id_, mirrors_if_any())
 
 
 def import_paths(paths: list[Path] | None, from_store: bool) -> list[Path]:
