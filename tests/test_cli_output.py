@@ -152,7 +152,10 @@ def test_derive_summary_shows_the_path_literally(tmp_path: Path) -> None:
     result = sediment(tmp_path / "home", "derive", "--out", str(out))
     assert result.returncode == 0, result.stderr
     assert_clean(result.stderr)
-    assert lines(result.stderr) == [f"derived 0 rollout(s) into {tmp_path}/x[/bold]{SHOWN_ARG}"]
+    assert lines(result.stderr) == [
+        "warning: no mirrors (SEDIMENT_MIRROR_PATH is not set and $SEDIMENT_HOME/mirrors does not exist): no "
+        "Session can be bound to a commit; add them with: sediment mirror add OWNER/REPO URL",
+        f"derived 0 rollout(s) into {tmp_path}/x[/bold]{SHOWN_ARG}"]
 
 
 def test_derive_summary_prints_skip_counts_as_name_count_pairs(tmp_path: Path) -> None:

@@ -41,19 +41,24 @@ def derive(
         raise UsageError("--explain-attribution writes no bundle: drop --out")
     chosen_engine = settings.engine(engine)
     org_id = settings.org_id(org)
-    mirrors = settings.mirrors_if_any()  # with none, one warning line
+    mirrors = settings.mirrors_if_any()  # with none, a warning line once the work is done
     if mirrors is not None:
         settings.settle_mirrors(org_id, root=mirrors)  # Facts that arrived elsewhere (a receiver) may name one now
     if explain is not None:
         from sediment.cli.attribution_explain import show
         from sediment.derive.explain import explain_session
 
-        show(explain_session(settings.store(), org_id, explain, policy=resolved, mirrors=mirrors), as_json=as_json)
+        explanation = explain_session(settings.store(), org_id, explain, policy=resolved, mirrors=mirrors)
+        if mirrors is None:
+            settings.warn_no_mirrors()
+        show(explanation, as_json=as_json)
         return
     assert out is not None
     with progress.bar("deriving sessions", enabled=progress.wanted(as_json)) as update:
         path, _ = derive_bundle(settings.store(), org_id, out, policy=resolved, mirrors=mirrors, workers=workers,
                                 progress=update, engine=chosen_engine)
+    if mirrors is None:
+        settings.warn_no_mirrors()
     manifest = json.loads((path / "manifest.json").read_text(encoding="ascii"))
     if as_json:
         typer.echo(json.dumps(manifest))

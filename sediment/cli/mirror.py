@@ -196,8 +196,8 @@ def list_mirrors(org: str | None = typer.Option(None, "--org", help="Org id (def
                                               "(repo, repository_id or null for a legacy mirror, path).")) -> None:
     """List the org's mirrors (identified ones first) and where they live."""
     org_id = settings.org_id(org)
-    mirrors = settings.mirror_root()
-    locations = mirrors.mirrors(org_id)
+    mirrors = settings.existing_mirror_root()  # none set up yet: no mirror to list
+    locations = mirrors.mirrors(org_id) if mirrors is not None else []
     if as_json:
         typer.echo(json.dumps({"mirrors": [_location(location) for location in locations]}, ensure_ascii=False))
         return

@@ -72,20 +72,28 @@ def mirror_root_to_add() -> Iterator[MirrorRoot]:
 def mirrors_if_any() -> MirrorRoot | None:
     """The mirror root of a command that derives without mirrors too (``derive``, an import from
     the store): ``SEDIMENT_MIRROR_PATH`` (created when it names no directory yet), else
-    ``$SEDIMENT_HOME/mirrors`` when it exists. With neither, one warning line says that no Session
-    can be bound to a commit, and None. The default directory is never created here: an empty one
-    would make a later export, which needs mirrors, write rows where it refused before."""
-    from sediment.cli import console
-    from sediment.git.mirror_root import MirrorRoot
-
+    ``$SEDIMENT_HOME/mirrors`` when it exists; None when neither (the caller says so with
+    :func:`warn_no_mirrors`). The default directory is never created here: an empty one would
+    make a later export, which needs mirrors, write rows where it refused before."""
     if os.environ.get(MIRROR_ENV, "").strip():
         return mirror_root(create=True)
+    return existing_mirror_root()
+
+
+def existing_mirror_root() -> MirrorRoot | None:
+    """``SEDIMENT_MIRROR_PATH`` or ``$SEDIMENT_HOME/mirrors`` when that directory exists, else None."""
+    from sediment.git.mirror_root import MirrorRoot
+
     path = _mirror_path()
-    if path.is_dir():
-        return MirrorRoot(path)
+    return MirrorRoot(path) if path.is_dir() else None
+
+
+def warn_no_mirrors() -> None:
+    """The one warning line of a derivation without a mirror root."""
+    from sediment.cli import console
+
     console.warning(f"no mirrors ({MIRROR_ENV} is not set and $SEDIMENT_HOME/mirrors does not exist): no Session "
                     "can be bound to a commit; add them with: sediment mirror add OWNER/REPO URL")
-    return None
 
 
 def _mirror_path() -> Path:
@@ -184,7 +192,11 @@ def store_rollouts(org: str | None) -> StoreSource:
     from sediment.trajectory.store_source import store_source
 
     org_id_ = org_id(org)
-    return store_source(store(), org_id_, mirrors_if_any())
+    opened = store()  # a store that cannot be opened is the one error line, before any warning
+    mirrors = mirrors_if_any()
+    if mirrors is None:
+        warn_no_mirrors()
+    return store_source(opened, org_id_, mirrors)
 
 
 def import_paths(paths: list[Path] | None, from_store: bool) -> list[Path]:
