@@ -5,13 +5,15 @@ on the bench's input with one letter turned into an emoji: 1.14 GB peak instead 
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import sys
 import tracemalloc
 
+from sediment.ingest.calls import spans
 from sediment.ingest.calls.spans import SpanReader, value_size
-from sediment.ingest.reading.json_text import JsonReader
+from sediment.ingest.reading.json_text import JsonReader, RecordProblem
 from sediment.ingest.redaction import secret_patterns
 from sediment.store.interning import StringDigests
 
@@ -57,8 +59,9 @@ def test_the_span_readers_memory_counts_bytes_and_reads_exactly() -> None:
     for line in lines:
         assert reader.parse(line) == JsonReader().parse(line)
         assert reader._size <= 4_000
-        assert sum(sys.getsizeof(span) + value_size(element.value) for span, element in reader._seen.items()) \
-            == reader._size
+        assert sum(sys.getsizeof(span) + value_size(element.value) + spans._ENTRY
+                   for span, element in reader._seen.items()) == reader._size
+        assert sum(listed.size for listed in reader._lists) == reader._lists_size
 
 
 def test_value_size_counts_every_container_and_scalar() -> None:
@@ -95,3 +98,57 @@ def test_the_span_readers_memory_counts_the_values_of_dense_elements() -> None:
         tracemalloc.stop()
     assert reader._seen and reader._lists  # it still remembers what fits
     assert held <= 2 * limit, f"the reader keeps {held:,} bytes for a bound of {limit:,}"
+
+
+#: The reader's maps' own hash tables, which the bound does not count (they do not shrink as
+#: entries go).
+TABLES = 8_192
+
+
+def _call_line(session: str, messages: list[dict[str, object]]) -> str:
+    return json.dumps({"session_id": session, "request": {"model": "m", "messages": messages},
+                       "response": {"id": f"r-{session}"}})
+
+
+def _held_by(reader: SpanReader, lines: list[str]) -> int:
+    """The bytes ``reader`` keeps once it has read ``lines`` (refused ones too), whole lists aside."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for line in lines:
+            with contextlib.suppress(RecordProblem):  # a refused line: what it remembered stays bounded
+                reader.parse(line)
+            assert reader._size <= reader._limit
+        reader._lists.clear()
+        reader._lists_size = 0
+        gc.collect()
+        return tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_line_refused_halfway_leaves_the_span_readers_memory_bounded() -> None:
+    """Elements read before a bad one are remembered; the bound holds without the line's end."""
+    limit = 50_000
+    lines = [_call_line(f"s{n}", [{"role": "user", "content": f"turn {n} " + "x" * 2_000}]).replace(
+        '"}]', '"}, {"a": 1, "a": 2}]') for n in range(200)]  # a key given twice: the line is refused
+    reader = SpanReader(min_line=0, memory_bytes=limit)
+    held = _held_by(reader, lines)
+    assert reader.parsed >= 200 and held <= limit + TABLES, f"{held:,} bytes kept for a bound of {limit:,}"
+
+
+def test_an_element_in_use_keeps_no_forgotten_text_alive() -> None:
+    """Each small element was once followed by a large one; read again as the last element of
+    later lines, it stays recently used while the large ones are forgotten, and its link to what
+    followed it must not keep their texts."""
+    limit = 200_000
+    small = [{"role": "user", "content": f"small {n} " + "s" * 500} for n in range(20)]
+    lines = []
+    for n in range(20):
+        lines.append(_call_line(f"a{n}", [small[n], {"role": "tool", "content": f"large {n} " + "L" * 60_000}]))
+        lines += [_call_line(f"b{n}-{k}", [{"role": "user", "content": f"new {n} {k} " + "y" * 200}, small[k]])
+                  for k in range(n + 1)]  # every small one used again, as the last element
+    reader = SpanReader(min_line=0, memory_bytes=limit)
+    held = _held_by(reader, lines)
+    assert reader.reused >= 190 and held <= limit + TABLES, f"{held:,} bytes kept for a bound of {limit:,}"

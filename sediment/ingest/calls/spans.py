@@ -48,6 +48,9 @@ MIN_LINE: Final = 4096
 #: lists remembered take as many bytes again.
 MEMORY_BYTES: Final = 64 * 1024 * 1024
 _HEAD: Final = 96  # the characters an element's text is first looked up by
+#: What a remembered element costs besides its text and value: its record, its entries in the
+#: ordered map and the head index, and the head's own string (measured: 200 to 400 bytes).
+_ENTRY: Final = 448
 _LISTS: Final = 8  # how many lists read last are remembered whole
 _KEYS: Final = frozenset(key.encode("ascii") for path in REPLAYED_LISTS for key in path)
 _PATHS: Final = frozenset(tuple(key.encode("ascii") for key in path) for path in REPLAYED_LISTS)
@@ -60,12 +63,20 @@ _WHITESPACE: Final = re.compile(rb"[ \t\n\r]*")
 
 
 class _Element:
-    __slots__ = ("following", "size", "value")
+    """A remembered element: its text (None once forgotten), its parsed value and the bytes that
+    takes, and the element that followed it when last seen. Forgetting an element clears its text
+    and value, so an element still linked from another keeps neither alive."""
+
+    __slots__ = ("following", "size", "span", "value")
 
     def __init__(self, value: Any) -> None:
         self.value = value
         self.size = value_size(value)  # the bytes the parsed value takes in memory
-        self.following: str | None = None  # the element text that followed it when last seen
+        self.span: str | None = None
+        self.following: _Element | None = None
+
+    def forget(self) -> None:
+        self.span = self.value = self.following = None
 
 
 def value_size(value: Any) -> int:
@@ -167,6 +178,8 @@ class SpanReader(JsonReader):
         if replayed is not None:  # the whole of a list read before, then "," or "]"
             after = _skip(line, index + len(replayed.text))
             if line.startswith(b"]", after):  # that very list again (remembered already)
+                self._lists.remove(replayed)
+                self._lists.append(replayed)  # the newest again: the last to be forgotten
                 self.reused += len(replayed.values)
                 return list(replayed.values), _utf8(line[after + 1:])
             if line.startswith(b",", after):
@@ -203,7 +216,6 @@ class SpanReader(JsonReader):
                 return None, ""
             position = _skip_ws(text, position + 1)
         self._remember_list(line, first, index + _byte_length(text, end), elements, previous, values_size)
-        self._evict()
         return elements, text[position + 1:]
 
     def _replayed(self, line: bytes, index: int) -> _List | None:
@@ -230,28 +242,35 @@ class SpanReader(JsonReader):
 
     def _known(self, text: str, index: int, previous: _Element | None) -> tuple[_Element | None, str | None]:
         """The remembered element whose text stands at ``index``, if any."""
-        candidate = previous.following if previous is not None else None
+        following = previous.following if previous is not None else None
+        candidate = following.span if following is not None else None
+        if candidate is not None and text.startswith(candidate, index):
+            return following, candidate
+        candidate = self._by_head.get(text[index:index + _HEAD])
         if candidate is None or not text.startswith(candidate, index):
-            candidate = self._by_head.get(text[index:index + _HEAD])
-            if candidate is None or not text.startswith(candidate, index):
-                return None, None
+            return None, None
         element = self._seen.get(candidate)
         return (None, None) if element is None else (element, candidate)
 
     def _remember(self, span: str, element: _Element, previous: _Element | None) -> None:
-        if span in self._seen:
+        known = self._seen.get(span)
+        if known is not None:
             self._seen.move_to_end(span)
+            element = known
         else:
+            element.span = span
             self._seen[span] = element
-            self._size += getsizeof(span) + element.size
+            self._size += getsizeof(span) + element.size + _ENTRY
         self._by_head[span[:_HEAD]] = span
         if previous is not None:
-            previous.following = span
+            previous.following = element
+        self._evict()  # here, not once a line is read: a line refused halfway has remembered elements too
 
     def _evict(self) -> None:
         while self._size > self._limit and self._seen:
             span, element = self._seen.popitem(last=False)
-            self._size -= getsizeof(span) + element.size
+            self._size -= getsizeof(span) + element.size + _ENTRY
+            element.forget()
             if self._by_head.get(span[:_HEAD]) == span:
                 del self._by_head[span[:_HEAD]]
 
