@@ -334,26 +334,36 @@ def test_the_reference_order_exports_rows(scratch: Path) -> None:
     assert any(name.startswith("recovery/") and name.endswith(".jsonl") and out[name] for name in out)
 
 
-def test_a_derive_before_the_mirrors_are_set_up_changes_no_later_command(tmp_path: Path) -> None:
-    """``derive`` before any mirror root exists derives without one, says so in one line, and makes
-    none: an export run after it refuses for want of mirrors exactly as one run before it (it
-    found the empty root that derive had made and wrote rows), and the bundle is the one an empty
-    mirror root gives."""
+@pytest.mark.parametrize("named", [False, True], ids=["default-root", "SEDIMENT_MIRROR_PATH"])
+def test_a_derive_before_the_mirrors_are_set_up_changes_no_later_command(tmp_path: Path, named: bool) -> None:
+    """``derive`` before any mirror root exists (the default one, or the one
+    ``SEDIMENT_MIRROR_PATH`` names) derives without one, says so in one line, and makes none: an
+    export run after it refuses for want of mirrors exactly as one run before it (it found the
+    empty root that derive had made and wrote rows), and the bundle is the one an empty mirror
+    root gives."""
     inputs = build(tmp_path / "inputs", Scenario(git_ai_note=False, rename=False, second_workflow=None))
     operator = Operator(tmp_path / "home", live=False)
+    root = tmp_path / "shared" / "mirrors" if named else tmp_path / "home" / "mirrors"
+    if named:
+        operator.base["SEDIMENT_MIRROR_PATH"] = str(root)
     operator.run("ingest", "calls", "--format", "openai-chat", str(inputs.calls))
     export = ("export", "rlvr", "--target", "sediment", "--out", str(tmp_path / "out"))
     refused = operator.run(*export, expect=(1,))
-    assert refused == "error: SEDIMENT_MIRROR_PATH is not set; the export needs mirrors (or pass --mirrors)\n"
+    assert refused == (f"error: mirror root does not exist or is not a directory: {root}\n" if named else
+                       "error: SEDIMENT_MIRROR_PATH is not set; the export needs mirrors (or pass --mirrors)\n")
+    where = f"SEDIMENT_MIRROR_PATH names no directory: {root}" if named else \
+        "SEDIMENT_MIRROR_PATH is not set and $SEDIMENT_HOME/mirrors does not exist"
+    warning = f"warning: no mirrors ({where}): no Session can be bound to a commit; add them with: " \
+              "sediment mirror add OWNER/REPO URL\n"
     derived = operator.run("derive", "--out", str(tmp_path / "bundle"))
-    assert "warning: no mirrors (SEDIMENT_MIRROR_PATH is not set and $SEDIMENT_HOME/mirrors does not exist): no " \
-           "Session can be bound to a commit; add them with: sediment mirror add OWNER/REPO URL\n" in derived
-    assert not (tmp_path / "home" / "mirrors").exists()
+    assert derived.startswith(warning) and derived.count("warning:") == 1, derived
+    assert not root.exists()
     assert operator.run(*export, expect=(1,)) == refused
     assert not (tmp_path / "out").exists()
     imported = ("trajectory", "import", "sediment-rollouts", "--from-store", "--out")
-    assert "warning: no mirrors (" in operator.run(*imported, str(tmp_path / "records.jsonl"))  # as derive does
-    (tmp_path / "home" / "mirrors").mkdir()  # set up, still empty: the same Sessions, no commit to bind
+    assert warning in operator.run(*imported, str(tmp_path / "records.jsonl"))  # as derive does
+    assert not root.exists()
+    root.mkdir(parents=True)  # set up, still empty: the same Sessions, no commit to bind
     assert "no mirrors" not in operator.run("derive", "--out", str(tmp_path / "bundle-empty-root"))
     assert snapshot(tmp_path / "bundle") == snapshot(tmp_path / "bundle-empty-root")
     assert "no mirrors" not in operator.run(*imported, str(tmp_path / "records-empty-root.jsonl"))
@@ -361,17 +371,31 @@ def test_a_derive_before_the_mirrors_are_set_up_changes_no_later_command(tmp_pat
     assert records.count(b"\n") == 14 and records == (tmp_path / "records-empty-root.jsonl").read_bytes()
 
 
-def test_a_failed_first_mirror_add_leaves_no_mirror_root(tmp_path: Path) -> None:
-    """The first ``mirror add`` creates the mirror root; when it fails, the root goes with it, so
-    an export after it still refuses for want of mirrors (it found the empty root and wrote rows)."""
+@pytest.mark.parametrize("named", [False, True], ids=["default-root", "SEDIMENT_MIRROR_PATH"])
+def test_a_failed_first_mirror_add_leaves_no_mirror_root(tmp_path: Path, named: bool) -> None:
+    """The first ``mirror add`` creates the mirror root (and, for ``SEDIMENT_MIRROR_PATH``, its
+    missing parents); when it fails, they go with it, so an export after it still refuses for
+    want of mirrors (it found the empty root and wrote rows). With no root, ``mirror list`` and
+    ``mirror fetch`` find no mirror and ``mirror remove`` refuses in one line."""
     inputs = build(tmp_path / "inputs", Scenario(git_ai_note=False, rename=False, second_workflow=None))
     operator = Operator(tmp_path / "home", live=False)
+    made = tmp_path / "shared"
+    root = made / "team" / "mirrors" if named else tmp_path / "home" / "mirrors"
+    if named:
+        operator.base["SEDIMENT_MIRROR_PATH"] = str(root)
     operator.run("ingest", "calls", "--format", "openai-chat", str(inputs.calls))
     export = ("export", "rlvr", "--target", "sediment", "--out", str(tmp_path / "out"))
     refused = operator.run(*export, expect=(1,))
     failed = operator.run("mirror", "add", REPO, str(tmp_path / "no-such-repository"), expect=(1,))
     assert failed.startswith("error: ") and failed.count("\n") == 1, failed
-    assert not (tmp_path / "home" / "mirrors").exists()
+    assert not root.exists() and not made.exists()
     assert operator.run(*export, expect=(1,)) == refused
+    assert json.loads(operator.run("mirror", "list", "--json")) == {"mirrors": []}
+    assert json.loads(operator.run("mirror", "fetch", "--json")) == {"mirrors": []}
+    assert operator.run("mirror", "fetch", REPO, expect=(1,)) == \
+        f"error: no mirror of {REPO}; add it first with `sediment mirror add`\n"
+    removed = operator.run("mirror", "remove", REPO, expect=(1,))
+    assert removed.startswith(f"error: no mirror of {REPO} to remove") and removed.count("\n") == 1
+    assert not root.exists()
     operator.run("mirror", "add", REPO, str(inputs.origin))  # a mirror added after all: the export runs
     assert "wrote " in operator.run(*export)

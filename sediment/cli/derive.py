@@ -41,7 +41,7 @@ def derive(
         raise UsageError("--explain-attribution writes no bundle: drop --out")
     chosen_engine = settings.engine(engine)
     org_id = settings.org_id(org)
-    mirrors = settings.mirrors_if_any()  # with none, a warning line once the work is done
+    mirrors = settings.existing_mirror_root()  # with none, a warning line once the work is done
     if mirrors is not None:
         settings.settle_mirrors(org_id, root=mirrors)  # Facts that arrived elsewhere (a receiver) may name one now
     if explain is not None:

@@ -149,16 +149,22 @@ def fetch(
     commits and notes count for that repository; the edges it gave before are then counted as
     restated under the identity, not as new.
     """
+    from sediment.git.mirror_root import MirrorError
+
     org_id = settings.org_id(org)
-    mirrors = settings.mirror_root()
+    mirrors = settings.existing_mirror_root()  # none set up yet: nothing to fetch, no mirror to name
     repositories = _context(org_id)
     chosen = _identity(repository_id)
+    slug = _slug(repo) if repo else ""
     if repo is None and chosen is None:
-        locations = mirrors.mirrors(org_id)
+        locations = mirrors.mirrors(org_id) if mirrors is not None else []
+    elif mirrors is None:
+        raise MirrorError(f"no mirror of {slug or repository_id}; add it first with `sediment mirror add`")
     else:
-        locations = [mirrors.named(org_id, _slug(repo) if repo else "", chosen, repositories)]
+        locations = [mirrors.named(org_id, slug, chosen, repositories)]
     fetched: list[dict[str, Any]] = []
     for location in locations:
+        assert mirrors is not None
         location = _settle(location, mirrors, org_id, repositories)
         mirrors.fetch(org_id, location.repo, location.identity)
         fetched.append(_report(location, mirrors, org_id, as_json))
@@ -177,13 +183,16 @@ def remove(
 ) -> None:
     """Delete a mirror (also a half-made one) so it can be added again; stored Facts are kept."""
     from sediment.errors import UsageError
+    from sediment.git.mirror_root import MirrorError
 
     org_id = settings.org_id(org)
     slug = _slug(repo)
-    mirrors = settings.mirror_root()
+    mirrors = settings.existing_mirror_root()
     chosen = _identity(repository_id)
     if legacy and chosen is not None:
         raise UsageError("--legacy and --repository-id name different mirrors; give one")
+    if mirrors is None:
+        raise MirrorError(f"no mirror of {slug} to remove: no mirror root was set up (sediment mirror add makes it)")
     found = None if legacy else mirrors.locate(org_id, slug, chosen)
     identity = found.identity if found is not None else chosen
     path = mirrors.remove(org_id, slug, identity)

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -55,33 +54,30 @@ def mirror_root(create: bool = False) -> MirrorRoot:
 
 @contextmanager
 def mirror_root_to_add() -> Iterator[MirrorRoot]:
-    """The mirror root ``mirror add`` adds to, created when missing; when the add fails and the
-    root it created holds no file, the root goes too: a failed add leaves nothing, not an empty
-    root that a later export would take for mirrors set up."""
+    """The mirror root ``mirror add`` adds to, created (with its missing parents) when missing. When
+    the add fails, the directories it created go again, each only if empty: a failed add leaves
+    nothing, not an empty root that a later export would take for mirrors set up."""
     path = _mirror_path()
-    existed = path.is_dir()
+    created = [directory for directory in (path, *path.parents) if not directory.exists()]
     root = mirror_root(create=True)
     try:
         yield root
     except BaseException:
-        if not existed and not any(entry.is_file() or entry.is_symlink() for entry in path.rglob("*")):
-            shutil.rmtree(path, ignore_errors=True)
+        if created:
+            for walked, _, _ in os.walk(path, topdown=False):  # the root last
+                with suppress(OSError):
+                    os.rmdir(walked)  # refuses one that holds anything
+            for parent in created[1:]:
+                with suppress(OSError):
+                    os.rmdir(parent)
         raise
 
 
-def mirrors_if_any() -> MirrorRoot | None:
-    """The mirror root of a command that derives without mirrors too (``derive``, an import from
-    the store): ``SEDIMENT_MIRROR_PATH`` (created when it names no directory yet), else
-    ``$SEDIMENT_HOME/mirrors`` when it exists; None when neither (the caller says so with
-    :func:`warn_no_mirrors`). The default directory is never created here: an empty one would
-    make a later export, which needs mirrors, write rows where it refused before."""
-    if os.environ.get(MIRROR_ENV, "").strip():
-        return mirror_root(create=True)
-    return existing_mirror_root()
-
-
 def existing_mirror_root() -> MirrorRoot | None:
-    """``SEDIMENT_MIRROR_PATH`` or ``$SEDIMENT_HOME/mirrors`` when that directory exists, else None."""
+    """The mirror root (``SEDIMENT_MIRROR_PATH``, else ``$SEDIMENT_HOME/mirrors``) when that directory
+    exists, else None. Only ``mirror add`` creates it: a command that reads mirrors never does,
+    since an empty root would make a later export, which needs mirrors, write rows where it
+    refused before."""
     from sediment.git.mirror_root import MirrorRoot
 
     path = _mirror_path()
@@ -92,8 +88,10 @@ def warn_no_mirrors() -> None:
     """The one warning line of a derivation without a mirror root."""
     from sediment.cli import console
 
-    console.warning(f"no mirrors ({MIRROR_ENV} is not set and $SEDIMENT_HOME/mirrors does not exist): no Session "
-                    "can be bound to a commit; add them with: sediment mirror add OWNER/REPO URL")
+    where = (f"{MIRROR_ENV} names no directory: {_mirror_path()}" if os.environ.get(MIRROR_ENV, "").strip()
+             else f"{MIRROR_ENV} is not set and $SEDIMENT_HOME/mirrors does not exist")
+    console.warning(f"no mirrors ({where}): no Session can be bound to a commit; add them with: "
+                    "sediment mirror add OWNER/REPO URL")
 
 
 def _mirror_path() -> Path:
@@ -193,7 +191,7 @@ def store_rollouts(org: str | None) -> StoreSource:
 
     org_id_ = org_id(org)
     opened = store()  # a store that cannot be opened is the one error line, before any warning
-    mirrors = mirrors_if_any()
+    mirrors = existing_mirror_root()
     if mirrors is None:
         warn_no_mirrors()
     return store_source(opened, org_id_, mirrors)
