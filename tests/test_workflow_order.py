@@ -399,3 +399,25 @@ def test_a_failed_first_mirror_add_leaves_no_mirror_root(tmp_path: Path, named: 
     assert not root.exists()
     operator.run("mirror", "add", REPO, str(inputs.origin))  # a mirror added after all: the export runs
     assert "wrote " in operator.run(*export)
+
+
+def test_a_mirror_root_that_cannot_be_read_is_one_error_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A root under a directory that cannot be entered (EACCES, which pathlib does not turn into
+    "not there") is refused in one line naming it, not a traceback, by every command that looks."""
+    from pathlib import PosixPath
+
+    root = tmp_path / "locked" / "mirrors"
+    real = PosixPath.is_dir
+
+    def is_dir(self: Path) -> bool:
+        if self == root:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+
+    monkeypatch.setattr(PosixPath, "is_dir", is_dir)
+    operator = Operator(tmp_path / "home", live=False)
+    operator.base["SEDIMENT_MIRROR_PATH"] = str(root)
+    for command in (("derive", "--out", str(tmp_path / "bundle")), ("mirror", "list"), ("mirror", "fetch")):
+        refused = operator.run(*command, expect=(1,))
+        assert refused == f"error: cannot read the mirror root {root}: Permission denied\n", (command, refused)
+    assert not (tmp_path / "bundle").exists()

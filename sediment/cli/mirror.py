@@ -159,7 +159,8 @@ def fetch(
     if repo is None and chosen is None:
         locations = mirrors.mirrors(org_id) if mirrors is not None else []
     elif mirrors is None:
-        raise MirrorError(f"no mirror of {slug or repository_id}; add it first with `sediment mirror add`")
+        named = slug or (chosen.repository_id if chosen is not None else "")
+        raise MirrorError(f"no mirror of {named}; add it first with `sediment mirror add`")
     else:
         locations = [mirrors.named(org_id, slug, chosen, repositories)]
     fetched: list[dict[str, Any]] = []
@@ -192,7 +193,7 @@ def remove(
     if legacy and chosen is not None:
         raise UsageError("--legacy and --repository-id name different mirrors; give one")
     if mirrors is None:
-        raise MirrorError(f"no mirror of {slug} to remove: no mirror root was set up (sediment mirror add makes it)")
+        raise MirrorError(f"no mirror of {slug} to remove: {settings.mirror_root_path()} does not exist")
     found = None if legacy else mirrors.locate(org_id, slug, chosen)
     identity = found.identity if found is not None else chosen
     path = mirrors.remove(org_id, slug, identity)

@@ -57,14 +57,18 @@ def mirror_root_to_add() -> Iterator[MirrorRoot]:
     """The mirror root ``mirror add`` adds to, created (with its missing parents) when missing. When
     the add fails, the directories it created go again, each only if empty: a failed add leaves
     nothing, not an empty root that a later export would take for mirrors set up."""
+    from sediment.git.mirror_root import PARTIAL_PREFIX
+
     path = _mirror_path()
-    created = [directory for directory in (path, *path.parents) if not directory.exists()]
+    created = [directory for directory in (path, *path.parents) if not _is_there(directory)]
     root = mirror_root(create=True)
     try:
         yield root
     except BaseException:
         if created:
             for walked, _, _ in os.walk(path, topdown=False):  # the root last
+                if Path(walked).name.startswith(PARTIAL_PREFIX):
+                    continue  # another add's, still empty: never this add's to remove
                 with suppress(OSError):
                     os.rmdir(walked)  # refuses one that holds anything
             for parent in created[1:]:
@@ -81,7 +85,23 @@ def existing_mirror_root() -> MirrorRoot | None:
     from sediment.git.mirror_root import MirrorRoot
 
     path = _mirror_path()
-    return MirrorRoot(path) if path.is_dir() else None
+    try:
+        there = path.is_dir()
+    except OSError as exc:  # a parent that cannot be entered
+        raise ConfigurationError(f"cannot read the mirror root {path}: {exc.strerror or exc}") from None
+    return MirrorRoot(path) if there else None
+
+
+def _is_there(path: Path) -> bool:
+    try:
+        return path.exists()
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read the mirror root {path}: {exc.strerror or exc}") from None
+
+
+def mirror_root_path() -> Path:
+    """Where the mirror root is (``SEDIMENT_MIRROR_PATH``, else ``$SEDIMENT_HOME/mirrors``), made or not."""
+    return _mirror_path()
 
 
 def warn_no_mirrors() -> None:

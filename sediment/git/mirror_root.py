@@ -118,7 +118,8 @@ class MirrorRoot:
         when there is none."""
         found = self.locate(org_id, repo, identity, repositories)
         if found is None:
-            raise MirrorError(f"no mirror of {repo}; add it first with `sediment mirror add`")
+            named = repo or (identity.repository_id if identity is not None else "")
+            raise MirrorError(f"no mirror of {named}; add it first with `sediment mirror add`")
         return found
 
     def locate(self, org_id: str, repo: str, identity: RepositoryIdentity | None = None,

@@ -207,7 +207,7 @@ class SpanReader(JsonReader):
             else:
                 elements.append(element.value)
                 values_size += element.size
-                self._remember(span, element, previous)
+                element = self._remember(span, element, previous)  # the one remembered for this text
             previous = element
             position = _skip_ws(text, end)
             if text.startswith("]", position):
@@ -252,7 +252,10 @@ class SpanReader(JsonReader):
         element = self._seen.get(candidate)
         return (None, None) if element is None else (element, candidate)
 
-    def _remember(self, span: str, element: _Element, previous: _Element | None) -> None:
+    def _remember(self, span: str, element: _Element, previous: _Element | None) -> _Element:
+        """Remember ``element`` as the text ``span`` (or refresh the one remembered for it, which is
+        returned in its place: a text parsed again when another shares its head), linked from
+        ``previous``."""
         known = self._seen.get(span)
         if known is not None:
             self._seen.move_to_end(span)
@@ -265,6 +268,7 @@ class SpanReader(JsonReader):
         if previous is not None:
             previous.following = element
         self._evict()  # here, not once a line is read: a line refused halfway has remembered elements too
+        return element
 
     def _evict(self) -> None:
         while self._size > self._limit and self._seen:
