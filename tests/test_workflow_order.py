@@ -334,6 +334,18 @@ def test_the_reference_order_exports_rows(scratch: Path) -> None:
     assert any(name.startswith("recovery/") and name.endswith(".jsonl") and out[name] for name in out)
 
 
+def _without_mirrors(tmp_path: Path, named: Path | None) -> tuple[DemoInputs, Operator, tuple[str, ...], str]:
+    """A home that holds the demo's calls and no mirror root (``SEDIMENT_MIRROR_PATH`` set to
+    ``named``, when given): the inputs, the operator, an export that needs mirrors and its refusal."""
+    inputs = build(tmp_path / "inputs", Scenario(git_ai_note=False, rename=False, second_workflow=None))
+    operator = Operator(tmp_path / "home", live=False)
+    if named is not None:
+        operator.base["SEDIMENT_MIRROR_PATH"] = str(named)
+    operator.run("ingest", "calls", "--format", "openai-chat", str(inputs.calls))
+    export = ("export", "rlvr", "--target", "sediment", "--out", str(tmp_path / "out"))
+    return inputs, operator, export, operator.run(*export, expect=(1,))
+
+
 @pytest.mark.parametrize("named", [False, True], ids=["default-root", "SEDIMENT_MIRROR_PATH"])
 def test_a_derive_before_the_mirrors_are_set_up_changes_no_later_command(tmp_path: Path, named: bool) -> None:
     """``derive`` before any mirror root exists (the default one, or the one
@@ -341,14 +353,8 @@ def test_a_derive_before_the_mirrors_are_set_up_changes_no_later_command(tmp_pat
     export run after it refuses for want of mirrors exactly as one run before it (it found the
     empty root that derive had made and wrote rows), and the bundle is the one an empty mirror
     root gives."""
-    inputs = build(tmp_path / "inputs", Scenario(git_ai_note=False, rename=False, second_workflow=None))
-    operator = Operator(tmp_path / "home", live=False)
     root = tmp_path / "shared" / "mirrors" if named else tmp_path / "home" / "mirrors"
-    if named:
-        operator.base["SEDIMENT_MIRROR_PATH"] = str(root)
-    operator.run("ingest", "calls", "--format", "openai-chat", str(inputs.calls))
-    export = ("export", "rlvr", "--target", "sediment", "--out", str(tmp_path / "out"))
-    refused = operator.run(*export, expect=(1,))
+    _, operator, export, refused = _without_mirrors(tmp_path, root if named else None)
     assert refused == (f"error: mirror root does not exist or is not a directory: {root}\n" if named else
                        "error: SEDIMENT_MIRROR_PATH is not set; the export needs mirrors (or pass --mirrors)\n")
     where = f"SEDIMENT_MIRROR_PATH names no directory: {root}" if named else \
@@ -377,15 +383,9 @@ def test_a_failed_first_mirror_add_leaves_no_mirror_root(tmp_path: Path, named: 
     missing parents); when it fails, they go with it, so an export after it still refuses for
     want of mirrors (it found the empty root and wrote rows). With no root, ``mirror list`` and
     ``mirror fetch`` find no mirror and ``mirror remove`` refuses in one line."""
-    inputs = build(tmp_path / "inputs", Scenario(git_ai_note=False, rename=False, second_workflow=None))
-    operator = Operator(tmp_path / "home", live=False)
     made = tmp_path / "shared"
     root = made / "team" / "mirrors" if named else tmp_path / "home" / "mirrors"
-    if named:
-        operator.base["SEDIMENT_MIRROR_PATH"] = str(root)
-    operator.run("ingest", "calls", "--format", "openai-chat", str(inputs.calls))
-    export = ("export", "rlvr", "--target", "sediment", "--out", str(tmp_path / "out"))
-    refused = operator.run(*export, expect=(1,))
+    inputs, operator, export, refused = _without_mirrors(tmp_path, root if named else None)
     failed = operator.run("mirror", "add", REPO, str(tmp_path / "no-such-repository"), expect=(1,))
     assert failed.startswith("error: ") and failed.count("\n") == 1, failed
     assert not root.exists() and not made.exists()
