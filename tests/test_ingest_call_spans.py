@@ -28,12 +28,16 @@ CAPTURED = datetime(2026, 7, 1, tzinfo=UTC)
 
 
 def _record_line(session: str, pieces: list[str], output: dict[str, Any], call: int, *, gap: str = ", ",
-                 key: str = "messages") -> str:
-    """A request/response pair whose ``request.messages`` is the given element texts."""
+                 key: str = "messages", tools: list[str] | None = None, tools_first: bool = False) -> str:
+    """A request/response pair whose ``request.messages`` is the given element texts, and whose
+    ``request.tools`` (when given) is the given tool texts, after the messages or before them."""
     response = {"id": f"resp-{session}-{call}", "model": "m",
                 "choices": [{"index": 0, "message": output, "finish_reason": "stop"}]}
-    return (f'{{"session_id": "{session}", "request": {{"model": "m", "{key}": [' + gap.join(pieces)
-            + f"]}}, \"response\": {json.dumps(response)}}}")
+    listed = f'"{key}": [' + gap.join(pieces) + "]"
+    if tools is not None:
+        declared = '"tools": [' + gap.join(tools) + "]"
+        listed = f"{declared}, {listed}" if tools_first else f"{listed}, {declared}"
+    return f'{{"session_id": "{session}", "request": {{"model": "m", {listed}}}, "response": {json.dumps(response)}}}'
 
 
 def _ingest(path: Path, home: Path, mode: str, call_format: str = "openai-chat") -> tuple[Any, FactStore]:
@@ -79,6 +83,15 @@ def _same_everywhere(lines: list[str], call_format: str = "openai-chat") -> tupl
                 assert fast[field] == plain[field] == bare[field], field
         stored = json.dumps(facts["fast"], default=str)
         assert SECRET not in stored and GROWN not in stored  # every secret redacted, however it came
+        sent = {}
+        for line in lines:  # each stored call's raw record reads back as sent, its replayed lists included
+            with contextlib.suppress(RecordProblem):
+                record = JsonReader().parse(line)
+                if SECRET[:8] not in json.dumps(record) and NEAR[:8] not in json.dumps(record):
+                    sent[record["response"]["id"]] = record
+        for fact in facts["fast"]:
+            if fact["raw"]["response"]["id"] in sent:
+                assert _typed(fact["raw"], keyed=True) == _typed(sent[fact["raw"]["response"]["id"]], keyed=True)
         reader = SpanReader(min_line=0)
         plain_reader = JsonReader()
         for line in lines:
@@ -92,12 +105,14 @@ def _same_everywhere(lines: list[str], call_format: str = "openai-chat") -> tupl
         return problems["fast"], reader.reused
 
 
-def _typed(value: Any) -> Any:
-    """``value`` with every scalar's type beside it (``==`` takes 1, 1.0 and true for one)."""
+def _typed(value: Any, *, keyed: bool = False) -> Any:
+    """``value`` with every scalar's type beside it (``==`` takes 1, 1.0 and true for one); its
+    objects' keys in order, or ``keyed`` by name (the store keeps objects by key)."""
     if isinstance(value, dict):
-        return [(key, _typed(item)) for key, item in value.items()]
+        items = sorted(value.items()) if keyed else value.items()
+        return [(key, _typed(item, keyed=keyed)) for key, item in items]
     if isinstance(value, list):
-        return [_typed(item) for item in value]
+        return [_typed(item, keyed=keyed) for item in value]
     return (type(value).__name__, json.dumps(value))
 
 
@@ -167,13 +182,40 @@ SPELLINGS = ["plain", "compact", "unicode", "reordered", "spaced", "number", "ex
 
 
 @st.composite
+def tool_entries(draw: st.DrawFn) -> dict[str, Any]:
+    description = draw(st.one_of(TEXT, st.just(f"uses {SECRET}")))
+    return {"type": "function", "function": {"name": draw(st.sampled_from(["read", "edit", "run"])),
+                                              "description": description,
+                                              "parameters": {"type": "object", "properties": {
+                                                  "n": {"type": "integer", "default": draw(NUMBER)}}}}}
+
+
+def _tool_step(draw: st.DrawFn, tools: list[str] | None) -> list[str] | None:
+    """The tool list a Session's next call declares: the same texts again (most often), one entry
+    spelled otherwise (the same value in other bytes, or another value), one more entry, or none."""
+    step = draw(st.sampled_from(["same", "same", "respell", "append", "none"]))
+    if step == "none" or tools is None:
+        return None if step == "none" else [json.dumps(draw(tool_entries())) for _ in range(draw(st.integers(0, 3)))]
+    tools = list(tools)
+    if step == "respell" and tools:
+        index = draw(st.integers(0, len(tools) - 1))
+        tools[index] = _spell(json.loads(tools[index]), draw(st.sampled_from([s for s in SPELLINGS if s != "secret"])))
+    elif step == "append":
+        tools.append(json.dumps(draw(tool_entries())))
+    return tools
+
+
+@st.composite
 def histories(draw: st.DrawFn) -> list[str]:
     """Lines of up to two interleaved Sessions: each call replays the previous call's
     messages and output byte for byte, except where a step rewrites one replayed message or
-    compacts the history into a summary."""
+    compacts the history into a summary; and declares the tools of the previous call again,
+    except where a step respells or adds one, or declares none."""
     lines: list[str] = []
     state: dict[str, list[str]] = {"s1": [], "s2": []}
     last_output: dict[str, str | None] = {"s1": None, "s2": None}
+    declared: dict[str, list[str] | None] = {"s1": None, "s2": None}
+    tools_first = draw(st.booleans())
     for call in range(draw(st.integers(1, 7))):
         session = draw(st.sampled_from(["s1", "s2"]))
         history = state[session]
@@ -190,7 +232,9 @@ def histories(draw: st.DrawFn) -> list[str]:
         output = draw(messages().filter(lambda m: m["role"] != "tool"))
         output["role"] = "assistant"
         last_output[session] = json.dumps(output)
-        lines.append(_record_line(session, list(history), output, call, gap=draw(st.sampled_from([", ", ",", " ,\t"]))))
+        declared[session] = _tool_step(draw, declared[session])
+        lines.append(_record_line(session, list(history), output, call, gap=draw(st.sampled_from([", ", ",", " ,\t"])),
+                                  tools=declared[session], tools_first=tools_first))
     return lines
 
 
@@ -402,3 +446,60 @@ def test_a_batch_is_appended_once_its_lines_reach_the_byte_bound(tmp_path: Path,
     assert batches[1] == ([*expected, held] if held else expected)
     assert len(batches[1]) >= 2 and sum(batches[1]) == 12
     assert contents[0] == contents[1]
+
+
+def _tool_session(calls: int) -> list[str]:
+    """One Session declaring the same four tools with every call; from call 8 on, a fifth, which
+    is the first spelled with another number (``1.0``: another value)."""
+    tools = [json.dumps({"type": "function", "function": {
+        "name": f"tool{n}", "description": f"does {n} " + "d" * 3000,
+        "parameters": {"type": "object", "properties": {"x": {"type": "integer", "default": 1}}}}}) for n in range(4)]
+    history: list[str] = []
+    lines = []
+    for call in range(calls):
+        history.append(json.dumps({"role": "user", "content": f"turn {call} " + "x" * 300}))
+        declared = tools if call < 8 else [*tools, tools[0].replace('"default": 1', '"default": 1.0')]
+        output = {"role": "assistant", "content": f"answer {call}"}
+        lines.append(_record_line("s", list(history), output, call, tools=declared))
+        history.append(json.dumps(output))
+    return lines
+
+
+def test_a_tool_list_sent_with_every_call_is_stored_once_and_read_back_as_sent(tmp_path: Path) -> None:
+    """An agent declares its tools with every call. Each call's body holds its raw tool list as a
+    delta on the Session's previous call (the entries kept, the new ones' hashes), not the list
+    again, and every call reads back as sent (``_same_everywhere``)."""
+    from sediment.store.blob_codec import unpack
+
+    lines = _tool_session(10)
+    _same_everywhere(lines)
+    path = tmp_path / "calls.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _ingest(path, tmp_path, "fast")
+    with sqlite3.connect(tmp_path / "fast.db") as db:
+        rows = db.execute("SELECT c.raw_refs, b.content FROM inference_calls c JOIN blobs b ON b.blob_hash = c.record "
+                          "ORDER BY c.observed_at, c.fact_id").fetchall()
+    deltas = []
+    for refs, content in rows:
+        assert ["request", "tools"] in json.loads(refs)
+        deltas.append(json.loads(unpack(content))["raw"]["request"]["tools"])
+    first = [delta for delta in deltas if delta["base"] is None]
+    assert len(first) == 1 and first[0]["keep"] == 0 and len(first[0]["add"]) == 4
+    again = sorted((delta["keep"], len(delta["add"])) for delta in deltas if delta["base"] is not None)
+    assert again == [(4, 0)] * 7 + [(4, 1)] + [(5, 0)]  # the fifth tool, stored once, then kept
+
+
+def test_the_replay_memo_gives_a_resent_tool_list_the_previous_calls_entries() -> None:
+    """Entries equal to the previous call's at their place become those very objects (so the
+    redaction and the store skip them by identity); an entry spelled with another value stays."""
+    lines = _tool_session(10)
+    memo = ReplayMemo()
+    records = [JsonReader().parse(line) for line in lines]
+    calls = [translate_call(record, format="openai-chat", org_id=ORG, captured_at=CAPTURED, memo=memo).facts[0]
+             for record in records]
+    first, second, changed = (record["request"]["tools"] for record in (records[0], records[1], records[8]))
+    assert all(a is b for a, b in zip(second, first, strict=True))
+    assert all(a is b for a, b in zip(calls[1].tools or (), calls[0].tools or (), strict=True))  # type: ignore[attr-defined]
+    assert all(a is b for a, b in zip(changed[:4], first, strict=True))
+    assert changed[4]["function"]["parameters"]["properties"]["x"]["default"] == 1.0
+    assert type(changed[4]["function"]["parameters"]["properties"]["x"]["default"]) is float

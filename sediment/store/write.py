@@ -36,10 +36,16 @@ from sediment.store.keys import fact_org, table_and_key
 HASH_CACHE_SIZE = 4096
 TOOL_LISTS_CACHE_SIZE = 256
 KNOWN_BLOBS_LIMIT = 2_000_000
-LAST_INPUTS_SESSIONS = 256
+#: How many (Session, list) keys the writer remembers the last list of: 128 Sessions' typed inputs,
+#: replayed raw messages and raw tool lists.
+LAST_INPUTS_SESSIONS = 384
 _COMPACT = json.JSONEncoder(separators=(",", ":"))  # a hash list's delta, as json.dumps with them writes it
-#: Lists of a call's ``raw`` payload that replay earlier turns; stored as content blobs.
-REPLAYED_RAW_LISTS: tuple[tuple[str, ...], ...] = (("request", "messages"), ("request", "input"), ("messages",))
+#: Lists of a call's ``raw`` payload that each call of a Session sends again: the turns it replays,
+#: and the tool list an agent declares with every call (tens of KB for a coding agent). Each is
+#: stored as a delta on the Session's previous call, its entries as content blobs, so a call costs
+#: the store its new entries, not the whole list again.
+REPLAYED_RAW_LISTS: tuple[tuple[str, ...], ...] = (("request", "messages"), ("request", "input"), ("messages",),
+                                                   ("request", "tools"))
 
 #: One replayed hash list of a prepared call: its delta as encoded when it was prepared, and the
 #: whole list when the delta's base is not among the earlier calls of the same batch (else None).
@@ -385,7 +391,8 @@ class FactWriter(StoreEngine):
 
     def _externalize_raw(self, fact: InferenceCall, replay: dict[str, Replay], batch: set[tuple[str, str, str]],
                          portable: bool) -> tuple[dict[str, Any], list[list[str]]]:
-        """Move replayed message lists out of ``raw`` into blobs (restored exactly on read)."""
+        """Move the replayed lists (:data:`REPLAYED_RAW_LISTS`) out of ``raw`` into blobs
+        (restored exactly on read)."""
         refs: list[list[str]] = []
         raw = fact.raw
         result = raw

@@ -1,16 +1,17 @@
 """Reading a call log line without re-parsing its replayed history.
 
-In one Session, call *n*'s request replays the messages of call *n−1* byte for byte. A
-:class:`SpanReader` reads a record's replayed list (``request.messages``, ``request.input``, or
-a LiteLLM payload's ``messages``) element by element straight from the line: an element
+In one Session, call *n*'s request replays the messages of call *n−1* byte for byte, and
+declares the same tools again. A :class:`SpanReader` reads a record's replayed lists
+(``request.messages``, ``request.input``, or a LiteLLM payload's ``messages``, and
+``request.tools``) element by element straight from the line: an element
 whose text starts exactly like a container already read and validated (``{…}`` or ``[…]``) is
 that very parsed object, found by comparing characters, never parsed again; any other element is
 parsed where it stands. Before that, the list's bytes are compared with the whole bytes of the
 few lists read last (from the first element's start to the last one's end): when one stands
 there whole, followed by ``,`` or ``]``, its elements are taken at once (a Session's previous
 call replayed: one comparison of bytes, before any of them is decoded, instead of one per
-element). Only what follows it is decoded. The rest of the record (the line with the list cut
-out) is parsed as usual and the list is put back in its place.
+element). Only what follows it is decoded. The rest of the record (the line with the lists cut
+out) is parsed as usual and each list is put back in its place.
 
 Exact by construction: a JSON container's value is decided by its own characters up to its
 closing bracket, so equal text at a value position is an equal value (and equal UTF-8 bytes
@@ -34,8 +35,9 @@ from typing import Any, Final
 from sediment.ingest.reading.json_text import MAX_DEPTH, JsonReader, RecordProblem, _skip_ws, _utf8
 
 #: The replayed lists read span by span, as paths of plain keys (the same lists the store keeps
-#: as content blobs).
-REPLAYED_LISTS: Final[tuple[tuple[str, ...], ...]] = (("request", "messages"), ("request", "input"), ("messages",))
+#: as content blobs): the turns a call replays, and the tool list an agent sends with every call.
+REPLAYED_LISTS: Final[tuple[tuple[str, ...], ...]] = (("request", "messages"), ("request", "input"), ("messages",),
+                                                      ("request", "tools"))
 #: The deepest level a replayed list sits at (record 1, ``request`` 2, the list 3): an element
 #: may nest ``MAX_DEPTH - LIST_LEVEL`` levels, the most any of the lists allows.
 LIST_LEVEL: Final = 3
@@ -146,31 +148,46 @@ class SpanReader(JsonReader):
         return super().parse(data)
 
     def _spliced(self, line: bytes) -> dict[str, Any] | None:
-        found = _find_list(line)
-        if found is None:
+        """The record with each replayed list read element by element (:meth:`_elements`) and the
+        text around them parsed as one, each list cut out as ``[]`` and put back in its place."""
+        position = _skip(line, 0)
+        if not line.startswith(b"{", position):
             return None
-        path, start = found
-        elements, rest = self._elements(line, start)
-        if elements is None:
+        scan = _Scan(position + 1)
+        pieces: list[str] = []
+        placed: list[tuple[tuple[str, ...], list[Any]]] = []
+        cut = 0  # the first byte of the line not yet taken into ``pieces``
+        while (found := scan.next_list(line)) is not None:
+            path, start = found
+            elements, end = self._elements(line, start)
+            if elements is None:
+                return None
+            pieces += (_utf8(line[cut:start]), "[]")
+            placed.append((path, elements))
+            cut = end
+            scan.past_list(end)
+        if not placed:
             return None
-        value = super().parse(_utf8(line[:start]) + "[]" + rest)
+        pieces.append(_utf8(line[cut:]))
+        value = super().parse("".join(pieces))
         if type(value) is not dict:
-            return None  # pragma: no cover - _find_list found the record's object
-        holder: Any = value
-        for key in path[:-1]:
-            holder = holder.get(key) if type(holder) is dict else None
-        if type(holder) is not dict or holder.get(path[-1]) != [] or type(holder[path[-1]]) is not list:
-            return None  # pragma: no cover - _find_list names the list the parse puts there
-        holder[path[-1]] = elements
+            return None  # pragma: no cover - the scan found the record's object
+        for path, elements in placed:
+            holder: Any = value
+            for key in path[:-1]:
+                holder = holder.get(key) if type(holder) is dict else None
+            if type(holder) is not dict or holder.get(path[-1]) != [] or type(holder[path[-1]]) is not list:
+                return None  # pragma: no cover - the scan names the list the parse puts there
+            holder[path[-1]] = elements
         return value
 
-    def _elements(self, line: bytes, start: int) -> tuple[list[Any] | None, str]:
-        """The elements of the array at byte ``start`` (None: not plain) and the text after it
-        (decoded once: the rest of the record is parsed from it)."""
+    def _elements(self, line: bytes, start: int) -> tuple[list[Any] | None, int]:
+        """The elements of the array at byte ``start`` (None: not plain) and the byte after its
+        closing bracket."""
         elements: list[Any] = []
         index = _skip(line, start + 1)
         if line.startswith(b"]", index):
-            return elements, _utf8(line[index + 1:])
+            return elements, index + 1
         first = index
         previous: _Element | None = None
         values_size = 0  # the bytes the elements' values take
@@ -181,7 +198,7 @@ class SpanReader(JsonReader):
                 self._lists.remove(replayed)
                 self._lists.append(replayed)  # the newest again: the last to be forgotten
                 self.reused += len(replayed.values)
-                return list(replayed.values), _utf8(line[after + 1:])
+                return list(replayed.values), after + 1
             if line.startswith(b",", after):
                 elements = list(replayed.values)
                 self.reused += len(elements)
@@ -213,10 +230,10 @@ class SpanReader(JsonReader):
             if text.startswith("]", position):
                 break
             if not text.startswith(",", position):
-                return None, ""
+                return None, 0
             position = _skip_ws(text, position + 1)
         self._remember_list(line, first, index + _byte_length(text, end), elements, previous, values_size)
-        return elements, text[position + 1:]
+        return elements, index + _byte_length(text, position + 1)
 
     def _replayed(self, line: bytes, index: int) -> _List | None:
         """The newest remembered list whose whole bytes stand at ``index`` (a Session's previous
@@ -299,44 +316,59 @@ def _byte_length(text: str, characters: int) -> int:
     return characters if text.isascii() else len(text[:characters].encode("utf-8"))
 
 
-def _find_list(line: bytes) -> tuple[tuple[str, ...], int] | None:
-    """The path and start index of the first replayed list of the record in ``line``, found by
-    its keys' plain spellings; None when the record is not an object or holds none. Only the
-    containers on a listed path are entered; any other is skipped whole."""
-    position = _skip(line, 0)
-    if not line.startswith(b"{", position):
-        return None
-    position += 1
-    path: list[bytes | None] = []  # the keys of the open containers below the record
-    key: bytes | None = None
-    while True:
-        match = _TOKEN.search(line, position)
-        if match is None:
+class _Scan:
+    """A scan of a record's line for its replayed lists (:data:`REPLAYED_LISTS`), found by their
+    keys' plain spellings. Only the containers on a listed path are entered; any other is skipped
+    whole. After a list is found, the caller reads it and resumes the scan past its end, up to the
+    end of the object holding it (the replayed lists of a record are siblings: the rest of the
+    record is left to the parse)."""
+
+    def __init__(self, position: int) -> None:
+        self._position = position  # just inside the record's object
+        self._path: list[bytes | None] = []  # the keys of the open containers below the record
+        self._key: bytes | None = None
+        self._holder: int | None = None  # the depth of the object holding the lists found
+        self._done = False
+
+    def next_list(self, line: bytes) -> tuple[tuple[str, ...], int] | None:
+        """The path and start index of the next replayed list; None when the record holds no
+        more (or is not plain here: the parse of what is left then decides)."""
+        if self._done:
             return None
-        at, position = match.span()
-        char = line[at:at + 1]
-        if char == b'"':
-            if line.startswith(b":", _skip(line, position)):  # a key, not a value
-                name = line[at + 1:position - 1] if position - at <= _LONGEST_KEY else None
-                key = name if name in _KEYS else None
-            continue
-        if char in (b"[", b"{"):
-            here = (*path, key)
-            if char == b"[" and here in _PATHS:
-                return tuple(name.decode("ascii") for name in here if name is not None), at
-            if char == b"{" and here in _PREFIXES:
-                path.append(key)
-                key = None
+        while True:
+            match = _TOKEN.search(line, self._position)
+            if match is None:
+                break
+            at, self._position = match.span()
+            char = line[at:at + 1]
+            if char == b'"':
+                if line.startswith(b":", _skip(line, self._position)):  # a key, not a value
+                    name = line[at + 1:self._position - 1] if self._position - at <= _LONGEST_KEY else None
+                    self._key = name if name in _KEYS else None
                 continue
-            end = _skip_container(line, at)
-            if end is None:
-                return None
-            position, key = end, None
-            continue
-        if not path:
-            return None  # the record's own object closed
-        path.pop()
-        key = None
+            if char in (b"[", b"{"):
+                here = (*self._path, self._key)
+                if char == b"[" and here in _PATHS:
+                    return tuple(name.decode("ascii") for name in here if name is not None), at
+                if char == b"{" and here in _PREFIXES:
+                    self._path.append(self._key)
+                    self._key = None
+                    continue
+                end = _skip_container(line, at)
+                if end is None:
+                    break
+                self._position, self._key = end, None
+                continue
+            if not self._path or (self._holder is not None and len(self._path) <= self._holder):
+                break  # the record's own object, or the one holding the lists found, closed
+            self._path.pop()
+            self._key = None
+        self._done = True
+        return None
+
+    def past_list(self, end: int) -> None:
+        """Resume after the list just found, which ends before byte ``end``."""
+        self._position, self._key, self._holder = end, None, len(self._path)
 
 
 def _skip_container(line: bytes, index: int) -> int | None:

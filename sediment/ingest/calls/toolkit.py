@@ -28,6 +28,7 @@ from itertools import takewhile
 from operator import is_, truth
 from typing import Any, Literal, Protocol
 
+import orjson
 from pydantic import TypeAdapter, ValidationError
 
 from sediment.errors import validation_message
@@ -102,15 +103,35 @@ def identical_prefix(items: Sequence[Any], previous: Sequence[Any]) -> int:
 
 def same_json(a: Any, b: Any) -> bool:
     """Whether two parsed JSON values are the same value, types included: Python's ``==`` takes
-    ``1``, ``1.0`` and ``true`` (and ``0.0`` and ``-0.0``) for one, which a stored record must not."""
+    ``1``, ``1.0`` and ``true`` (and ``0.0`` and ``-0.0``) for one, which a stored record must not.
+    Once ``==`` holds, the two encodings tell them apart: orjson's, or the standard encoder's
+    for what orjson refuses (an integer past 64 bits). Both spell every non-finite float alike
+    (orjson as ``null``), but ``==`` holds then only for the very same float or for equal
+    infinities, which are the same value."""
     if a is b:
         return True
     if a != b:
         return False
     try:
+        return orjson.dumps(a) == orjson.dumps(b)
+    except TypeError:  # orjson.JSONEncodeError is one
+        pass
+    try:
         return json.dumps(a) == json.dumps(b)
     except (TypeError, ValueError):  # not plain JSON (cannot be replayed context): not the same
         return False
+
+
+def adopt_same(items: list[Any], previous: Sequence[Any]) -> bool:
+    """Put in ``items`` the very element of ``previous`` wherever the two hold the same JSON at
+    the same position (:func:`same_json`), so what follows (redaction, the store's encoding)
+    meets objects it has seen and skips them by identity; True when the two lists are then the
+    same elements. The JSON of ``items`` is unchanged."""
+    kept = identical_prefix(items, previous)
+    for index in range(kept, min(len(items), len(previous))):
+        if same_json(items[index], previous[index]):
+            items[index] = previous[index]
+    return len(items) == len(previous) and identical_prefix(items, previous) == len(items)
 
 
 class ReplayMemo:
@@ -143,9 +164,18 @@ class ReplayMemo:
 
     def tools(self, session: str, value: Any, read: Callable[[], ToolDefinitions]) -> ToolDefinitions:
         """The definitions of the tool list ``value``: the previous call's very tuple when the
-        Session's previous call declared an equal list, else ``read()``."""
+        Session's previous call declared an equal list, else ``read()``. Each entry equal to the
+        previous list's entry at its place becomes that very entry (:func:`adopt_same`), so the raw
+        list that a call resends costs its redaction and the store one identity check an entry."""
         last = self._tools.pop(session, None)
-        if last is None or not same_json(value, last[0]):
+        if last is not None:
+            if type(value) is list and type(last[0]) is list:
+                same = adopt_same(value, last[0])
+            else:
+                same = same_json(value, last[0])
+            if not same:
+                last = None
+        if last is None:
             last = (value, read())
         self._tools[session] = last
         while len(self._tools) > self._limit:

@@ -306,27 +306,37 @@ def _cached_message(message: InferenceMessage, cache: ContentCache) -> _Walked:
 
 def _tools(tools: tuple[ToolDefinition, ...] | None, found: list[Finding],
            cache: ContentCache | None) -> tuple[ToolDefinition, ...] | None:
+    """The tool definitions redacted. Each call's list is a new tuple (the call's model builds
+    one), but a list declared again holds the very definitions of the previous call's
+    (:class:`~sediment.ingest.calls.toolkit.ReplayMemo`): with ``cache``, they are looked up by
+    identity, as messages are."""
     if tools is None:
         return None
-    hit = cache.get(tools) if cache is not None else None
-    if hit is not None:
-        found.extend(hit[1])
-        redacted: tuple[ToolDefinition, ...] = hit[0]
-        return redacted
-    local: list[Finding] = []
-    changed = []
-    for tool in tools:
-        description = _walk(tool.description, local, None)
-        parameters = _walk(tool.parameters, local, None)
-        if description is tool.description and parameters is tool.parameters:
-            changed.append(tool)
-        else:
-            changed.append(tool.model_copy(update={"description": description, "parameters": parameters}))
-    result = tools if all(a is b for a, b in zip(changed, tools, strict=True)) else tuple(changed)
-    found.extend(local)
     if cache is not None:
-        cache.put(tools, result, tuple(local))
-    return result
+        results = cache.walk_list(tools, lambda tool: _cached_tool(tool, cache), found)
+        return tools if all(map(is_, results, tools)) else tuple(results)
+    local: list[Finding] = []
+    result = tuple(_tool(tool, local) for tool in tools)
+    found.extend(local)
+    return tools if all(map(is_, result, tools)) else result
+
+
+def _tool(tool: ToolDefinition, found: list[Finding]) -> ToolDefinition:
+    description = _walk(tool.description, found, None)
+    parameters = _walk(tool.parameters, found, None)
+    if description is tool.description and parameters is tool.parameters:
+        return tool
+    return tool.model_copy(update={"description": description, "parameters": parameters})
+
+
+def _cached_tool(tool: ToolDefinition, cache: ContentCache) -> _Walked:
+    hit = cache.get(tool)
+    if hit is not None:
+        return hit
+    local: list[Finding] = []
+    new = _tool(tool, local)
+    cache.put(tool, new, tuple(local))
+    return new, tuple(local)
 
 
 def redact_call(call: InferenceCall, *, cache: ContentCache | None = None) -> InferenceCall:
