@@ -1,7 +1,8 @@
 """Benchmark harness: synthesize an organisation, run the real CLI stages, print one table.
 
     python bench/run.py --profile smoke|pilot-tenth|pilot [--sessions N] [--workers N] [--compress zst|gz|none]
-                        [--uncommitted-every N] [--scaling N] [--leakage N] [--report docs/performance.md]
+                        [--uncommitted-every N] [--tool-list-bytes N] [--scaling N] [--leakage N]
+                        [--report docs/performance.md]
                         [--keep DIR]
                         [--engine ray [--database-url postgresql://…]]
     python bench/run.py --curve [--curve-calls 100,400,1600] [--curve-sessions 10,40,160]
@@ -432,6 +433,9 @@ def main() -> None:
                              "(Zstandard, the default), gz or none (plain); ingest reads it as it is")
     parser.add_argument("--keep", type=Path, help="work directory to keep (default: a temp dir, removed)")
     parser.add_argument("--report", type=Path, help="also write the markdown report here")
+    parser.add_argument("--tool-list-bytes", type=int, default=0, metavar="N",
+                        help="every call declares about N bytes of tool definitions, as a coding agent "
+                             "does (default 0: none)")
     parser.add_argument("--engine", choices=("local", "ray"), default="local",
                         help="ray: compare one process, local workers and a local Ray cluster (bench/engines.py)")
     parser.add_argument("--database-url", default=os.environ.get("SEDIMENT_TEST_DATABASE_URL"),
@@ -470,6 +474,11 @@ def main() -> None:
     profile = PROFILES[args.profile]
     if args.sessions:
         profile = replace(profile, name=f"{profile.name} ({args.sessions} sessions)", sessions=args.sessions)
+    if args.tool_list_bytes < 0:
+        parser.error("--tool-list-bytes: expected 0 or a positive integer")
+    if args.tool_list_bytes:
+        profile = replace(profile, name=f"{profile.name} (tools {args.tool_list_bytes:,} bytes)",
+                          tool_bytes=args.tool_list_bytes)
     if args.uncommitted_every < 0:
         parser.error("--uncommitted-every: expected 0 or a positive integer")
     if args.uncommitted_every:

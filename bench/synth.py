@@ -23,6 +23,7 @@ bytes are never on disk. ``input_bytes`` counts the replayed (inflated) bytes,
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import json
@@ -55,6 +56,9 @@ class Profile:
     assistant_bytes: int = 2048
     #: every Nth Session commits nothing and writes no note (0: every Session commits)
     uncommitted_every: int = 0
+    #: about how many bytes of tool definitions every call declares (0: none), as a coding
+    #: agent declares its tools with every call (tens of KB)
+    tool_bytes: int = 0
 
     def commits(self, index: int) -> bool:
         """Whether Session ``index`` commits (with a note) and has CI runs."""
@@ -102,6 +106,23 @@ class _Text:
         return (label + " " + block[start:start + size])[:size]
 
 
+@functools.cache
+def tool_list(size: int) -> list[dict[str, Any]]:
+    """Function tools of about ``size`` bytes of JSON in all, the same for every call of every
+    Session (one agent's tools): each with a description and a small parameter schema."""
+    text = _Text(11)
+    tools: list[dict[str, Any]] = []
+    while len(json.dumps(tools)) < size:
+        n = len(tools)
+        tools.append({"type": "function", "function": {
+            "name": f"tool_{n}", "description": text.make(f"[tool {n}]", 1500, 7 * n + 3),
+            "parameters": {"type": "object", "properties": {
+                "path": {"type": "string", "description": text.make(f"[tool {n} path]", 120, 11 * n)},
+                "limit": {"type": "integer", "minimum": 1, "default": 2000}},
+                "required": ["path"], "additionalProperties": False}}})
+    return tools
+
+
 def session_id(index: int) -> str:
     return f"bench-s{index:05d}"
 
@@ -133,7 +154,8 @@ def _session(profile: Profile, text: _Text, index: int) -> tuple[str, list[dict[
         records.append({
             "session_id": session,
             "observed_at": (start + timedelta(seconds=10 * turn)).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "request": {"model": "bench-model", "messages": history},
+            "request": {"model": "bench-model", "messages": history,
+                        **({"tools": tool_list(profile.tool_bytes)} if profile.tool_bytes else {})},
             "response": {"id": f"chatcmpl-{session}-{turn}", "object": "chat.completion", "model": "bench-model",
                          "choices": [{"index": 0, "message": message,
                                       "finish_reason": "stop" if last else "tool_calls"}],
@@ -216,6 +238,8 @@ def synthesize(profile: Profile, directory: Path, *, seed: int = 7, compression:
     handle = None
     deliveries = []
     decisions: list[tuple[datetime, str, dict[str, str | bool]]] = []
+    if profile.tool_bytes:  # one agent's tools: unique content once
+        result.unique_message_bytes += len(json.dumps(tool_list(profile.tool_bytes), sort_keys=True))
     for index in range(profile.sessions):
         if index % SESSIONS_PER_FILE == 0:
             if handle is not None:

@@ -98,3 +98,30 @@ def test_the_ingest_phase_table_times_each_phase_of_a_real_ingest(tmp_path: Path
                      "encode, hash, compress blobs", "store: write (SQLite)", "reading and the rest"]
     assert all(float(seconds) > 0 for _, seconds in rows[1:-1])
     assert "x the parse floor" in done.stdout.splitlines()[0]
+
+
+def test_a_profile_with_tools_declares_one_agents_tool_list_with_every_call(tmp_path: Path) -> None:
+    """``--tool-list-bytes N``: every call declares the same tools, about N bytes of them, and
+    each call's tools read back from the store as declared."""
+    import json
+
+    import synth
+
+    from sediment.ingest.calls import ReplayMemo, translate_call
+    from sediment.ingest.calls.spans import SpanReader
+    from sediment.ingest.reading.files import ingest_files
+    from sediment.store import FactStore
+
+    written = synth.synthesize(Profile("tiny", 2, 4, tool_bytes=8_000), tmp_path, compression="none")
+    records = [json.loads(line) for path in written.call_files for line in path.read_text().splitlines()]
+    declared = [record["request"]["tools"] for record in records]
+    assert len(declared) == written.calls and all(tools == declared[0] for tools in declared)
+    assert 8_000 <= len(json.dumps(declared[0])) < 8_000 + 2_500
+    store = FactStore(f"sqlite:///{tmp_path / 'facts.db'}")
+    memo = ReplayMemo()
+    report = ingest_files([str(p) for p in written.call_files], lambda record: translate_call(
+        record, format="openai-chat", org_id="bench", captured_at=synth.T0, memo=memo), store, reader=SpanReader)
+    assert report.stored["inference_calls"] == written.calls
+    read_back = [call.raw["request"]["tools"] for session in store.session_ids("bench")  # type: ignore[index]
+                 for call in store.calls_for_session("bench", session)]
+    assert read_back == declared
