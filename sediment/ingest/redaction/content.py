@@ -282,7 +282,7 @@ def _message(message: InferenceMessage, found: list[Finding]) -> InferenceMessag
 def _messages(messages: tuple[InferenceMessage, ...], found: list[Finding],
               cache: ContentCache | None) -> tuple[InferenceMessage, ...]:
     if cache is not None:
-        results = cache.walk_list(messages, lambda message: _cached_message(message, cache), found)
+        results = cache.walk_list(messages, lambda message: _cached(message, _message, cache), found)
         return messages if all(map(is_, results, messages)) else tuple(results)
     redacted: list[InferenceMessage] | None = None
     for index, message in enumerate(messages):
@@ -294,13 +294,14 @@ def _messages(messages: tuple[InferenceMessage, ...], found: list[Finding],
     return messages if redacted is None else tuple(redacted)
 
 
-def _cached_message(message: InferenceMessage, cache: ContentCache) -> _Walked:
-    hit = cache.get(message)
+def _cached(item: Any, redact: Callable[[Any, list[Finding]], Any], cache: ContentCache) -> _Walked:
+    """A message or tool definition redacted by ``redact``, through the identity cache."""
+    hit = cache.get(item)
     if hit is not None:
         return hit
     local: list[Finding] = []
-    new = _message(message, local)
-    cache.put(message, new, tuple(local))
+    new = redact(item, local)
+    cache.put(item, new, tuple(local))
     return new, tuple(local)
 
 
@@ -313,7 +314,7 @@ def _tools(tools: tuple[ToolDefinition, ...] | None, found: list[Finding],
     if tools is None:
         return None
     if cache is not None:
-        results = cache.walk_list(tools, lambda tool: _cached_tool(tool, cache), found)
+        results = cache.walk_list(tools, lambda tool: _cached(tool, _tool, cache), found)
         return tools if all(map(is_, results, tools)) else tuple(results)
     local: list[Finding] = []
     result = tuple(_tool(tool, local) for tool in tools)
@@ -327,16 +328,6 @@ def _tool(tool: ToolDefinition, found: list[Finding]) -> ToolDefinition:
     if description is tool.description and parameters is tool.parameters:
         return tool
     return tool.model_copy(update={"description": description, "parameters": parameters})
-
-
-def _cached_tool(tool: ToolDefinition, cache: ContentCache) -> _Walked:
-    hit = cache.get(tool)
-    if hit is not None:
-        return hit
-    local: list[Finding] = []
-    new = _tool(tool, local)
-    cache.put(tool, new, tuple(local))
-    return new, tuple(local)
 
 
 def redact_call(call: InferenceCall, *, cache: ContentCache | None = None) -> InferenceCall:
