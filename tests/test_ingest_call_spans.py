@@ -345,10 +345,13 @@ def test_spans_are_forgotten_beyond_the_memory_and_still_read_exactly() -> None:
         assert _typed(reader.parse(line)) == _typed(JsonReader().parse(line))
 
 
-def test_workers_read_with_their_own_span_reader(tmp_path: Path) -> None:
+@pytest.mark.parametrize("session", [_session, lambda calls: _tool_session(calls + 6)], ids=["messages", "tools"])
+def test_workers_read_with_their_own_span_reader(tmp_path: Path, session: Any) -> None:
+    """Two workers store what one stores, byte for byte, replayed tool lists included (each
+    worker's first call of a Session carries its whole list)."""
     for index in range(2):
         (tmp_path / f"calls-{index}.jsonl").write_text("\n".join(
-            line.replace('"s"', f'"s{index}"').replace("resp-s-", f"resp-s{index}-") for line in _session(4)) + "\n")
+            line.replace('"s"', f'"s{index}"').replace("resp-s-", f"resp-s{index}-") for line in session(4)) + "\n")
     paths = sorted(str(p) for p in tmp_path.glob("calls-*.jsonl"))
     contents = []
     for workers, reader in ((1, None), (2, lambda: SpanReader(min_line=0))):
@@ -357,7 +360,7 @@ def test_workers_read_with_their_own_span_reader(tmp_path: Path) -> None:
         report = ingest_files(paths, lambda record, memo=memo: translate_call(  # type: ignore[misc]
             record, format="openai-chat", org_id=ORG, captured_at=CAPTURED, memo=memo), store, workers=workers,
             reader=reader)
-        assert report.stored["inference_calls"] == 8 and not report.problems
+        assert report.stored["inference_calls"] == 2 * len(session(4)) and not report.problems
         contents.append(_content(tmp_path, f"w{workers}"))
     assert contents[0] == contents[1]
 
@@ -503,3 +506,44 @@ def test_the_replay_memo_gives_a_resent_tool_list_the_previous_calls_entries() -
     assert all(a is b for a, b in zip(changed[:4], first, strict=True))
     assert changed[4]["function"]["parameters"]["properties"]["x"]["default"] == 1.0
     assert type(changed[4]["function"]["parameters"]["properties"]["x"]["default"]) is float
+
+
+@pytest.mark.parametrize("call_format", ["anthropic", "openai-responses"])
+def test_the_other_formats_tool_lists_are_read_by_span_and_stored_once(call_format: str, tmp_path: Path) -> None:
+    """Anthropic Messages (tools before the messages, as its callers often send them) and
+    OpenAI Responses declare their tools in ``request.tools`` too: read by span, each entry given
+    the previous call's object, stored as a delta, and every call read back as sent."""
+    if call_format == "anthropic":
+        tools = [{"name": f"tool{n}", "description": f"does {n} " + "d" * 600,
+                  "input_schema": {"type": "object", "properties": {"x": {"type": "integer"}}}} for n in range(3)]
+    else:
+        tools = [{"type": "function", "name": f"tool{n}", "description": f"does {n} " + "d" * 600,
+                  "parameters": {"type": "object", "properties": {"x": {"type": "integer"}}}} for n in range(3)]
+    history: list[dict[str, Any]] = []
+    lines = []
+    for call in range(6):
+        if call_format == "anthropic":
+            history.append({"role": "user", "content": f"turn {call} " + "x" * 300})
+            request = {"model": "m", "max_tokens": 100, "tools": tools, "messages": history}
+            response: dict[str, Any] = {"id": f"resp-{call}", "type": "message", "role": "assistant", "model": "m",
+                                        "content": [{"type": "text", "text": f"answer {call}"}],
+                                        "stop_reason": "end_turn", "usage": {"input_tokens": 1, "output_tokens": 1}}
+            output: dict[str, Any] = {"role": "assistant", "content": response["content"]}
+        else:
+            history.append({"role": "user", "content": f"turn {call} " + "x" * 300})
+            request = {"model": "m", "input": history, "tools": tools}
+            output = {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": f"answer {call}"}]}
+            response = {"id": f"resp-{call}", "object": "response", "model": "m", "status": "completed", "output": [output]}
+        lines.append(json.dumps({"session_id": "s", "request": request, "response": response}))
+        history = [*history, output]
+    problems, reused = _same_everywhere(lines, call_format)
+    assert not problems and reused > 0
+    reader = SpanReader(min_line=0)
+    first, second = (reader.parse(line) for line in lines[:2])
+    assert all(a is b for a, b in zip(second["request"]["tools"], first["request"]["tools"], strict=True))
+    path = tmp_path / "calls.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _ingest(path, tmp_path, "fast", call_format)
+    with sqlite3.connect(tmp_path / "fast.db") as db:
+        refs = [json.loads(row[0]) for row in db.execute("SELECT raw_refs FROM inference_calls")]
+    assert len(refs) == 6 and all(["request", "tools"] in found for found in refs)
