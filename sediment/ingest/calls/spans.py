@@ -21,8 +21,9 @@ is not found by its plain key spelling, an element fails to parse or nests too d
 place, the separators are not ``,`` and ``]``, the rest fails, a piece is not UTF-8), the whole
 line is parsed again the plain way, so every refusal (bad UTF-8, a duplicate key, nesting too
 deep, a bad number) is the one a plain parse gives, word for word. Parsed objects are shared
-between records: nothing downstream mutates a parsed record (the translators, redaction and
-the store copy what they change).
+between records: nothing downstream changes a parsed value (the translators, redaction and
+the store copy what they change; the replay memo only puts, in a record's list, an object of
+the very same JSON in place of an entry).
 """
 
 from __future__ import annotations
@@ -57,6 +58,10 @@ _LISTS: Final = 8  # how many lists read last are remembered whole
 _KEYS: Final = frozenset(key.encode("ascii") for path in REPLAYED_LISTS for key in path)
 _PATHS: Final = frozenset(tuple(key.encode("ascii") for key in path) for path in REPLAYED_LISTS)
 _PREFIXES: Final = frozenset(path[:depth] for path in _PATHS for depth in range(1, len(path)))
+#: The objects that may hold more than one replayed list (``request``): past a list in any other,
+#: the scan stops.
+_SHARED_HOLDERS: Final = frozenset(path[:-1] for path in _PATHS
+                                   if sum(other[:-1] == path[:-1] for other in _PATHS) > 1)
 _LONGEST_KEY: Final = 2 + max(len(key) for key in _KEYS)
 #: A string or a bracket, in a line's bytes (:data:`~sediment.ingest.reading.json_text._TOKEN`'s
 #: shape: every byte of a multi-byte UTF-8 character is above ASCII, so it never ends a string).
@@ -349,6 +354,7 @@ class _Scan:
             if char in (b"[", b"{"):
                 here = (*self._path, self._key)
                 if char == b"[" and here in _PATHS:
+                    self._done = here[:-1] not in _SHARED_HOLDERS  # no other list can follow
                     return tuple(name.decode("ascii") for name in here if name is not None), at
                 if char == b"{" and here in _PREFIXES:
                     self._path.append(self._key)
