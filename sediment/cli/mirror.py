@@ -149,26 +149,23 @@ def fetch(
     commits and notes count for that repository; the edges it gave before are then counted as
     restated under the identity, not as new.
     """
-    from sediment.git.mirror_root import MirrorError
+    from sediment.git.mirror_root import no_mirror
 
     org_id = settings.org_id(org)
     mirrors = settings.existing_mirror_root()  # none set up yet: nothing to fetch, no mirror to name
     repositories = _context(org_id)
     chosen = _identity(repository_id)
     slug = _slug(repo) if repo else ""
-    if repo is None and chosen is None:
-        locations = mirrors.mirrors(org_id) if mirrors is not None else []
-    elif mirrors is None:
-        named = slug or (chosen.repository_id if chosen is not None else "")
-        raise MirrorError(f"no mirror of {named}; add it first with `sediment mirror add`")
-    else:
-        locations = [mirrors.named(org_id, slug, chosen, repositories)]
+    everything = repo is None and chosen is None
+    if mirrors is None and not everything:
+        raise no_mirror(slug, chosen)
     fetched: list[dict[str, Any]] = []
-    for location in locations:
-        assert mirrors is not None
-        location = _settle(location, mirrors, org_id, repositories)
-        mirrors.fetch(org_id, location.repo, location.identity)
-        fetched.append(_report(location, mirrors, org_id, as_json))
+    if mirrors is not None:
+        locations = mirrors.mirrors(org_id) if everything else [mirrors.named(org_id, slug, chosen, repositories)]
+        for location in locations:
+            location = _settle(location, mirrors, org_id, repositories)
+            mirrors.fetch(org_id, location.repo, location.identity)
+            fetched.append(_report(location, mirrors, org_id, as_json))
     if as_json:
         typer.echo(json.dumps({"mirrors": fetched}, ensure_ascii=False))
 

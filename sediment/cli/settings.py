@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,27 +41,18 @@ def store() -> FactStore:
     return FactStore.from_environment()
 
 
-def mirror_root(create: bool = False) -> MirrorRoot:
-    """``SEDIMENT_MIRROR_PATH``, else ``$SEDIMENT_HOME/mirrors``."""
-    from sediment.git.mirror_root import MirrorRoot
-    from sediment.home import ensure_directory
-
-    path = _mirror_path()
-    if create:
-        ensure_directory(path, MIRROR_ENV)
-    return MirrorRoot(path)
-
-
 @contextmanager
 def mirror_root_to_add() -> Iterator[MirrorRoot]:
     """The mirror root ``mirror add`` adds to, created (with its missing parents) when missing. When
     the add fails, the directories it created go again, each only if empty: a failed add leaves
     nothing, not an empty root that a later export would take for mirrors set up."""
-    from sediment.git.mirror_root import PARTIAL_PREFIX
+    from sediment.git.mirror_root import PARTIAL_PREFIX, MirrorRoot
+    from sediment.home import ensure_directory
 
-    path = _mirror_path()
-    created = [directory for directory in (path, *path.parents) if not _is_there(directory)]
-    root = mirror_root(create=True)
+    path = mirror_root_path()
+    created = [directory for directory in (path, *path.parents) if not _probed(directory, lambda there: there.exists())]
+    ensure_directory(path, MIRROR_ENV)
+    root = MirrorRoot(path)
     try:
         yield root
     except BaseException:
@@ -84,37 +75,30 @@ def existing_mirror_root() -> MirrorRoot | None:
     refused before."""
     from sediment.git.mirror_root import MirrorRoot
 
-    path = _mirror_path()
-    try:
-        there = path.is_dir()
-    except OSError as exc:  # a parent that cannot be entered
-        raise ConfigurationError(f"cannot read the mirror root {path}: {exc.strerror or exc}") from None
-    return MirrorRoot(path) if there else None
+    path = mirror_root_path()
+    return MirrorRoot(path) if _probed(path, lambda there: there.is_dir()) else None
 
 
-def _is_there(path: Path) -> bool:
+def _probed(path: Path, test: Callable[[Path], bool]) -> bool:
+    """``test(path)``; a parent that cannot be entered is one error line naming the path."""
     try:
-        return path.exists()
+        return test(path)
     except OSError as exc:
         raise ConfigurationError(f"cannot read the mirror root {path}: {exc.strerror or exc}") from None
-
-
-def mirror_root_path() -> Path:
-    """Where the mirror root is (``SEDIMENT_MIRROR_PATH``, else ``$SEDIMENT_HOME/mirrors``), made or not."""
-    return _mirror_path()
 
 
 def warn_no_mirrors() -> None:
     """The one warning line of a derivation without a mirror root."""
     from sediment.cli import console
 
-    where = (f"{MIRROR_ENV} names no directory: {_mirror_path()}" if os.environ.get(MIRROR_ENV, "").strip()
+    where = (f"{MIRROR_ENV} names no directory: {mirror_root_path()}" if os.environ.get(MIRROR_ENV, "").strip()
              else f"{MIRROR_ENV} is not set and $SEDIMENT_HOME/mirrors does not exist")
     console.warning(f"no mirrors ({where}): no Session can be bound to a commit; add them with: "
                     "sediment mirror add OWNER/REPO URL")
 
 
-def _mirror_path() -> Path:
+def mirror_root_path() -> Path:
+    """Where the mirror root is (``SEDIMENT_MIRROR_PATH``, else ``$SEDIMENT_HOME/mirrors``), made or not."""
     from sediment.home import sediment_home
 
     value = os.environ.get(MIRROR_ENV, "").strip()
@@ -152,17 +136,15 @@ def settle_mirrors(org: str, stored: Iterable[str] | None = None, root: MirrorRo
     unless one of them can name an identity. ``root``: the mirror root (default:
     ``SEDIMENT_MIRROR_PATH`` or ``$SEDIMENT_HOME/mirrors``; without one there is nothing to settle)."""
     from sediment.cli import console
-    from sediment.git.mirror_root import MirrorRoot
     from sediment.git.repositories import describe
     from sediment.ingest.git_notes import IDENTITY_TABLES, settle_legacy_mirrors
 
     if stored is not None and not IDENTITY_TABLES.intersection(stored):
         return
     if root is None:
-        path = _mirror_path()
-        if not path.is_dir():
+        root = existing_mirror_root()
+        if root is None:
             return
-        root = MirrorRoot(path)
     settlement = settle_legacy_mirrors(root, store(), org, capture_time())
     for settled in settlement.settled:
         console.say(f"keyed the mirror of {settled.repo} by {describe(settled.identity)} (the stored Facts "

@@ -71,6 +71,12 @@ class MirrorLocation:
     path: Path
 
 
+def no_mirror(repo: str, identity: RepositoryIdentity | None = None) -> MirrorError:
+    """The one-line refusal for a mirror not added (named by ``repo``, else by its repository id)."""
+    named = repo or (identity.repository_id if identity is not None else "")
+    return MirrorError(f"no mirror of {named}; add it first with `sediment mirror add`")
+
+
 @dataclass(frozen=True)
 class MirrorRoot:
     """The root directory of every bare mirror."""
@@ -118,8 +124,7 @@ class MirrorRoot:
         when there is none."""
         found = self.locate(org_id, repo, identity, repositories)
         if found is None:
-            named = repo or (identity.repository_id if identity is not None else "")
-            raise MirrorError(f"no mirror of {named}; add it first with `sediment mirror add`")
+            raise no_mirror(repo, identity)
         return found
 
     def locate(self, org_id: str, repo: str, identity: RepositoryIdentity | None = None,
