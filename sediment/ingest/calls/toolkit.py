@@ -185,15 +185,12 @@ class ReplayMemo:
     def translate(self, session: str, items: list[Any],
                   translate_one: Callable[[Any, int], InferenceMessage]) -> list[InferenceMessage]:
         previous_items, previous_messages = self._last.pop(session, ([], []))
-        kept = identical_prefix(items, previous_items)  # the replayed objects themselves: no comparison
+        adopt_same(items, previous_items)  # the replayed objects themselves: no comparison
+        kept = identical_prefix(items, previous_items)
         messages: list[InferenceMessage] = previous_messages[:kept]
         for index in range(kept, len(items)):
-            item = items[index]
-            if index < len(previous_items) and same_json(item, previous_items[index]):
-                items[index] = previous_items[index]
-                messages.append(previous_messages[index])
-            else:
-                messages.append(translate_one(item, index))
+            same = index < len(previous_items) and items[index] is previous_items[index]
+            messages.append(previous_messages[index] if same else translate_one(items[index], index))
         self._last[session] = (list(items), messages)
         while len(self._last) > self._limit:
             self._last.popitem(last=False)
