@@ -28,12 +28,22 @@ CAPTURED = datetime(2026, 7, 1, tzinfo=UTC)
 
 
 def _record_line(session: str, pieces: list[str], output: dict[str, Any], call: int, *, gap: str = ", ",
-                 key: str = "messages", tools: list[str] | None = None, tools_first: bool = False) -> str:
+                 key: str = "messages", tools: list[str] | None = None, tools_first: bool = False,
+                 call_format: str = "openai-chat") -> str:
     """A request/response pair whose ``request.messages`` is the given element texts, and whose
-    ``request.tools`` (when given) is the given tool texts, after the messages or before them."""
+    ``request.tools`` (when given) is the given tool texts, after the messages or before them. As
+    a LiteLLM payload (``call_format="litellm"``): the messages at the top, the tools in
+    ``model_parameters`` (after the response, as LiteLLM writes it, or before the messages)."""
     response = {"id": f"resp-{session}-{call}", "model": "m",
                 "choices": [{"index": 0, "message": output, "finish_reason": "stop"}]}
     listed = f'"{key}": [' + gap.join(pieces) + "]"
+    if call_format == "litellm":
+        parameters = '"model_parameters": {"temperature": 0' + (
+            ', "tools": [' + gap.join(tools) + "]" if tools is not None else "") + "}"
+        head = f'{{"metadata": {{"session_id": "{session}"}}, "model": "m", '
+        if tools_first:
+            return f'{head}{parameters}, {listed}, "response": {json.dumps(response)}}}'
+        return f'{head}{listed}, "response": {json.dumps(response)}, {parameters}}}'
     if tools is not None:
         declared = '"tools": [' + gap.join(tools) + "]"
         listed = f"{declared}, {listed}" if tools_first else f"{listed}, {declared}"
@@ -206,7 +216,7 @@ def _tool_step(draw: st.DrawFn, tools: list[str] | None) -> list[str] | None:
 
 
 @st.composite
-def histories(draw: st.DrawFn) -> list[str]:
+def histories(draw: st.DrawFn, call_format: str = "openai-chat") -> list[str]:
     """Lines of up to two interleaved Sessions: each call replays the previous call's
     messages and output byte for byte, except where a step rewrites one replayed message or
     compacts the history into a summary; and declares the tools of the previous call again,
@@ -234,7 +244,7 @@ def histories(draw: st.DrawFn) -> list[str]:
         last_output[session] = json.dumps(output)
         declared[session] = _tool_step(draw, declared[session])
         lines.append(_record_line(session, list(history), output, call, gap=draw(st.sampled_from([", ", ",", " ,\t"])),
-                                  tools=declared[session], tools_first=tools_first))
+                                  tools=declared[session], tools_first=tools_first, call_format=call_format))
     return lines
 
 
@@ -242,6 +252,14 @@ def histories(draw: st.DrawFn) -> list[str]:
 @given(histories())
 def test_replayed_rewritten_and_compacted_histories_store_what_a_plain_parse_stores(lines: list[str]) -> None:
     _same_everywhere(lines)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(histories("litellm"))
+def test_litellm_payloads_replayed_rewritten_and_compacted_store_what_a_plain_parse_stores(lines: list[str]) -> None:
+    """The same property for LiteLLM payloads: ``messages`` at the top of the record and the tool
+    list in ``model_parameters``, before the messages or after the response."""
+    _same_everywhere(lines, "litellm")
 
 
 # --- examples --------------------------------------------------------------------------
@@ -451,7 +469,7 @@ def test_a_batch_is_appended_once_its_lines_reach_the_byte_bound(tmp_path: Path,
     assert contents[0] == contents[1]
 
 
-def _tool_session(calls: int) -> list[str]:
+def _tool_session(calls: int, *, call_format: str = "openai-chat", tools_first: bool = False) -> list[str]:
     """One Session declaring the same four tools with every call; from call 8 on, a fifth, which
     is the first spelled with another number (``1.0``: another value)."""
     tools = [json.dumps({"type": "function", "function": {
@@ -463,7 +481,8 @@ def _tool_session(calls: int) -> list[str]:
         history.append(json.dumps({"role": "user", "content": f"turn {call} " + "x" * 300}))
         declared = tools if call < 8 else [*tools, tools[0].replace('"default": 1', '"default": 1.0')]
         output = {"role": "assistant", "content": f"answer {call}"}
-        lines.append(_record_line("s", list(history), output, call, tools=declared))
+        lines.append(_record_line("s", list(history), output, call, tools=declared, tools_first=tools_first,
+                                  call_format=call_format))
         history.append(json.dumps(output))
     return lines
 
@@ -547,3 +566,39 @@ def test_the_other_formats_tool_lists_are_read_by_span_and_stored_once(call_form
     with sqlite3.connect(tmp_path / "fast.db") as db:
         refs = [json.loads(row[0]) for row in db.execute("SELECT raw_refs FROM inference_calls")]
     assert len(refs) == 6 and all(["request", "tools"] in found for found in refs)
+
+
+@pytest.mark.parametrize("tools_first", [False, True], ids=["tools-after-response", "tools-before-messages"])
+def test_a_litellm_log_translates_replayed_messages_once_and_stores_its_tool_list_once(tools_first: bool,
+                                                                                      tmp_path: Path) -> None:
+    """A LiteLLM payload replays ``messages`` and resends ``model_parameters.tools`` as a
+    request/response pair does: the span reader takes both by their bytes (whichever comes first),
+    the replay memo translates a replayed message once, and the store keeps the raw tool list as
+    a delta on the Session's previous call. Every call reads back as sent (``_same_everywhere``)."""
+    from sediment.store.blob_codec import unpack
+
+    lines = _tool_session(10, call_format="litellm", tools_first=tools_first)
+    problems, reused = _same_everywhere(lines, "litellm")
+    assert not problems and reused > 0
+    reader = SpanReader(min_line=0)
+    first, second = (reader.parse(line) for line in lines[:2])
+    assert all(a is b for a, b in zip(second["model_parameters"]["tools"], first["model_parameters"]["tools"],
+                                      strict=True))
+    assert second["messages"][0] is first["messages"][0]
+    memo = ReplayMemo()
+    calls = [translate_call(JsonReader().parse(line), format="litellm", org_id=ORG, captured_at=CAPTURED,
+                            memo=memo).facts[0] for line in lines[:3]]
+    before, after = calls[1].input_messages, calls[2].input_messages  # type: ignore[attr-defined]
+    assert len(after) == len(before) + 2 and all(a is b for a, b in zip(after[:len(before)], before, strict=True))
+    assert all(a is b for a, b in zip(calls[1].tools, calls[0].tools, strict=True))  # type: ignore[attr-defined]
+    path = tmp_path / "calls.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    _ingest(path, tmp_path, "fast", "litellm")
+    with sqlite3.connect(tmp_path / "fast.db") as db:
+        rows = db.execute("SELECT c.raw_refs, b.content FROM inference_calls c JOIN blobs b ON b.blob_hash = c.record "
+                          "ORDER BY c.observed_at, c.fact_id").fetchall()
+    deltas = []
+    for refs, content in rows:
+        assert ["model_parameters", "tools"] in json.loads(refs) and ["messages"] in json.loads(refs)
+        deltas.append(json.loads(unpack(content))["raw"]["model_parameters"]["tools"])
+    assert sorted((delta["keep"], len(delta["add"])) for delta in deltas) == [(0, 4)] + [(4, 0)] * 7 + [(4, 1), (5, 0)]

@@ -148,3 +148,22 @@ def test_the_fixture_is_not_mutated_by_translation() -> None:
     before = copy.deepcopy(record)
     call_of(record)
     assert record == before
+
+
+@pytest.mark.parametrize("memo", [False, True], ids=["alone", "with-memo"])
+def test_a_session_field_it_cannot_read_is_refused_as_it_always_was(memo: bool) -> None:
+    """The Session is read before the messages (the replay memo is the Session's), but a field it
+    cannot read is refused where it always was: after the messages, so a payload whose messages
+    are malformed too is refused for its messages."""
+    from sediment.ingest.calls import ReplayMemo
+
+    def refusal(record: dict[str, Any]) -> str:
+        with pytest.raises(TranslationError) as caught:
+            translate_call(record, format="litellm", org_id=ORG, captured_at=T0, memo=ReplayMemo() if memo else None)
+        return str(caught.value)
+
+    record = payload()
+    record["metadata"]["spend_logs_metadata"]["session_id"] = 7
+    assert refusal(record) == "metadata.spend_logs_metadata.session_id: expected a string"
+    record["messages"] = 7
+    assert refusal(record) == "messages: expected a list or a string"

@@ -45,7 +45,7 @@ _COMPACT = json.JSONEncoder(separators=(",", ":"))  # a hash list's delta, as js
 #: stored as a delta on the Session's previous call, its entries as content blobs, so a call costs
 #: the store its new entries, not the whole list again.
 REPLAYED_RAW_LISTS: tuple[tuple[str, ...], ...] = (("request", "messages"), ("request", "input"), ("messages",),
-                                                   ("request", "tools"))
+                                                   ("request", "tools"), ("model_parameters", "tools"))
 
 #: One replayed hash list of a prepared call: its delta as encoded when it was prepared, and the
 #: whole list when the delta's base is not among the earlier calls of the same batch (else None).

@@ -61,7 +61,7 @@ def translate_call(record: dict[str, Any], *, format: str, org_id: str, captured
         raise ValueError(f"format: unknown call format {format!r} (expected one of {', '.join(CALL_FORMATS)})")
     record = as_object(record, "record")
     if format == "litellm":
-        return litellm.translate(record, org_id=org_id, captured_at=captured_at)
+        return litellm.translate(record, org_id=org_id, captured_at=captured_at, memo=memo)
     return translate_pair(record, _PAIR_FORMATS[format], org_id=org_id, captured_at=captured_at, memo=memo)
 
 

@@ -44,7 +44,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from sediment.ingest import Translation
+from sediment.ingest import Translation, TranslationError
 from sediment.ingest.calls import anthropic, openai_chat, openai_responses
 from sediment.ingest.calls.fields import fail, optional_object, optional_text, token_count
 from sediment.ingest.calls.tool_definitions import tool_definitions
@@ -53,6 +53,7 @@ from sediment.ingest.calls.toolkit import (
     SESSION_HEADER,
     CallContent,
     Notes,
+    ReplayMemo,
     build_call,
     codex_session,
     content_parts,
@@ -220,7 +221,11 @@ def _observed_at(record: dict[str, Any], captured_at: datetime) -> datetime:
     return captured_at
 
 
-def translate(record: dict[str, Any], *, org_id: str, captured_at: datetime) -> Translation:
+def translate(record: dict[str, Any], *, org_id: str, captured_at: datetime,
+              memo: ReplayMemo | None = None) -> Translation:
+    """One payload; a :class:`~sediment.ingest.calls.toolkit.ReplayMemo` shared across a log's
+    calls makes the replayed ``messages`` and the tool list resent in ``model_parameters.tools``
+    cost one comparison instead of one translation each, as for the request/response formats."""
     call_type = record.get("call_type")
     if isinstance(call_type, str) and call_type.removeprefix("a") in _OTHER_CALL_TYPES:
         return Translation.skip("not_a_model_call")
@@ -230,6 +235,11 @@ def translate(record: dict[str, Any], *, org_id: str, captured_at: datetime) -> 
     metadata = optional_object(record, "metadata", "")
     requester = optional_object(metadata, "requester_metadata", "metadata")
     parameters = optional_object(record, "model_parameters", "")
+    try:  # the Session first, for the memo; a field it cannot read is refused where it always was
+        session, unreadable = _session(record, metadata, requester), None
+    except TranslationError as exc:
+        session, unreadable = None, exc
+    notes.use_memo(memo, session)
     inputs = _inputs(record, parameters, notes)
     raw_response = record.get("response")
     outputs, (usage_in, usage_out) = _outputs(raw_response, notes)
@@ -247,7 +257,8 @@ def translate(record: dict[str, Any], *, org_id: str, captured_at: datetime) -> 
         output_tokens=completion if completion is not None else usage_out,
         tools=tool_definitions(parameters.get("tools"), "model_parameters.tools", _tool_definition, notes),
     )
-    session = _session(record, metadata, requester)
+    if unreadable is not None:
+        raise unreadable
     user_id = _user(record, metadata, requester)
     model_provider = optional_text(record.get("custom_llm_provider"), "custom_llm_provider")
     duration_ms = _duration(record)

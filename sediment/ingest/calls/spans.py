@@ -2,8 +2,8 @@
 
 In one Session, call *n*'s request replays the messages of call *n−1* byte for byte, and
 declares the same tools again. A :class:`SpanReader` reads a record's replayed lists
-(``request.messages``, ``request.input``, or a LiteLLM payload's ``messages``, and
-``request.tools``) element by element straight from the line: an element
+(``request.messages``, ``request.input``, or a LiteLLM payload's ``messages``, and the tool
+list in ``request.tools`` or a LiteLLM payload's ``model_parameters.tools``) element by element straight from the line: an element
 whose text starts exactly like a container already read and validated (``{…}`` or ``[…]``) is
 that very parsed object, found by comparing characters, never parsed again; any other element is
 parsed where it stands. Before that, the list's bytes are compared with the whole bytes of the
@@ -38,7 +38,7 @@ from sediment.ingest.reading.json_text import MAX_DEPTH, JsonReader, RecordProbl
 #: The replayed lists read span by span, as paths of plain keys (the same lists the store keeps
 #: as content blobs): the turns a call replays, and the tool list an agent sends with every call.
 REPLAYED_LISTS: Final[tuple[tuple[str, ...], ...]] = (("request", "messages"), ("request", "input"), ("messages",),
-                                                      ("request", "tools"))
+                                                      ("request", "tools"), ("model_parameters", "tools"))
 #: The deepest level a replayed list sits at (record 1, ``request`` 2, the list 3): an element
 #: may nest ``MAX_DEPTH - LIST_LEVEL`` levels, the most any of the lists allows.
 LIST_LEVEL: Final = 3
@@ -58,10 +58,24 @@ _LISTS: Final = 8  # how many lists read last are remembered whole
 _KEYS: Final = frozenset(key.encode("ascii") for path in REPLAYED_LISTS for key in path)
 _PATHS: Final = frozenset(tuple(key.encode("ascii") for key in path) for path in REPLAYED_LISTS)
 _PREFIXES: Final = frozenset(path[:depth] for path in _PATHS for depth in range(1, len(path)))
-#: The objects that may hold more than one replayed list (``request``): past a list in any other,
-#: the scan stops.
-_SHARED_HOLDERS: Final = frozenset(path[:-1] for path in _PATHS
-                                   if sum(other[:-1] == path[:-1] for other in _PATHS) > 1)
+
+
+def _shared_depth(path: tuple[bytes, ...], other: tuple[bytes, ...]) -> int:
+    """How many keys the objects holding two lists share from the record down (0: the record)."""
+    depth = 0
+    for mine, theirs in zip(path[:-1], other[:-1], strict=False):
+        if mine != theirs:
+            break
+        depth += 1
+    return depth
+
+
+#: Per list, how deep the object is whose end stops the scan once the list is read: the deepest
+#: that also holds another list's holder (``request`` for a request's messages, which its tools
+#: may follow; the record itself for a LiteLLM payload's ``messages``, which its
+#: ``model_parameters.tools`` may follow or precede). Where the scan stops is a matter of speed
+#: only: a list it does not reach is parsed with the rest of the record.
+_STOP_DEPTH: Final = {path: max(_shared_depth(path, other) for other in _PATHS if other != path) for path in _PATHS}
 _LONGEST_KEY: Final = 2 + max(len(key) for key in _KEYS)
 #: A string or a bracket, in a line's bytes (:data:`~sediment.ingest.reading.json_text._TOKEN`'s
 #: shape: every byte of a multi-byte UTF-8 character is above ASCII, so it never ends a string).
@@ -325,14 +339,15 @@ class _Scan:
     """A scan of a record's line for its replayed lists (:data:`REPLAYED_LISTS`), found by their
     keys' plain spellings. Only the containers on a listed path are entered; any other is skipped
     whole. After a list is found, the caller reads it and resumes the scan past its end, up to the
-    end of the object holding it (the replayed lists of a record are siblings: the rest of the
-    record is left to the parse)."""
+    end of the object where no other list can follow (:data:`_STOP_DEPTH`): the rest of the record
+    is left to the parse."""
 
     def __init__(self, position: int) -> None:
         self._position = position  # just inside the record's object
         self._path: list[bytes | None] = []  # the keys of the open containers below the record
         self._key: bytes | None = None
-        self._holder: int | None = None  # the depth of the object holding the lists found
+        self._holder: int | None = None  # the depth of the object whose end ends the scan
+        self._found: tuple[bytes | None, ...] = ()  # the list found last
         self._done = False
 
     def next_list(self, line: bytes) -> tuple[tuple[str, ...], int] | None:
@@ -354,7 +369,7 @@ class _Scan:
             if char in (b"[", b"{"):
                 here = (*self._path, self._key)
                 if char == b"[" and here in _PATHS:
-                    self._done = here[:-1] not in _SHARED_HOLDERS  # no other list can follow
+                    self._found = here
                     return tuple(name.decode("ascii") for name in here if name is not None), at
                 if char == b"{" and here in _PREFIXES:
                     self._path.append(self._key)
@@ -366,7 +381,7 @@ class _Scan:
                 self._position, self._key = end, None
                 continue
             if not self._path or (self._holder is not None and len(self._path) <= self._holder):
-                break  # the record's own object, or the one holding the lists found, closed
+                break  # the record's own object, or the one no other list can follow, closed
             self._path.pop()
             self._key = None
         self._done = True
@@ -374,7 +389,9 @@ class _Scan:
 
     def past_list(self, end: int) -> None:
         """Resume after the list just found, which ends before byte ``end``."""
-        self._position, self._key, self._holder = end, None, len(self._path)
+        stop = _STOP_DEPTH[self._found]  # type: ignore[index]  # a path of _PATHS: no None in it
+        self._position, self._key = end, None
+        self._holder = stop if self._holder is None else min(self._holder, stop)
 
 
 def _skip_container(line: bytes, index: int) -> int | None:

@@ -210,6 +210,15 @@ class Notes:
         self.replay_tools: Callable[[Any, Callable[[], ToolDefinitions]], ToolDefinitions] | None = None
         self.redaction_cache: ContentCache | None = None
 
+    def use_memo(self, memo: ReplayMemo | None, session: str | None) -> None:
+        """Translate this call through the Session's view of ``memo`` (nothing without either)."""
+        if memo is None or session is None:
+            return
+        known: str = session
+        self.replay = lambda items, one: memo.translate(known, items, one)
+        self.replay_tools = lambda value, read: memo.tools(known, value, read)
+        self.redaction_cache = memo.content_cache(known)
+
     def warn(self, code: CallWarning) -> None:
         if code not in self._codes:
             self._codes.append(code)
@@ -548,11 +557,7 @@ def translate_pair(record: dict[str, Any], module: PairFormat, *, org_id: str, c
         return Translation.skip("error_response")
     notes = Notes()
     session = _envelope_session(record, module.request_session(request))
-    if memo is not None and session is not None:
-        memo_session: str = session
-        notes.replay = lambda items, one: memo.translate(memo_session, items, one)
-        notes.replay_tools = lambda value, read: memo.tools(memo_session, value, read)
-        notes.redaction_cache = memo.content_cache(memo_session)
+    notes.use_memo(memo, session)
     content = module.translate(request, response, notes)
     observed_at = parse_timestamp(record.get("observed_at"), "observed_at") or captured_at
     user_id = optional_text(record.get("user_id"), "user_id")
