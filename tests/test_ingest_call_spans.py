@@ -5,6 +5,7 @@ their text, never parsed again, and the store holds exactly what a plain parse s
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import sqlite3
 import tempfile
@@ -34,8 +35,11 @@ def _record_line(session: str, pieces: list[str], output: dict[str, Any], call: 
     ``request.tools`` (when given) is the given tool texts, after the messages or before them. As
     a LiteLLM payload (``call_format="litellm"``): the messages at the top, the tools in
     ``model_parameters`` (after the response, as LiteLLM writes it, or before the messages)."""
-    response = {"id": f"resp-{session}-{call}", "model": "m",
-                "choices": [{"index": 0, "message": output, "finish_reason": "stop"}]}
+    response: dict[str, Any] = {"id": f"resp-{session}-{call}", "model": "m",
+                                "choices": [{"index": 0, "message": output, "finish_reason": "stop"}]}
+    if call_format == "openai-responses":
+        key, response = "input", {"id": f"resp-{session}-{call}", "object": "response", "model": "m",
+                                  "status": "completed", "output": [output]}
     listed = f'"{key}": [' + gap.join(pieces) + "]"
     if call_format == "litellm":
         parameters = '"model_parameters": {"temperature": 0' + (
@@ -176,7 +180,7 @@ def _spell(message: dict[str, Any], how: str) -> str:
         return text.replace('"role"', '"r\\u006fle"', 1)
     if how == "secret":  # a secret inserted into the replayed message
         changed = json.loads(json.dumps(message))
-        changed["content"] = f"{changed.get('content') or ''} {SECRET}" if changed["role"] != "tool" else SECRET
+        changed["content"] = f"{changed.get('content') or ''} {SECRET}" if changed.get("role") != "tool" else SECRET
         return json.dumps(changed)
     if how == "grown":  # one more character: a kept near-token becomes a token
         text = json.dumps(message)
@@ -215,6 +219,20 @@ def _tool_step(draw: st.DrawFn, tools: list[str] | None) -> list[str] | None:
     return tools
 
 
+def _as_item(message: dict[str, Any]) -> dict[str, Any]:
+    """A Chat message as an OpenAI Responses item: a tool call as a ``function_call``, a tool
+    result as a ``function_call_output``, any other message untyped (its role and content)."""
+    extra = {"meta": message["meta"]} if "meta" in message else {}
+    if message.get("tool_calls"):
+        function = message["tool_calls"][0]["function"]
+        return {"type": "function_call", "call_id": "c1", "name": function["name"],
+                "arguments": function["arguments"], **extra}
+    if message["role"] == "tool":
+        return {"type": "function_call_output", "call_id": message["tool_call_id"], "output": message["content"],
+                **extra}
+    return message
+
+
 @st.composite
 def histories(draw: st.DrawFn, call_format: str = "openai-chat") -> list[str]:
     """Lines of up to two interleaved Sessions: each call replays the previous call's
@@ -238,9 +256,11 @@ def histories(draw: st.DrawFn, call_format: str = "openai-chat") -> list[str]:
         elif step == "compact" and history:
             keep = draw(st.integers(0, len(history)))
             history[:] = [json.dumps({"role": "user", "content": "summary " + draw(TEXT)}), *history[len(history) - keep:]]
-        history.append(_spell(draw(messages()), draw(st.sampled_from(SPELLINGS))))
+        shaped = _as_item if call_format == "openai-responses" else (lambda message: message)
+        history.append(_spell(shaped(draw(messages())), draw(st.sampled_from(SPELLINGS))))
         output = draw(messages().filter(lambda m: m["role"] != "tool"))
         output["role"] = "assistant"
+        output = shaped(output)
         last_output[session] = json.dumps(output)
         declared[session] = _tool_step(draw, declared[session])
         lines.append(_record_line(session, list(history), output, call, gap=draw(st.sampled_from([", ", ",", " ,\t"])),
@@ -252,6 +272,14 @@ def histories(draw: st.DrawFn, call_format: str = "openai-chat") -> list[str]:
 @given(histories())
 def test_replayed_rewritten_and_compacted_histories_store_what_a_plain_parse_stores(lines: list[str]) -> None:
     _same_everywhere(lines)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(histories("openai-responses"))
+def test_responses_items_replayed_rewritten_and_compacted_store_what_a_plain_parse_stores(lines: list[str]) -> None:
+    """The same property for OpenAI Responses: typed items, whose consecutive assistant-side
+    items (an output item and the tool call or message after it) make one message."""
+    _same_everywhere(lines, "openai-responses")
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -602,3 +630,35 @@ def test_a_litellm_log_translates_replayed_messages_once_and_stores_its_tool_lis
         assert ["model_parameters", "tools"] in json.loads(refs) and ["messages"] in json.loads(refs)
         deltas.append(json.loads(unpack(content))["raw"]["model_parameters"]["tools"])
     assert sorted((delta["keep"], len(delta["add"])) for delta in deltas) == [(0, 4)] + [(4, 0)] * 7 + [(4, 1), (5, 0)]
+
+
+@pytest.mark.parametrize("call_format", ["openai-responses", "litellm"])
+def test_replayed_responses_items_are_read_once_and_an_assistant_turn_of_several_items_stays_one_message(
+        call_format: str) -> None:
+    """OpenAI Responses items (as a request's ``input``, or a LiteLLM payload's ``messages``): a
+    replayed item is translated once, and an assistant turn of several items (reasoning, then
+    a tool call) read before is the very message made of them before, so redaction and the
+    store skip it by identity. What is stored is what a plain parse stores."""
+    history: list[dict[str, Any]] = [{"type": "message", "role": "user",
+                                      "content": [{"type": "input_text", "text": "task " + "x" * 300}]}]
+    lines = []
+    for call in range(4):
+        output = [{"type": "reasoning", "id": f"rs{call}", "summary": [{"type": "summary_text", "text": f"think {call}"}]},
+                  {"type": "function_call", "call_id": f"c{call}", "name": "run", "arguments": json.dumps({"n": call})}]
+        response = {"id": f"resp-{call}", "object": "response", "model": "m", "status": "completed", "output": output}
+        record: dict[str, Any] = ({"metadata": {"session_id": "s"}, "model": "m", "messages": history,
+                                   "response": response} if call_format == "litellm" else
+                                  {"session_id": "s", "request": {"model": "m", "input": history}, "response": response})
+        lines.append(json.dumps(record))
+        history = [*history, *output, {"type": "function_call_output", "call_id": f"c{call}", "output": f"done {call}"}]
+    memo = ReplayMemo()
+    calls = [translate_call(JsonReader().parse(line), format=call_format, org_id=ORG, captured_at=CAPTURED,
+                            memo=memo).facts[0] for line in lines]
+    for before, after in itertools.pairwise(calls):
+        inputs, earlier = after.input_messages, before.input_messages  # type: ignore[attr-defined]
+        assert len(inputs) == len(earlier) + 2 and all(a is b for a, b in zip(inputs[:len(earlier)], earlier,
+                                                                               strict=True))
+    assert [m.role for m in calls[2].input_messages] == ["user", "assistant", "tool", "assistant", "tool"]  # type: ignore[attr-defined]
+    assert [len(m.parts) for m in calls[2].input_messages] == [1, 2, 1, 2, 1]  # type: ignore[attr-defined]
+    problems, reused = _same_everywhere(lines, call_format)
+    assert not problems and reused > 0

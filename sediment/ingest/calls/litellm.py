@@ -96,7 +96,7 @@ def _inputs(record: dict[str, Any], parameters: dict[str, Any], notes: Notes) ->
     elif not isinstance(messages, list):
         fail("messages", "expected a list or a string")
     elif any(isinstance(m, dict) and "type" in m for m in messages):
-        inputs.extend(openai_responses.response_items(messages, "messages", notes))
+        inputs.extend(openai_responses.response_items(messages, "messages", notes, replayed=True))
     else:
         inputs.extend(openai_chat.chat_messages(messages, "messages", notes))
     return inputs

@@ -47,6 +47,7 @@ from sediment.ingest.calls.tool_definitions import builtin_tool, function_tool, 
 from sediment.ingest.calls.toolkit import (
     AnyPart,
     CallContent,
+    Group,
     Notes,
     call_content,
     content_parts,
@@ -103,21 +104,41 @@ def _item(entry: Any, path: str, notes: Notes) -> tuple[str, list[AnyPart]] | No
 item_parts = _item
 
 
-def response_items(value: Any, path: str, notes: Notes) -> list[InferenceMessage]:
-    """Items as messages; consecutive assistant-side items share one assistant message."""
-    grouped: list[tuple[str, list[AnyPart]]] = []
+def response_items(value: Any, path: str, notes: Notes, *, replayed: bool = False) -> list[InferenceMessage]:
+    """Items as messages; consecutive assistant-side items share one assistant message. A
+    ``replayed`` list (a request's input) goes through the Session's replay memo, when the call
+    has one: an item of the previous call's list is read once, and a group of the very items
+    read before is the very message made of them before."""
+    listed = as_list(value, path)
+
+    def one(entry: Any, i: int) -> tuple[str, list[AnyPart]] | None:
+        return _item(entry, f"{path}[{i}]", notes)
+
+    replay, replay_groups = (notes.replay, notes.replay_groups) if replayed else (None, None)
+    read = replay(listed, one) if replay is not None else [one(entry, i) for i, entry in enumerate(listed)]
+
+    def build(start: int, end: int, role: str) -> InferenceMessage:
+        return message(role, [part for translated in read[start:end] if translated is not None
+                              for part in translated[1]])
+
+    groups = _groups(read)
+    return replay_groups(read, groups, build) if replay_groups is not None else [build(*group) for group in groups]
+
+
+def _groups(read: list[tuple[str, list[AnyPart]] | None]) -> list[Group]:
+    """Where consecutive assistant-side items join (a dropped item, None, joins its neighbours)."""
+    groups: list[list[Any]] = []
     open_assistant = False
-    for i, entry in enumerate(as_list(value, path)):
-        translated = _item(entry, f"{path}[{i}]", notes)
+    for index, translated in enumerate(read):
         if translated is None:
             continue
-        role, parts = translated
+        role = translated[0]
         if role == _ASSISTANT and open_assistant:
-            grouped[-1][1].extend(parts)
+            groups[-1][1] = index + 1
         else:
-            grouped.append((role, parts))
+            groups.append([index, index + 1, role])
         open_assistant = role == _ASSISTANT
-    return [message(role, parts) for role, parts in grouped]
+    return [(start, end, role) for start, end, role in groups]
 
 
 def input_messages(instructions: Any, input_value: Any, path: str, notes: Notes) -> list[InferenceMessage]:
@@ -135,7 +156,7 @@ def input_messages(instructions: Any, input_value: Any, path: str, notes: Notes)
     elif input_value is not None:
         if not isinstance(input_value, list):
             fail(child(path, "input"), "expected a string or a list of items")
-        messages.extend(response_items(input_value, child(path, "input"), notes))
+        messages.extend(response_items(input_value, child(path, "input"), notes, replayed=True))
     return messages
 
 

@@ -2,16 +2,16 @@
 
 In one Session, call *n*'s request replays the messages of call *n−1* byte for byte, and
 declares the same tools again. A :class:`SpanReader` reads a record's replayed lists
-(``request.messages``, ``request.input``, or a LiteLLM payload's ``messages``, and the tool
-list in ``request.tools`` or a LiteLLM payload's ``model_parameters.tools``) element by element straight from the line: an element
-whose text starts exactly like a container already read and validated (``{…}`` or ``[…]``) is
-that very parsed object, found by comparing characters, never parsed again; any other element is
-parsed where it stands. Before that, the list's bytes are compared with the whole bytes of the
-few lists read last (from the first element's start to the last one's end): when one stands
-there whole, followed by ``,`` or ``]``, its elements are taken at once (a Session's previous
-call replayed: one comparison of bytes, before any of them is decoded, instead of one per
-element). Only what follows it is decoded. The rest of the record (the line with the lists cut
-out) is parsed as usual and each list is put back in its place.
+(``request.messages``, ``request.input``, or a LiteLLM payload's ``messages``, and the tool list
+in ``request.tools`` or a LiteLLM payload's ``model_parameters.tools``) element by element
+straight from the line: an element whose text starts exactly like a container already read and
+validated (``{…}`` or ``[…]``) is that very parsed object, found by comparing characters, never
+parsed again; any other element is parsed where it stands. Before that, the list's bytes are
+compared with the whole bytes of the few lists read last (from the first element's start to the
+last one's end): when one stands there whole, followed by ``,`` or ``]``, its elements are taken
+at once (a Session's previous call replayed: one comparison of bytes, before any of them is
+decoded, instead of one per element). Only what follows it is decoded. The rest of the record
+(the line with the lists cut out) is parsed as usual and each list is put back in its place.
 
 Exact by construction: a JSON container's value is decided by its own characters up to its
 closing bracket, so equal text at a value position is an equal value (and equal UTF-8 bytes

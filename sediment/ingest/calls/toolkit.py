@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import takewhile
 from operator import is_, truth
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 import orjson
 from pydantic import TypeAdapter, ValidationError
@@ -134,12 +134,20 @@ def adopt_same(items: list[Any], previous: Sequence[Any]) -> bool:
     return len(items) == len(previous) and identical_prefix(items, previous) == len(items)
 
 
+_Read = TypeVar("_Read")
+#: A group of consecutive items read as one message: its first item, the item after its last,
+#: and its role.
+Group = tuple[int, int, str]
+
+
 class ReplayMemo:
     """Remembers each Session's previous call so replayed context is translated once.
 
     An agent's call k repeats the messages of calls 1..k-1. When a message of the current
     call equals the message at the same position of the Session's previous call, the earlier
     translation (and the earlier raw object) is reused; only new messages are translated.
+    Where several items make one message (an OpenAI Responses assistant turn), a group of the
+    very items the previous call grouped at the same place is that call's very message.
     The tool list, resent with every call, is read again only when it changed, so an equal
     list yields the very same definitions (and the store encodes them once). Equal means the
     same JSON, for the tools as for the messages (:func:`same_json`): ``1``, ``1.0`` and ``true``
@@ -149,17 +157,23 @@ class ReplayMemo:
 
     def __init__(self, sessions: int = 8) -> None:
         self._limit = sessions
-        self._last: OrderedDict[str, tuple[list[Any], list[InferenceMessage]]] = OrderedDict()
+        self._last: OrderedDict[str, tuple[list[Any], list[Any]]] = OrderedDict()
+        self._groups: OrderedDict[str, tuple[list[Any], dict[tuple[int, int], InferenceMessage]]] = OrderedDict()
         self._tools: OrderedDict[str, tuple[Any, ToolDefinitions]] = OrderedDict()
         self._redacted: OrderedDict[str, ContentCache] = OrderedDict()
+
+    def _keep(self, held: OrderedDict[str, Any], session: str, value: Any) -> None:
+        """``value`` as the Session's latest in ``held``, which keeps the latest ``sessions``."""
+        held[session] = value
+        held.move_to_end(session)
+        while len(held) > self._limit:
+            held.popitem(last=False)
 
     def content_cache(self, session: str) -> ContentCache:
         """The Session's :class:`~sediment.ingest.redaction.content.ContentCache`: its previous
         call's redacted messages and raw items, so replayed context is redacted once."""
-        cache = self._redacted.pop(session, None) or ContentCache()
-        self._redacted[session] = cache
-        while len(self._redacted) > self._limit:
-            self._redacted.popitem(last=False)
+        cache = self._redacted.get(session) or ContentCache()
+        self._keep(self._redacted, session, cache)
         return cache
 
     def tools(self, session: str, value: Any, read: Callable[[], ToolDefinitions]) -> ToolDefinitions:
@@ -177,36 +191,49 @@ class ReplayMemo:
                 last = None
         if last is None:
             last = (value, read())
-        self._tools[session] = last
-        while len(self._tools) > self._limit:
-            self._tools.popitem(last=False)
+        self._keep(self._tools, session, last)
         return last[1]
 
-    def translate(self, session: str, items: list[Any],
-                  translate_one: Callable[[Any, int], InferenceMessage]) -> list[InferenceMessage]:
+    def translate(self, session: str, items: list[Any], translate_one: Callable[[Any, int], _Read]) -> list[_Read]:
+        """Each of ``items`` read by ``translate_one`` (a message, or what a format groups into
+        messages), the previous call's reading for an item of the same JSON at its place."""
         previous_items, previous_messages = self._last.pop(session, ([], []))
         adopt_same(items, previous_items)  # the replayed objects themselves: no comparison
         kept = identical_prefix(items, previous_items)
-        messages: list[InferenceMessage] = previous_messages[:kept]
+        messages: list[_Read] = previous_messages[:kept]
         for index in range(kept, len(items)):
             same = index < len(previous_items) and items[index] is previous_items[index]
             messages.append(previous_messages[index] if same else translate_one(items[index], index))
-        self._last[session] = (list(items), messages)
-        while len(self._last) > self._limit:
-            self._last.popitem(last=False)
+        self._keep(self._last, session, (list(items), messages))
         return messages
+
+    def grouped(self, session: str, read: list[Any], groups: list[Group],
+                build: Callable[[int, int, str], InferenceMessage]) -> list[InferenceMessage]:
+        """The messages of ``groups`` of the items ``read`` (:meth:`translate`'s list), made by
+        ``build``: the previous call's very message for a group of the same place whose
+        readings are the very objects that call grouped there."""
+        previous_read, previous = self._groups.pop(session, ([], {}))
+        kept = identical_prefix(read, previous_read)
+        made: dict[tuple[int, int], InferenceMessage] = {}
+        for start, end, role in groups:
+            known = previous.get((start, end)) if end <= kept else None
+            made[start, end] = known if known is not None else build(start, end, role)
+        self._keep(self._groups, session, (list(read), made))
+        return list(made.values())
 
 
 class Notes:
     """The warnings one translation raised: each code once, in first-seen order.
 
-    ``replay`` and ``replay_tools`` carry the Session's :class:`ReplayMemo` view while a call
+    ``replay``, ``replay_groups`` and ``replay_tools`` carry the Session's :class:`ReplayMemo` view while a call
     is translated.
     """
 
     def __init__(self) -> None:
         self._codes: list[str] = []
-        self.replay: Callable[[list[Any], Callable[[Any, int], InferenceMessage]], list[InferenceMessage]] | None = None
+        self.replay: Callable[[list[Any], Callable[[Any, int], Any]], list[Any]] | None = None
+        self.replay_groups: Callable[[list[Any], list[Group], Callable[[int, int, str], InferenceMessage]],
+                                     list[InferenceMessage]] | None = None
         self.replay_tools: Callable[[Any, Callable[[], ToolDefinitions]], ToolDefinitions] | None = None
         self.redaction_cache: ContentCache | None = None
 
@@ -216,6 +243,7 @@ class Notes:
             return
         known: str = session
         self.replay = lambda items, one: memo.translate(known, items, one)
+        self.replay_groups = lambda read, groups, build: memo.grouped(known, read, groups, build)
         self.replay_tools = lambda value, read: memo.tools(known, value, read)
         self.redaction_cache = memo.content_cache(known)
 
