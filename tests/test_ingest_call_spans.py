@@ -40,6 +40,11 @@ def _record_line(session: str, pieces: list[str], output: dict[str, Any], call: 
     if call_format == "openai-responses":
         key, response = "input", {"id": f"resp-{session}-{call}", "object": "response", "model": "m",
                                   "status": "completed", "output": [output]}
+    if call_format == "anthropic":
+        content = output["content"] if isinstance(output["content"], list) else [
+            {"type": "text", "text": output["content"] or ""}]
+        response = {"id": f"resp-{session}-{call}", "type": "message", "role": "assistant", "model": "m",
+                    "content": content, "stop_reason": "end_turn"}
     listed = f'"{key}": [' + gap.join(pieces) + "]"
     if call_format == "litellm":
         parameters = '"model_parameters": {"temperature": 0' + (
@@ -233,6 +238,20 @@ def _as_item(message: dict[str, Any]) -> dict[str, Any]:
     return message
 
 
+def _as_blocks(message: dict[str, Any]) -> dict[str, Any]:
+    """A Chat message as an Anthropic message: a tool call as a ``tool_use`` block, a tool result
+    as a user message's ``tool_result`` block, any other message as it is."""
+    extra = {"meta": message["meta"]} if "meta" in message else {}
+    if message.get("tool_calls"):
+        function = message["tool_calls"][0]["function"]
+        return {"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": function["name"],
+                                                  "input": json.loads(function["arguments"])}], **extra}
+    if message["role"] == "tool":
+        return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": message["tool_call_id"],
+                                             "content": message["content"]}], **extra}
+    return message
+
+
 @st.composite
 def histories(draw: st.DrawFn, call_format: str = "openai-chat") -> list[str]:
     """Lines of up to two interleaved Sessions: each call replays the previous call's
@@ -256,7 +275,7 @@ def histories(draw: st.DrawFn, call_format: str = "openai-chat") -> list[str]:
         elif step == "compact" and history:
             keep = draw(st.integers(0, len(history)))
             history[:] = [json.dumps({"role": "user", "content": "summary " + draw(TEXT)}), *history[len(history) - keep:]]
-        shaped = _as_item if call_format == "openai-responses" else (lambda message: message)
+        shaped = {"openai-responses": _as_item, "anthropic": _as_blocks}.get(call_format, lambda message: message)
         history.append(_spell(shaped(draw(messages())), draw(st.sampled_from(SPELLINGS))))
         output = draw(messages().filter(lambda m: m["role"] != "tool"))
         output["role"] = "assistant"
@@ -280,6 +299,13 @@ def test_responses_items_replayed_rewritten_and_compacted_store_what_a_plain_par
     """The same property for OpenAI Responses: typed items, whose consecutive assistant-side
     items (an output item and the tool call or message after it) make one message."""
     _same_everywhere(lines, "openai-responses")
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(histories("anthropic"))
+def test_anthropic_messages_replayed_rewritten_and_compacted_store_what_a_plain_parse_stores(lines: list[str]) -> None:
+    """The same property for Anthropic Messages: tool calls and results as content blocks."""
+    _same_everywhere(lines, "anthropic")
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -636,7 +662,8 @@ def test_a_litellm_log_translates_replayed_messages_once_and_stores_its_tool_lis
 def test_replayed_responses_items_are_read_once_and_an_assistant_turn_of_several_items_stays_one_message(
         call_format: str) -> None:
     """OpenAI Responses items (as a request's ``input``, or a LiteLLM payload's ``messages``): a
-    replayed item is translated once, and an assistant turn of several items (reasoning, then
+    replayed item is translated once, instructions sent again are the same system message, and
+    an assistant turn of several items (reasoning, then
     a tool call) read before is the very message made of them before, so redaction and the
     store skip it by identity. What is stored is what a plain parse stores."""
     history: list[dict[str, Any]] = [{"type": "message", "role": "user",
@@ -647,8 +674,10 @@ def test_replayed_responses_items_are_read_once_and_an_assistant_turn_of_several
                   {"type": "function_call", "call_id": f"c{call}", "name": "run", "arguments": json.dumps({"n": call})}]
         response = {"id": f"resp-{call}", "object": "response", "model": "m", "status": "completed", "output": output}
         record: dict[str, Any] = ({"metadata": {"session_id": "s"}, "model": "m", "messages": history,
-                                   "response": response} if call_format == "litellm" else
-                                  {"session_id": "s", "request": {"model": "m", "input": history}, "response": response})
+                                   "response": response, "model_parameters": {"instructions": "be brief"}}
+                                  if call_format == "litellm" else
+                                  {"session_id": "s", "request": {"model": "m", "instructions": "be brief",
+                                                                  "input": history}, "response": response})
         lines.append(json.dumps(record))
         history = [*history, *output, {"type": "function_call_output", "call_id": f"c{call}", "output": f"done {call}"}]
     memo = ReplayMemo()
@@ -658,7 +687,34 @@ def test_replayed_responses_items_are_read_once_and_an_assistant_turn_of_several
         inputs, earlier = after.input_messages, before.input_messages  # type: ignore[attr-defined]
         assert len(inputs) == len(earlier) + 2 and all(a is b for a, b in zip(inputs[:len(earlier)], earlier,
                                                                                strict=True))
-    assert [m.role for m in calls[2].input_messages] == ["user", "assistant", "tool", "assistant", "tool"]  # type: ignore[attr-defined]
-    assert [len(m.parts) for m in calls[2].input_messages] == [1, 2, 1, 2, 1]  # type: ignore[attr-defined]
+    roles = ["system", "user", "assistant", "tool", "assistant", "tool"]
+    assert [m.role for m in calls[2].input_messages] == roles  # type: ignore[attr-defined]
+    assert [len(m.parts) for m in calls[2].input_messages] == [1, 1, 2, 1, 2, 1]  # type: ignore[attr-defined]
     problems, reused = _same_everywhere(lines, call_format)
+    assert not problems and reused > 0
+
+
+def test_replayed_anthropic_messages_are_translated_once() -> None:
+    """An Anthropic Messages request's replayed messages, and its system prompt sent again, are
+    the previous call's very translations (redaction and the store then skip them by identity)."""
+    history: list[dict[str, Any]] = [{"role": "user", "content": "task " + "x" * 300}]
+    lines = []
+    for call in range(4):
+        content = [{"type": "thinking", "thinking": f"think {call}", "signature": "sig"},
+                   {"type": "tool_use", "id": f"t{call}", "name": "run", "input": {"n": call}}]
+        response = {"id": f"resp-{call}", "type": "message", "role": "assistant", "model": "m", "content": content,
+                    "stop_reason": "tool_use"}
+        lines.append(json.dumps({"session_id": "s", "request": {"model": "m", "max_tokens": 9, "system": "be brief",
+                                                                "messages": history}, "response": response}))
+        history = [*history, {"role": "assistant", "content": content},
+                   {"role": "user", "content": [{"type": "tool_result", "tool_use_id": f"t{call}", "content": "ok"}]}]
+    memo = ReplayMemo()
+    calls = [translate_call(JsonReader().parse(line), format="anthropic", org_id=ORG, captured_at=CAPTURED,
+                            memo=memo).facts[0] for line in lines]
+    for before, after in itertools.pairwise(calls):
+        inputs, earlier = after.input_messages, before.input_messages  # type: ignore[attr-defined]
+        assert len(inputs) == len(earlier) + 2 and all(a is b for a, b in zip(inputs[:len(earlier)], earlier,
+                                                                               strict=True))
+    assert [m.role for m in calls[1].input_messages] == ["system", "user", "assistant", "user"]  # type: ignore[attr-defined]
+    problems, reused = _same_everywhere(lines, "anthropic")
     assert not problems and reused > 0

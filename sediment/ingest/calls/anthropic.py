@@ -40,7 +40,15 @@ from sediment.ingest.calls.fields import (
 )
 from sediment.ingest.calls.streams import event_payloads
 from sediment.ingest.calls.tool_definitions import builtin_tool, function_tool, tool_definitions, tool_kind
-from sediment.ingest.calls.toolkit import CallContent, Notes, call_content, content_parts, message, role_of
+from sediment.ingest.calls.toolkit import (
+    CallContent,
+    Notes,
+    call_content,
+    content_parts,
+    message,
+    resent_messages,
+    role_of,
+)
 from sediment.ingest.reading.json_text import RecordProblem, read_json
 from sediment.model.facts import InferenceMessage, TextPart, ToolDefinition
 
@@ -84,13 +92,17 @@ def system_message(system: Any, path: str, notes: Notes) -> list[InferenceMessag
 
 
 def anthropic_messages(items: Any, path: str, notes: Notes) -> list[InferenceMessage]:
-    messages: list[InferenceMessage] = []
-    for i, entry in enumerate(as_list(items, path)):
+    """The request's messages, through the Session's replay memo when the call has one (a
+    replayed message is translated once)."""
+    listed = as_list(items, path)
+
+    def one(entry: Any, i: int) -> InferenceMessage:
         item_path = f"{path}[{i}]"
         item = as_object(entry, item_path)
         content = required(item, "content", item_path)
-        messages.append(message(role_of(item, item_path), content_parts(content, child(item_path, "content"), notes)))
-    return messages
+        return message(role_of(item, item_path), content_parts(content, child(item_path, "content"), notes))
+
+    return notes.replay(listed, one) if notes.replay is not None else [one(entry, i) for i, entry in enumerate(listed)]
 
 
 def output_messages(response: dict[str, Any], path: str, notes: Notes) -> list[InferenceMessage]:
@@ -121,7 +133,8 @@ def tool_definition(entry: dict[str, Any], path: str) -> ToolDefinition:
 
 
 def translate(request: dict[str, Any], response: dict[str, Any], notes: Notes) -> CallContent:
-    inputs = system_message(request.get("system"), "request.system", notes)
+    system = request.get("system")
+    inputs = resent_messages(notes, "system", system, lambda: system_message(system, "request.system", notes))
     inputs.extend(anthropic_messages(required(request, "messages", "request"), "request.messages", notes))
     tools = tool_definitions(request.get("tools"), "request.tools", tool_definition, notes)
     outputs = output_messages(response, "response", notes)

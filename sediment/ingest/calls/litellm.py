@@ -60,6 +60,7 @@ from sediment.ingest.calls.toolkit import (
     header_value,
     message,
     parse_timestamp,
+    resent_messages,
 )
 from sediment.model.facts import InferenceMessage, ToolDefinition
 
@@ -82,9 +83,9 @@ _OTHER_CALL_TYPES = frozenset(
 
 
 def _inputs(record: dict[str, Any], parameters: dict[str, Any], notes: Notes) -> list[InferenceMessage]:
-    inputs: list[InferenceMessage] = []
-    if parameters.get("system") is not None:
-        inputs.extend(anthropic.system_message(parameters["system"], "model_parameters.system", notes))
+    system = parameters.get("system")
+    inputs = resent_messages(notes, "system", system,
+                             lambda: anthropic.system_message(system, "model_parameters.system", notes))
     instructions = parameters.get("instructions")
     if instructions is not None:
         inputs.extend(openai_responses.input_messages(instructions, None, "model_parameters", notes))

@@ -52,6 +52,7 @@ from sediment.ingest.calls.toolkit import (
     call_content,
     content_parts,
     message,
+    resent_messages,
     role_of,
     tool_call,
     tool_result,
@@ -142,15 +143,10 @@ def _groups(read: list[tuple[str, list[AnyPart]] | None]) -> list[Group]:
 
 
 def input_messages(instructions: Any, input_value: Any, path: str, notes: Notes) -> list[InferenceMessage]:
-    """``instructions`` as a leading system message, then ``input`` (a string or items)."""
-    messages: list[InferenceMessage] = []
-    if isinstance(instructions, list):
-        messages.extend(response_items(instructions, child(path, "instructions"), notes))
-    elif instructions is not None:
-        if not isinstance(instructions, str):
-            fail(child(path, "instructions"), "expected a string")
-        if instructions:
-            messages.append(message("system", content_parts(instructions, child(path, "instructions"), notes)))
+    """``instructions`` as a leading system message (read once while a Session sends the same
+    again), then ``input`` (a string or items)."""
+    messages = resent_messages(notes, "instructions", instructions,
+                               lambda: _instructions(instructions, child(path, "instructions"), notes))
     if isinstance(input_value, str):
         messages.append(message("user", content_parts(input_value, child(path, "input"), notes)))
     elif input_value is not None:
@@ -158,6 +154,16 @@ def input_messages(instructions: Any, input_value: Any, path: str, notes: Notes)
             fail(child(path, "input"), "expected a string or a list of items")
         messages.extend(response_items(input_value, child(path, "input"), notes, replayed=True))
     return messages
+
+
+def _instructions(instructions: Any, path: str, notes: Notes) -> list[InferenceMessage]:
+    if isinstance(instructions, list):
+        return response_items(instructions, path, notes)
+    if instructions is None:
+        return []
+    if not isinstance(instructions, str):
+        fail(path, "expected a string")
+    return [message("system", content_parts(instructions, path, notes))] if instructions else []
 
 
 def _finish_reason(response: dict[str, Any], path: str) -> str | None:

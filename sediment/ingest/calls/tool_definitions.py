@@ -25,7 +25,10 @@ def tool_definitions(value: Any, path: str, read: Callable[[dict[str, Any], str]
         entries = as_list(value, path)
         return tuple(read(as_object(entry, f"{path}[{i}]"), f"{path}[{i}]") for i, entry in enumerate(entries))
 
-    return notes.replay_tools(value, read_all) if notes.replay_tools is not None else read_all()
+    if notes.resent is None:
+        return read_all()
+    definitions: ToolDefinitions = notes.resent("tools", value, read_all)
+    return definitions
 
 
 def tool_kind(obj: dict[str, Any], path: str) -> str | None:

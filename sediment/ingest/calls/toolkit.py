@@ -159,7 +159,7 @@ class ReplayMemo:
         self._limit = sessions
         self._last: OrderedDict[str, tuple[list[Any], list[Any]]] = OrderedDict()
         self._groups: OrderedDict[str, tuple[list[Any], dict[tuple[int, int], InferenceMessage]]] = OrderedDict()
-        self._tools: OrderedDict[str, tuple[Any, ToolDefinitions]] = OrderedDict()
+        self._resent: OrderedDict[str, dict[str, tuple[Any, Any]]] = OrderedDict()
         self._redacted: OrderedDict[str, ContentCache] = OrderedDict()
 
     def _keep(self, held: OrderedDict[str, Any], session: str, value: Any) -> None:
@@ -176,12 +176,14 @@ class ReplayMemo:
         self._keep(self._redacted, session, cache)
         return cache
 
-    def tools(self, session: str, value: Any, read: Callable[[], ToolDefinitions]) -> ToolDefinitions:
-        """The definitions of the tool list ``value``: the previous call's very tuple when the
-        Session's previous call declared an equal list, else ``read()``. Each entry equal to the
-        previous list's entry at its place becomes that very entry (:func:`adopt_same`), so the raw
-        list that a call resends costs its redaction and the store one identity check an entry."""
-        last = self._tools.pop(session, None)
+    def resent(self, session: str, slot: str, value: Any, read: Callable[[], _Read]) -> _Read:
+        """What ``read()`` makes of ``value``, which every call sends again whole (``slot``: its
+        tool list, its system prompt): the previous call's very result when the Session's previous
+        call sent the same JSON there, else ``read()``. A list's entries equal to the previous
+        list's entry at their place become those very entries (:func:`adopt_same`), so a tool list
+        that a call resends costs its redaction and the store one identity check an entry."""
+        slots = self._resent.get(session) or {}
+        last = slots.get(slot)
         if last is not None:
             if type(value) is list and type(last[0]) is list:
                 same = adopt_same(value, last[0])
@@ -191,8 +193,10 @@ class ReplayMemo:
                 last = None
         if last is None:
             last = (value, read())
-        self._keep(self._tools, session, last)
-        return last[1]
+        slots[slot] = last
+        self._keep(self._resent, session, slots)
+        result: _Read = last[1]
+        return result
 
     def translate(self, session: str, items: list[Any], translate_one: Callable[[Any, int], _Read]) -> list[_Read]:
         """Each of ``items`` read by ``translate_one`` (a message, or what a format groups into
@@ -225,7 +229,7 @@ class ReplayMemo:
 class Notes:
     """The warnings one translation raised: each code once, in first-seen order.
 
-    ``replay``, ``replay_groups`` and ``replay_tools`` carry the Session's :class:`ReplayMemo` view while a call
+    ``replay``, ``replay_groups`` and ``resent`` carry the Session's :class:`ReplayMemo` view while a call
     is translated.
     """
 
@@ -234,7 +238,7 @@ class Notes:
         self.replay: Callable[[list[Any], Callable[[Any, int], Any]], list[Any]] | None = None
         self.replay_groups: Callable[[list[Any], list[Group], Callable[[int, int, str], InferenceMessage]],
                                      list[InferenceMessage]] | None = None
-        self.replay_tools: Callable[[Any, Callable[[], ToolDefinitions]], ToolDefinitions] | None = None
+        self.resent: Callable[[str, Any, Callable[[], Any]], Any] | None = None
         self.redaction_cache: ContentCache | None = None
 
     def use_memo(self, memo: ReplayMemo | None, session: str | None) -> None:
@@ -244,7 +248,7 @@ class Notes:
         known: str = session
         self.replay = lambda items, one: memo.translate(known, items, one)
         self.replay_groups = lambda read, groups, build: memo.grouped(known, read, groups, build)
-        self.replay_tools = lambda value, read: memo.tools(known, value, read)
+        self.resent = lambda slot, value, read: memo.resent(known, slot, value, read)
         self.redaction_cache = memo.content_cache(known)
 
     def warn(self, code: CallWarning) -> None:
@@ -409,6 +413,17 @@ def content_parts(content: Any, path: str, notes: Notes) -> list[AnyPart]:
 
 def message(role: str, parts: list[AnyPart], finish_reason: str | None = None) -> InferenceMessage:
     return InferenceMessage(role=role, parts=tuple(parts), finish_reason=finish_reason)
+
+
+def resent_messages(notes: Notes, slot: str, value: Any, read: Callable[[], list[InferenceMessage]]
+                    ) -> list[InferenceMessage]:
+    """``read()``'s messages of a ``value`` every call sends again (a system prompt, instructions),
+    through the Session's replay memo when the call has one: the same JSON as the previous call's
+    is that call's very messages. A new list either way (the caller adds the call's others)."""
+    if notes.resent is None or value is None:
+        return read()
+    messages: tuple[InferenceMessage, ...] = notes.resent(slot, value, lambda: tuple(read()))
+    return list(messages)
 
 
 def role_of(obj: dict[str, Any], path: str) -> str:
