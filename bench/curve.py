@@ -64,7 +64,7 @@ def measure_point(axis: str, profile: Profile, base: Path, run_stage: Callable[.
     env |= {"SEDIMENT_HOME": str(base / "home"), "SEDIMENT_ORG_ID": "bench",
             "SEDIMENT_CAPTURE_TIME": "2026-07-01T00:00:00Z"}
     _, parse = floors(data.call_files + data.webhook_files)
-    ingest = [run_stage("ingest calls", ["ingest", "calls", "--format", "openai-chat",
+    ingest = [run_stage("ingest calls", ["ingest", "calls", "--format", data.call_format,
                                          *map(str, data.call_files)], env, 0, 0),
               run_stage("ingest github", ["ingest", "github", *map(str, data.webhook_files)], env, 0, 0),
               run_stage("ingest otlp", ["ingest", "otlp", *map(str, data.decision_files)], env, 0, 0)]

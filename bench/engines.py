@@ -59,7 +59,7 @@ def run_engines(profile: Profile, work: Path, workers: int, database_url: str, r
     env |= {"SEDIMENT_HOME": str(work / "home"), "SEDIMENT_ORG_ID": "bench",
             "SEDIMENT_CAPTURE_TIME": "2026-07-01T00:00:00Z", "SEDIMENT_DATABASE_URL": fresh_database(database_url)}
     calls = [str(p) for p in data.call_files]
-    run_stage("ingest calls", ["ingest", "calls", "--format", "openai-chat", *calls], env, 0, 0)
+    run_stage("ingest calls", ["ingest", "calls", "--format", data.call_format, *calls], env, 0, 0)
     run_stage("ingest github", ["ingest", "github", *map(str, data.webhook_files)], env, 0, 0)
     run_stage("ingest otlp", ["ingest", "otlp", *map(str, data.decision_files)], env, 0, 0)
     run_stage("mirror add", ["mirror", "add", "bench/monorepo", str(data.origin)], env, 0, 0)
@@ -75,7 +75,7 @@ def run_engines(profile: Profile, work: Path, workers: int, database_url: str, r
             out.mkdir()
             seconds: dict[str, float] = {}
             ingest_env = dict(env, SEDIMENT_DATABASE_URL=fresh_database(database_url))
-            seconds["ingest calls"] = run_stage("ingest", ["ingest", "calls", "--format", "openai-chat", *calls,
+            seconds["ingest calls"] = run_stage("ingest", ["ingest", "calls", "--format", data.call_format, *calls,
                                                            *options], ingest_env, 0, 0).seconds
             stores[side] = store_content(ingest_env["SEDIMENT_DATABASE_URL"])
             seconds["derive"] = run_stage("derive", ["derive", "--out", str(out / "bundle"), *options], env, 0,

@@ -1,8 +1,8 @@
 """Where one process's ``ingest calls`` spends its time, phase by phase.
 
-    python bench/ingest_phases.py FILE...        (the bench's kept input: DIR/inputs/calls/*)
+    python bench/ingest_phases.py [--format F] FILE...   (the bench's kept input: DIR/inputs/calls/*)
 
-Runs ``sediment ingest calls --format openai-chat FILE...`` in this process, into a new store
+Runs ``sediment ingest calls --format F FILE...`` (default ``openai-chat``) in this process, into a new store
 in a temporary home (``SEDIMENT_ORG_ID`` and ``SEDIMENT_CAPTURE_TIME`` as the bench sets them),
 with a timer around each phase of the pipeline, and prints one table: seconds and share of
 the wall time. The phases nest as the pipeline does (redaction runs inside translation, blob
@@ -55,7 +55,7 @@ def _timed(function: Callable[..., Any], label: str, seconds: Counter[str]) -> C
     return wrapper
 
 
-def main(files: list[str]) -> None:
+def main(files: list[str], call_format: str = "openai-chat") -> None:
     import importlib
 
     from run import floors  # the bench's two floors, measured as its report measures them
@@ -70,7 +70,7 @@ def main(files: list[str]) -> None:
 
     home = tempfile.mkdtemp(prefix="sediment-phases-")
     os.environ.update(SEDIMENT_HOME=home, SEDIMENT_ORG_ID="bench", SEDIMENT_CAPTURE_TIME="2026-07-01T00:00:00Z")
-    sys.argv = ["sediment", "ingest", "calls", "--format", "openai-chat", *files]
+    sys.argv = ["sediment", "ingest", "calls", "--format", call_format, *files]
     start = time.perf_counter()
     try:
         cli()
@@ -92,4 +92,8 @@ if __name__ == "__main__":
     if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
         print(__doc__)
         sys.exit(0 if len(sys.argv) >= 2 else 2)
-    main([str(Path(p)) for p in sys.argv[1:]])
+    arguments = sys.argv[1:]
+    chosen = "openai-chat"
+    if arguments[0] == "--format" and len(arguments) > 2:
+        chosen, arguments = arguments[1], arguments[2:]
+    main([str(Path(p)) for p in arguments], chosen)

@@ -29,7 +29,7 @@ def _exports(profile: Profile, base: Path, run_stage: Callable[..., Any], env: d
     """Every export of the org ``profile`` synthesizes under ``base``: their directories."""
     data = synthesize(profile, base / "inputs")
     env = dict(env, SEDIMENT_HOME=str(base / "home"))
-    run_stage("ingest", ["ingest", "calls", "--format", "openai-chat", *map(str, data.call_files)], env, 0, 0)
+    run_stage("ingest", ["ingest", "calls", "--format", data.call_format, *map(str, data.call_files)], env, 0, 0)
     run_stage("ingest", ["ingest", "github", *map(str, data.webhook_files)], env, 0, 0)
     run_stage("ingest", ["ingest", "otlp", *map(str, data.decision_files)], env, 0, 0)
     run_stage("mirror", ["mirror", "add", "bench/monorepo", str(data.origin)], env, 0, 0)

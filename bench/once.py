@@ -88,7 +88,7 @@ def run_once(profile: Profile, work: Path, workers: int, run_stage: Callable[...
     w = ["--workers", str(workers)]
     out = work / "out"
     stages = [
-        run_stage("ingest calls", ["ingest", "calls", "--format", "openai-chat", *w, *map(str, data.call_files)],
+        run_stage("ingest calls", ["ingest", "calls", "--format", data.call_format, *w, *map(str, data.call_files)],
                   env, data.input_bytes, data.calls),
         run_stage("ingest github", ["ingest", "github", *map(str, data.webhook_files)], env, 0, 0),
         run_stage("ingest otlp", ["ingest", "otlp", *map(str, data.decision_files)], env, 0, 0),

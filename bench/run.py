@@ -1,7 +1,7 @@
 """Benchmark harness: synthesize an organisation, run the real CLI stages, print one table.
 
     python bench/run.py --profile smoke|pilot-tenth|pilot [--sessions N] [--workers N] [--compress zst|gz|none]
-                        [--uncommitted-every N] [--tool-list-bytes N] [--scaling N] [--leakage N]
+                        [--uncommitted-every N] [--tool-list-bytes N] [--call-format F] [--scaling N] [--leakage N]
                         [--report docs/performance.md]
                         [--keep DIR]
                         [--engine ray [--database-url postgresql://…]]
@@ -44,7 +44,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from once import objectives_with_workers
-from synth import COMPRESSIONS, PROFILES, Profile, Synthesis, synthesize
+from synth import CALL_FORMATS, COMPRESSIONS, PROFILES, Profile, Synthesis, synthesize
 
 from sediment.ingest.reading.compressed import open_input
 
@@ -136,7 +136,7 @@ def run_profile(profile: Profile, work: Path, workers: int, repeat: int = 3, com
             "SEDIMENT_CAPTURE_TIME": "2026-07-01T00:00:00Z"}
     call_bytes = data.input_bytes - sum(_inflated_size(p) for p in data.webhook_files)
     stages = [
-        run_stage("ingest calls", ["ingest", "calls", "--format", "openai-chat", *map(str, data.call_files)],
+        run_stage("ingest calls", ["ingest", "calls", "--format", data.call_format, *map(str, data.call_files)],
                   env, call_bytes, data.calls),
         run_stage("ingest github", ["ingest", "github", *map(str, data.webhook_files)], env,
                   sum(_inflated_size(p) for p in data.webhook_files), 0),
@@ -150,7 +150,7 @@ def run_profile(profile: Profile, work: Path, workers: int, repeat: int = 3, com
     if workers > 1:  # the same input into a second store, parsed by several workers
         env_n = dict(env, SEDIMENT_HOME=str(work / f"home-w{workers}"))
         parallel_ingest = run_stage(f"ingest calls (workers {workers})",
-                                    ["ingest", "calls", "--format", "openai-chat", "--workers", str(workers),
+                                    ["ingest", "calls", "--format", data.call_format, "--workers", str(workers),
                                      *map(str, data.call_files)], env_n, call_bytes, data.calls)
         same_store = _store_content(env) == _store_content(env_n)
     by_workers: dict[int, list[Stage]] = {}
@@ -241,7 +241,7 @@ def memory_scaling(work: Path, sessions: int, calls: int, compression: str = "zs
         env = {k: v for k, v in os.environ.items() if not k.startswith("SEDIMENT_")}
         env |= {"SEDIMENT_HOME": str(base / "home"), "SEDIMENT_ORG_ID": "bench",
                 "SEDIMENT_CAPTURE_TIME": "2026-07-01T00:00:00Z"}
-        run_stage("ingest", ["ingest", "calls", "--format", "openai-chat", *map(str, data.call_files)], env, 0, 0)
+        run_stage("ingest", ["ingest", "calls", "--format", data.call_format, *map(str, data.call_files)], env, 0, 0)
         run_stage("ingest", ["ingest", "github", *map(str, data.webhook_files)], env, 0, 0)
         run_stage("ingest", ["ingest", "otlp", *map(str, data.decision_files)], env, 0, 0)
         run_stage("mirror", ["mirror", "add", "bench/monorepo", str(data.origin)], env, 0, 0)
@@ -436,6 +436,10 @@ def main() -> None:
     parser.add_argument("--tool-list-bytes", type=int, default=0, metavar="N",
                         help="every call declares about N bytes of tool definitions, as a coding agent "
                              "does (default 0: none)")
+    parser.add_argument("--call-format", choices=CALL_FORMATS, default="openai-chat",
+                        help="how the synthesized calls are logged, the same turns in each: a request/response "
+                             "pair of OpenAI Chat (the default), OpenAI Responses or Anthropic Messages, or a "
+                             "LiteLLM gateway's payload")
     parser.add_argument("--engine", choices=("local", "ray"), default="local",
                         help="ray: compare one process, local workers and a local Ray cluster (bench/engines.py)")
     parser.add_argument("--database-url", default=os.environ.get("SEDIMENT_TEST_DATABASE_URL"),
@@ -479,6 +483,8 @@ def main() -> None:
     if args.tool_list_bytes:
         profile = replace(profile, name=f"{profile.name} (tools {args.tool_list_bytes:,} bytes)",
                           tool_bytes=args.tool_list_bytes)
+    if args.call_format != "openai-chat":
+        profile = replace(profile, name=f"{profile.name} ({args.call_format})", call_format=args.call_format)
     if args.uncommitted_every < 0:
         parser.error("--uncommitted-every: expected 0 or a positive integer")
     if args.uncommitted_every:

@@ -42,6 +42,8 @@ REPO = "bench/monorepo"
 T0 = datetime(2026, 6, 1, tzinfo=UTC)
 SESSIONS_PER_FILE = 10
 COMPRESSIONS = ("zst", "gz", "none")
+#: The call log formats the bench writes (``sediment ingest calls --format``).
+CALL_FORMATS = ("openai-chat", "openai-responses", "anthropic", "litellm")
 #: Zstandard's level 3 (its default) with a 2^23-byte window: a call replays the one before it,
 #: up to a few MiB back, so the window reaches the replay as a rotating gateway's compressor would.
 ZSTD_PARAMETERS = {"level": 3, "window_log": 23}
@@ -59,6 +61,9 @@ class Profile:
     #: about how many bytes of tool definitions every call declares (0: none), as a coding
     #: agent declares its tools with every call (tens of KB)
     tool_bytes: int = 0
+    #: how the calls are logged: a request/response pair of one of the three APIs, or a LiteLLM
+    #: gateway's payload (:data:`CALL_FORMATS`; the same turns in each)
+    call_format: str = "openai-chat"
 
     def commits(self, index: int) -> bool:
         """Whether Session ``index`` commits (with a note) and has CI runs."""
@@ -90,6 +95,7 @@ class Synthesis:
     #: the input files' size on disk (compressed)
     compressed_bytes: int = 0
     compression: str = "none"
+    call_format: str = "openai-chat"
     replayed_message_bytes: int = 0
     unique_message_bytes: int = 0
 
@@ -170,6 +176,67 @@ def _session(profile: Profile, text: _Text, index: int) -> tuple[str, list[dict[
     return session, records, final_content, unique
 
 
+def logged(record: dict[str, Any], call_format: str) -> dict[str, Any]:
+    """A synthesized call (an OpenAI Chat request/response pair) as ``call_format`` logs it: the
+    same turns, tool calls and results, in that API's shapes, or in a LiteLLM payload."""
+    if call_format == "openai-chat":
+        return record
+    request, response = record["request"], record["response"]
+    (choice,) = response["choices"]
+    envelope = {"session_id": record["session_id"], "observed_at": record["observed_at"]}
+    usage = {"input_tokens": response["usage"]["prompt_tokens"], "output_tokens": response["usage"]["completion_tokens"]}
+    functions = [tool["function"] for tool in request.get("tools", [])]
+    if call_format == "litellm":
+        return {"id": response["id"], "call_type": "acompletion", "status": "success", "custom_llm_provider": "openai",
+                "model": request["model"], "startTime": record["observed_at"], "endTime": record["observed_at"],
+                "messages": request["messages"], "response": response,
+                "prompt_tokens": usage["input_tokens"], "completion_tokens": usage["output_tokens"],
+                "model_parameters": {"tools": request["tools"]} if "tools" in request else {},
+                "metadata": {"session_id": record["session_id"]}}
+    if call_format == "openai-responses":
+        items = [item for message in request["messages"] for item in _response_items(message)]
+        return {**envelope, "request": {"model": request["model"], "input": items,
+                                        **({"tools": [{"type": "function", **f} for f in functions]} if functions else {})},
+                "response": {"id": response["id"], "object": "response", "model": response["model"],
+                             "status": "completed", "output": _response_items(choice["message"]), "usage": usage}}
+    if call_format == "anthropic":
+        system, *turns = request["messages"]
+        content = _anthropic_message(choice["message"])["content"]
+        return {**envelope, "request": {
+            "model": request["model"], "max_tokens": 4096, "system": system["content"],
+            "messages": [_anthropic_message(message) for message in turns],
+            **({"tools": [{"name": f["name"], "description": f["description"], "input_schema": f["parameters"]}
+                          for f in functions]} if functions else {})},
+            "response": {"id": response["id"], "type": "message", "role": "assistant", "model": response["model"],
+                         "content": content if isinstance(content, list) else [{"type": "text", "text": content}],
+                         "stop_reason": "tool_use" if choice["finish_reason"] == "tool_calls" else "end_turn",
+                         "usage": usage}}
+    raise ValueError(f"call format: expected one of {', '.join(CALL_FORMATS)}, got {call_format!r}")
+
+
+def _response_items(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """A Chat message as OpenAI Responses items."""
+    if message["role"] == "tool":
+        return [{"type": "function_call_output", "call_id": message["tool_call_id"], "output": message["content"]}]
+    if message.get("tool_calls"):
+        return [{"type": "function_call", "call_id": call["id"], "name": call["function"]["name"],
+                 "arguments": call["function"]["arguments"]} for call in message["tool_calls"]]
+    kind = "output_text" if message["role"] == "assistant" else "input_text"
+    return [{"type": "message", "role": message["role"], "content": [{"type": kind, "text": message["content"]}]}]
+
+
+def _anthropic_message(message: dict[str, Any]) -> dict[str, Any]:
+    """A Chat message as an Anthropic message (a tool result is the user's ``tool_result`` block)."""
+    if message["role"] == "tool":
+        return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": message["tool_call_id"],
+                                             "content": message["content"]}]}
+    if message.get("tool_calls"):
+        return {"role": "assistant", "content": [{"type": "tool_use", "id": call["id"], "name": call["function"]["name"],
+                                                  "input": json.loads(call["function"]["arguments"])}
+                                                 for call in message["tool_calls"]]}
+    return {"role": message["role"], "content": message["content"]}
+
+
 def session_calls(profile: Profile, index: int) -> int:
     """How many calls Session ``index`` makes: a DPO pair's two Sessions answer in one edit (their
     decided call's prompt is the task itself), the others make the profile's number of calls."""
@@ -232,7 +299,7 @@ def synthesize(profile: Profile, directory: Path, *, seed: int = 7, compression:
     (directory / "calls").mkdir(exist_ok=True)
     (directory / "webhooks").mkdir(exist_ok=True)
     text = _Text(seed)
-    result = Synthesis(origin=directory / "origin.git", compression=compression)
+    result = Synthesis(origin=directory / "origin.git", compression=compression, call_format=profile.call_format)
     git = MirrorWriter(result.origin)
     git.commit({"README.md": "# bench\n"}, "base", when=int(T0.timestamp()) - 3600)
     handle = None
@@ -250,7 +317,7 @@ def synthesize(profile: Profile, directory: Path, *, seed: int = 7, compression:
         session, records, content, unique = _session(profile, text, index)
         assert handle is not None
         for record in records:
-            line = (json.dumps(record) + "\n").encode("utf-8")
+            line = (json.dumps(logged(record, profile.call_format)) + "\n").encode("utf-8")
             handle.write(line)
             result.input_bytes += len(line)
             result.replayed_message_bytes += sum(len(json.dumps(m)) for m in record["request"]["messages"])

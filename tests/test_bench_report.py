@@ -6,6 +6,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
+
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 from run import Stage, render
@@ -125,3 +128,39 @@ def test_a_profile_with_tools_declares_one_agents_tool_list_with_every_call(tmp_
     read_back = [call.raw["request"]["tools"] for session in store.session_ids("bench")  # type: ignore[index]
                  for call in store.calls_for_session("bench", session)]
     assert read_back == declared
+
+
+@pytest.mark.parametrize("call_format", ["openai-responses", "anthropic", "litellm"])
+def test_each_call_format_logs_the_same_turns(tmp_path: Path, call_format: str) -> None:
+    """``--call-format F``: the bench's calls logged as another API's pairs or as a LiteLLM
+    gateway's payloads. Every call is stored, and each holds the same text, tool calls, tool
+    results and tools as the Chat log's call (its roles are the format's own: an Anthropic tool
+    result is the user's)."""
+    import synth
+
+    from sediment.ingest.calls import ReplayMemo, translate_call
+    from sediment.ingest.calls.spans import SpanReader
+    from sediment.ingest.reading.files import ingest_files
+    from sediment.model.facts import InferenceCall
+    from sediment.store import FactStore
+
+    def content(call: InferenceCall) -> tuple[Any, ...]:
+        return (call.session_id, call.model_call_id,
+                [part.model_dump() for message in call.input_messages for part in message.parts],
+                [part.model_dump() for message in call.output_messages for part in message.parts],
+                [(tool.name, tool.description, tool.parameters) for tool in call.tools or ()])
+
+    stored = {}
+    for chosen in ("openai-chat", call_format):
+        written = synth.synthesize(Profile("tiny", 3, 4, tool_bytes=3_000, call_format=chosen), tmp_path / chosen,
+                                   compression="none")
+        store = FactStore(f"sqlite:///{tmp_path / chosen / 'facts.db'}")
+        memo = ReplayMemo()
+        report = ingest_files([str(p) for p in written.call_files], lambda record, f=chosen, m=memo: translate_call(
+            record, format=f, org_id="bench", captured_at=synth.T0, memo=m), store, reader=SpanReader)
+        assert report.stored["inference_calls"] == written.calls and not report.problems
+        stored[chosen] = [content(call) for session in store.session_ids("bench")
+                          for call in store.calls_for_session("bench", session)]
+        store.close()
+    assert len(stored[call_format]) == 2 + 2 + 4  # the DPO pair's two Sessions make two calls each
+    assert stored[call_format] == stored["openai-chat"]
