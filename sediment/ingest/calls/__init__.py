@@ -12,7 +12,8 @@ A pair's ``response`` may also be the raw SSE text of a streamed call; each form
 assembles its own stream into the response object the API would have returned.
 
 What the formats share is in ``toolkit`` (the envelope, parts, Sessions, building the Fact),
-``fields`` (field access), ``streams`` (Server-Sent Events) and ``tool_definitions``; the format
+``fields`` (field access), ``streams`` (Server-Sent Events), ``tool_definitions`` and ``replay``
+(the replay memo); the format
 modules import from those, and this module only picks the module for a format. Every call's
 ``raw`` is the record with its credentials redacted (:mod:`sediment.ingest.redaction.credentials`); ids and
 parts are read from the record as received.
@@ -26,13 +27,13 @@ from typing import Any, Literal
 from sediment.ingest import Translation
 from sediment.ingest.calls import anthropic, litellm, openai_chat, openai_responses
 from sediment.ingest.calls.fields import as_object
+from sediment.ingest.calls.replay import ReplayMemo
 from sediment.ingest.calls.toolkit import (
     CALL_SKIP_REASONS,
     CALL_WARNINGS,
     CallSkipReason,
     CallWarning,
     PairFormat,
-    ReplayMemo,
     translate_pair,
 )
 

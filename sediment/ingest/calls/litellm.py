@@ -47,13 +47,13 @@ from typing import Any
 from sediment.ingest import Translation, TranslationError
 from sediment.ingest.calls import anthropic, openai_chat, openai_responses
 from sediment.ingest.calls.fields import fail, optional_object, optional_text, token_count
+from sediment.ingest.calls.replay import ReplayMemo
 from sediment.ingest.calls.tool_definitions import tool_definitions
 from sediment.ingest.calls.toolkit import (
     CODEX_TURN_METADATA_HEADER,
     SESSION_HEADER,
     CallContent,
     Notes,
-    ReplayMemo,
     build_call,
     codex_session,
     content_parts,

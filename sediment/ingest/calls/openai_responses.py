@@ -42,12 +42,12 @@ from sediment.ingest.calls.fields import (
     required,
     token_count,
 )
+from sediment.ingest.calls.replay import Group
 from sediment.ingest.calls.streams import event_payloads
 from sediment.ingest.calls.tool_definitions import builtin_tool, function_tool, tool_definitions, tool_kind
 from sediment.ingest.calls.toolkit import (
     AnyPart,
     CallContent,
-    Group,
     Notes,
     call_content,
     content_parts,

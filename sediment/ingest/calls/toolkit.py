@@ -1,6 +1,6 @@
 """What every call format shares: the envelope, parts, Sessions and the building of the
 :class:`~sediment.model.facts.InferenceCall` (field access is in ``fields``, streams in
-``streams``, the tool-definition readers in ``tool_definitions``).
+``streams``, the tool-definition readers in ``tool_definitions``, the replay memo in ``replay``).
 
 The format modules (``openai_chat``, ``openai_responses``, ``anthropic``, and ``litellm``,
 which also reads the other three's shapes through their modules) import from here; this module
@@ -19,16 +19,11 @@ given, so a result that is JSON text stays that string, byte for byte.
 
 from __future__ import annotations
 
-import json
-from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from itertools import takewhile
-from operator import is_, truth
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, Protocol
 
-import orjson
 from pydantic import TypeAdapter, ValidationError
 
 from sediment.errors import validation_message
@@ -44,6 +39,7 @@ from sediment.ingest.calls.fields import (
     optional_text,
     required,
 )
+from sediment.ingest.calls.replay import Group, ReplayMemo
 from sediment.ingest.calls.streams import is_event_stream
 from sediment.ingest.reading.json_text import RecordProblem, read_json
 from sediment.ingest.redaction.content import ContentCache, redact_call
@@ -94,136 +90,6 @@ _ORG_ID: TypeAdapter[str] = TypeAdapter(OrgId)
 
 
 # --- results shared by the format modules ----------------------------------------------
-
-
-def identical_prefix(items: Sequence[Any], previous: Sequence[Any]) -> int:
-    """How many leading elements of ``items`` are the very objects of ``previous`` (C speed)."""
-    return len(list(takewhile(truth, map(is_, items, previous))))
-
-
-def same_json(a: Any, b: Any) -> bool:
-    """Whether two parsed JSON values are the same value, types included: Python's ``==`` takes
-    ``1``, ``1.0`` and ``true`` (and ``0.0`` and ``-0.0``) for one, which a stored record must not.
-    Once ``==`` holds, the two encodings tell them apart: orjson's, or the standard encoder's
-    for what orjson refuses (an integer past 64 bits). Both spell every non-finite float alike
-    (orjson as ``null``), but ``==`` holds then only for the very same float or for equal
-    infinities, which are the same value."""
-    if a is b:
-        return True
-    if a != b:
-        return False
-    try:
-        return orjson.dumps(a) == orjson.dumps(b)
-    except TypeError:  # orjson.JSONEncodeError is one
-        pass
-    try:
-        return json.dumps(a) == json.dumps(b)
-    except (TypeError, ValueError):  # not plain JSON (cannot be replayed context): not the same
-        return False
-
-
-def adopt_same(items: list[Any], previous: Sequence[Any]) -> bool:
-    """Put in ``items`` the very element of ``previous`` wherever the two hold the same JSON at
-    the same position (:func:`same_json`), so what follows (redaction, the store's encoding)
-    meets objects it has seen and skips them by identity; True when the two lists are then the
-    same elements. The JSON of ``items`` is unchanged."""
-    kept = identical_prefix(items, previous)
-    for index in range(kept, min(len(items), len(previous))):
-        if same_json(items[index], previous[index]):
-            items[index] = previous[index]
-    return len(items) == len(previous) and identical_prefix(items, previous) == len(items)
-
-
-_Read = TypeVar("_Read")
-#: A group of consecutive items read as one message: its first item, the item after its last,
-#: and its role.
-Group = tuple[int, int, str]
-
-
-class ReplayMemo:
-    """Remembers each Session's previous call so replayed context is translated once.
-
-    An agent's call k repeats the messages of calls 1..k-1. When a message of the current
-    call equals the message at the same position of the Session's previous call, the earlier
-    translation (and the earlier raw object) is reused; only new messages are translated.
-    Where several items make one message (an OpenAI Responses assistant turn), a group of the
-    very items the previous call grouped at the same place is that call's very message.
-    The tool list, resent with every call, is read again only when it changed, so an equal
-    list yields the very same definitions (and the store encodes them once). Equal means the
-    same JSON, for the tools as for the messages (:func:`same_json`): ``1``, ``1.0`` and ``true``
-    are different values, so a replayed message whose number is spelled otherwise is read (and
-    stored) anew. Holds the last call of at most ``sessions`` Sessions.
-    """
-
-    def __init__(self, sessions: int = 8) -> None:
-        self._limit = sessions
-        self._last: OrderedDict[str, tuple[list[Any], list[Any]]] = OrderedDict()
-        self._groups: OrderedDict[str, tuple[list[Any], dict[tuple[int, int], InferenceMessage]]] = OrderedDict()
-        self._resent: OrderedDict[str, dict[str, tuple[Any, Any]]] = OrderedDict()
-        self._redacted: OrderedDict[str, ContentCache] = OrderedDict()
-
-    def _keep(self, held: OrderedDict[str, Any], session: str, value: Any) -> None:
-        """``value`` as the Session's latest in ``held``, which keeps the latest ``sessions``."""
-        held[session] = value
-        held.move_to_end(session)
-        while len(held) > self._limit:
-            held.popitem(last=False)
-
-    def content_cache(self, session: str) -> ContentCache:
-        """The Session's :class:`~sediment.ingest.redaction.content.ContentCache`: its previous
-        call's redacted messages and raw items, so replayed context is redacted once."""
-        cache = self._redacted.get(session) or ContentCache()
-        self._keep(self._redacted, session, cache)
-        return cache
-
-    def resent(self, session: str, slot: str, value: Any, read: Callable[[], _Read]) -> _Read:
-        """What ``read()`` makes of ``value``, which every call sends again whole (``slot``: its
-        tool list, its system prompt): the previous call's very result when the Session's previous
-        call sent the same JSON there, else ``read()``. A list's entries equal to the previous
-        list's entry at their place become those very entries (:func:`adopt_same`), so a tool list
-        that a call resends costs its redaction and the store one identity check an entry."""
-        slots = self._resent.get(session) or {}
-        last = slots.get(slot)
-        if last is not None:
-            if type(value) is list and type(last[0]) is list:
-                same = adopt_same(value, last[0])
-            else:
-                same = same_json(value, last[0])
-            if not same:
-                last = None
-        if last is None:
-            last = (value, read())
-        slots[slot] = last
-        self._keep(self._resent, session, slots)
-        result: _Read = last[1]
-        return result
-
-    def translate(self, session: str, items: list[Any], translate_one: Callable[[Any, int], _Read]) -> list[_Read]:
-        """Each of ``items`` read by ``translate_one`` (a message, or what a format groups into
-        messages), the previous call's reading for an item of the same JSON at its place."""
-        previous_items, previous_messages = self._last.pop(session, ([], []))
-        adopt_same(items, previous_items)  # the replayed objects themselves: no comparison
-        kept = identical_prefix(items, previous_items)
-        messages: list[_Read] = previous_messages[:kept]
-        for index in range(kept, len(items)):
-            same = index < len(previous_items) and items[index] is previous_items[index]
-            messages.append(previous_messages[index] if same else translate_one(items[index], index))
-        self._keep(self._last, session, (list(items), messages))
-        return messages
-
-    def grouped(self, session: str, read: list[Any], groups: list[Group],
-                build: Callable[[int, int, str], InferenceMessage]) -> list[InferenceMessage]:
-        """The messages of ``groups`` of the items ``read`` (:meth:`translate`'s list), made by
-        ``build``: the previous call's very message for a group of the same place whose
-        readings are the very objects that call grouped there."""
-        previous_read, previous = self._groups.pop(session, ([], {}))
-        kept = identical_prefix(read, previous_read)
-        made: dict[tuple[int, int], InferenceMessage] = {}
-        for start, end, role in groups:
-            known = previous.get((start, end)) if end <= kept else None
-            made[start, end] = known if known is not None else build(start, end, role)
-        self._keep(self._groups, session, (list(read), made))
-        return list(made.values())
 
 
 class Notes:
