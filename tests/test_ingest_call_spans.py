@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sediment.ingest import TranslationError
 from sediment.ingest.calls import ReplayMemo, translate_call
 from sediment.ingest.calls.spans import SpanReader
 from sediment.ingest.reading import files as reading_files
@@ -91,6 +92,13 @@ def _same_everywhere(lines: list[str], call_format: str = "openai-chat") -> tupl
             results["bare"] = _ingest(path, home, "bare", call_format)
         problems = {mode: [str(p) for p in report.problems] for mode, (report, _) in results.items()}
         assert problems["fast"] == problems["plain"] == problems["bare"]
+        warnings = {mode: report.warnings for mode, (report, _) in results.items()}
+        assert warnings["fast"] == warnings["plain"] == warnings["bare"]
+        memo = ReplayMemo()  # call by call: the same Fact, warnings (in order) or refusal with the memo as without
+        for line in lines:
+            with contextlib.suppress(RecordProblem):
+                assert _translated(JsonReader().parse(line), call_format, memo) == _translated(
+                    JsonReader().parse(line), call_format, None)
         contents = {mode: _content(home, mode) for mode in results}
         assert contents["fast"] == contents["plain"] == contents["bare"]
         facts = {}
@@ -124,6 +132,15 @@ def _same_everywhere(lines: list[str], call_format: str = "openai-chat") -> tupl
         return problems["fast"], reader.reused
 
 
+def _translated(record: Any, call_format: str, memo: ReplayMemo | None) -> Any:
+    """One record's Facts and warnings (in their order), or its refusal."""
+    try:
+        translation = translate_call(record, format=call_format, org_id=ORG, captured_at=CAPTURED, memo=memo)
+    except TranslationError as exc:
+        return str(exc)
+    return [fact.model_dump() for fact in translation.facts], translation.warnings, translation.skipped
+
+
 def _typed(value: Any, *, keyed: bool = False) -> Any:
     """``value`` with every scalar's type beside it (``==`` takes 1, 1.0 and true for one); its
     objects' keys in order, or ``keyed`` by name (the store keeps objects by key)."""
@@ -152,8 +169,8 @@ def messages(draw: st.DrawFn) -> dict[str, Any]:
     if role == "tool":
         found: dict[str, Any] = {"role": "tool", "tool_call_id": draw(st.sampled_from(["c1", "c2"])),
                                  "content": draw(TEXT)}
-    elif role == "assistant" and draw(st.booleans()):
-        arguments = json.dumps({"n": draw(NUMBER)})
+    elif role == "assistant" and draw(st.booleans()):  # a tool call, whose arguments may not be JSON (a warning)
+        arguments = draw(st.sampled_from([json.dumps({"n": draw(NUMBER)}), "{not json"]))
         found = {"role": "assistant", "content": None,
                  "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": arguments}}]}
     else:
@@ -244,8 +261,11 @@ def _as_blocks(message: dict[str, Any]) -> dict[str, Any]:
     extra = {"meta": message["meta"]} if "meta" in message else {}
     if message.get("tool_calls"):
         function = message["tool_calls"][0]["function"]
+        arguments = function["arguments"]
+        with contextlib.suppress(ValueError):
+            arguments = json.loads(arguments)
         return {"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": function["name"],
-                                                  "input": json.loads(function["arguments"])}], **extra}
+                                                  "input": arguments}], **extra}
     if message["role"] == "tool":
         return {"role": "user", "content": [{"type": "tool_result", "tool_use_id": message["tool_call_id"],
                                              "content": message["content"]}], **extra}

@@ -167,3 +167,35 @@ def test_a_session_field_it_cannot_read_is_refused_as_it_always_was(memo: bool) 
     assert refusal(record) == "metadata.spend_logs_metadata.session_id: expected a string"
     record["messages"] = 7
     assert refusal(record) == "messages: expected a list or a string"
+
+
+@pytest.mark.parametrize("order", ["chat-then-items", "items-then-chat"])
+def test_a_session_whose_messages_are_read_as_chat_then_as_items_reads_as_without_the_memo(order: str,
+                                                                                            tmp_path: Path) -> None:
+    """A Responses client's first call may send only untyped messages (read as Chat messages),
+    its next one typed items after them (read as Responses items). The replay memo keeps what
+    each reader read apart: the same Facts and warnings as without it, and nothing refused."""
+    from sediment.ingest.calls import ReplayMemo
+
+    user = {"role": "user", "content": "list the files"}
+    result = {"type": "function_call_output", "call_id": "c1", "output": "a.txt"}
+    response = {"id": "resp", "object": "response", "model": "m", "status": "completed",
+                "output": [{"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]}]}
+    lists = [[user], [user, result]] if order == "chat-then-items" else [[user, result], [user]]
+    records = [{"metadata": {"session_id": SESSION}, "call_type": "aresponses", "model": "m", "messages": messages,
+                "response": {**response, "id": f"resp-{n}"}} for n, messages in enumerate(lists)]
+    memo = ReplayMemo()
+    for record in records:
+        alone = translate_call(copy.deepcopy(record), format="litellm", org_id=ORG, captured_at=T0)
+        remembered = translate_call(copy.deepcopy(record), format="litellm", org_id=ORG, captured_at=T0, memo=memo)
+        assert remembered == alone and remembered.skipped is None
+    path = tmp_path / "calls.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    store = FactStore(f"sqlite:///{tmp_path / 'facts.db'}")
+    try:
+        shared = ReplayMemo()
+        report = ingest_files([str(path)], lambda r: translate_call(r, format="litellm", org_id=ORG, captured_at=T0,
+                                                                  memo=shared), store)
+        assert report.stored["inference_calls"] == 2 and not report.problems
+    finally:
+        store.close()

@@ -9,6 +9,7 @@ replayed conversation breaks.
 from __future__ import annotations
 
 import math
+import threading
 from collections import Counter, OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -119,20 +120,23 @@ class ToolSet(FactModel):
 #: once), and a coding agent's list is tens of KB, so each is encoded once, not once a call.
 _DIGESTS: OrderedDict[tuple[int, ...], tuple[tuple[ToolDefinition, ...], str]] = OrderedDict()
 _DIGESTS_KEPT = 64
+_DIGESTS_LOCK = threading.Lock()  # a library caller may derive on threads
 
 
 def tools_digest(tools: Sequence[ToolDefinition]) -> str:
     """The content digest of a tool list (its lossless canonical JSON: a recorded schema may hold
     non-finite numbers), as :attr:`Turn.tools_digest` holds it."""
     key = tuple(map(id, tools))
-    hit = _DIGESTS.get(key)
-    if hit is not None and all(map(is_, hit[0], tools)):
-        _DIGESTS.move_to_end(key)
-        return hit[1]
+    with _DIGESTS_LOCK:
+        hit = _DIGESTS.get(key)
+        if hit is not None and all(map(is_, hit[0], tools)):
+            _DIGESTS.move_to_end(key)
+            return hit[1]
     digest = canonical_digest(list(tools), allow_nan=True)
-    _DIGESTS[key] = (tuple(tools), digest)
-    while len(_DIGESTS) > _DIGESTS_KEPT:
-        _DIGESTS.popitem(last=False)
+    with _DIGESTS_LOCK:
+        _DIGESTS[key] = (tuple(tools), digest)
+        while len(_DIGESTS) > _DIGESTS_KEPT:
+            _DIGESTS.popitem(last=False)
     return digest
 
 

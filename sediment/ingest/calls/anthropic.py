@@ -102,7 +102,9 @@ def anthropic_messages(items: Any, path: str, notes: Notes) -> list[InferenceMes
         content = required(item, "content", item_path)
         return message(role_of(item, item_path), content_parts(content, child(item_path, "content"), notes))
 
-    return notes.replay(listed, one) if notes.replay is not None else [one(entry, i) for i, entry in enumerate(listed)]
+    if notes.replay is not None:
+        return notes.replay("anthropic", listed, one)
+    return [one(entry, i) for i, entry in enumerate(listed)]
 
 
 def output_messages(response: dict[str, Any], path: str, notes: Notes) -> list[InferenceMessage]:

@@ -116,7 +116,7 @@ def response_items(value: Any, path: str, notes: Notes, *, replayed: bool = Fals
         return _item(entry, f"{path}[{i}]", notes)
 
     replay, replay_groups = (notes.replay, notes.replay_groups) if replayed else (None, None)
-    read = replay(listed, one) if replay is not None else [one(entry, i) for i, entry in enumerate(listed)]
+    read = replay("items", listed, one) if replay is not None else [one(entry, i) for i, entry in enumerate(listed)]
 
     def build(start: int, end: int, role: str) -> InferenceMessage:
         return message(role, [part for translated in read[start:end] if translated is not None

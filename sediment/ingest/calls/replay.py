@@ -61,6 +61,8 @@ def adopt_same(items: list[Any], previous: Sequence[Any]) -> bool:
 
 
 _Read = TypeVar("_Read")
+#: The warning codes one reading raised, in order.
+Warned = tuple[str, ...]
 #: A group of consecutive items read as one message: its first item, the item after its last,
 #: and its role.
 Group = tuple[int, int, str]
@@ -78,12 +80,14 @@ class ReplayMemo:
     list yields the very same definitions (and the store encodes them once). Equal means the
     same JSON, for the tools as for the messages (:func:`same_json`): ``1``, ``1.0`` and ``true``
     are different values, so a replayed message whose number is spelled otherwise is read (and
-    stored) anew. Holds the last call of at most ``sessions`` Sessions.
+    stored) anew. A reading reused gives again the warnings it raised when it was read, so a
+    call's warnings are the ones a translation without the memo raises. Holds the last call of
+    at most ``sessions`` Sessions.
     """
 
     def __init__(self, sessions: int = 8) -> None:
         self._limit = sessions
-        self._last: OrderedDict[str, tuple[list[Any], list[Any]]] = OrderedDict()
+        self._last: OrderedDict[str, tuple[str, list[Any], list[Any], list[tuple[int, Warned]]]] = OrderedDict()
         self._groups: OrderedDict[str, tuple[list[Any], dict[tuple[int, int], InferenceMessage]]] = OrderedDict()
         self._resent: OrderedDict[str, dict[str, tuple[Any, Any]]] = OrderedDict()
         self._redacted: OrderedDict[str, ContentCache] = OrderedDict()
@@ -107,7 +111,8 @@ class ReplayMemo:
         tool list, its system prompt): the previous call's very result when the Session's previous
         call sent the same JSON there, else ``read()``. A list's entries equal to the previous
         list's entry at their place become those very entries (:func:`adopt_same`), so a tool list
-        that a call resends costs its redaction and the store one identity check an entry."""
+        that a call resends costs its redaction and the store one identity check an entry. A
+        reading that raises is not kept."""
         slots = self._resent.get(session) or {}
         last = slots.get(slot)
         if last is not None:
@@ -124,18 +129,33 @@ class ReplayMemo:
         result: _Read = last[1]
         return result
 
-    def translate(self, session: str, items: list[Any], translate_one: Callable[[Any, int], _Read]) -> list[_Read]:
+    def translate(self, session: str, reader: str, items: list[Any],
+                  translate_one: Callable[[Any, int], tuple[_Read, Warned]],
+                  ) -> tuple[list[_Read], list[tuple[int, Warned]]]:
         """Each of ``items`` read by ``translate_one`` (a message, or what a format groups into
-        messages), the previous call's reading for an item of the same JSON at its place."""
-        previous_items, previous_messages = self._last.pop(session, ([], []))
+        messages), with the warnings each reading raised: the previous call's reading, and its
+        warnings, for an item of the same JSON at its place when that call's list was read by the
+        same ``reader`` (a LiteLLM payload's list is read as Chat messages or as Responses items,
+        call by call). Returns the readings and, in item order, the warnings of those that raised any."""
+        previous = self._last.pop(session, None)
+        if previous is None or previous[0] != reader:
+            previous = (reader, [], [], [])
+        _, previous_items, previous_read, previous_list = previous
+        previous_warned = dict(previous_list)
         adopt_same(items, previous_items)  # the replayed objects themselves: no comparison
         kept = identical_prefix(items, previous_items)
-        messages: list[_Read] = previous_messages[:kept]
+        read: list[_Read] = previous_read[:kept]
+        warned = [(index, codes) for index, codes in previous_warned.items() if index < kept]
         for index in range(kept, len(items)):
-            same = index < len(previous_items) and items[index] is previous_items[index]
-            messages.append(previous_messages[index] if same else translate_one(items[index], index))
-        self._keep(self._last, session, (list(items), messages))
-        return messages
+            if index < len(previous_items) and items[index] is previous_items[index]:
+                reading, codes = previous_read[index], previous_warned.get(index, ())
+            else:
+                reading, codes = translate_one(items[index], index)
+            read.append(reading)
+            if codes:
+                warned.append((index, codes))
+        self._keep(self._last, session, (reader, list(items), read, warned))
+        return list(read), warned
 
     def grouped(self, session: str, read: list[Any], groups: list[Group],
                 build: Callable[[int, int, str], InferenceMessage]) -> list[InferenceMessage]:

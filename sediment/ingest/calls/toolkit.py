@@ -95,13 +95,16 @@ _ORG_ID: TypeAdapter[str] = TypeAdapter(OrgId)
 class Notes:
     """The warnings one translation raised: each code once, in first-seen order.
 
-    ``replay``, ``replay_groups`` and ``resent`` carry the Session's :class:`ReplayMemo` view while a call
-    is translated.
+    ``replay`` (a list read item by item, by a named reader), ``replay_groups`` and ``resent``
+    carry the Session's :class:`ReplayMemo` view while a call is translated. What the memo reads
+    is read with its warnings kept apart (:meth:`_reading`), and the memo gives them back with
+    the reading, new or reused, so the call's warnings are a plain translation's, in its order.
     """
 
     def __init__(self) -> None:
         self._codes: list[str] = []
-        self.replay: Callable[[list[Any], Callable[[Any, int], Any]], list[Any]] | None = None
+        self._recording: list[str] | None = None
+        self.replay: Callable[[str, list[Any], Callable[[Any, int], Any]], list[Any]] | None = None
         self.replay_groups: Callable[[list[Any], list[Group], Callable[[int, int, str], InferenceMessage]],
                                      list[InferenceMessage]] | None = None
         self.resent: Callable[[str, Any, Callable[[], Any]], Any] | None = None
@@ -112,14 +115,38 @@ class Notes:
         if memo is None or session is None:
             return
         known: str = session
-        self.replay = lambda items, one: memo.translate(known, items, one)
+
+        def replay(reader: str, items: list[Any], one: Callable[[Any, int], Any]) -> list[Any]:
+            read, warned = memo.translate(known, reader, items, lambda item, i: self._reading(lambda: one(item, i)))
+            for _, codes in warned:
+                self._given(codes)
+            return read
+
+        def resent(slot: str, value: Any, read: Callable[[], Any]) -> Any:
+            result, codes = memo.resent(known, slot, value, lambda: self._reading(read))
+            self._given(codes)
+            return result
+
+        self.replay, self.resent = replay, resent
         self.replay_groups = lambda read, groups, build: memo.grouped(known, read, groups, build)
-        self.resent = lambda slot, value, read: memo.resent(known, slot, value, read)
         self.redaction_cache = memo.content_cache(known)
 
+    def _reading(self, read: Callable[[], Any]) -> tuple[Any, tuple[str, ...]]:
+        """``read()`` and the warnings it raised, in order, kept from this call's own."""
+        outer, self._recording = self._recording, []
+        try:
+            return read(), tuple(self._recording)
+        finally:
+            self._recording = outer
+
+    def _given(self, codes: tuple[str, ...]) -> None:
+        for code in codes:
+            self.warn(code)  # type: ignore[arg-type]  # codes a reading warned with
+
     def warn(self, code: CallWarning) -> None:
-        if code not in self._codes:
-            self._codes.append(code)
+        codes = self._codes if self._recording is None else self._recording
+        if code not in codes:
+            codes.append(code)
 
     @property
     def warnings(self) -> tuple[str, ...]:
