@@ -140,10 +140,14 @@ class Notes:
             self._recording = outer
 
     def _given(self, codes: tuple[str, ...]) -> None:
+        """The warnings a reading raised (each a :meth:`warn` code), raised again."""
         for code in codes:
-            self.warn(code)  # type: ignore[arg-type]  # codes a reading warned with
+            self._add(code)
 
     def warn(self, code: CallWarning) -> None:
+        self._add(code)
+
+    def _add(self, code: str) -> None:
         codes = self._codes if self._recording is None else self._recording
         if code not in codes:
             codes.append(code)
