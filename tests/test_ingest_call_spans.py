@@ -295,11 +295,10 @@ def histories(draw: st.DrawFn, call_format: str = "openai-chat") -> list[str]:
         elif step == "compact" and history:
             keep = draw(st.integers(0, len(history)))
             history[:] = [json.dumps({"role": "user", "content": "summary " + draw(TEXT)}), *history[len(history) - keep:]]
-        shaped = {"openai-responses": _as_item, "anthropic": _as_blocks}.get(call_format, lambda message: message)
-        history.append(_spell(shaped(draw(messages())), draw(st.sampled_from(SPELLINGS))))
+        history.append(_spell(_shaped(call_format, draw(messages())), draw(st.sampled_from(SPELLINGS))))
         output = draw(messages().filter(lambda m: m["role"] != "tool"))
         output["role"] = "assistant"
-        output = shaped(output)
+        output = _shaped(call_format, output)
         last_output[session] = json.dumps(output)
         declared[session] = _tool_step(draw, declared[session])
         lines.append(_record_line(session, list(history), output, call, gap=draw(st.sampled_from([", ", ",", " ,\t"])),
@@ -738,3 +737,44 @@ def test_replayed_anthropic_messages_are_translated_once() -> None:
     assert [m.role for m in calls[1].input_messages] == ["system", "user", "assistant", "user"]  # type: ignore[attr-defined]
     problems, reused = _same_everywhere(lines, "anthropic")
     assert not problems and reused > 0
+
+
+@pytest.mark.parametrize("call_format", ["openai-chat", "openai-responses", "anthropic", "litellm"])
+def test_every_format_stores_and_warns_the_same_with_two_workers_and_a_session_split_across_files(
+        tmp_path: Path, call_format: str) -> None:
+    """A Session's calls in two files, read by two workers: the second file's worker starts with
+    no memo of the Session, and the store, the warnings and the calls read back are what one
+    process gives, byte for byte. Each call's tool call has arguments that are not JSON (a
+    warning, given again for every replayed copy of it)."""
+    history: list[str] = []
+    lines = []
+    for call in range(6):
+        history.append(json.dumps({"role": "user", "content": f"turn {call} " + "x" * 300}))
+        output = _shaped(call_format, {
+            "role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+                "name": "f", "arguments": "{not json" if call % 2 else json.dumps({"n": call})}}]})
+        lines.append(_record_line("s", list(history), output, call, call_format=call_format))
+        history.append(json.dumps(output))
+    (tmp_path / "calls-0.jsonl").write_text("\n".join(lines[:3]) + "\n", encoding="utf-8")
+    (tmp_path / "calls-1.jsonl").write_text("\n".join(lines[3:]) + "\n", encoding="utf-8")
+    paths = sorted(str(p) for p in tmp_path.glob("calls-*.jsonl"))
+    contents, warnings, calls = [], [], []
+    for workers in (1, 2):
+        store = FactStore(f"sqlite:///{tmp_path / f'w{workers}.db'}")
+        memo = ReplayMemo()
+        report = ingest_files(paths, lambda record, memo=memo: translate_call(  # type: ignore[misc]
+            record, format=call_format, org_id=ORG, captured_at=CAPTURED, memo=memo), store, workers=workers,
+            reader=SpanReader)
+        assert report.stored["inference_calls"] == 6 and not report.problems
+        contents.append(_content(tmp_path, f"w{workers}"))
+        warnings.append(report.warnings)
+        calls.append([call.model_dump() for call in store.calls_for_session(ORG, "s")])
+        store.close()
+    assert contents[0] == contents[1] and calls[0] == calls[1]
+    assert warnings[0] == warnings[1] and warnings[0]["malformed_tool_arguments"] == 5  # calls 1, 2, 3, 4, 5
+
+
+def _shaped(call_format: str, message: dict[str, Any]) -> dict[str, Any]:
+    """A Chat message in ``call_format``'s shape (LiteLLM logs Chat messages as they are)."""
+    shape = {"openai-responses": _as_item, "anthropic": _as_blocks}.get(call_format)
+    return message if shape is None else shape(message)
