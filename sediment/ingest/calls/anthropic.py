@@ -102,9 +102,7 @@ def anthropic_messages(items: Any, path: str, notes: Notes) -> list[InferenceMes
         content = required(item, "content", item_path)
         return message(role_of(item, item_path), content_parts(content, child(item_path, "content"), notes))
 
-    if notes.replay is not None:
-        return notes.replay("anthropic", listed, one)
-    return [one(entry, i) for i, entry in enumerate(listed)]
+    return notes.replayed("anthropic", listed, one)
 
 
 def output_messages(response: dict[str, Any], path: str, notes: Notes) -> list[InferenceMessage]:

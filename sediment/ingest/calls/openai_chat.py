@@ -101,9 +101,7 @@ def chat_message(item: Any, path: str, notes: Notes, finish_reason: str | None =
 
 def chat_messages(items: Any, path: str, notes: Notes) -> list[InferenceMessage]:
     listed = as_list(items, path)
-    if notes.replay is not None:
-        return notes.replay("chat", listed, lambda item, i: chat_message(item, f"{path}[{i}]", notes))
-    return [chat_message(item, f"{path}[{i}]", notes) for i, item in enumerate(listed)]
+    return notes.replayed("chat", listed, lambda item, i: chat_message(item, f"{path}[{i}]", notes))
 
 
 def output_messages(response: dict[str, Any], path: str, notes: Notes) -> list[InferenceMessage]:

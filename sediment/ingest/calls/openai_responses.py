@@ -115,15 +115,14 @@ def response_items(value: Any, path: str, notes: Notes, *, replayed: bool = Fals
     def one(entry: Any, i: int) -> tuple[str, list[AnyPart]] | None:
         return _item(entry, f"{path}[{i}]", notes)
 
-    replay, replay_groups = (notes.replay, notes.replay_groups) if replayed else (None, None)
-    read = replay("items", listed, one) if replay is not None else [one(entry, i) for i, entry in enumerate(listed)]
+    read = notes.replayed("items", listed, one) if replayed else [one(entry, i) for i, entry in enumerate(listed)]
 
     def build(start: int, end: int, role: str) -> InferenceMessage:
         return message(role, [part for translated in read[start:end] if translated is not None
                               for part in translated[1]])
 
     groups = _groups(read)
-    return replay_groups(read, groups, build) if replay_groups is not None else [build(*group) for group in groups]
+    return notes.grouped(read, groups, build) if replayed else [build(*group) for group in groups]
 
 
 def _groups(read: list[tuple[str, list[AnyPart]] | None]) -> list[Group]:

@@ -25,10 +25,7 @@ def tool_definitions(value: Any, path: str, read: Callable[[dict[str, Any], str]
         entries = as_list(value, path)
         return tuple(read(as_object(entry, f"{path}[{i}]"), f"{path}[{i}]") for i, entry in enumerate(entries))
 
-    if notes.resent is None:
-        return read_all()
-    definitions: ToolDefinitions = notes.resent("tools", value, read_all)
-    return definitions
+    return notes.resent("tools", value, read_all)
 
 
 def tool_kind(obj: dict[str, Any], path: str) -> str | None:

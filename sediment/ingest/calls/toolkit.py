@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import TypeAdapter, ValidationError
 
@@ -80,6 +80,7 @@ CALL_WARNINGS: tuple[CallWarning, ...] = (
 )
 
 AnyPart = TextPart | ReasoningPart | ToolCallPart | ToolCallResponsePart
+_Read = TypeVar("_Read")  # what a reader makes of an item or a value
 #: A request's declared tools: None when it declared no tool list.
 ToolDefinitions = tuple[ToolDefinition, ...] | None
 
@@ -95,41 +96,54 @@ _ORG_ID: TypeAdapter[str] = TypeAdapter(OrgId)
 class Notes:
     """The warnings one translation raised: each code once, in first-seen order.
 
-    ``replay`` (a list read item by item, by a named reader), ``replay_groups`` and ``resent``
-    carry the Session's :class:`ReplayMemo` view while a call is translated. What the memo reads
-    is read with its warnings kept apart (:meth:`_reading`), and the memo gives them back with
-    the reading, new or reused, so the call's warnings are a plain translation's, in its order.
+    :meth:`replayed`, :meth:`grouped` and :meth:`resent` read what a call sends again through the
+    Session's :class:`ReplayMemo` once :meth:`use_memo` gave the call one, and plainly without.
+    What the memo reads is read with its warnings kept apart (:meth:`_reading`), and the memo
+    gives them back with the reading, new or reused, so the call's warnings are a plain
+    translation's, in its order.
     """
 
     def __init__(self) -> None:
         self._codes: list[str] = []
         self._recording: list[str] | None = None
-        self.replay: Callable[[str, list[Any], Callable[[Any, int], Any]], list[Any]] | None = None
-        self.replay_groups: Callable[[list[Any], list[Group], Callable[[int, int, str], InferenceMessage]],
-                                     list[InferenceMessage]] | None = None
-        self.resent: Callable[[str, Any, Callable[[], Any]], Any] | None = None
+        self._memo: ReplayMemo | None = None
+        self._session = ""
         self.redaction_cache: ContentCache | None = None
 
     def use_memo(self, memo: ReplayMemo | None, session: str | None) -> None:
         """Translate this call through the Session's view of ``memo`` (nothing without either)."""
         if memo is None or session is None:
             return
-        known: str = session
+        self._memo, self._session = memo, session
+        self.redaction_cache = memo.content_cache(session)
 
-        def replay(reader: str, items: list[Any], one: Callable[[Any, int], Any]) -> list[Any]:
-            read, warned = memo.translate(known, reader, items, lambda item, i: self._reading(lambda: one(item, i)))
-            for _, codes in warned:
-                self._given(codes)
-            return read
-
-        def resent(slot: str, value: Any, read: Callable[[], Any]) -> Any:
-            result, codes = memo.resent(known, slot, value, lambda: self._reading(read))
+    def replayed(self, reader: str, items: list[Any], one: Callable[[Any, int], _Read]) -> list[_Read]:
+        """Each of a request's replayed ``items`` read by ``one(item, index)`` (``reader`` names
+        how: the memo never gives one reader's reading to another)."""
+        if self._memo is None:
+            return [one(item, index) for index, item in enumerate(items)]
+        read, warned = self._memo.translate(self._session, reader, items,
+                                            lambda item, index: self._reading(lambda: one(item, index)))
+        for _, codes in warned:
             self._given(codes)
-            return result
+        return read
 
-        self.replay, self.resent = replay, resent
-        self.replay_groups = lambda read, groups, build: memo.grouped(known, read, groups, build)
-        self.redaction_cache = memo.content_cache(known)
+    def grouped(self, read: list[Any], groups: list[Group],
+                build: Callable[[int, int, str], InferenceMessage]) -> list[InferenceMessage]:
+        """The messages ``build`` makes of ``groups`` of the readings :meth:`replayed` gave."""
+        if self._memo is None:
+            return [build(*group) for group in groups]
+        return self._memo.grouped(self._session, read, groups, build)
+
+    def resent(self, slot: str, value: Any, read: Callable[[], _Read]) -> _Read:
+        """``read()`` of a ``value`` every call sends again whole (``slot``: its tool list, its
+        system prompt)."""
+        if self._memo is None:
+            return read()
+        result: _Read
+        result, codes = self._memo.resent(self._session, slot, value, lambda: self._reading(read))
+        self._given(codes)
+        return result
 
     def _reading(self, read: Callable[[], Any]) -> tuple[Any, tuple[str, ...]]:
         """``read()`` and the warnings it raised, in order, kept from this call's own."""
@@ -317,10 +331,9 @@ def resent_messages(notes: Notes, slot: str, value: Any, read: Callable[[], list
     """``read()``'s messages of a ``value`` every call sends again (a system prompt, instructions),
     through the Session's replay memo when the call has one: the same JSON as the previous call's
     is that call's very messages. A new list either way (the caller adds the call's others)."""
-    if notes.resent is None or value is None:
+    if value is None:
         return read()
-    messages: tuple[InferenceMessage, ...] = notes.resent(slot, value, lambda: tuple(read()))
-    return list(messages)
+    return list(notes.resent(slot, value, lambda: tuple(read())))
 
 
 def role_of(obj: dict[str, Any], path: str) -> str:
