@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from sediment.parallel import chunks, ordered_chunks
+from sediment.parallel import chunks, last_round, ordered_chunks
 
 
 @pytest.mark.parametrize("count, parts", [(0, 3), (1, 4), (7, 3), (10, 10), (5, 16), (100, 16)])
@@ -16,6 +16,14 @@ def test_chunks_cover_every_position_once_in_order(count: int, parts: int) -> No
     assert [i for r in ranges for i in r] == list(range(count))
     assert len(ranges) == max(1, min(parts, count))
     assert max(map(len, ranges)) - min(map(len, ranges)) <= 1
+
+
+@pytest.mark.parametrize("count, workers", [(24, 2), (100, 3), (3, 2), (2, 2), (1, 4), (17, 1)])
+def test_last_round_is_where_the_last_chunk_of_each_worker_begins(count: int, workers: int) -> None:
+    ranges = chunks(count, workers * 8)
+    left = [chunk for chunk in ranges if chunk.start >= last_round(count, workers)]
+    assert left == (ranges[-workers:] if len(ranges) > workers else ranges)  # one for each worker, or all
+    assert last_round(24, 2) == 22  # 16 chunks: the last two are a file each
 
 
 @pytest.mark.parametrize("workers", [1, 2, 3])

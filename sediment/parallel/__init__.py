@@ -48,6 +48,14 @@ def chunks(count: int, parts: int) -> list[range]:
     return ranges
 
 
+def last_round(count: int, workers: int, per_worker: int = CHUNKS_PER_WORKER) -> int:
+    """The position where :func:`ordered_chunks`' last ``workers`` chunks of ``range(count)`` begin:
+    once the results up to it are in, every chunk left is being worked on, and nothing more
+    will be started (0 when there are no more chunks than workers)."""
+    ranges = chunks(count, workers * max(1, per_worker))
+    return ranges[-workers].start if len(ranges) > workers else 0
+
+
 def _start_worker() -> None:
     if _ON_FORK is not None:
         _ON_FORK()

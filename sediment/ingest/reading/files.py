@@ -52,7 +52,7 @@ from sediment.ingest.reading.wrong_format import FormatWatch
 from sediment.ingest.redaction.content import RedactionTally, tallying
 from sediment.ingest.redaction.secret_patterns import remembering_texts
 from sediment.model.facts import FactModel
-from sediment.parallel import engine_name, ordered_chunks, require_shared_store
+from sediment.parallel import engine_name, last_round, ordered_chunks, require_shared_store
 from sediment.store import AppendResult, FactStore, PreparedFacts
 
 BATCH = 1000
@@ -427,6 +427,10 @@ def ingest_files(
             return report, batches, chunk.stop
 
         total = IngestReport()
+        # From here on every chunk left is being worked on: each result is committed as it comes,
+        # while the workers finish theirs, so the run's end waits for the last chunk's rows alone
+        # and not for a whole group gathered before it.
+        last_round_from = last_round(len(files), workers)
         with WriteGroups(store, functools.partial(_merge, total)) as groups:
             for report, batches, done in ordered_chunks(chunk_job, len(files), workers):
                 total.absorb(report)
@@ -434,6 +438,8 @@ def ingest_files(
                     with batch.open("rb") as handle:
                         groups.add(pickle.load(handle))
                     batch.unlink()
+                if last_round_from <= done < len(files):
+                    groups.flush()
                 if progress is not None and done < len(files):
                     progress(done, len(files), total.records)
         if progress is not None:  # every file done only once its last group is stored

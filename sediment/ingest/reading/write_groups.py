@@ -49,6 +49,10 @@ class WriteGroups:
         if self._bytes >= self._group_bytes or self._rows >= self._group_rows:
             self._commit()
 
+    def flush(self) -> None:
+        """Commit the group gathered so far now, whatever its size (the next group starts empty)."""
+        self._commit()
+
     def __enter__(self) -> WriteGroups:
         return self
 
