@@ -135,6 +135,25 @@ def test_progress_counts_every_file_done_only_once_its_last_group_is_stored(tmp_
         assert [(done, stored) for done, _, _, stored in seen] == [(1, 15), (2, 30), (3, 45)]
 
 
+def test_workers_take_the_files_one_at_a_time(tmp_path: Path) -> None:
+    """Each file is its own chunk: the parent stores each file's rows as soon as it and every file
+    before it are ready (progress says so file by file), and the workers end within a file of each
+    other, however many files there are (eight chunks a worker cut 20 files into 16)."""
+    paths = []
+    for index in range(20):
+        path = tmp_path / f"calls-{index:02d}.jsonl"
+        path.write_text("\n".join(_lines(f"s{index}", 2)) + "\n", encoding="utf-8")
+        paths.append(str(path))
+    seen: list[tuple[int, int]] = []
+    memo = ReplayMemo()
+    report = ingest_files(paths, lambda record: translate_call(  # type: ignore[misc]
+        record, format="openai-chat", org_id=ORG, captured_at=CAPTURED, memo=memo),
+        FactStore(f"sqlite:///{tmp_path / 'files.db'}"), workers=2, reader=lambda: SpanReader(min_line=0),
+        progress=lambda done, total, records: seen.append((done, records)))
+    assert report.stored["inference_calls"] == 40 and not report.problems
+    assert seen == [(done, 2 * done) for done in range(1, 21)]
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_once_every_chunk_left_is_being_worked_on_each_result_is_committed_as_it_comes(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int) -> None:
@@ -152,14 +171,21 @@ def test_once_every_chunk_left_is_being_worked_on_each_result_is_committed_as_it
     assert _content(tmp_path / "ends.db") == _content(tmp_path / "one.db")
 
 
-def test_a_group_is_committed_once_its_blobs_reach_the_byte_bound(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_group_is_committed_once_its_blobs_reach_the_byte_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                  workers: int) -> None:
+    """One process gathers GROUP_BYTES; a parallel ingest's parent, which holds nothing else, the
+    larger PARALLEL_GROUP_BYTES."""
     paths = _files(tmp_path)
     monkeypatch.setattr(reading_files, "BATCH", 4)
-    monkeypatch.setattr(write_groups, "GROUP_BYTES", 1)  # every batch has new blobs: each one its group
-    groups = _counting(monkeypatch)
-    _ingest(paths, FactStore(f"sqlite:///{tmp_path / 'bytes.db'}"))
-    assert groups == [1] * 12
+    monkeypatch.setattr(write_groups, "GROUP_ROWS", 10**9)
+    for bound, other in (("GROUP_BYTES", "PARALLEL_GROUP_BYTES"), ("PARALLEL_GROUP_BYTES", "GROUP_BYTES")):
+        monkeypatch.setattr(write_groups, bound, 1)  # every batch has new blobs: each one its group
+        monkeypatch.setattr(write_groups, other, 10**12)
+        groups = _counting(monkeypatch)
+        _ingest(paths, FactStore(f"sqlite:///{tmp_path / f'{bound}.db'}"), workers)
+        applies = (bound == "GROUP_BYTES") == (workers == 1)
+        assert groups == ([1] * 12 if applies else [12] if workers == 1 else [4, 4, 4])
 
 
 def test_a_failed_group_stores_nothing_of_itself_and_a_rerun_stores_the_rest(tmp_path: Path,

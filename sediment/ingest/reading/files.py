@@ -377,10 +377,10 @@ def ingest_files(
     """Translate every record of every file and append the Facts in batches, committed a group
     of batches at a time (:class:`~sediment.ingest.reading.write_groups.WriteGroups`).
 
-    With ``workers`` > 1, contiguous chunks of files are parsed, translated and encoded in
-    forked processes; the parent writes their batches in file order (each chunk as soon as it
-    and the ones before it are ready), so what is stored (and which redelivery counts as the
-    duplicate) is the same as with one worker. ``keep_flaws`` reads records as :func:`records` says;
+    With ``workers`` > 1, the files are parsed, translated and encoded in forked processes, a
+    file at a time (:data:`MAX_CHUNKS` at most); the parent writes their batches in file order (each
+    file as soon as it and the ones before it are ready), so what is stored (and which redelivery
+    counts as the duplicate) is the same as with one worker. ``keep_flaws`` reads records as :func:`records` says;
     ``reader`` makes the reader of each worker's files (one per worker, used in file order).
     ``progress(files_done, files_total, records_read)`` is called as records are read (after
     each record with one worker, after each chunk of files with several); every file is counted
@@ -430,9 +430,10 @@ def ingest_files(
         # From here on every chunk left is being worked on: each result is committed as it comes,
         # while the workers finish theirs, so the run's end waits for the last chunk's rows alone
         # and not for a whole group gathered before it.
-        last_round_from = last_round(len(files), workers)
-        with WriteGroups(store, functools.partial(_merge, total)) as groups:
-            for report, batches, done in ordered_chunks(chunk_job, len(files), workers):
+        per_worker = -(-min(len(files), MAX_CHUNKS) // workers)  # a chunk a file, MAX_CHUNKS at most
+        last_round_from = last_round(len(files), workers, per_worker)
+        with WriteGroups(store, functools.partial(_merge, total), parallel=True) as groups:
+            for report, batches, done in ordered_chunks(chunk_job, len(files), workers, per_worker=per_worker):
                 total.absorb(report)
                 for batch in batches:
                     with batch.open("rb") as handle:
@@ -447,6 +448,14 @@ def ingest_files(
         return total
     finally:
         shutil.rmtree(spool, ignore_errors=True)
+
+
+#: The most chunks a parallel ingest cuts its files into: below it, each file is a chunk, so the
+#: parent writes each file's rows as soon as it (and every file before it) is ready, and the
+#: workers end within a file of each other. With a chunk of several files (the first cut was eight
+#: chunks a worker), the last chunks' rows were all written after the workers had ended: on the
+#: full ``pilot`` (240 files) two chunks of fifteen files each.
+MAX_CHUNKS: Final = 4096
 
 
 def _ticker(progress: Callable[[int, int, int], None], done: int, files: int,

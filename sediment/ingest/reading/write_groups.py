@@ -10,6 +10,13 @@ blob), and SQLite's checkpoints then wait for the disk to take them: on the benc
 rows :data:`GROUP_ROWS`, and at the end of the ingest; a run stopped in between loses the group
 not yet committed, and running it again stores it (the Facts already stored collapse as
 redeliveries).
+
+The pages a commit rewrites grow with the store (a new blob lands on a random page of the hash
+index), so the larger the store, the more a commit costs. A parallel ingest's parent, which holds
+nothing but the group, gathers :data:`PARALLEL_GROUP_BYTES`: on the full ``pilot`` (192,960 calls,
+a 2.1 GB store) its commits took 34 s instead of 47 s, and the ingest 102 s instead of 107 s. One
+process keeps :data:`GROUP_BYTES`, since it also holds its readers' memories (a group takes about
+1.6 times its bytes in memory: at 128 MiB its peak went from 543 MB to 743 MB).
 """
 
 from __future__ import annotations
@@ -24,6 +31,8 @@ GROUP_BYTES: Final = 32 * 1024 * 1024
 record text of the Facts stored inline) reaches this size."""
 GROUP_ROWS: Final = 20_000
 """… or once it holds this many Facts."""
+PARALLEL_GROUP_BYTES: Final = 128 * 1024 * 1024
+"""The byte bound of a group gathered by a parallel ingest's parent (see the module)."""
 
 
 class WriteGroups:
@@ -32,10 +41,10 @@ class WriteGroups:
     the block ends without an error; after an error the group being gathered is not written
     (the error goes on: the run loses that group, as a crash would)."""
 
-    def __init__(self, store: FactStore, written: Callable[[AppendResult], None]) -> None:
+    def __init__(self, store: FactStore, written: Callable[[AppendResult], None], *, parallel: bool = False) -> None:
         self._store = store
         self._written = written
-        self._group_bytes = GROUP_BYTES
+        self._group_bytes = PARALLEL_GROUP_BYTES if parallel else GROUP_BYTES
         self._group_rows = GROUP_ROWS
         self._pending: list[PreparedFacts] = []
         self._bytes = 0
