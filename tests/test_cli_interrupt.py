@@ -178,3 +178,27 @@ def test_derive_in_a_pipe_prints_only_its_summary(home: Path, tmp_path: Path) ->
     assert result.returncode == 0, result.stderr
     assert "deriving" not in result.stderr and "\x1b" not in result.stderr
     assert result.stderr.startswith("derived ") and " rollout(s) into " in result.stderr
+
+
+def test_an_error_that_ctrl_c_caused_is_reported_as_the_interrupt(monkeypatch: pytest.MonkeyPatch,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """Ctrl-C reaches the workers too; should the parent meet a worker it stopped before its own
+    interrupt, it reports the interrupt (exit 130), not the lost worker. Without Ctrl-C, a lost
+    worker is one error line, exit 1."""
+    from sediment import cli
+    from sediment.cli import interrupt
+    from sediment.parallel import WorkerLost
+
+    def app(standalone_mode: bool) -> None:
+        raise WorkerLost("a worker process ended abruptly (test)")
+
+    monkeypatch.setattr(cli, "app", app)
+    monkeypatch.setattr(interrupt, "_interrupted", [])
+    monkeypatch.delenv("SEDIMENT_RAISE_ERRORS", raising=False)
+    with pytest.raises(SystemExit) as ended:
+        cli._main()
+    assert ended.value.code == 1 and capsys.readouterr().err.count("worker process ended abruptly (test)") == 1
+    interrupt.note()
+    with pytest.raises(SystemExit) as ended:
+        cli._main()
+    assert ended.value.code == 130 and "worker" not in capsys.readouterr().err

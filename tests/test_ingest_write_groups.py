@@ -171,6 +171,33 @@ def test_once_every_chunk_left_is_being_worked_on_each_result_is_committed_as_it
     assert _content(tmp_path / "ends.db") == _content(tmp_path / "one.db")
 
 
+def test_the_last_round_begins_where_every_file_left_is_being_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                    ) -> None:
+    """Forty files on two workers: the files before the last two are one group, and only those two
+    are committed each as it comes (eight chunks a worker, the default, would begin at file 36;
+    committing every file would give forty groups)."""
+    paths = []
+    for index in range(40):
+        path = tmp_path / f"calls-{index:02d}.jsonl"
+        path.write_text(_lines(f"s{index}", 1)[0] + "\n", encoding="utf-8")
+        paths.append(str(path))
+    monkeypatch.setattr(write_groups, "GROUP_ROWS", 10**9)
+    groups = _counting(monkeypatch)
+    report = _ingest(paths, FactStore(f"sqlite:///{tmp_path / 'last.db'}"), 2)
+    assert report.stored["inference_calls"] == 40 and not report.problems
+    assert groups == [38, 1, 1]
+
+
+def test_a_chunk_is_a_file_up_to_max_chunks() -> None:
+    for files, workers in ((1, 2), (40, 2), (4096, 2), (4096, 3), (4097, 3), (10_000, 3), (10_000, 7), (9, 16)):
+        per_worker = reading_files.chunks_per_worker(files, workers)
+        made = min(files, workers * per_worker)  # as ordered_chunks cuts them
+        if files <= reading_files.MAX_CHUNKS:
+            assert made == files  # a file a chunk
+        else:  # as many as the bound allows, shared out evenly
+            assert reading_files.MAX_CHUNKS - workers < made <= reading_files.MAX_CHUNKS
+
+
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_group_is_committed_once_its_blobs_reach_the_byte_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                   workers: int) -> None:
@@ -186,6 +213,38 @@ def test_a_group_is_committed_once_its_blobs_reach_the_byte_bound(tmp_path: Path
         _ingest(paths, FactStore(f"sqlite:///{tmp_path / f'{bound}.db'}"), workers)
         applies = (bound == "GROUP_BYTES") == (workers == 1)
         assert groups == ([1] * 12 if applies else [12] if workers == 1 else [4, 4, 4])
+
+
+def test_a_worker_killed_mid_ingest_keeps_whole_groups_and_a_rerun_stores_the_rest(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel kills a worker (for memory, say) while it reads the last file: the ingest stops
+    with one line, what was committed stays whole, and running it again stores the rest."""
+    import os
+    import signal
+
+    from sediment.parallel import WorkerLost
+
+    paths = _files(tmp_path)
+    clean = FactStore(f"sqlite:///{tmp_path / 'clean.db'}")
+    _ingest(paths, clean)
+    killed = tmp_path / "killed"
+    parent = os.getpid()
+
+    def translate(record: Any) -> Any:
+        if os.getpid() != parent and record["session_id"].startswith("s2-") and not killed.exists():
+            killed.touch()
+            os.kill(os.getpid(), signal.SIGKILL)
+        return translate_call(record, format="openai-chat", org_id=ORG, captured_at=CAPTURED, memo=ReplayMemo())
+
+    store = FactStore(f"sqlite:///{tmp_path / 'killed.db'}")
+    with pytest.raises(WorkerLost, match="worker process ended abruptly"):
+        ingest_files(paths, translate, store, workers=2, reader=lambda: SpanReader(min_line=0))
+    assert killed.exists()
+    stored = sum(len(store.calls_for_session(ORG, session)) for session in store.session_ids(ORG))
+    assert stored in (0, 15, 30)  # whole files (the first two, one group of them, or none): never a part
+    again = _ingest(paths, FactStore(f"sqlite:///{tmp_path / 'killed.db'}"), 2)
+    assert again.stored["inference_calls"] == 45 - stored and again.duplicates["inference_calls"] == stored
+    assert _facts(FactStore(f"sqlite:///{tmp_path / 'killed.db'}")) == _facts(clean)
 
 
 def test_a_failed_group_stores_nothing_of_itself_and_a_rerun_stores_the_rest(tmp_path: Path,

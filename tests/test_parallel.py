@@ -18,12 +18,15 @@ def test_chunks_cover_every_position_once_in_order(count: int, parts: int) -> No
     assert max(map(len, ranges)) - min(map(len, ranges)) <= 1
 
 
-@pytest.mark.parametrize("count, workers", [(24, 2), (100, 3), (3, 2), (2, 2), (1, 4), (17, 1)])
-def test_last_round_is_where_the_last_chunk_of_each_worker_begins(count: int, workers: int) -> None:
-    ranges = chunks(count, workers * 8)
-    left = [chunk for chunk in ranges if chunk.start >= last_round(count, workers)]
+@pytest.mark.parametrize("count, workers, per_worker", [(24, 2, 8), (100, 3, 8), (3, 2, 8), (2, 2, 8), (1, 4, 8),
+                                                      (17, 1, 8), (40, 2, 20), (40, 2, 1), (6, 2, 3), (7, 3, 1)])
+def test_last_round_is_where_the_last_chunk_of_each_worker_begins(count: int, workers: int, per_worker: int) -> None:
+    ranges = chunks(count, workers * per_worker)
+    left = [chunk for chunk in ranges if chunk.start >= last_round(count, workers, per_worker)]
     assert left == (ranges[-workers:] if len(ranges) > workers else ranges)  # one for each worker, or all
     assert last_round(24, 2) == 22  # 16 chunks: the last two are a file each
+    assert last_round(40, 2) == 36 and last_round(40, 2, 20) == 38  # 16 chunks of 2 or 3 files; 40 of one
+    assert last_round(40, 2, 1) == 0 and last_round(2, 2, 1) == 0  # a chunk for each worker: from the start
 
 
 @pytest.mark.parametrize("workers", [1, 2, 3])
@@ -57,3 +60,26 @@ def test_a_failing_chunk_raises_in_the_caller() -> None:
 
     with pytest.raises(ValueError, match="chunk with 5 failed"):
         list(ordered_chunks(job, 12, 2))
+
+
+def test_a_worker_killed_mid_work_stops_the_step_with_one_line() -> None:
+    """A worker the kernel kills (for memory, say) gives no result: the step stops with one line
+    saying so and what to do, not a traceback of the pool's."""
+    import signal
+
+    from sediment.parallel import WorkerLost
+
+    def job(chunk: range) -> list[int]:
+        if chunk.start == 3:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return list(chunk)
+
+    merged: list[int] = []
+    with pytest.raises(WorkerLost) as caught:
+        for result in ordered_chunks(job, 6, 2, per_worker=3):
+            merged += result
+    message = str(caught.value)
+    assert "\n" not in message and "worker process ended abruptly" in message and "run it again" in message
+    # what was merged is the chunks before the lost one, in order (those still running when it was
+    # lost are lost with it), and nothing after it
+    assert merged == list(range(len(merged))) and len(merged) <= 3

@@ -119,6 +119,8 @@ def _main() -> None:
     except SedimentError as exc:
         if os.environ.get("SEDIMENT_RAISE_ERRORS"):
             raise
+        if interrupt.interrupted():  # what Ctrl-C broke on its way (a worker it stopped): reported as the interrupt
+            raise SystemExit(130) from None
         console.error(str(exc))
         raise SystemExit(int(exc.exit_code)) from None
     except typer.Exit as exc:

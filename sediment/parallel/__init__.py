@@ -17,6 +17,7 @@ import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, TypeVar
 
 from sediment.errors import ConfigurationError, SedimentError
@@ -97,15 +98,29 @@ def ordered_chunks(
     pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
                                initializer=_start_worker)
     try:
-        futures = [pool.submit(_run, chunk) for chunk in chunks(count, workers * max(1, per_worker))]
+        cut = chunks(count, workers * max(1, per_worker))
+        futures = [pool.submit(_run, chunk) for chunk in cut]
         if meanwhile is not None:
             meanwhile()
         futures.reverse()
         while futures:  # a result handed out is not held here any more
-            yield futures.pop().result()
+            try:
+                result = futures.pop().result()
+            except BrokenProcessPool:
+                raise WorkerLost(f"a worker process ended abruptly (killed, perhaps for lack of memory) with "
+                                 f"{len(futures) + 1} of {len(cut)} chunks of the "
+                                 "work not yet merged: the step stopped, and what it had not committed or published "
+                                 "is dropped; run it again, with fewer --workers if memory ran out") from None
+            yield result
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         _JOB, _ON_FORK = None, None
+
+
+class WorkerLost(SedimentError):
+    """A local worker process ended without giving its result (killed by a signal, or by the
+    kernel for lack of memory): the step stops, and what the unfinished chunks held is not
+    stored or published."""
 
 
 class EngineError(SedimentError):

@@ -378,13 +378,13 @@ def ingest_files(
     of batches at a time (:class:`~sediment.ingest.reading.write_groups.WriteGroups`).
 
     With ``workers`` > 1, the files are parsed, translated and encoded in forked processes, a
-    file at a time (:data:`MAX_CHUNKS` at most); the parent writes their batches in file order (each
+    file a chunk (:data:`MAX_CHUNKS` chunks at most); the parent writes their batches in file order (each
     file as soon as it and the ones before it are ready), so what is stored (and which redelivery
     counts as the duplicate) is the same as with one worker. ``keep_flaws`` reads records as :func:`records` says;
-    ``reader`` makes the reader of each worker's files (one per worker, used in file order).
+    ``reader`` makes the reader of each chunk's files (one per chunk, used in file order).
     ``progress(files_done, files_total, records_read)`` is called as records are read (after
-    each record with one worker, after each chunk of files with several); every file is counted
-    done only once what it gave is stored (the last group of batches committed).
+    each record with one worker, after each chunk of files with several); the last file is
+    counted done only once everything is stored (the last group of batches committed).
     With ``engine="ray"`` the files are parsed, translated and encoded by tasks on a Ray cluster,
     partitioned by the hash of each file's name (:mod:`sediment.parallel.cluster`; every node reads
     the files at the same paths, and the store must be PostgreSQL), and written here in file order.
@@ -430,7 +430,7 @@ def ingest_files(
         # From here on every chunk left is being worked on: each result is committed as it comes,
         # while the workers finish theirs, so the run's end waits for the last chunk's rows alone
         # and not for a whole group gathered before it.
-        per_worker = -(-min(len(files), MAX_CHUNKS) // workers)  # a chunk a file, MAX_CHUNKS at most
+        per_worker = chunks_per_worker(len(files), workers)
         last_round_from = last_round(len(files), workers, per_worker)
         with WriteGroups(store, functools.partial(_merge, total), parallel=True) as groups:
             for report, batches, done in ordered_chunks(chunk_job, len(files), workers, per_worker=per_worker):
@@ -456,6 +456,14 @@ def ingest_files(
 #: chunks a worker), the last chunks' rows were all written after the workers had ended: on the
 #: full ``pilot`` (240 files) two chunks of fifteen files each.
 MAX_CHUNKS: Final = 4096
+
+
+def chunks_per_worker(files: int, workers: int) -> int:
+    """How many chunks a worker takes of a parallel ingest of ``files`` files: a file a chunk, and
+    :data:`MAX_CHUNKS` chunks at most."""
+    if files <= MAX_CHUNKS:
+        return max(1, -(-files // workers))
+    return max(1, MAX_CHUNKS // workers)
 
 
 def _ticker(progress: Callable[[int, int, int], None], done: int, files: int,

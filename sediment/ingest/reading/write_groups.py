@@ -7,16 +7,19 @@ their hash, so every commit rewrites index pages all over the store (about one p
 blob), and SQLite's checkpoints then wait for the disk to take them: on the bench's
 ``pilot-tenth``, 76 commits of about 2 MiB of blobs each took 5.2 s to insert the blobs alone,
 19 commits 3.6 s. A group is committed once its new content reaches :data:`GROUP_BYTES` or its
-rows :data:`GROUP_ROWS`, and at the end of the ingest; a run stopped in between loses the group
-not yet committed, and running it again stores it (the Facts already stored collapse as
-redeliveries).
+rows :data:`GROUP_ROWS`, when its owner calls :meth:`WriteGroups.flush` (a parallel ingest does
+after each file once every file left is being read), and at the end of the ingest; a run stopped
+in between loses the group not yet committed, and running it again stores it (the Facts already
+stored collapse as redeliveries).
 
 The pages a commit rewrites grow with the store (a new blob lands on a random page of the hash
-index), so the larger the store, the more a commit costs. A parallel ingest's parent, which holds
-nothing but the group, gathers :data:`PARALLEL_GROUP_BYTES`: on the full ``pilot`` (192,960 calls,
-a 2.1 GB store) its commits took 34 s instead of 47 s, and the ingest 102 s instead of 107 s. One
-process keeps :data:`GROUP_BYTES`, since it also holds its readers' memories (a group takes about
-1.6 times its bytes in memory: at 128 MiB its peak went from 543 MB to 743 MB).
+index), so the larger the store, the more a commit costs. A parallel ingest's parent (local
+workers, several files), which holds nothing but the group, gathers :data:`PARALLEL_GROUP_BYTES`:
+on the full ``pilot`` (192,960 calls, a 2.1 GB store) its commits took 34 s instead of 47 s, and
+the ingest 102 s instead of 107 s. One process keeps :data:`GROUP_BYTES`, since it also holds its
+readers' memories (a group takes about 1.6 times its bytes in memory: at 128 MiB its peak went
+from 543 MB to 743 MB), and so does a Ray ingest's parent, which holds the partitions that come
+back before their turn.
 """
 
 from __future__ import annotations
