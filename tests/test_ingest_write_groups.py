@@ -19,6 +19,7 @@ from sediment.ingest.calls.spans import SpanReader
 from sediment.ingest.reading import files as reading_files
 from sediment.ingest.reading import write_groups
 from sediment.ingest.reading.files import ingest_files
+from sediment.parallel import chunks
 from sediment.store import FactStore, StoreError
 from sediment.store.write import FactWriter
 
@@ -191,7 +192,7 @@ def test_the_last_round_begins_where_every_file_left_is_being_read(tmp_path: Pat
 def test_a_chunk_is_a_file_up_to_max_chunks() -> None:
     for files, workers in ((1, 2), (40, 2), (4096, 2), (4096, 3), (4097, 3), (10_000, 3), (10_000, 7), (9, 16)):
         per_worker = reading_files.chunks_per_worker(files, workers)
-        made = min(files, workers * per_worker)  # as ordered_chunks cuts them
+        made = len(chunks(files, workers * per_worker))  # as ordered_chunks cuts them
         if files <= reading_files.MAX_CHUNKS:
             assert made == files  # a file a chunk
         else:  # as many as the bound allows, shared out evenly
@@ -215,8 +216,7 @@ def test_a_group_is_committed_once_its_blobs_reach_the_byte_bound(tmp_path: Path
         assert groups == ([1] * 12 if applies else [12] if workers == 1 else [4, 4, 4])
 
 
-def test_a_worker_killed_mid_ingest_keeps_whole_groups_and_a_rerun_stores_the_rest(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_worker_killed_mid_ingest_keeps_whole_groups_and_a_rerun_stores_the_rest(tmp_path: Path) -> None:
     """The kernel kills a worker (for memory, say) while it reads the last file: the ingest stops
     with one line, what was committed stays whole, and running it again stores the rest."""
     import os
