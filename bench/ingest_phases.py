@@ -9,7 +9,9 @@ the wall time. The phases nest as the pipeline does (redaction runs inside trans
 encoding inside store preparation); "reading and the rest" is what no timer covers: inflating
 the input and cutting it into lines, the command's start, the loop around the phases. The parse
 floor (orjson over every inflated line, bench/run.py's ``floors``) is measured first, in the same
-process, for the ratio.
+process, for the ratio. A last line times reading alone, in the same process: inflating the
+input, inflating and cutting it into lines as ingest does, and as the floor does (a buffered
+reader's lines), so the part of the floor that is reading can be told from the part that is orjson.
 The timers cost about a microsecond a call; the figures are for comparing phases, the bench's
 table for the stage as a whole.
 """
@@ -86,6 +88,35 @@ def main(files: list[str], call_format: str = "openai-chat") -> None:
         name = ("&nbsp;&nbsp;" * depth) + label
         print(f"| {name} | {seconds[label]:.3f} | {seconds[label] / wall:.0%} |")
     print(f"| reading and the rest | {wall - covered:.3f} | {(wall - covered) / wall:.0%} |")
+    inflate, ingest_lines, floor_lines = reading([Path(path) for path in files])
+    print(f"\nreading alone: inflating {inflate:.2f} s; inflating and cutting lines as ingest does "
+          f"{ingest_lines:.2f} s; as the parse floor does {floor_lines:.2f} s (of its {floor:.2f} s)")
+
+
+def reading(files: list[Path]) -> tuple[float, float, float]:
+    """Seconds to inflate ``files`` (the pieces ingest reads), to inflate them and cut their lines as
+    ingest does, and to do so as the parse floor does (a buffered reader's lines)."""
+    from sediment.ingest.reading.compressed import open_input, open_pieces
+    from sediment.ingest.reading.files import MAX_LINE_BYTES, _lines
+
+    start = time.perf_counter()
+    for path in files:
+        with open_pieces(path) as pieces:
+            for _ in pieces:
+                pass
+    inflate = time.perf_counter() - start
+    start = time.perf_counter()
+    for path in files:
+        with open_pieces(path) as pieces:
+            for _ in _lines(pieces, MAX_LINE_BYTES):
+                pass
+    ingest_lines = time.perf_counter() - start
+    start = time.perf_counter()
+    for path in files:
+        with open_input(path) as handle:
+            for _ in handle:
+                pass
+    return inflate, ingest_lines, time.perf_counter() - start
 
 
 if __name__ == "__main__":

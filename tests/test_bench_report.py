@@ -85,7 +85,8 @@ def test_a_one_pass_run_reuses_the_input_a_run_of_the_same_profile_kept(tmp_path
 
 def test_the_ingest_phase_table_times_each_phase_of_a_real_ingest(tmp_path: Path) -> None:
     """bench/ingest_phases.py runs the real ingest of a synthesized input and gives every phase
-    a positive time; the table's rows are the phases, then what no timer covers."""
+    a positive time; the table's rows are the phases, then what no timer covers; a last line
+    times reading alone three ways."""
     import subprocess
 
     import once
@@ -101,6 +102,9 @@ def test_the_ingest_phase_table_times_each_phase_of_a_real_ingest(tmp_path: Path
                      "encode, hash, compress blobs", "store: write (SQLite)", "reading and the rest"]
     assert all(float(seconds) > 0 for _, seconds in rows[1:-1])
     assert "x the parse floor" in done.stdout.splitlines()[0]
+    last = done.stdout.splitlines()[-1]
+    assert last.startswith("reading alone: inflating ")
+    assert len([float(word) for word in last.replace(";", " ").split() if word[:1].isdigit()]) == 4
 
 
 def test_a_profile_with_tools_declares_one_agents_tool_list_with_every_call(tmp_path: Path) -> None:
