@@ -32,6 +32,45 @@ def test_the_parallel_ingest_speed_up_compares_the_calls_ingest_with_itself() ->
     assert "(speed-up 1.54×)" in row
 
 
+def test_the_stricter_floor_has_its_row_and_the_calls_ingest_its_ratio_to_it() -> None:
+    """The parse floor reads a buffered reader's lines; the stricter floor (orjson over the lines as
+    ingest cuts them) gets its own row, and each calls ingest its ratio to it, under the table."""
+    stages = [Stage("ingest calls", 40.0, 100, 10**9, 1000)]
+    result = {
+        "profile": Profile("tiny", 1, 2), "workers": 2, "synth_seconds": 1.0, "read_floor": 1.0, "parse_floor": 10.0,
+        "cut_floor": 8.0,
+        "data": SimpleNamespace(calls=1000, input_bytes=10**9, uncommitted=[], replayed_message_bytes=10**9,
+                                unique_message_bytes=10**7, compressed_bytes=10**7, compression="zst"),
+        "stages": stages, "single": [], "parallel": None, "rows": {}, "identical": True, "same_store": True,
+        "cpu_scaling": 1.9, "repeat": 3, "stored_bytes": {"total": 10**7},
+        "parallel_ingest": Stage("ingest calls (workers 2)", 10.0, 100, 10**9, 1000),
+    }
+    text = render(result)
+    row = next(line for line in text.splitlines() if line.startswith("| floor: orjson parse, lines cut"))
+    assert row.split("|")[2].strip() == "8.00" and row.rstrip(" |").endswith("0.80")
+    assert ("(orjson over the lines as ingest cuts them, 8.00 s, 2.00 s below the parse floor): "
+            "ingest calls 5.00×; ingest calls (workers 2) 1.25×.") in text
+    del result["cut_floor"]
+    assert "lines cut" not in render(result) and "stricter" not in render(result)
+
+
+def test_the_stricter_floor_parses_every_line_the_parse_floor_parses(tmp_path: Path) -> None:
+    """cut_floor parses the same lines as the parse floor (a compressed file inflated), so a file
+    with a line orjson cannot parse fails both alike."""
+    import zstandard
+    from run import cut_floor, floors
+
+    good = tmp_path / "calls.jsonl.zst"
+    good.write_bytes(zstandard.ZstdCompressor().compress(b'{"a": 1}\n{"b": [2]}\n'))
+    assert cut_floor([good]) > 0 and floors([good])[1] > 0
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"a": 1}\n{"b": \n')
+    with pytest.raises(ValueError):
+        cut_floor([bad])
+    with pytest.raises(ValueError):
+        floors([bad])
+
+
 def test_the_cost_curve_reports_each_axis_growth_from_its_own_first_point() -> None:
     """bench/curve.py: a stage's growth is read against the replayed and the unique bytes of the
     same axis, so the second axis is not divided by the first axis' figures."""
