@@ -96,8 +96,9 @@ def main(files: list[str], call_format: str = "openai-chat") -> None:
 def reading(files: list[Path]) -> tuple[float, float, float]:
     """Seconds to inflate ``files`` (the pieces ingest reads), to inflate them and cut their lines as
     ingest does, and to do so as the parse floor does (a buffered reader's lines)."""
+    from run import ingest_lines  # the stricter floor's lines
+
     from sediment.ingest.reading.compressed import open_input, open_pieces
-    from sediment.ingest.reading.files import MAX_LINE_BYTES, _lines
 
     start = time.perf_counter()
     for path in files:
@@ -107,16 +108,15 @@ def reading(files: list[Path]) -> tuple[float, float, float]:
     inflate = time.perf_counter() - start
     start = time.perf_counter()
     for path in files:
-        with open_pieces(path) as pieces:
-            for _ in _lines(pieces, MAX_LINE_BYTES):
-                pass
-    ingest_lines = time.perf_counter() - start
+        for _ in ingest_lines(path):
+            pass
+    cut = time.perf_counter() - start
     start = time.perf_counter()
     for path in files:
         with open_input(path) as handle:
             for _ in handle:
                 pass
-    return inflate, ingest_lines, time.perf_counter() - start
+    return inflate, cut, time.perf_counter() - start
 
 
 if __name__ == "__main__":

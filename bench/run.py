@@ -43,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -102,22 +103,28 @@ def floors(files: list[Path], repeat: int = 1) -> tuple[float, float]:
     return read, parse
 
 
-def cut_floor(files: list[Path], repeat: int = 1) -> float:
-    """Seconds to parse every line with orjson when the lines are cut as ingest cuts them (from the
-    inflated pieces, :func:`sediment.ingest.reading.files._lines`) rather than by a buffered
-    reader: the fastest of ``repeat`` runs."""
-    import orjson
-
+def ingest_lines(path: Path) -> Iterator[bytes | None]:
+    """``path``'s lines cut as ingest cuts them: from the inflated pieces
+    (:func:`sediment.ingest.reading.files._lines`), not by a buffered reader."""
     from sediment.ingest.reading.compressed import open_pieces
     from sediment.ingest.reading.files import MAX_LINE_BYTES, _lines
+
+    with open_pieces(path) as pieces:
+        for _, line in _lines(pieces, MAX_LINE_BYTES):
+            yield line
+
+
+def cut_floor(files: list[Path], repeat: int = 1) -> float:
+    """Seconds to parse every line with orjson when the lines are cut as ingest cuts them
+    (:func:`ingest_lines`) rather than by a buffered reader: the fastest of ``repeat`` runs."""
+    import orjson
 
     best = float("inf")
     for _ in range(repeat):
         start = time.perf_counter()
         for path in files:
-            with open_pieces(path) as pieces:
-                for _, line in _lines(pieces, MAX_LINE_BYTES):
-                    orjson.loads(line)  # every line, as the parse floor parses them
+            for line in ingest_lines(path):
+                orjson.loads(line)  # every line, as the parse floor parses them
         best = min(best, time.perf_counter() - start)
     return best
 
