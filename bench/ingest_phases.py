@@ -94,16 +94,18 @@ def main(files: list[str], call_format: str = "openai-chat") -> None:
 
 
 def reading(files: list[Path]) -> tuple[float, float, float]:
-    """Seconds to inflate ``files`` (the pieces ingest reads), to inflate them and cut their lines as
-    ingest does, and to do so as the parse floor does (a buffered reader's lines)."""
+    """Seconds to inflate ``files`` (into one buffer, as ingest's reads do), to inflate them and cut
+    their lines as ingest does, and to do so as the parse floor does (a buffered reader's lines)."""
     from run import ingest_lines  # the stricter floor's lines
 
-    from sediment.ingest.reading.compressed import open_input, open_pieces
+    from sediment.ingest.reading.compressed import open_filling, open_input
+    from sediment.ingest.reading.files import LINE_BUFFER
 
+    buffer = memoryview(bytearray(LINE_BUFFER))
     start = time.perf_counter()
     for path in files:
-        with open_pieces(path) as pieces:
-            for _ in pieces:
+        with open_filling(path) as fill:
+            while fill(buffer):
                 pass
     inflate = time.perf_counter() - start
     start = time.perf_counter()

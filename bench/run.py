@@ -104,13 +104,13 @@ def floors(files: list[Path], repeat: int = 1) -> tuple[float, float]:
 
 
 def ingest_lines(path: Path) -> Iterator[bytes | None]:
-    """``path``'s lines cut as ingest cuts them: from the inflated pieces
-    (:func:`sediment.ingest.reading.files._lines`), not by a buffered reader."""
-    from sediment.ingest.reading.compressed import open_pieces
+    """``path``'s lines cut as ingest cuts them: from its own buffer, which the input is inflated
+    into (:func:`sediment.ingest.reading.files._lines`), not by a buffered reader."""
+    from sediment.ingest.reading.compressed import open_filling
     from sediment.ingest.reading.files import MAX_LINE_BYTES, _lines
 
-    with open_pieces(path) as pieces:
-        for _, line in _lines(pieces, MAX_LINE_BYTES):
+    with open_filling(path) as fill:
+        for _, line in _lines(fill, MAX_LINE_BYTES):
             yield line
 
 

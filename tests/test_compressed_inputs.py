@@ -324,3 +324,71 @@ def _writes(call: ast.Call) -> bool:
     modes = [a.value for a in [*call.args, *(k.value for k in call.keywords)]
              if isinstance(a, ast.Constant) and isinstance(a.value, str)]
     return any(set(mode) & set("wxa") and set(mode) <= set("rwxab+t") for mode in modes)
+
+
+def _frames() -> list[bytes]:
+    """Zstandard frames of every layout the format allows a writer to choose: a one-shot frame
+    (its content size in a single segment), a streamed one (a window descriptor, no content size),
+    with and without a checksum, empty, of raw (incompressible) and RLE blocks, several blocks
+    long, and skippable frames (RFC 8878 section 3.1.2) between them."""
+    import random
+
+    noise = random.Random(22).randbytes(300_000)  # incompressible: raw blocks
+    text = _lines(30_000)  # several 128 KiB blocks
+    streamed = zstandard.ZstdCompressor(write_checksum=True).compressobj()
+    return [
+        zstandard.ZstdCompressor(write_checksum=True).compress(text),
+        b"\x50\x2a\x4d\x18" + (5).to_bytes(4, "little") + b"skip!",
+        streamed.compress(_lines(2_000)) + streamed.flush(),
+        zstandard.ZstdCompressor(write_content_size=False).compress(b"\n" * 200_000),  # RLE blocks
+        zstandard.ZstdCompressor().compress(b""),
+        b"\x5f\x2a\x4d\x18" + (0).to_bytes(4, "little"),
+        zstandard.ZstdCompressor(level=-5).compress(noise + b"\n"),
+    ]
+
+
+def test_the_frame_walk_ends_between_frames_exactly_at_their_ends() -> None:
+    """The decoder ends quietly wherever its bytes end, so a Zstandard file cut short is told by
+    where its bytes stand in the layout of frames: fed in pieces of any size, the walk is between
+    frames at each frame's end and nowhere inside one."""
+    from sediment.ingest.reading.compressed import _Frames
+
+    frames = _frames()
+    stream = b"".join(frames)
+    ends = {sum(map(len, frames[:count])) for count in range(1, len(frames) + 1)}
+    for piece in (1, 3, 4096, len(stream)):
+        walk = _Frames()
+        for start in range(0, len(stream), piece):
+            walk.feed(stream[start:start + piece])
+            position = min(start + piece, len(stream))
+            if piece <= 4 or position in ends:
+                assert walk.between == (position in ends), (piece, position)
+    for cut in sorted({*ends, *(end - 1 for end in ends), *(end + 1 for end in ends if end < len(stream)), 4, 5, 9, 13, 777, 5000}):
+        walk = _Frames()
+        walk.feed(stream[:cut])
+        assert walk.between == (cut in ends), cut
+
+
+def test_a_zstandard_file_cut_anywhere_inside_a_frame_is_refused_as_truncated(tmp_path: Path) -> None:
+    """Cut at a frame's end, a file of several frames is whole (its records are every frame's);
+    cut anywhere else, the records before the cut are read and the rest is one refusal naming the
+    line reached, whatever frame layout the cut falls in."""
+    frames = _frames()
+    stream = b"".join(frames)
+    content = zstandard.ZstdDecompressor().decompressobj().decompress(frames[0])
+    ends = [sum(map(len, frames[:count])) for count in range(1, len(frames) + 1)]
+    path = tmp_path / "cut.jsonl.zst"
+    for cut in sorted({*ends, 4, 5, 6, 8, 200, ends[0] - 1, ends[0] + 3, ends[1] + 2, ends[2] - 4, ends[3] - 1,
+                       ends[4] - 2, ends[5] + 6, len(stream) - 1}):
+        path.write_bytes(stream[:cut])
+        got: list[Any] = []
+        try:
+            got.extend(value for _, value in records(str(path)))
+        except InputUnreadable as refused:
+            assert cut not in ends, f"a whole file cut at {cut} refused: {refused}"
+            assert "truncated" in str(refused) and "\n" not in str(refused)
+            assert refused.line is not None and refused.line >= len(got) + 1
+        else:
+            assert cut in ends, f"a file cut inside a frame at {cut} read as whole"
+        records_in_first = content.count(b"\n")
+        assert got[:records_in_first] == [{"fact_type": "nothing", "n": n} for n in range(min(len(got), records_in_first))]

@@ -9,7 +9,6 @@ bits, duplicate keys, nesting, out-of-range times, over-long lines, and bugs rep
 
 from __future__ import annotations
 
-import functools
 import io
 import itertools
 import json
@@ -18,7 +17,7 @@ import resource
 import subprocess
 import sys
 import tracemalloc
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,7 +32,7 @@ from sediment.ingest.calls.toolkit import parse_timestamp
 from sediment.ingest.ci.github import translate_github
 from sediment.ingest.ci.neutral import translate_ci
 from sediment.ingest.facts_jsonl import translate_fact
-from sediment.ingest.reading.files import MAX_DEPTH, IngestReport, _lines, ingest_files, records
+from sediment.ingest.reading.files import LINE_BUFFER, MAX_DEPTH, IngestReport, _lines, ingest_files, records
 from sediment.ingest.reading.json_text import JsonReader, RecordProblem
 from sediment.model.facts import CIOutcome, DeveloperDecision, FactModel, InferenceCall, PullRequestMerge, Push
 from sediment.store import FactStore
@@ -390,10 +389,21 @@ def test_a_value_is_refused_for_its_nesting_exactly_whatever_brackets_its_string
         assert JsonReader().value_at(text, 0, depth) == (value, len(text))
 
 
-def _pieces(content: bytes, cuts: list[int]) -> Iterator[bytes]:
-    """``content`` cut at ``cuts`` (positions, in any order), as a reader's pieces."""
+def _fill(content: bytes, cuts: list[int]) -> Callable[[memoryview], int]:
+    """``content`` cut at ``cuts`` (positions, in any order), as a reader's fills: each gives at
+    most the rest of its piece (less when the buffer has less room), as a pipe's reads do."""
     edges = sorted({0, len(content), *(cut % (len(content) + 1) for cut in cuts)})
-    return iter([content[a:b] for a, b in itertools.pairwise(edges)])
+    pieces = [content[a:b] for a, b in itertools.pairwise(edges)]
+
+    def fill(buffer: memoryview) -> int:
+        while pieces and not pieces[0]:
+            pieces.pop(0)
+        if not pieces:
+            return 0
+        taken, pieces[0] = pieces[0][:len(buffer)], pieces[0][len(buffer):]
+        buffer[:len(taken)] = taken
+        return len(taken)
+    return fill
 
 
 def _expected_lines(content: bytes, limit: int) -> list[tuple[int, bytes | None]]:
@@ -409,15 +419,21 @@ def _expected_lines(content: bytes, limit: int) -> list[tuple[int, bytes | None]
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from([b"\n", b"x", b"yy", b"z" * 7, b"\xef\xbb\xbf", b"\xef", b"\r", b" "]), max_size=30).map(b"".join),
-       st.lists(st.integers(min_value=0, max_value=200), max_size=8), st.integers(min_value=0, max_value=9))
-@example(b"\xef\xbb\xbfx\n", [1], 5)
-@example(b"\xef\xbb\xbfx\n", [2], 5)
-@example(b"\xef\xbb\xbfxyz\nab", [1, 2, 3], 2)
-def test_lines_are_split_alike_however_the_pieces_cut_them(content: bytes, cuts: list[int], limit: int) -> None:
-    """Lines come out the same whatever pieces the content arrives in: numbered from 1, each
-    with its newline, the last one without, a BOM dropped at the start only, and a line longer
-    than the limit as None (its neighbours intact)."""
-    assert list(_lines(_pieces(content, cuts), limit)) == _expected_lines(content, limit)
+       st.lists(st.integers(min_value=0, max_value=200), max_size=8), st.integers(min_value=0, max_value=9),
+       st.integers(min_value=1, max_value=8), st.integers(min_value=0, max_value=40))
+@example(b"\xef\xbb\xbfx\n", [1], 5, 64, 0)
+@example(b"\xef\xbb\xbfx\n", [2], 5, 64, 0)
+@example(b"\xef\xbb\xbfxyz\nab", [1, 2, 3], 2, 64, 0)
+@example(b"\xef\xbb\xbfx\n", [], 5, 1, 0)
+@example(b"xxxxxxxx\nyy\n", [], 9, 2, 2)
+def test_lines_are_split_alike_however_the_pieces_cut_them(content: bytes, cuts: list[int], limit: int, first: int,
+                                                           more: int) -> None:
+    """Lines come out the same whatever pieces the content arrives in and whatever sizes the
+    reader's buffer takes (from ``first`` bytes, doubling up to ``first + more`` while reads fill it,
+    and beyond only for a line): numbered from 1, each with its newline, the last one without, a
+    BOM dropped at the start only, and a line longer than the limit as None (its neighbours intact)."""
+    found = list(_lines(_fill(content, cuts), limit, reads=(first, first + more)))
+    assert found == _expected_lines(content, limit)
 
 
 def test_a_line_over_the_limit_is_one_problem_and_the_next_lines_are_read(tmp_path: Path) -> None:
@@ -431,15 +447,15 @@ def test_a_line_over_the_limit_is_one_problem_and_the_next_lines_are_read(tmp_pa
 
 
 def test_an_over_long_line_is_read_past_without_being_held() -> None:
-    stream = io.BytesIO(b'{"a": 1}\n' + b"0" * 10_000_000 + b'\n{"b": 2}\n')
+    stream = io.BytesIO(b'{"a": 1}\n' + b"0" * 3 * LINE_BUFFER + b'\n{"b": 2}\n')
     tracemalloc.start()
     try:
-        found = [(n, line) for n, line in _lines(iter(functools.partial(stream.read, 1 << 20), b""), 1024)]
+        found = [(n, line) for n, line in _lines(stream.readinto, 1024)]
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
     assert found == [(1, b'{"a": 1}\n'), (2, None), (3, b'{"b": 2}\n')]
-    assert peak < 4 * 1024 * 1024  # a piece or two at a time, never the whole 10 MB line
+    assert peak < 2 * LINE_BUFFER  # the buffer (and the half-size one it grew from), never the line (3 times it)
 
 
 def test_a_document_over_the_limit_is_read_as_lines(tmp_path: Path) -> None:

@@ -16,7 +16,6 @@ records read before it are kept by the reader.
 
 from __future__ import annotations
 
-import functools
 import gzip
 import hashlib
 import io
@@ -25,7 +24,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO, Final
+from typing import BinaryIO, Final, cast
 
 import zstandard
 
@@ -45,12 +44,9 @@ INFLATION_FLOOR: Final = 64 * MIB
 GZIP_MAGIC: Final = b"\x1f\x8b"
 ZSTD_MAGIC: Final = b"\x28\xb5\x2f\xfd"
 COMPRESSED_SUFFIXES: Final = (".gz", ".zst", ".zstd")
-#: Compressed bytes handed to the Zstandard decoder at a time: one call's output is at most
-#: about 32 thousand times its input, so this bounds what a hostile frame inflates to at once.
+#: Compressed bytes the Zstandard decoder reads from the file at a time. What it inflates them to
+#: is bounded by the reader's buffer, into which it decodes (never more than that buffer at once).
 _ZSTD_STEP: Final = 4096
-#: The Zstandard decoder's output buffer: a step's output (about a call's replayed history) comes
-#: in a few pieces joined once, rather than in many of the decoder's default 128 KiB.
-_ZSTD_OUT: Final = MIB
 
 
 class InputUnreadable(OSError):
@@ -104,17 +100,18 @@ def open_input(path: str | Path, *, max_inflation: int | None = None,
 
 
 @contextmanager
-def open_pieces(path: str | Path, size: int = READ_BUFFER) -> Iterator[Iterator[bytes]]:
-    """The content of ``path`` (``-``: stdin) as :func:`open_input` reads it, in pieces of at
-    most ``size`` bytes, for a reader that splits it itself: an inflated input's pieces are the
-    decoder's own (not copied into a buffer first), any other's are its reads. A compressed
-    input's errors are raised by the piece that meets them, as :func:`open_input`'s reads raise them."""
+def open_filling(path: str | Path) -> Iterator[Callable[[memoryview], int]]:
+    """The content of ``path`` (``-``: stdin) as :func:`open_input` reads it, as a function that
+    fills a buffer with the next bytes and says how many (0: the end), for a reader that keeps its
+    own buffer and splits it itself: an inflated input is decoded straight into that buffer (never
+    into a piece copied there after). A compressed input's errors are raised by the fill that
+    meets them, as :func:`open_input`'s reads raise them."""
     with open_input(path) as handle:
         raw = getattr(handle, "raw", None)
         if isinstance(raw, _Inflating):  # nothing was read through the buffer: the raw stream stands at the start
-            yield iter(functools.partial(raw.piece, size), b"")
-        else:
-            yield iter(functools.partial(handle.read1, size), b"")  # type: ignore[attr-defined]
+            yield raw.readinto
+        else:  # what is there, not a full buffer: a pipe's lines are read as they come
+            yield handle.readinto1  # type: ignore[attr-defined]
 
 
 def is_compressed(path: str | Path) -> bool:
@@ -157,10 +154,12 @@ class _Borrowed(io.RawIOBase):
 
 
 class _Counted(io.RawIOBase):
-    """The compressed source, counting the bytes the decoder has taken."""
+    """The compressed source, counting the bytes the decoder has taken (and showing them to
+    ``frames``, when given)."""
 
-    def __init__(self, source: BinaryIO) -> None:
+    def __init__(self, source: BinaryIO, frames: _Frames | None = None) -> None:
         self._source = source
+        self._frames = frames
         self.count = 0
 
     def readable(self) -> bool:
@@ -169,6 +168,8 @@ class _Counted(io.RawIOBase):
     def read(self, size: int = -1) -> bytes:
         data = self._source.read(size)
         self.count += len(data)
+        if self._frames is not None:
+            self._frames.feed(data)
         return data
 
     def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
@@ -181,36 +182,108 @@ class _Counted(io.RawIOBase):
         super().close()
 
 
+class _Frames:
+    """Where the compressed bytes read so far stand in Zstandard's layout of frames (RFC 8878,
+    section 3): between two frames, or inside one. The decoder reads frame after frame and ends
+    quietly where the bytes end, inside a frame or not, so this tells a file cut short from a
+    whole one. Only the headers are read (the frame's, then each block's three bytes); a block's
+    content is skipped by its size, never decoded. Where the bytes do not follow the layout (no
+    frame's magic number, a reserved block type), the decoder refuses them itself: the walk stops
+    there and says nothing more."""
+
+    __slots__ = ("_checksum", "_head", "_need", "_skip", "_state")
+
+    _MAGIC, _DESCRIPTOR, _BLOCK, _SKIPPABLE, _LOST = range(5)
+    _DICTIONARY_ID: Final = (0, 1, 2, 4)
+
+    def __init__(self) -> None:
+        self._state = self._MAGIC
+        self._need = 4  # the bytes the header being read takes
+        self._head = b""  # what has been read of it
+        self._skip = 0  # the bytes to pass before the next header
+        self._checksum = False  # the frame ends with a four-byte checksum
+
+    @property
+    def between(self) -> bool:
+        """Whether the bytes read so far end where a frame ended (or where the walk stopped)."""
+        return self._state == self._LOST or (self._state == self._MAGIC and not self._head and not self._skip)
+
+    def feed(self, data: bytes) -> None:
+        position, size = 0, len(data)
+        while position < size and self._state != self._LOST:
+            if self._skip:
+                taken = min(self._skip, size - position)
+                self._skip -= taken
+                position += taken
+                continue
+            taken = min(self._need - len(self._head), size - position)
+            self._head += data[position:position + taken]
+            position += taken
+            if len(self._head) == self._need:
+                head, self._head = self._head, b""
+                self._header(head)
+
+    def _header(self, head: bytes) -> None:
+        """The next step once a header of ``self._need`` bytes is read whole."""
+        if self._state == self._MAGIC:
+            if head == ZSTD_MAGIC:
+                self._state, self._need = self._DESCRIPTOR, 1
+            elif head[0] & 0xF0 == 0x50 and head[1:] == b"\x2a\x4d\x18":  # a skippable frame
+                self._state, self._need = self._SKIPPABLE, 4
+            else:
+                self._state = self._LOST
+        elif self._state == self._DESCRIPTOR:
+            descriptor = head[0]
+            if descriptor & 0x08:  # the reserved bit
+                self._state = self._LOST
+                return
+            single_segment = bool(descriptor & 0x20)
+            content_size = (1 if single_segment else 0, 2, 4, 8)[descriptor >> 6]
+            window = 0 if single_segment else 1
+            self._skip = window + self._DICTIONARY_ID[descriptor & 0x03] + content_size
+            self._checksum = bool(descriptor & 0x04)
+            self._state, self._need = self._BLOCK, 3
+        elif self._state == self._BLOCK:
+            header = int.from_bytes(head, "little")
+            kind, block_size = (header >> 1) & 0x03, header >> 3
+            if kind == 3:  # reserved
+                self._state = self._LOST
+                return
+            self._skip = 1 if kind == 1 else block_size  # an RLE block holds one byte
+            if header & 0x01:  # the frame's last block
+                self._skip += 4 if self._checksum else 0
+                self._state, self._need = self._MAGIC, 4
+        else:  # a skippable frame's size
+            self._skip = int.from_bytes(head, "little")
+            self._state, self._need = self._MAGIC, 4
+
+
 class _Inflating(io.RawIOBase):
-    """A compressed source's content, inflated a bounded piece at a time and watched for bombs."""
+    """A compressed source's content, inflated straight into the reader's buffer (so at most that
+    buffer at a time) and watched for bombs."""
 
     def __init__(self, source: BinaryIO, kind: str, max_inflation: int, floor: int) -> None:
         self.kind, self.max_inflation, self.floor = kind, max_inflation, floor
-        self.source = _Counted(source)
-        self.inflated = 0
+        self._frames = _Frames() if kind == "zstd" else None
+        self.source = _Counted(source, self._frames)
         self._gzip = gzip.GzipFile(fileobj=self.source, mode="rb") if kind == "gzip" else None
-        self._zstd = zstandard.ZstdDecompressor()
-        self._frame = self._zstd.decompressobj(write_size=_ZSTD_OUT)
-        self._in_frame = False  # bytes of the current Zstandard frame have been read
-        self._pending = b""
+        self._zstd = None if kind == "gzip" else zstandard.ZstdDecompressor().stream_reader(
+            cast(BinaryIO, self.source), read_size=_ZSTD_STEP, read_across_frames=True, closefd=False)
+        self.inflated = 0
         self._bomb = False  # the bound was reached: the next read refuses the rest
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
-        data = self.piece(len(buffer))
-        buffer[: len(data)] = data
-        return len(data)
-
-    def piece(self, size: int) -> bytes:
-        """The next at most ``size`` inflated bytes, as the decoder gave them (empty at the end);
-        a reader that takes them whole (:func:`open_pieces`) saves :meth:`readinto`'s copy."""
+        """The next inflated bytes, decoded into ``buffer``: how many (0 at the end)."""
         if self._bomb:
             raise InputUnreadable(f"{self.kind} data inflates to more than {self.max_inflation} times its "
                                   "compressed size (a decompression bomb); the rest of the file is not read")
         try:
-            data = self._gzip_read(size) if self._gzip is not None else self._zstd_read(size)
+            count = self._gzip_into(buffer) if self._zstd is None else self._zstd.readinto(buffer)
+            if count == 0 and self._frames is not None and not self._frames.between:
+                raise EOFError
         except InputUnreadable:
             raise
         except EOFError:
@@ -220,40 +293,25 @@ class _Inflating(io.RawIOBase):
             raise InputUnreadable(f"unreadable: corrupt {self.kind} data ({exc}); "
                                   "the rest of the file is not read") from None
         allowed = max(self.floor, self.max_inflation * self.source.count) - self.inflated
-        if len(data) > allowed:  # what is within the bound is still read; the next read refuses
-            data, self._bomb = data[:max(allowed, 0)], True
-            if not data:
-                return self.piece(size)
-        self.inflated += len(data)
-        return data
+        if count > allowed:  # what is within the bound is still read; the next read refuses
+            count, self._bomb = max(allowed, 0), True
+            if not count:
+                return self.readinto(buffer)
+        self.inflated += count
+        return count
 
-    def _gzip_read(self, size: int) -> bytes:
+    def _gzip_into(self, buffer: memoryview) -> int:
         assert self._gzip is not None
-        return self._gzip.read1(size)
-
-    def _zstd_read(self, size: int) -> bytes:
-        while not self._pending:
-            if self._frame.eof:  # a frame ended: what followed it starts the next one
-                rest = self._frame.unused_data
-                self._frame, self._in_frame = self._zstd.decompressobj(write_size=_ZSTD_OUT), False
-                if rest:
-                    self._in_frame = True
-                    self._pending = self._frame.decompress(rest)
-                    continue
-            chunk = self.source.read(_ZSTD_STEP)
-            if not chunk:
-                if self._in_frame:
-                    raise EOFError
-                return b""
-            self._in_frame = True
-            self._pending = self._frame.decompress(chunk)
-        data, self._pending = self._pending[:size], self._pending[size:]
-        return data
+        data = self._gzip.read1(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
 
     def close(self) -> None:
         try:
             if self._gzip is not None:
                 self._gzip.close()
+            if self._zstd is not None:
+                self._zstd.close()  # type: ignore[no-untyped-call]
         finally:
             self.source.close()
             super().close()

@@ -12,7 +12,7 @@ is an error (``duplicate key 'conclusion'``) instead of keeping the last value. 
 the reader goes on with the next line without holding it in memory), a document spanning
 several lines at most :data:`MAX_DOCUMENT_BYTES`, and values nest at most :data:`MAX_DEPTH`
 levels deep. A gzip or Zstandard file is read the same, inflated as it streams
-(:func:`~sediment.ingest.reading.compressed.open_pieces`); one that is corrupt, truncated or a
+(:func:`~sediment.ingest.reading.compressed.open_filling`); one that is corrupt, truncated or a
 decompression bomb is one problem naming the line reached, and the records before it are kept.
 """
 
@@ -34,7 +34,7 @@ from pydantic import ValidationError
 
 from sediment.errors import UsageError, validation_message
 from sediment.ingest import Translation, TranslationError
-from sediment.ingest.reading.compressed import InputUnreadable, open_pieces
+from sediment.ingest.reading.compressed import InputUnreadable, open_filling
 from sediment.ingest.reading.json_text import (
     _NUMBER,
     _TOKEN,
@@ -68,6 +68,10 @@ MAX_LINE_BYTES: Final = 64 * MIB
 MAX_DOCUMENT_BYTES: Final = 64 * MIB
 """The largest JSON document spanning several lines (it is read whole); larger input must be JSON Lines."""
 _BOM: Final = b"\xef\xbb\xbf"
+FIRST_BUFFER: Final = 64 * 1024
+"""The bytes a file's first read takes (:func:`_lines`)."""
+LINE_BUFFER: Final = 4 * MIB
+"""The bytes a read takes at most once a file has filled smaller reads, unless one line needs more."""
 EMPTY: Final = "empty file: no records"
 """The problem of a file that holds nothing but whitespace (docs/cli.md: input that failed, exit 8)."""
 
@@ -144,41 +148,62 @@ Line = tuple[int, bytes | None]
 """A line's number and its bytes (None: longer than the limit, skipped unread)."""
 
 
-def _lines(pieces: Iterator[bytes], limit: int, failure: list[InputUnreadable] | None = None) -> Iterator[Line]:
-    """Numbered lines of at most ``limit`` bytes (newline excluded), split from the content's
-    ``pieces`` (:func:`~sediment.ingest.reading.compressed.open_pieces`); a longer line is read
+def _lines(fill: Callable[[memoryview], int], limit: int, failure: list[InputUnreadable] | None = None, *,
+           reads: tuple[int, int] = (0, 0)) -> Iterator[Line]:
+    """Numbered lines of at most ``limit`` bytes (newline excluded), cut from the content that
+    ``fill`` puts in a buffer this reader keeps (:func:`~sediment.ingest.reading.compressed.open_filling`):
+    each line is copied out of it once, and the buffer is filled again. A longer line is read
     past without being held. A byte order mark at the start is dropped. Input that cannot be
     read on (a corrupt, truncated or bomb compressed file) ends the lines: its error, with the
-    line reached, goes to ``failure`` (without one, it is raised)."""
+    line reached, goes to ``failure`` (without one, it is raised).
+
+    The buffer starts at :data:`FIRST_BUFFER` bytes and doubles while reads fill it, up to
+    :data:`LINE_BUFFER` (a small file costs little, a large one is read in few fills), and
+    beyond that only for a line that does not fit, up to the limit. ``reads`` gives other sizes
+    for the two (a test's)."""
+    first, largest = (reads[0] or FIRST_BUFFER, reads[1] or LINE_BUFFER)
     number = 0
+    buffer = bytearray(first)
     try:
-        held: list[bytes | memoryview] = []  # the pieces of the line being read, before the current one
-        size = 0  # their bytes
+        held = 0  # the bytes at the buffer's start: the line being read, no newline among them
         skipping = False  # the line being read is longer than the limit: its bytes are dropped
-        for piece in _without_bom(pieces):
-            start = 0
-            while start < len(piece):
-                end = piece.find(b"\n", start)
-                if end < 0:  # the line goes on in the next piece
-                    if not skipping:
-                        if size + len(piece) - start > limit:
-                            held, size, skipping = [], 0, True
-                        else:  # a view, not a copy: the line is copied once, when it is joined
-                            held.append(memoryview(piece)[start:] if start else piece)
-                            size += len(piece) - start
-                    break
+        started = False  # the start was looked at for a byte order mark
+        while True:
+            if held == len(buffer):  # the line being read (within the limit, or a mark's start) fills it
+                buffer = _grown(buffer, held, max(held + 1, min(2 * held, limit + 1)))
+            free = len(buffer) - held
+            count = fill(memoryview(buffer)[held:])
+            if not count:
+                break
+            end, start = held + count, 0
+            if not started:
+                if end < len(_BOM) and _BOM.startswith(buffer[:end]):
+                    held = end  # perhaps a mark's start: read on before deciding
+                    continue
+                started = True
+                start = len(_BOM) if buffer.startswith(_BOM) else 0
+            search = max(held, start)  # the held bytes hold no newline
+            while (newline := buffer.find(b"\n", search, end)) >= 0:
                 number += 1
-                if skipping or size + end - start > limit:
-                    held, size, skipping = [], 0, False
+                if skipping or newline - start > limit:
+                    skipping = False
                     yield number, None
                 else:
-                    line = b"".join((*held, memoryview(piece)[start:end + 1])) if held else piece[start:end + 1]
-                    held, size = [], 0
-                    yield number, line
-                start = end + 1
+                    yield number, bytes(memoryview(buffer)[start:newline + 1])
+                start = search = newline + 1
+            rest = end - start
+            if skipping or rest > limit:
+                skipping, held = True, 0
+            else:
+                if start:
+                    view = memoryview(buffer)
+                    view[:rest] = view[start:end]  # a memoryview's copy is a memmove: the two overlap
+                held = rest
+            if count == free and len(buffer) < largest:  # reads fill it: fewer, larger ones
+                buffer = _grown(buffer, held, min(2 * len(buffer), largest))
         if skipping or held:  # the last line, without a newline
             number += 1
-            yield number, None if skipping else b"".join(held)
+            yield number, None if skipping or held > limit else bytes(memoryview(buffer)[:held])
     except InputUnreadable as exc:
         exc.line = number + 1 if exc.line is None else exc.line  # the line being read
         if failure is None:
@@ -186,17 +211,11 @@ def _lines(pieces: Iterator[bytes], limit: int, failure: list[InputUnreadable] |
         failure.append(exc)
 
 
-def _without_bom(pieces: Iterator[bytes]) -> Iterator[bytes]:
-    """``pieces`` without a UTF-8 byte order mark at the start (however the pieces cut it). Only
-    the start of a mark is held back to be joined with what follows (a piece that cannot begin
-    one is passed on at once, so a failing read after it loses none of its lines)."""
-    head = b""
-    for piece in pieces:
-        head += piece
-        if len(head) >= len(_BOM) or not _BOM.startswith(head):
-            break
-    yield head[len(_BOM):] if head.startswith(_BOM) else head
-    yield from pieces
+def _grown(buffer: bytearray, held: int, size: int) -> bytearray:
+    """A buffer of ``size`` bytes that starts with the first ``held`` bytes of ``buffer``."""
+    grown = bytearray(size)
+    grown[:held] = memoryview(buffer)[:held]
+    return grown
 
 
 _BLANK: Final = re.compile(rb"[ \t\n\r]*")
@@ -229,8 +248,8 @@ def records(path: str, *, max_line: int = MAX_LINE_BYTES, max_document: int = MA
     ``watch`` is shown the lines as they are read (:mod:`~sediment.ingest.reading.wrong_format`).
     """
     failure: list[InputUnreadable] = []
-    with open_pieces(path) as pieces:
-        lines = _lines(pieces, max_line, failure)
+    with open_filling(path) as fill:
+        lines = _lines(fill, max_line, failure)
         yield from _records(lines if watch is None else watch.lines(lines), max_line, max_document,
                             reader or JsonReader(keep_flaws=keep_flaws))
     if failure:
