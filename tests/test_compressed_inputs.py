@@ -392,3 +392,18 @@ def test_a_zstandard_file_cut_anywhere_inside_a_frame_is_refused_as_truncated(tm
             assert cut in ends, f"a file cut inside a frame at {cut} read as whole"
         records_in_first = content.count(b"\n")
         assert got[:records_in_first] == [{"fact_type": "nothing", "n": n} for n in range(min(len(got), records_in_first))]
+
+
+def test_a_read_with_no_room_reads_nothing_and_says_nothing_of_the_end(tmp_path: Path) -> None:
+    """A read into an empty buffer is not taken for the stream's end (nor for a file cut short
+    inside its frame): the next reads give the whole content."""
+    data = _lines(1_000)
+    path = tmp_path / "whole.jsonl.zst"
+    path.write_bytes(zst(data))
+    with open_input(path) as handle:
+        raw = handle.raw  # type: ignore[attr-defined]
+        assert raw.readinto(memoryview(bytearray(0))) == 0
+        buffer, got = memoryview(bytearray(4096)), b""
+        while count := raw.readinto(buffer):
+            got += bytes(buffer[:count])
+    assert got == data

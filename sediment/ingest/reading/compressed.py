@@ -277,6 +277,8 @@ class _Inflating(io.RawIOBase):
 
     def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
         """The next inflated bytes, decoded into ``buffer``: how many (0 at the end)."""
+        if not len(buffer):
+            return 0  # no room: nothing read, and nothing said of the stream's end
         if self._bomb:
             raise InputUnreadable(f"{self.kind} data inflates to more than {self.max_inflation} times its "
                                   "compressed size (a decompression bomb); the rest of the file is not read")
