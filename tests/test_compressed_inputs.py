@@ -340,7 +340,7 @@ def _frames() -> list[bytes]:
         zstandard.ZstdCompressor(write_checksum=True).compress(text),
         b"\x50\x2a\x4d\x18" + (5).to_bytes(4, "little") + b"skip!",
         streamed.compress(_lines(2_000)) + streamed.flush(),
-        zstandard.ZstdCompressor(write_content_size=False).compress(b"\n" * 200_000),  # RLE blocks
+        zstandard.ZstdCompressor(write_content_size=False).compress(b"\n" * 400_000),  # RLE blocks, last or not
         zstandard.ZstdCompressor().compress(b""),
         b"\x5f\x2a\x4d\x18" + (0).to_bytes(4, "little"),
         zstandard.ZstdCompressor(level=-5).compress(noise + b"\n"),

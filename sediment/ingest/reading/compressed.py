@@ -216,12 +216,34 @@ class _Frames:
                 self._skip -= taken
                 position += taken
                 continue
+            if self._state == self._BLOCK and not self._head:
+                position = self._blocks(data, position)  # the usual run: block after block in one piece
+                continue
             taken = min(self._need - len(self._head), size - position)
             self._head += data[position:position + taken]
             position += taken
             if len(self._head) == self._need:
                 head, self._head = self._head, b""
                 self._header(head)
+
+    def _blocks(self, data: bytes, position: int) -> int:
+        """Pass the blocks whose headers stand whole in ``data`` from ``position``, up to the
+        frame's last block or the first header cut by the piece's end; where the walk stands then."""
+        size = len(data)
+        while position + 3 <= size:
+            header = data[position] | data[position + 1] << 8 | data[position + 2] << 16
+            kind = (header >> 1) & 0x03
+            if kind == 3 or header & 0x01:  # reserved, or the frame's last block: the general step
+                break
+            position += 4 if kind == 1 else 3 + (header >> 3)  # an RLE block holds one byte
+            if position > size:
+                self._skip = position - size
+                return size
+        if position + 3 > size:  # a header cut by the piece's end
+            self._head = data[position:]
+            return size
+        self._header(data[position:position + 3])
+        return position + 3
 
     def _header(self, head: bytes) -> None:
         """The next step once a header of ``self._need`` bytes is read whole."""
