@@ -98,10 +98,9 @@ def reading(files: list[Path]) -> tuple[float, float, float]:
     their lines as ingest does, and to do so as the parse floor does (a buffered reader's lines)."""
     from run import ingest_lines  # the stricter floor's lines
 
-    from sediment.ingest.reading.compressed import open_filling, open_input
-    from sediment.ingest.reading.files import LINE_BUFFER
+    from sediment.ingest.reading.compressed import READ_BUFFER, open_filling, open_input
 
-    buffer = memoryview(bytearray(LINE_BUFFER))
+    buffer = memoryview(bytearray(READ_BUFFER))
     start = time.perf_counter()
     for path in files:
         with open_filling(path) as fill:

@@ -32,7 +32,8 @@ from sediment.ingest.calls.toolkit import parse_timestamp
 from sediment.ingest.ci.github import translate_github
 from sediment.ingest.ci.neutral import translate_ci
 from sediment.ingest.facts_jsonl import translate_fact
-from sediment.ingest.reading.files import LINE_BUFFER, MAX_DEPTH, IngestReport, _lines, ingest_files, records
+from sediment.ingest.reading.compressed import READ_BUFFER
+from sediment.ingest.reading.files import MAX_DEPTH, IngestReport, _lines, ingest_files, records
 from sediment.ingest.reading.json_text import JsonReader, RecordProblem
 from sediment.model.facts import CIOutcome, DeveloperDecision, FactModel, InferenceCall, PullRequestMerge, Push
 from sediment.store import FactStore
@@ -447,7 +448,7 @@ def test_a_line_over_the_limit_is_one_problem_and_the_next_lines_are_read(tmp_pa
 
 
 def test_an_over_long_line_is_read_past_without_being_held() -> None:
-    stream = io.BytesIO(b'{"a": 1}\n' + b"0" * 3 * LINE_BUFFER + b'\n{"b": 2}\n')
+    stream = io.BytesIO(b'{"a": 1}\n' + b"0" * 3 * READ_BUFFER + b'\n{"b": 2}\n')
     tracemalloc.start()
     try:
         found = [(n, line) for n, line in _lines(stream.readinto, 1024)]
@@ -455,7 +456,7 @@ def test_an_over_long_line_is_read_past_without_being_held() -> None:
     finally:
         tracemalloc.stop()
     assert found == [(1, b'{"a": 1}\n'), (2, None), (3, b'{"b": 2}\n')]
-    assert peak < 2 * LINE_BUFFER  # the buffer (and the half-size one it grew from), never the line (3 times it)
+    assert peak < 2 * READ_BUFFER  # the buffer (and the half-size one it grew from), never the line (3 times it)
 
 
 def test_a_document_over_the_limit_is_read_as_lines(tmp_path: Path) -> None:

@@ -235,7 +235,7 @@ class _Frames:
             kind = (header >> 1) & 0x03
             if kind == 3 or header & 0x01:  # reserved, or the frame's last block: the general step
                 break
-            position += 4 if kind == 1 else 3 + (header >> 3)  # an RLE block holds one byte
+            position += 3 + _content(header)
             if position > size:
                 self._skip = position - size
                 return size
@@ -267,17 +267,22 @@ class _Frames:
             self._state, self._need = self._BLOCK, 3
         elif self._state == self._BLOCK:
             header = int.from_bytes(head, "little")
-            kind, block_size = (header >> 1) & 0x03, header >> 3
-            if kind == 3:  # reserved
+            if (header >> 1) & 0x03 == 3:  # reserved
                 self._state = self._LOST
                 return
-            self._skip = 1 if kind == 1 else block_size  # an RLE block holds one byte
+            self._skip = _content(header)
             if header & 0x01:  # the frame's last block
                 self._skip += 4 if self._checksum else 0
                 self._state, self._need = self._MAGIC, 4
         else:  # a skippable frame's size
             self._skip = int.from_bytes(head, "little")
             self._state, self._need = self._MAGIC, 4
+
+
+def _content(header: int) -> int:
+    """The bytes a Zstandard block's content takes after its header: an RLE block (type 1) holds
+    one byte, whatever size it stands for; a raw or compressed one, its size."""
+    return 1 if (header >> 1) & 0x03 == 1 else header >> 3
 
 
 class _Inflating(io.RawIOBase):

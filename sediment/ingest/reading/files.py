@@ -34,7 +34,7 @@ from pydantic import ValidationError
 
 from sediment.errors import UsageError, validation_message
 from sediment.ingest import Translation, TranslationError
-from sediment.ingest.reading.compressed import InputUnreadable, open_filling
+from sediment.ingest.reading.compressed import READ_BUFFER, InputUnreadable, open_filling
 from sediment.ingest.reading.json_text import (
     _NUMBER,
     _TOKEN,
@@ -70,8 +70,6 @@ MAX_DOCUMENT_BYTES: Final = 64 * MIB
 _BOM: Final = b"\xef\xbb\xbf"
 FIRST_BUFFER: Final = 64 * 1024
 """The bytes a file's first read takes (:func:`_lines`)."""
-LINE_BUFFER: Final = 4 * MIB
-"""The bytes a read takes at most once a file has filled smaller reads, unless one line needs more."""
 EMPTY: Final = "empty file: no records"
 """The problem of a file that holds nothing but whitespace (docs/cli.md: input that failed, exit 8)."""
 
@@ -158,10 +156,10 @@ def _lines(fill: Callable[[memoryview], int], limit: int, failure: list[InputUnr
     line reached, goes to ``failure`` (without one, it is raised).
 
     The buffer starts at :data:`FIRST_BUFFER` bytes and doubles while reads fill it, up to
-    :data:`LINE_BUFFER` (a small file costs little, a large one is read in few fills), and
-    beyond that only for a line that does not fit, up to the limit. ``reads`` gives other sizes
-    for the two (a test's)."""
-    first, largest = (reads[0] or FIRST_BUFFER, reads[1] or LINE_BUFFER)
+    :data:`~sediment.ingest.reading.compressed.READ_BUFFER`, every input's read buffer (a small
+    file costs little, a large one is read in few fills), and beyond that only for a line that
+    does not fit, up to the limit. ``reads`` gives other sizes for the two (a test's)."""
+    first, largest = (reads[0] or FIRST_BUFFER, reads[1] or READ_BUFFER)
     number = 0
     buffer = bytearray(first)
     try:
