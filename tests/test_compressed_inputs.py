@@ -238,6 +238,32 @@ def test_truncated_and_corrupt_files_are_one_refusal_through_the_cli(tmp_path: P
 
 
 @pytest.mark.parametrize("kind", ["gz", "zst"])
+def test_a_bad_checksum_says_the_records_read_before_it_may_differ(tmp_path: Path, kind: str) -> None:
+    """A checksum is checked at the end of what it covers (a gzip member's CRC-32, a Zstandard
+    frame's checksum), after its lines were read: the refusal is one line naming the line reached,
+    and it says the records read before it came from bytes that failed the check. A file whose
+    compressed blocks cannot be decoded says nothing of the kind."""
+    name, covered = ("gzip", "member") if kind == "gz" else ("zstd", "frame")
+    whole = COMPRESSORS[kind](_lines(2000))
+    at = len(whole) - (8 if kind == "gz" else 4)  # gzip: CRC-32, then the length; zstd: the checksum
+    sentence = f"the checksum at the end of its {covered} does not match, so the records read before this line may differ"
+    for damage, data, says in (
+        ("checksum", whole[:at] + bytes(b ^ 0xFF for b in whole[at:at + 4]) + whole[at + 4:], True),
+        ("blocks", whole[:20] + bytes(b ^ 0x5A for b in whole[20:60]) + whole[60:], False),
+    ):
+        path = tmp_path / f"{damage}.{kind}"
+        path.write_bytes(data)
+        got: list[Any] = []
+        with pytest.raises(InputUnreadable) as raised:
+            got.extend(records(str(path)))
+        message = str(raised.value)
+        assert message.startswith(f"unreadable: corrupt {name} data (") and "\n" not in message, message
+        assert message.endswith("the rest of the file is not read"), message
+        assert (sentence in message) is says, (damage, message)
+        assert raised.value.line == len(got) + 1
+
+
+@pytest.mark.parametrize("kind", ["gz", "zst"])
 def test_a_bomb_is_refused_in_one_line_and_the_records_before_it_are_kept(tmp_path: Path, kind: str) -> None:
     head = _lines(3)
     path = tmp_path / f"bomb.{kind}"

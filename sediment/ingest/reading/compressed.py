@@ -279,6 +279,22 @@ class _Frames:
             self._state, self._need = self._MAGIC, 4
 
 
+#: How each decoder words a checksum that does not match (CPython's gzip at a member's end: its
+#: CRC-32 or its length; libzstd at a frame's end, for a frame that carries one).
+_CHECKSUM_FAILURES: Final = ("CRC check failed", "Incorrect length of data produced", "doesn't match checksum")
+
+
+def _after_failure(kind: str, problem: Exception) -> str:
+    """What a corrupt file's refusal says of the records read before it. A checksum is checked at
+    the end of what it covers (a gzip member, a Zstandard frame), after its lines were read: those
+    records came from bytes that failed the check, and the refusal says so."""
+    if any(failure in str(problem) for failure in _CHECKSUM_FAILURES):
+        covered = "member" if kind == "gzip" else "frame"
+        return (f"the checksum at the end of its {covered} does not match, so the records read before this "
+                "line may differ from what was written; the rest of the file is not read")
+    return "the rest of the file is not read"
+
+
 def _content(header: int) -> int:
     """The bytes a Zstandard block's content takes after its header: an RLE block (type 1) holds
     one byte, whatever size it stands for; a raw or compressed one, its size."""
@@ -320,7 +336,7 @@ class _Inflating(io.RawIOBase):
                                   "the rest of the file is not read") from None
         except (gzip.BadGzipFile, zlib.error, zstandard.ZstdError) as exc:
             raise InputUnreadable(f"unreadable: corrupt {self.kind} data ({exc}); "
-                                  "the rest of the file is not read") from None
+                                  f"{_after_failure(self.kind, exc)}") from None
         allowed = max(self.floor, self.max_inflation * self.source.count) - self.inflated
         if count > allowed:  # what is within the bound is still read; the next read refuses
             count, self._bomb = max(allowed, 0), True
