@@ -247,10 +247,13 @@ def test_a_bad_checksum_says_the_records_read_before_it_may_differ(tmp_path: Pat
     whole = COMPRESSORS[kind](_lines(2000))
     at = len(whole) - (8 if kind == "gz" else 4)  # gzip: CRC-32, then the length; zstd: the checksum
     sentence = f"the checksum at the end of its {covered} does not match, so the records read before this line may differ"
-    for damage, data, says in (
+    damages = [
         ("checksum", whole[:at] + bytes(b ^ 0xFF for b in whole[at:at + 4]) + whole[at + 4:], True),
         ("blocks", whole[:20] + bytes(b ^ 0x5A for b in whole[20:60]) + whole[60:], False),
-    ):
+    ]
+    if kind == "gz":  # a member's length is checked with its CRC-32
+        damages.append(("length", whole[:-4] + bytes(b ^ 0xFF for b in whole[-4:]), True))
+    for damage, data, says in damages:
         path = tmp_path / f"{damage}.{kind}"
         path.write_bytes(data)
         got: list[Any] = []

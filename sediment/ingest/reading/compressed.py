@@ -284,15 +284,20 @@ class _Frames:
 _CHECKSUM_FAILURES: Final = ("CRC check failed", "Incorrect length of data produced", "doesn't match checksum")
 
 
-def _after_failure(kind: str, problem: Exception) -> str:
-    """What a corrupt file's refusal says of the records read before it. A checksum is checked at
-    the end of what it covers (a gzip member, a Zstandard frame), after its lines were read: those
-    records came from bytes that failed the check, and the refusal says so."""
-    if any(failure in str(problem) for failure in _CHECKSUM_FAILURES):
-        covered = "member" if kind == "gzip" else "frame"
-        return (f"the checksum at the end of its {covered} does not match, so the records read before this "
-                "line may differ from what was written; the rest of the file is not read")
-    return "the rest of the file is not read"
+#: How every refusal of an input that cannot be read on ends (the records before it are kept).
+_UNREAD: Final = "the rest of the file is not read"
+
+
+def _checksum_note(kind: str, problem: Exception) -> str:
+    """What a corrupt file's refusal says of the records read before it, when ``problem`` is a
+    checksum that does not match (else nothing). A checksum is checked at the end of what it
+    covers (a gzip member, a Zstandard frame), after its lines were read: those records came from
+    bytes that failed the check."""
+    if not any(failure in str(problem) for failure in _CHECKSUM_FAILURES):
+        return ""
+    covered = "member" if kind == "gzip" else "frame"
+    return (f"the checksum at the end of its {covered} does not match, so the records read before this line "
+            "may differ from what was written; ")
 
 
 def _content(header: int) -> int:
@@ -324,7 +329,7 @@ class _Inflating(io.RawIOBase):
             return 0  # no room: nothing read, and nothing said of the stream's end
         if self._bomb:
             raise InputUnreadable(f"{self.kind} data inflates to more than {self.max_inflation} times its "
-                                  "compressed size (a decompression bomb); the rest of the file is not read")
+                                  f"compressed size (a decompression bomb); {_UNREAD}")
         try:
             count = self._gzip_into(buffer) if self._zstd is None else self._zstd.readinto(buffer)
             if count == 0 and self._frames is not None and not self._frames.between:
@@ -333,10 +338,10 @@ class _Inflating(io.RawIOBase):
             raise
         except EOFError:
             raise InputUnreadable(f"unreadable: truncated {self.kind} data: the compressed stream ends early; "
-                                  "the rest of the file is not read") from None
+                                  f"{_UNREAD}") from None
         except (gzip.BadGzipFile, zlib.error, zstandard.ZstdError) as exc:
             raise InputUnreadable(f"unreadable: corrupt {self.kind} data ({exc}); "
-                                  f"{_after_failure(self.kind, exc)}") from None
+                                  f"{_checksum_note(self.kind, exc)}{_UNREAD}") from None
         allowed = max(self.floor, self.max_inflation * self.source.count) - self.inflated
         if count > allowed:  # what is within the bound is still read; the next read refuses
             count, self._bomb = max(allowed, 0), True
